@@ -1,0 +1,15 @@
+#pragma once
+/// The `stagecraft` subcommands. Each add_* function registers its commands on the app; the
+/// command's work runs from its callback after parsing.
+
+#include <CLI/CLI.hpp>
+
+namespace stagecraft::cli {
+
+/// `networks` and `graph`.
+void add_graph_commands(CLI::App& app);
+
+/// `devices`.
+void add_device_commands(CLI::App& app);
+
+}  // namespace stagecraft::cli

@@ -1,0 +1,50 @@
+#include "cli/source.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "graph/passes.h"
+#include "graph/yaml_io.h"
+#include "networks/registry.h"
+
+namespace stagecraft::cli {
+
+void GraphSource::add_options(CLI::App& command) {
+  command.add_option("network", spec, "built-in network name (see `stagecraft networks`) or a "
+                                      "graph file (.yaml)")
+      ->required();
+  command.add_option("--batch", batch, "batch size (default: the network's or file's own, 1)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--input-size", input_size,
+                     "input height = width of a built-in network (default: its own)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
+  command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
+}
+
+bool is_graph_file(const std::string& spec) {
+  const std::string ext = std::filesystem::path(spec).extension().string();
+  return ext == ".yaml" || ext == ".yml" || spec.find('/') != std::string::npos;
+}
+
+graph::Graph load_source(const GraphSource& source) {
+  graph::Graph g;
+  if (is_graph_file(source.spec)) {
+    if (source.input_size != 0) {
+      throw UsageError(cat("--input-size applies to built-in networks only, not to the graph file '",
+                           source.spec, "'"));
+    }
+    g = graph::load_graph(source.spec);
+    if (source.batch != 0) g = graph::with_batch(g, source.batch);
+  } else {
+    networks::NetworkOptions options;
+    options.batch = source.batch == 0 ? 1 : source.batch;
+    options.input_size = source.input_size;
+    options.seed = source.seed;
+    g = networks::build_network(source.spec, options);
+  }
+  return source.raw ? g : graph::prepare_for_inference(g);
+}
+
+}  // namespace stagecraft::cli

@@ -1,0 +1,31 @@
+#pragma once
+/// Turning the NETWORK|FILE argument of a command into a graph, shared by every command.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace stagecraft::cli {
+
+/// Where a command's graph comes from, and how to build it.
+struct GraphSource {
+  std::string spec;        ///< a built-in network name or a .yaml graph file
+  int64_t batch = 0;       ///< 0: the network's/file's own batch
+  int64_t input_size = 0;  ///< 0: the network's default (built-in networks only)
+  uint64_t seed = 1;       ///< seed of randomly wired networks
+  bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
+
+  /// Adds the positional argument and --batch, --input-size, --seed, --raw to a command.
+  void add_options(CLI::App& command);
+};
+
+/// Whether `spec` names a graph file rather than a built-in network.
+bool is_graph_file(const std::string& spec);
+
+/// Builds or loads the graph and runs the inference passes unless `raw`. Throws the library's
+/// errors (unknown network, bad file, bad option) with clear messages.
+graph::Graph load_source(const GraphSource& source);
+
+}  // namespace stagecraft::cli

@@ -1,0 +1,44 @@
+#include "common/files.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/strings.h"
+
+namespace stagecraft {
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw IoError(cat("cannot read '", path, "': it is a directory"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(cat("cannot read '", path, "': ", std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw IoError(cat("cannot read '", path, "': read error"));
+  return text.str();
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError(cat("cannot write '", path, "': ", std::strerror(errno)));
+    out << text;
+    out.flush();
+    if (!out) throw IoError(cat("cannot write '", path, "': write error"));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    throw IoError(cat("cannot write '", path, "': ", reason));
+  }
+}
+
+}  // namespace stagecraft

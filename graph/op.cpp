@@ -1,0 +1,140 @@
+#include "graph/op.h"
+
+#include <cassert>
+
+namespace stagecraft::graph {
+
+namespace {
+
+struct ActivationInfo {
+  Activation activation;
+  std::string_view name;
+};
+
+constexpr ActivationInfo kActivations[] = {
+#define STAGECRAFT_X(value, name) {Activation::value, name},
+    STAGECRAFT_ACTIVATIONS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+struct OpKindInfo {
+  OpKind kind;
+  std::string_view name;
+};
+
+constexpr OpKindInfo kOpKinds[] = {
+#define STAGECRAFT_X(value, name, attrs) {OpKind::value, name},
+    STAGECRAFT_OP_KINDS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+}  // namespace
+
+std::string_view to_string(Activation activation) {
+  return kActivations[static_cast<int>(activation)].name;
+}
+
+std::optional<Activation> parse_activation(std::string_view name) {
+  for (const auto& info : kActivations)
+    if (info.name == name) return info.activation;
+  return std::nullopt;
+}
+
+std::vector<std::string> activation_names() {
+  std::vector<std::string> names;
+  for (const auto& info : kActivations) names.emplace_back(info.name);
+  return names;
+}
+
+std::string_view to_string(OpKind kind) { return kOpKinds[static_cast<int>(kind)].name; }
+
+std::optional<OpKind> parse_op_kind(std::string_view name) {
+  for (const auto& info : kOpKinds)
+    if (info.name == name) return info.kind;
+  return std::nullopt;
+}
+
+std::vector<std::string> op_kind_names() {
+  std::vector<std::string> names;
+  for (const auto& info : kOpKinds) names.emplace_back(info.name);
+  return names;
+}
+
+std::vector<OpKind> all_op_kinds() {
+  std::vector<OpKind> kinds;
+  for (const auto& info : kOpKinds) kinds.push_back(info.kind);
+  return kinds;
+}
+
+OpAttrs default_attrs(OpKind kind) {
+  switch (kind) {
+#define STAGECRAFT_X(value, name, attrs) \
+  case OpKind::value:                    \
+    return attrs{};
+    STAGECRAFT_OP_KINDS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+  }
+  assert(false && "unhandled op kind");
+  return NoAttrs{};
+}
+
+bool attrs_match(OpKind kind, const OpAttrs& attrs) {
+  switch (kind) {
+#define STAGECRAFT_X(value, name, attrs_type) \
+  case OpKind::value:                         \
+    return std::holds_alternative<attrs_type>(attrs);
+    STAGECRAFT_OP_KINDS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+  }
+  return false;
+}
+
+Activation activation_of_kind(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRelu:
+      return Activation::kRelu;
+    case OpKind::kRelu6:
+      return Activation::kRelu6;
+    case OpKind::kSigmoid:
+      return Activation::kSigmoid;
+    default:
+      return Activation::kNone;
+  }
+}
+
+int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,
+                const std::vector<TensorDesc>& outputs) {
+  switch (op.kind) {
+    case OpKind::kConv2d: {
+      const auto& a = op.attrs_as<Conv2dAttrs>();
+      const Shape& out = outputs.at(0).shape;
+      return out.numel() * (a.in_channels / a.groups) * a.kernel.h * a.kernel.w;
+    }
+    case OpKind::kLinear: {
+      const auto& a = op.attrs_as<LinearAttrs>();
+      return inputs.at(0).shape[0] * a.in_features * a.out_features;
+    }
+    default:
+      return 0;
+  }
+}
+
+int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs) {
+  switch (op.kind) {
+    case OpKind::kConv2d: {
+      const auto& a = op.attrs_as<Conv2dAttrs>();
+      return a.out_channels * (a.in_channels / a.groups) * a.kernel.h * a.kernel.w +
+             (a.bias ? a.out_channels : 0);
+    }
+    case OpKind::kLinear: {
+      const auto& a = op.attrs_as<LinearAttrs>();
+      return a.out_features * a.in_features + (a.bias ? a.out_features : 0);
+    }
+    case OpKind::kBatchNorm:
+      return 2 * inputs.at(0).shape[1];  // scale and shift; running statistics are buffers
+    default:
+      return 0;
+  }
+}
+
+}  // namespace stagecraft::graph

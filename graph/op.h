@@ -1,0 +1,299 @@
+#pragma once
+/// Operators of the graph IR: the one list of op kinds (which generates the enum, the names used
+/// in files and the attribute type of each kind), the typed attributes, `Op` and `Value`.
+///
+/// Every attribute struct lists its fields once in `fields()`, which drives the YAML reader and
+/// writer, equality, hashing and labels, so adding a field is a one-line change.
+///
+/// Example:
+///   Conv2dAttrs a;
+///   a.in_channels = 64; a.out_channels = 96; a.kernel = {3, 3}; a.padding = Pads::same(1);
+///   OpAttrs attrs = a;   // given to Graph::add_op with OpKind::kConv2d
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "graph/types.h"
+
+namespace stagecraft::graph {
+
+/// Dense index of an op in its graph (also its insertion order, which is topological).
+using OpId = int32_t;
+/// Dense index of a value (tensor) in its graph.
+using ValueId = int32_t;
+/// "No op": the producer of a graph input.
+inline constexpr OpId kNoOp = -1;
+
+/// Element-wise activation fused into the epilogue of a conv, linear or add.
+#define STAGECRAFT_ACTIVATIONS(X) \
+  X(kNone, "none")                \
+  X(kRelu, "relu")                \
+  X(kRelu6, "relu6")              \
+  X(kSigmoid, "sigmoid")
+
+/// A fused activation function.
+enum class Activation : uint8_t {
+#define STAGECRAFT_X(value, name) value,
+  STAGECRAFT_ACTIVATIONS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+/// Name used in files ("relu").
+std::string_view to_string(Activation activation);
+/// Parses a name; nullopt when unknown.
+std::optional<Activation> parse_activation(std::string_view name);
+/// Every activation name.
+std::vector<std::string> activation_names();
+
+/// A (height, width) pair: kernel, stride or dilation.
+struct Hw {
+  int64_t h = 1;  ///< height component
+  int64_t w = 1;  ///< width component
+  /// The same value for both.
+  static Hw square(int64_t v) { return {v, v}; }
+  bool operator==(const Hw&) const = default;
+};
+
+/// Zero padding on each side of a 2-D window (negative values crop, for Pad only).
+struct Pads {
+  int64_t top = 0;     ///< rows added above
+  int64_t left = 0;    ///< columns added on the left
+  int64_t bottom = 0;  ///< rows added below
+  int64_t right = 0;   ///< columns added on the right
+  /// The same padding on every side.
+  static Pads same(int64_t p) { return {p, p, p, p}; }
+  /// Symmetric padding: `h` above and below, `w` left and right.
+  static Pads symmetric(int64_t h, int64_t w) { return {h, w, h, w}; }
+  bool operator==(const Pads&) const = default;
+};
+
+/// Whether a field must appear in a graph file.
+enum class FieldRule : uint8_t {
+  kRequired,  ///< must be present
+  kOptional,  ///< may be omitted; defaults to the value of a default-constructed struct
+};
+
+/// Attributes of kinds that have none.
+struct NoAttrs {
+  template <class Self, class Visitor>
+  static void fields(Self&, Visitor&&) {}
+  bool operator==(const NoAttrs&) const = default;
+};
+
+/// 2-D convolution. Weights are [out_channels, in_channels / groups, kernel.h, kernel.w].
+struct Conv2dAttrs {
+  int64_t in_channels = 0;                  ///< input channels (weight shape)
+  int64_t out_channels = 0;                 ///< output channels
+  Hw kernel{0, 0};                          ///< kernel size
+  Hw stride{1, 1};                          ///< stride
+  Pads padding;                             ///< zero padding
+  Hw dilation{1, 1};                        ///< dilation
+  int64_t groups = 1;                       ///< channel groups (in_channels for depthwise)
+  bool bias = false;                        ///< whether a bias is added
+  Activation activation = Activation::kNone;  ///< fused activation
+
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("in_channels", a.in_channels, FieldRule::kRequired);
+    v("out_channels", a.out_channels, FieldRule::kRequired);
+    v("kernel", a.kernel, FieldRule::kRequired);
+    v("stride", a.stride, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("dilation", a.dilation, FieldRule::kOptional);
+    v("groups", a.groups, FieldRule::kOptional);
+    v("bias", a.bias, FieldRule::kOptional);
+    v("activation", a.activation, FieldRule::kOptional);
+  }
+  bool operator==(const Conv2dAttrs&) const = default;
+};
+
+/// Batch normalisation in inference form: y = (x - mean) / sqrt(var + eps) * gamma + beta.
+struct BatchNormAttrs {
+  double eps = 1e-5;  ///< variance epsilon
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("eps", a.eps, FieldRule::kOptional);
+  }
+  bool operator==(const BatchNormAttrs&) const = default;
+};
+
+/// Max pooling over 2-D windows.
+struct MaxPoolAttrs {
+  Hw kernel{0, 0};         ///< window size
+  Hw stride{1, 1};         ///< stride
+  Pads padding;            ///< implicit padding (never selected)
+  bool ceil_mode = false;  ///< round the output size up, as PyTorch's ceil_mode
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("kernel", a.kernel, FieldRule::kRequired);
+    v("stride", a.stride, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
+  }
+  bool operator==(const MaxPoolAttrs&) const = default;
+};
+
+/// Average pooling over 2-D windows.
+struct AvgPoolAttrs {
+  Hw kernel{0, 0};                 ///< window size
+  Hw stride{1, 1};                 ///< stride
+  Pads padding;                    ///< zero padding
+  bool ceil_mode = false;          ///< round the output size up
+  bool count_include_pad = true;   ///< divide by the full window, padding included
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("kernel", a.kernel, FieldRule::kRequired);
+    v("stride", a.stride, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
+    v("count_include_pad", a.count_include_pad, FieldRule::kOptional);
+  }
+  bool operator==(const AvgPoolAttrs&) const = default;
+};
+
+/// Element-wise sum of two or more same-shaped inputs, with an optional fused activation.
+struct AddAttrs {
+  Activation activation = Activation::kNone;  ///< fused activation
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("activation", a.activation, FieldRule::kOptional);
+  }
+  bool operator==(const AddAttrs&) const = default;
+};
+
+/// Split along channels into consecutive parts of the given sizes (one output per part).
+struct SplitAttrs {
+  std::vector<int64_t> sizes;  ///< channels of each output
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("sizes", a.sizes, FieldRule::kRequired);
+  }
+  bool operator==(const SplitAttrs&) const = default;
+};
+
+/// Channel slice [begin, end) of the input.
+struct SliceAttrs {
+  int64_t begin = 0;  ///< first channel
+  int64_t end = 0;    ///< one past the last channel
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("begin", a.begin, FieldRule::kRequired);
+    v("end", a.end, FieldRule::kRequired);
+  }
+  bool operator==(const SliceAttrs&) const = default;
+};
+
+/// Constant padding of H and W (negative amounts crop).
+struct PadAttrs {
+  Pads pads;          ///< amount per side
+  double value = 0;   ///< fill value
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("pads", a.pads, FieldRule::kRequired);
+    v("value", a.value, FieldRule::kOptional);
+  }
+  bool operator==(const PadAttrs&) const = default;
+};
+
+/// Fully connected layer (GEMM): y = x Wᵀ + b with W [out_features, in_features].
+struct LinearAttrs {
+  int64_t in_features = 0;                    ///< input features (weight shape)
+  int64_t out_features = 0;                   ///< output features
+  bool bias = true;                           ///< whether a bias is added
+  Activation activation = Activation::kNone;  ///< fused activation
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("in_features", a.in_features, FieldRule::kRequired);
+    v("out_features", a.out_features, FieldRule::kRequired);
+    v("bias", a.bias, FieldRule::kOptional);
+    v("activation", a.activation, FieldRule::kOptional);
+  }
+  bool operator==(const LinearAttrs&) const = default;
+};
+
+/// The one list of op kinds: enum value, name in files, attribute type.
+/// Concat, Split and Slice work on the channel axis; Softmax on the feature axis of an N×C tensor;
+/// Flatten turns N×C×H×W into N×(C·H·W).
+#define STAGECRAFT_OP_KINDS(X)                         \
+  X(kConv2d, "conv2d", Conv2dAttrs)                    \
+  X(kBatchNorm, "batch_norm", BatchNormAttrs)          \
+  X(kRelu, "relu", NoAttrs)                            \
+  X(kRelu6, "relu6", NoAttrs)                          \
+  X(kSigmoid, "sigmoid", NoAttrs)                      \
+  X(kMaxPool, "max_pool", MaxPoolAttrs)                \
+  X(kAvgPool, "avg_pool", AvgPoolAttrs)                \
+  X(kGlobalAvgPool, "global_avg_pool", NoAttrs)        \
+  X(kAdd, "add", AddAttrs)                             \
+  X(kConcat, "concat", NoAttrs)                        \
+  X(kSplit, "split", SplitAttrs)                       \
+  X(kSlice, "slice", SliceAttrs)                       \
+  X(kIdentity, "identity", NoAttrs)                    \
+  X(kPad, "pad", PadAttrs)                             \
+  X(kFlatten, "flatten", NoAttrs)                      \
+  X(kLinear, "linear", LinearAttrs)                    \
+  X(kSoftmax, "softmax", NoAttrs)
+
+/// Kind of an operator.
+enum class OpKind : uint8_t {
+#define STAGECRAFT_X(value, name, attrs) value,
+  STAGECRAFT_OP_KINDS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+/// Typed attributes of any kind (the alternative must match the op's kind).
+using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
+                             AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs>;
+
+/// Name used in files ("conv2d").
+std::string_view to_string(OpKind kind);
+/// Parses a name; nullopt when unknown.
+std::optional<OpKind> parse_op_kind(std::string_view name);
+/// Every op kind name, in list order.
+std::vector<std::string> op_kind_names();
+/// Every op kind, in list order.
+std::vector<OpKind> all_op_kinds();
+/// Default-constructed attributes of the type `kind` takes.
+OpAttrs default_attrs(OpKind kind);
+/// Whether `attrs` holds the type `kind` takes.
+bool attrs_match(OpKind kind, const OpAttrs& attrs);
+/// The activation an element-wise op computes (kNone for other kinds).
+Activation activation_of_kind(OpKind kind);
+
+/// An operator: a kind, its attributes, the values it reads and the values it produces.
+struct Op {
+  OpId id = kNoOp;               ///< index in the graph
+  std::string name;              ///< unique name
+  OpKind kind = OpKind::kIdentity;  ///< kind
+  OpAttrs attrs;                 ///< attributes of the type `kind` takes
+  std::vector<ValueId> inputs;   ///< values read, in input-slot order
+  std::vector<ValueId> outputs;  ///< values produced
+
+  /// The attributes as type `A`; asserts that `A` matches the kind.
+  template <class A>
+  const A& attrs_as() const {
+    return std::get<A>(attrs);
+  }
+};
+
+/// A tensor value: a graph input or an output of an op.
+struct Value {
+  ValueId id = -1;          ///< index in the graph
+  std::string name;         ///< unique name ("op" for a single output, "op:1" otherwise)
+  TensorDesc desc;          ///< shape, type and layout
+  OpId producer = kNoOp;    ///< producing op, kNoOp for a graph input
+  int output_index = 0;     ///< which output of the producer
+};
+
+/// Multiply-accumulate count of one op with these input and output descriptors (convolutions and
+/// linear layers; 0 for other kinds).
+int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,
+                const std::vector<TensorDesc>& outputs);
+
+/// Number of learned parameters of an op (weights, biases, batch-norm scale and shift).
+int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs);
+
+}  // namespace stagecraft::graph

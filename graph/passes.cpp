@@ -1,0 +1,131 @@
+#include "graph/passes.h"
+
+#include <optional>
+
+#include "common/strings.h"
+#include "graph/errors.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+// What a pass does with one op: keep it (possibly with new attributes) or drop it and let its
+// only output stand for another value of the old graph.
+struct Decision {
+  bool drop = false;
+  ValueId alias = -1;                // old value that replaces the dropped op's output
+  std::optional<OpAttrs> new_attrs;  // for kept ops
+};
+
+// Rebuilds `graph` applying per-op decisions; dropped ops forward their output to an alias.
+// `batch` > 0 replaces the batch dimension of every input.
+Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_t batch = 0) {
+  Graph out(graph.name());
+  std::vector<ValueId> map(graph.num_values(), -1);  // old value -> new value
+  for (ValueId v : graph.inputs()) {
+    TensorDesc desc = graph.value(v).desc;
+    if (batch > 0 && desc.shape.rank() > 0) desc.shape[0] = batch;
+    map[v] = out.add_input(graph.value(v).name, desc);
+  }
+  auto resolve = [&map](ValueId old) { return map[old]; };
+  for (const Op& op : graph.ops()) {
+    const Decision& d = decisions[op.id];
+    if (d.drop) {
+      map[op.outputs.at(0)] = resolve(d.alias);
+      continue;
+    }
+    std::vector<ValueId> inputs;
+    for (ValueId v : op.inputs) inputs.push_back(resolve(v));
+    const OpId id = out.add_op(op.name, op.kind, d.new_attrs ? *d.new_attrs : op.attrs, inputs);
+    for (size_t i = 0; i < op.outputs.size(); ++i) map[op.outputs[i]] = out.op(id).outputs[i];
+  }
+  for (ValueId v : graph.outputs()) out.add_output(resolve(v));
+  return out;
+}
+
+// The op producing `op`'s first input when that value is read by `op` alone and is not a graph
+// output; nullopt otherwise.
+std::optional<OpId> sole_producer(const Graph& graph, const Op& op) {
+  if (op.inputs.size() != 1) return std::nullopt;
+  const Value& in = graph.value(op.inputs[0]);
+  if (in.producer == kNoOp || graph.is_output(in.id) || graph.consumers(in.id).size() != 1) {
+    return std::nullopt;
+  }
+  if (graph.op(in.producer).outputs.size() != 1) return std::nullopt;
+  return in.producer;
+}
+
+}  // namespace
+
+Graph fold_batch_norm(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kBatchNorm) continue;
+    const auto producer = sole_producer(graph, op);
+    if (!producer || graph.op(*producer).kind != OpKind::kConv2d) continue;
+    auto conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
+    if (conv.activation != Activation::kNone) continue;  // BN after a fused activation: keep
+    Decision& kept = decisions[*producer];
+    if (kept.new_attrs) conv = std::get<Conv2dAttrs>(*kept.new_attrs);
+    conv.bias = true;
+    kept.new_attrs = conv;
+    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    if (log) log->folded.push_back({graph.op(*producer).name, op.name});
+  }
+  return rebuild(graph, decisions);
+}
+
+Graph fuse_activations(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    const Activation act = activation_of_kind(op.kind);
+    if (act == Activation::kNone) continue;
+    const auto producer = sole_producer(graph, op);
+    if (!producer) continue;
+    const Op& p = graph.op(*producer);
+    OpAttrs attrs = p.attrs;
+    bool fused = false;
+    std::visit(
+        [&](auto& a) {
+          if constexpr (requires { a.activation; }) {
+            if (a.activation == Activation::kNone) {
+              a.activation = act;
+              fused = true;
+            }
+          }
+        },
+        attrs);
+    if (!fused) continue;
+    decisions[p.id].new_attrs = attrs;
+    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    if (log) log->fused.push_back({p.name, op.name});
+  }
+  return rebuild(graph, decisions);
+}
+
+Graph remove_identities(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kIdentity) continue;
+    // A graph input passed straight to a graph output keeps its identity: outputs must be ops.
+    if (graph.is_output(op.outputs[0]) && graph.value(op.inputs[0]).producer == kNoOp) continue;
+    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    if (log) log->removed.push_back(op.name);
+  }
+  return rebuild(graph, decisions);
+}
+
+Graph prepare_for_inference(const Graph& graph, PassLog* log) {
+  return remove_identities(fuse_activations(fold_batch_norm(graph, log), log), log);
+}
+
+}  // namespace stagecraft::graph
+
+namespace stagecraft::graph {
+
+Graph with_batch(const Graph& graph, int64_t batch) {
+  if (batch < 1) throw GraphError(cat("batch size must be >= 1, got ", batch));
+  return rebuild(graph, std::vector<Decision>(graph.num_ops()), batch);
+}
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,53 @@
+#pragma once
+/// Graph passes for inference. Each pass is a plain function from graph to graph (the input is
+/// left untouched) and keeps op names, so weights and schedules can refer to ops by name.
+///
+/// Example:
+///   Graph raw = networks::build_network("resnet50");
+///   Graph g = prepare_for_inference(raw);  // BN folded, activations fused, identities removed
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace stagecraft::graph {
+
+/// A batch norm folded into the convolution before it (weights use this to fold numerically).
+struct FoldedBatchNorm {
+  std::string conv;        ///< name of the convolution (kept)
+  std::string batch_norm;  ///< name of the batch norm (removed)
+};
+
+/// An activation fused into the op before it.
+struct FusedActivation {
+  std::string producer;    ///< name of the conv, linear or add (kept)
+  std::string activation;  ///< name of the activation op (removed)
+};
+
+/// What the inference passes changed.
+struct PassLog {
+  std::vector<FoldedBatchNorm> folded;  ///< batch norms folded into convolutions
+  std::vector<FusedActivation> fused;   ///< activations fused into producers
+  std::vector<std::string> removed;     ///< identity ops removed
+};
+
+/// Folds every batch norm whose input is a convolution read by nothing else into that
+/// convolution (which gains a bias). Batch norms after other ops stay.
+Graph fold_batch_norm(const Graph& graph, PassLog* log = nullptr);
+
+/// Fuses ReLU, ReLU6 and Sigmoid into a preceding conv, linear or add that has no activation yet
+/// and whose output is read by nothing else.
+Graph fuse_activations(const Graph& graph, PassLog* log = nullptr);
+
+/// Removes identity ops, rewiring their readers to the identity's input.
+Graph remove_identities(const Graph& graph, PassLog* log = nullptr);
+
+/// fold_batch_norm, then fuse_activations, then remove_identities.
+Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr);
+
+/// The same graph with every input's batch dimension set to `batch` and shapes inferred again.
+/// Throws GraphError when batch < 1.
+Graph with_batch(const Graph& graph, int64_t batch);
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,261 @@
+#include "graph/shape_inference.h"
+
+#include "common/strings.h"
+#include "graph/errors.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+// Builds errors that start with the op's name and kind, so every message names its culprit.
+class Checker {
+ public:
+  explicit Checker(const Op& op) : op_(op) {}
+
+  [[noreturn]] void fail(const std::string& rule) const {
+    throw ShapeError(cat("op '", op_.name, "' (", to_string(op_.kind), "): ", rule));
+  }
+  void require(bool ok, const std::string& rule) const {
+    if (!ok) fail(rule);
+  }
+  void arity(const std::vector<TensorDesc>& inputs, size_t min, size_t max) const {
+    if (inputs.size() >= min && inputs.size() <= max) return;
+    const std::string expected = min == max ? cat(min) : max == SIZE_MAX ? cat("at least ", min)
+                                                                         : cat(min, " to ", max);
+    throw GraphError(cat("op '", op_.name, "' (", to_string(op_.kind), "): takes ", expected,
+                         " input(s), got ", inputs.size()));
+  }
+  void rank(const TensorDesc& desc, size_t rank, const char* what = "input") const {
+    require(desc.shape.rank() == rank, cat(what, " must have rank ", rank, ", got ",
+                                           desc.shape.to_string()));
+  }
+  void positive(const Hw& hw, const char* field) const {
+    require(hw.h >= 1 && hw.w >= 1, cat(field, " must be >= 1, got [", hw.h, ", ", hw.w, "]"));
+  }
+  void non_negative(const Pads& p, const char* field) const {
+    require(p.top >= 0 && p.left >= 0 && p.bottom >= 0 && p.right >= 0,
+            cat(field, " must be >= 0, got [", p.top, ", ", p.left, ", ", p.bottom, ", ", p.right,
+                "]"));
+  }
+
+ private:
+  const Op& op_;
+};
+
+TensorDesc with_shape(const TensorDesc& like, Shape shape) {
+  TensorDesc desc = like;
+  if (shape.rank() != like.shape.rank()) {
+    desc.layout = default_layout(shape.rank()).value_or(like.layout);
+  }
+  desc.shape = std::move(shape);
+  return desc;
+}
+
+// Output H and W of a 2-D window op; fails when the window does not fit the padded input.
+Shape window_shape(const Checker& check, const Shape& in, int64_t channels, const Hw& kernel,
+                   const Hw& stride, const Pads& pad, const Hw& dilation, bool ceil_mode) {
+  const int64_t oh = window_output_size(in[2], pad.top, pad.bottom, kernel.h, stride.h, dilation.h,
+                                        ceil_mode);
+  const int64_t ow = window_output_size(in[3], pad.left, pad.right, kernel.w, stride.w,
+                                        dilation.w, ceil_mode);
+  check.require(oh >= 1 && ow >= 1,
+                cat("window ", kernel.h, "x", kernel.w, " does not fit input ", in[2], "x", in[3],
+                    " with padding [", pad.top, ", ", pad.left, ", ", pad.bottom, ", ", pad.right,
+                    "]"));
+  return Shape{in[0], channels, oh, ow};
+}
+
+void check_same_dtype(const Checker& check, const std::vector<TensorDesc>& inputs) {
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    check.require(inputs[i].dtype == inputs[0].dtype,
+                  cat("input ", i, " is ", to_string(inputs[i].dtype), " but input 0 is ",
+                      to_string(inputs[0].dtype)));
+  }
+}
+
+std::vector<TensorDesc> infer_conv(const Checker& check, const Conv2dAttrs& a,
+                                   const TensorDesc& x) {
+  check.rank(x, 4);
+  check.require(a.in_channels >= 1 && a.out_channels >= 1,
+                cat("in_channels and out_channels must be >= 1, got ", a.in_channels, " and ",
+                    a.out_channels));
+  check.positive(a.kernel, "kernel");
+  check.positive(a.stride, "stride");
+  check.positive(a.dilation, "dilation");
+  check.non_negative(a.padding, "padding");
+  check.require(a.groups >= 1, cat("groups must be >= 1, got ", a.groups));
+  check.require(a.in_channels % a.groups == 0 && a.out_channels % a.groups == 0,
+                cat("groups ", a.groups, " must divide in_channels ", a.in_channels,
+                    " and out_channels ", a.out_channels));
+  check.require(x.shape[1] == a.in_channels, cat("input has ", x.shape[1],
+                                                 " channels but in_channels is ", a.in_channels));
+  return {with_shape(x, window_shape(check, x.shape, a.out_channels, a.kernel, a.stride, a.padding,
+                                     a.dilation, false))};
+}
+
+template <class PoolAttrs>
+std::vector<TensorDesc> infer_pool(const Checker& check, const PoolAttrs& a, const TensorDesc& x) {
+  check.rank(x, 4);
+  check.positive(a.kernel, "kernel");
+  check.positive(a.stride, "stride");
+  check.non_negative(a.padding, "padding");
+  check.require(a.padding.top < a.kernel.h && a.padding.bottom < a.kernel.h &&
+                    a.padding.left < a.kernel.w && a.padding.right < a.kernel.w,
+                "padding must be smaller than the window on every side");
+  return {with_shape(x, window_shape(check, x.shape, x.shape[1], a.kernel, a.stride, a.padding,
+                                     Hw{1, 1}, a.ceil_mode))};
+}
+
+std::vector<TensorDesc> infer_concat(const Checker& check, const std::vector<TensorDesc>& inputs) {
+  int64_t channels = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check.rank(inputs[i], 4, "every input");
+    const Shape& s = inputs[i].shape;
+    const Shape& s0 = inputs[0].shape;
+    check.require(s[0] == s0[0] && s[2] == s0[2] && s[3] == s0[3],
+                  cat("input ", i, " is ", s.to_string(), " but input 0 is ", s0.to_string(),
+                      ": concatenated inputs must agree in N, H and W"));
+    channels += s[1];
+  }
+  check_same_dtype(check, inputs);
+  Shape out = inputs[0].shape;
+  out[1] = channels;
+  return {with_shape(inputs[0], out)};
+}
+
+std::vector<TensorDesc> infer_split(const Checker& check, const SplitAttrs& a,
+                                    const TensorDesc& x) {
+  check.rank(x, 4);
+  check.require(!a.sizes.empty(), "sizes must not be empty");
+  int64_t total = 0;
+  for (int64_t size : a.sizes) {
+    check.require(size >= 1, cat("every size must be >= 1, got ", size));
+    total += size;
+  }
+  check.require(total == x.shape[1], cat("sizes add up to ", total, " but the input has ",
+                                         x.shape[1], " channels"));
+  std::vector<TensorDesc> outputs;
+  for (int64_t size : a.sizes) {
+    Shape s = x.shape;
+    s[1] = size;
+    outputs.push_back(with_shape(x, s));
+  }
+  return outputs;
+}
+
+}  // namespace
+
+int64_t window_output_size(int64_t size, int64_t pad_begin, int64_t pad_end, int64_t kernel,
+                           int64_t stride, int64_t dilation, bool ceil_mode) {
+  const int64_t span = dilation * (kernel - 1) + 1;
+  const int64_t room = size + pad_begin + pad_end - span;
+  if (room < 0 || stride < 1) return 0;
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  // PyTorch: the last window must start inside the input or the leading padding.
+  if (ceil_mode && (out - 1) * stride >= size + pad_begin) --out;
+  return out;
+}
+
+size_t num_outputs(OpKind kind, const OpAttrs& attrs) {
+  if (kind == OpKind::kSplit) {
+    if (const auto* split = std::get_if<SplitAttrs>(&attrs)) return split->sizes.size();
+  }
+  return 1;
+}
+
+std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<TensorDesc>& inputs) {
+  const Checker check(op);
+  if (!attrs_match(op.kind, op.attrs)) {
+    throw GraphError(cat("op '", op.name, "' (", to_string(op.kind),
+                         "): attributes of another op kind were given"));
+  }
+  switch (op.kind) {
+    case OpKind::kConv2d:
+      check.arity(inputs, 1, 1);
+      return infer_conv(check, op.attrs_as<Conv2dAttrs>(), inputs[0]);
+    case OpKind::kBatchNorm:
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      check.require(op.attrs_as<BatchNormAttrs>().eps > 0, "eps must be > 0");
+      return {inputs[0]};
+    case OpKind::kRelu:
+    case OpKind::kRelu6:
+    case OpKind::kSigmoid:
+    case OpKind::kIdentity:
+      check.arity(inputs, 1, 1);
+      return {inputs[0]};
+    case OpKind::kMaxPool:
+      check.arity(inputs, 1, 1);
+      return infer_pool(check, op.attrs_as<MaxPoolAttrs>(), inputs[0]);
+    case OpKind::kAvgPool:
+      check.arity(inputs, 1, 1);
+      return infer_pool(check, op.attrs_as<AvgPoolAttrs>(), inputs[0]);
+    case OpKind::kGlobalAvgPool: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const Shape& s = inputs[0].shape;
+      return {with_shape(inputs[0], Shape{s[0], s[1], 1, 1})};
+    }
+    case OpKind::kAdd:
+      check.arity(inputs, 2, SIZE_MAX);
+      for (size_t i = 1; i < inputs.size(); ++i) {
+        check.require(inputs[i].shape == inputs[0].shape,
+                      cat("input ", i, " is ", inputs[i].shape.to_string(), " but input 0 is ",
+                          inputs[0].shape.to_string(), ": added inputs must have the same shape"));
+      }
+      check_same_dtype(check, inputs);
+      return {inputs[0]};
+    case OpKind::kConcat:
+      check.arity(inputs, 1, SIZE_MAX);
+      return infer_concat(check, inputs);
+    case OpKind::kSplit:
+      check.arity(inputs, 1, 1);
+      return infer_split(check, op.attrs_as<SplitAttrs>(), inputs[0]);
+    case OpKind::kSlice: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const auto& a = op.attrs_as<SliceAttrs>();
+      check.require(a.begin >= 0 && a.begin < a.end && a.end <= inputs[0].shape[1],
+                    cat("channel range [", a.begin, ", ", a.end, ") is not inside [0, ",
+                        inputs[0].shape[1], ")"));
+      Shape s = inputs[0].shape;
+      s[1] = a.end - a.begin;
+      return {with_shape(inputs[0], s)};
+    }
+    case OpKind::kPad: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const auto& p = op.attrs_as<PadAttrs>().pads;
+      Shape s = inputs[0].shape;
+      s[2] += p.top + p.bottom;
+      s[3] += p.left + p.right;
+      check.require(s[2] >= 1 && s[3] >= 1,
+                    cat("padding leaves an empty output ", s.to_string()));
+      return {with_shape(inputs[0], s)};
+    }
+    case OpKind::kFlatten: {
+      check.arity(inputs, 1, 1);
+      const Shape& s = inputs[0].shape;
+      check.require(s.rank() >= 2, cat("input must have rank >= 2, got ", s.to_string()));
+      return {with_shape(inputs[0], Shape{s[0], s.numel() / s[0]})};
+    }
+    case OpKind::kLinear: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 2);
+      const auto& a = op.attrs_as<LinearAttrs>();
+      check.require(a.in_features >= 1 && a.out_features >= 1,
+                    "in_features and out_features must be >= 1");
+      check.require(inputs[0].shape[1] == a.in_features,
+                    cat("input has ", inputs[0].shape[1], " features but in_features is ",
+                        a.in_features));
+      return {with_shape(inputs[0], Shape{inputs[0].shape[0], a.out_features})};
+    }
+    case OpKind::kSoftmax:
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 2);
+      return {inputs[0]};
+  }
+  check.fail("unhandled op kind");
+}
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,1 @@
+// profiler: filled by the schedule-search issue

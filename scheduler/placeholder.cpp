@@ -1,0 +1,1 @@
+// scheduler: filled by the schedule-search issue

@@ -1,0 +1,87 @@
+// Inference passes: batch-norm folding, activation fusion, identity removal, batch change.
+#include <gtest/gtest.h>
+
+#include "graph/errors.h"
+#include "graph/passes.h"
+#include "networks/builder.h"
+#include "networks/registry.h"
+
+namespace stagecraft::graph {
+namespace {
+
+using networks::NetBuilder;
+
+TEST(Passes, FoldsBatchNormAndFusesReluIntoConv) {
+  NetBuilder nb("t", 1, 3, 8, 8);
+  ValueId y = nb.conv_bn_relu(nb.input(), 4, 3, 1, 1);
+  Graph g = std::move(nb).finish({y});
+  PassLog log;
+  Graph out = prepare_for_inference(g, &log);
+  ASSERT_EQ(out.num_ops(), 1u);
+  const auto& conv = out.op(0).attrs_as<Conv2dAttrs>();
+  EXPECT_TRUE(conv.bias);
+  EXPECT_EQ(conv.activation, Activation::kRelu);
+  EXPECT_EQ(out.value(out.outputs()[0]).desc.shape, (Shape{1, 4, 8, 8}));
+  ASSERT_EQ(log.folded.size(), 1u);
+  EXPECT_EQ(log.folded[0].conv, "conv");
+  EXPECT_EQ(log.folded[0].batch_norm, "bn");
+  ASSERT_EQ(log.fused.size(), 1u);
+}
+
+TEST(Passes, DoesNotFoldWhenTheConvOutputIsSharedOrAGraphOutput) {
+  NetBuilder nb("t", 1, 3, 8, 8);
+  ValueId c = nb.conv(nb.input(), networks::square_conv(4, 1), "c");
+  ValueId b = nb.bn(c, 1e-5, "b");
+  ValueId r = nb.relu(c, "r");  // c has two readers: b and r
+  Graph g = std::move(nb).finish({b, r});
+  Graph out = prepare_for_inference(g);
+  EXPECT_EQ(out.num_ops(), 3u);
+  EXPECT_FALSE(out.op(0).attrs_as<Conv2dAttrs>().bias);
+}
+
+TEST(Passes, PreActivationReluBeforeConvStays) {
+  // NASNet/RandWire order: relu -> conv -> bn ; the relu reads a shared value and stays.
+  NetBuilder nb("t", 1, 4, 8, 8);
+  ValueId x = nb.relu(nb.input(), "pre");
+  ValueId y = nb.bn(nb.conv(x, networks::square_conv(4, 3, 1, 1)));
+  Graph out = prepare_for_inference(std::move(nb).finish({y}));
+  ASSERT_EQ(out.num_ops(), 2u);
+  EXPECT_EQ(out.op(0).kind, OpKind::kRelu);
+  EXPECT_EQ(out.op(1).attrs_as<Conv2dAttrs>().activation, Activation::kNone);
+}
+
+TEST(Passes, ReluAfterAddIsFusedAndIdentitiesRemoved) {
+  NetBuilder nb("t", 1, 4, 8, 8);
+  ValueId a = nb.relu(nb.input(), "a");
+  ValueId i = nb.identity(a, "i");
+  ValueId s = nb.relu(nb.add({a, i}, "s"), "r");
+  Graph out = prepare_for_inference(std::move(nb).finish({s}));
+  ASSERT_EQ(out.num_ops(), 2u);
+  EXPECT_EQ(out.op(1).attrs_as<AddAttrs>().activation, Activation::kRelu);
+  EXPECT_EQ(out.op(1).inputs, (std::vector<ValueId>{out.op(0).outputs[0], out.op(0).outputs[0]}));
+}
+
+TEST(Passes, InferenceGraphsKeepMacsAndOutputs) {
+  for (const char* name : {"inception_v3", "resnet50", "googlenet"}) {
+    const Graph raw = networks::build_network(name);
+    const Graph g = prepare_for_inference(raw);
+    EXPECT_EQ(total_macs(g), total_macs(raw)) << name;
+    EXPECT_EQ(count_ops(g, OpKind::kBatchNorm), 0u) << name;
+    EXPECT_EQ(count_ops(g, OpKind::kConv2d), count_ops(raw, OpKind::kConv2d)) << name;
+    EXPECT_EQ(g.value(g.outputs()[0]).desc, raw.value(raw.outputs()[0]).desc) << name;
+  }
+  // resnet50: every relu is fused (after a conv or an add).
+  EXPECT_EQ(count_ops(prepare_for_inference(networks::build_network("resnet50")), OpKind::kRelu),
+            0u);
+}
+
+TEST(Passes, WithBatchReinfersEveryShape) {
+  const Graph g = networks::build_network("squeezenet1_1");
+  const Graph g8 = with_batch(g, 8);
+  EXPECT_EQ(g8.value(g8.outputs()[0]).desc.shape, (Shape{8, 1000}));
+  EXPECT_EQ(total_macs(g8), 8 * total_macs(g));
+  EXPECT_THROW(with_batch(g, 0), GraphError);
+}
+
+}  // namespace
+}  // namespace stagecraft::graph

@@ -1,0 +1,213 @@
+// Shape inference of every op kind, and the errors for attributes that do not fit the inputs.
+#include <gtest/gtest.h>
+
+#include "graph/errors.h"
+#include "graph/graph.h"
+#include "graph/shape_inference.h"
+
+namespace stagecraft::graph {
+namespace {
+
+Op make_op(OpKind kind, OpAttrs attrs, const char* name = "x") {
+  Op op;
+  op.name = std::string(name);
+  op.kind = kind;
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+TensorDesc nchw(int64_t n, int64_t c, int64_t h, int64_t w) { return make_desc(Shape{n, c, h, w}); }
+
+Shape infer1(const Op& op, const std::vector<TensorDesc>& inputs) {
+  auto out = infer_output_descs(op, inputs);
+  EXPECT_EQ(out.size(), 1u);
+  return out.at(0).shape;
+}
+
+// The message of the ShapeError/GraphError thrown by inference.
+std::string error_of(const Op& op, const std::vector<TensorDesc>& inputs) {
+  try {
+    infer_output_descs(op, inputs);
+  } catch (const GraphError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+Conv2dAttrs conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0) {
+  Conv2dAttrs a;
+  a.in_channels = in;
+  a.out_channels = out;
+  a.kernel = Hw::square(k);
+  a.stride = Hw::square(stride);
+  a.padding = Pads::same(pad);
+  return a;
+}
+
+TEST(ShapeInference, Conv2dStridePaddingDilationGroups) {
+  EXPECT_EQ(infer1(make_op(OpKind::kConv2d, conv(3, 32, 3, 2)), {nchw(1, 3, 299, 299)}),
+            (Shape{1, 32, 149, 149}));
+  EXPECT_EQ(infer1(make_op(OpKind::kConv2d, conv(64, 64, 3, 1, 1)), {nchw(2, 64, 56, 56)}),
+            (Shape{2, 64, 56, 56}));
+  Conv2dAttrs rect = conv(8, 16, 1);
+  rect.kernel = {1, 7};
+  rect.padding = Pads::symmetric(0, 3);
+  EXPECT_EQ(infer1(make_op(OpKind::kConv2d, rect), {nchw(1, 8, 17, 17)}), (Shape{1, 16, 17, 17}));
+  Conv2dAttrs dilated = conv(4, 4, 3, 1, 2);
+  dilated.dilation = Hw::square(2);
+  EXPECT_EQ(infer1(make_op(OpKind::kConv2d, dilated), {nchw(1, 4, 10, 10)}), (Shape{1, 4, 10, 10}));
+  Conv2dAttrs depthwise = conv(32, 32, 3, 2, 1);
+  depthwise.groups = 32;
+  EXPECT_EQ(infer1(make_op(OpKind::kConv2d, depthwise), {nchw(1, 32, 15, 15)}),
+            (Shape{1, 32, 8, 8}));
+}
+
+TEST(ShapeInference, Conv2dChannelMismatchNamesOpAndCounts) {
+  const std::string message = error_of(make_op(OpKind::kConv2d, conv(64, 8, 3), "conv7"),
+                                       {nchw(1, 32, 8, 8)});
+  EXPECT_NE(message.find("op 'conv7' (conv2d)"), std::string::npos) << message;
+  EXPECT_NE(message.find("input has 32 channels but in_channels is 64"), std::string::npos)
+      << message;
+}
+
+TEST(ShapeInference, Conv2dBadAttributes) {
+  Conv2dAttrs groups = conv(6, 8, 1);
+  groups.groups = 4;
+  EXPECT_NE(error_of(make_op(OpKind::kConv2d, groups), {nchw(1, 6, 4, 4)}).find("groups 4 must "
+                                                                                "divide"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kConv2d, conv(3, 8, 7)), {nchw(1, 3, 4, 4)})
+                .find("does not fit input 4x4"),
+            std::string::npos);
+  Conv2dAttrs zero_stride = conv(3, 8, 1);
+  zero_stride.stride = {0, 1};
+  EXPECT_NE(error_of(make_op(OpKind::kConv2d, zero_stride), {nchw(1, 3, 4, 4)}).find("stride"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kConv2d, conv(3, 8, 1)), {make_desc(Shape{1, 3})})
+                .find("rank 4"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, PoolingFloorAndCeilModes) {
+  MaxPoolAttrs mp;
+  mp.kernel = Hw::square(3);
+  mp.stride = Hw::square(2);
+  EXPECT_EQ(infer1(make_op(OpKind::kMaxPool, mp), {nchw(1, 64, 147, 147)}), (Shape{1, 64, 73, 73}));
+  mp.ceil_mode = true;  // torchvision googlenet: 112 -> 56 with ceil_mode
+  EXPECT_EQ(infer1(make_op(OpKind::kMaxPool, mp), {nchw(1, 64, 112, 112)}), (Shape{1, 64, 56, 56}));
+  EXPECT_EQ(infer1(make_op(OpKind::kMaxPool, mp), {nchw(1, 96, 109, 109)}), (Shape{1, 96, 54, 54}));
+  // PyTorch drops a last window that would start in the right padding.
+  EXPECT_EQ(window_output_size(5, 1, 1, 2, 2, 1, true), 3);
+  EXPECT_EQ(window_output_size(4, 1, 1, 2, 2, 1, true), 3);
+  AvgPoolAttrs ap;
+  ap.kernel = Hw::square(3);
+  ap.padding = Pads::same(1);
+  ap.count_include_pad = false;
+  EXPECT_EQ(infer1(make_op(OpKind::kAvgPool, ap), {nchw(1, 8, 35, 35)}), (Shape{1, 8, 35, 35}));
+  ap.padding = Pads::same(3);
+  EXPECT_NE(error_of(make_op(OpKind::kAvgPool, ap), {nchw(1, 8, 35, 35)}).find("padding must be "
+                                                                             "smaller"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, GlobalPoolFlattenLinearSoftmax) {
+  EXPECT_EQ(infer1(make_op(OpKind::kGlobalAvgPool, NoAttrs{}), {nchw(2, 2048, 8, 8)}),
+            (Shape{2, 2048, 1, 1}));
+  auto flat = infer_output_descs(make_op(OpKind::kFlatten, NoAttrs{}), {nchw(2, 2048, 1, 1)});
+  EXPECT_EQ(flat[0].shape, (Shape{2, 2048}));
+  EXPECT_EQ(flat[0].layout, Layout::kNC);
+  LinearAttrs fc;
+  fc.in_features = 2048;
+  fc.out_features = 1000;
+  EXPECT_EQ(infer1(make_op(OpKind::kLinear, fc), {make_desc(Shape{2, 2048})}), (Shape{2, 1000}));
+  EXPECT_NE(error_of(make_op(OpKind::kLinear, fc), {make_desc(Shape{2, 1024})})
+                .find("input has 1024 features but in_features is 2048"),
+            std::string::npos);
+  EXPECT_EQ(infer1(make_op(OpKind::kSoftmax, NoAttrs{}), {make_desc(Shape{2, 1000})}),
+            (Shape{2, 1000}));
+}
+
+TEST(ShapeInference, ElementwiseKeepShape) {
+  for (OpKind kind : {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kIdentity}) {
+    EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 5, 6, 7)}), (Shape{1, 5, 6, 7}));
+  }
+  EXPECT_EQ(infer1(make_op(OpKind::kBatchNorm, BatchNormAttrs{}), {nchw(1, 5, 6, 7)}),
+            (Shape{1, 5, 6, 7}));
+  BatchNormAttrs bad;
+  bad.eps = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kBatchNorm, bad), {nchw(1, 5, 6, 7)}).find("eps"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, AddRequiresEqualShapes) {
+  EXPECT_EQ(infer1(make_op(OpKind::kAdd, AddAttrs{}), {nchw(1, 4, 8, 8), nchw(1, 4, 8, 8),
+                                                       nchw(1, 4, 8, 8)}),
+            (Shape{1, 4, 8, 8}));
+  const std::string message =
+      error_of(make_op(OpKind::kAdd, AddAttrs{}, "sum"), {nchw(1, 4, 8, 8), nchw(1, 4, 4, 4)});
+  EXPECT_NE(message.find("op 'sum' (add): input 1 is 1x4x4x4 but input 0 is 1x4x8x8"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(error_of(make_op(OpKind::kAdd, AddAttrs{}), {nchw(1, 4, 8, 8)}).find("at least 2"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, ConcatAddsChannelsAndChecksSpatialSize) {
+  EXPECT_EQ(infer1(make_op(OpKind::kConcat, NoAttrs{}), {nchw(1, 64, 35, 35), nchw(1, 96, 35, 35)}),
+            (Shape{1, 160, 35, 35}));
+  const std::string message = error_of(make_op(OpKind::kConcat, NoAttrs{}, "cat"),
+                                       {nchw(1, 64, 35, 35), nchw(1, 96, 17, 17)});
+  EXPECT_NE(message.find("op 'cat' (concat): input 1 is 1x96x17x17 but input 0 is 1x64x35x35"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ShapeInference, SplitSliceAndPad) {
+  SplitAttrs split;
+  split.sizes = {16, 48};
+  auto parts = infer_output_descs(make_op(OpKind::kSplit, split), {nchw(1, 64, 4, 4)});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].shape, (Shape{1, 48, 4, 4}));
+  EXPECT_EQ(num_outputs(OpKind::kSplit, split), 2u);
+  split.sizes = {16, 16};
+  EXPECT_NE(error_of(make_op(OpKind::kSplit, split), {nchw(1, 64, 4, 4)}).find("add up to 32"),
+            std::string::npos);
+
+  SliceAttrs slice;
+  slice.begin = 8;
+  slice.end = 24;
+  EXPECT_EQ(infer1(make_op(OpKind::kSlice, slice), {nchw(1, 64, 4, 4)}), (Shape{1, 16, 4, 4}));
+  slice.end = 80;
+  EXPECT_NE(error_of(make_op(OpKind::kSlice, slice), {nchw(1, 64, 4, 4)}).find("not inside"),
+            std::string::npos);
+
+  PadAttrs pad;
+  pad.pads = {0, 0, 1, 1};
+  EXPECT_EQ(infer1(make_op(OpKind::kPad, pad), {nchw(1, 3, 10, 10)}), (Shape{1, 3, 11, 11}));
+  pad.pads = {-1, -1, 0, 0};  // a crop
+  EXPECT_EQ(infer1(make_op(OpKind::kPad, pad), {nchw(1, 3, 10, 10)}), (Shape{1, 3, 9, 9}));
+  pad.pads = {-10, 0, 0, 0};
+  EXPECT_NE(error_of(make_op(OpKind::kPad, pad), {nchw(1, 3, 10, 10)}).find("empty"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, WrongArityAndMismatchedAttributes) {
+  EXPECT_NE(error_of(make_op(OpKind::kRelu, NoAttrs{}, "r"), {nchw(1, 1, 1, 1), nchw(1, 1, 1, 1)})
+                .find("op 'r' (relu): takes 1 input(s), got 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kConv2d, NoAttrs{}), {nchw(1, 1, 1, 1)})
+                .find("attributes of another op kind"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, EveryKindHasATestedRule) {
+  // Guards the list above: a new op kind must get shape inference and a test here.
+  EXPECT_EQ(all_op_kinds().size(), 17u);
+  for (OpKind kind : all_op_kinds()) {
+    EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
+    EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft::graph
