@@ -9,6 +9,9 @@ namespace stagecraft::cli {
 /// `networks` and `graph`.
 void add_graph_commands(CLI::App& app);
 
+/// `schedule` and `show`.
+void add_schedule_commands(CLI::App& app);
+
 /// `devices`.
 void add_device_commands(CLI::App& app);
 

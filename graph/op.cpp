@@ -1,6 +1,7 @@
 #include "graph/op.h"
 
 #include <cassert>
+#include <cstdio>
 
 namespace stagecraft::graph {
 
@@ -100,6 +101,53 @@ Activation activation_of_kind(OpKind kind) {
     default:
       return Activation::kNone;
   }
+}
+
+namespace {
+
+struct SignatureWriter {
+  std::string& out;
+  void operator()(const char* name, const int64_t& v, FieldRule) { put(name, std::to_string(v)); }
+  void operator()(const char* name, const bool& v, FieldRule) { put(name, v ? "1" : "0"); }
+  void operator()(const char* name, const double& v, FieldRule) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), "%.17g", v);
+    put(name, buffer);
+  }
+  void operator()(const char* name, const Activation& v, FieldRule) {
+    put(name, std::string(to_string(v)));
+  }
+  void operator()(const char* name, const Hw& v, FieldRule) {
+    put(name, std::to_string(v.h) + "x" + std::to_string(v.w));
+  }
+  void operator()(const char* name, const Pads& v, FieldRule) {
+    put(name, std::to_string(v.top) + "," + std::to_string(v.left) + "," +
+                  std::to_string(v.bottom) + "," + std::to_string(v.right));
+  }
+  void operator()(const char* name, const std::vector<int64_t>& v, FieldRule) {
+    std::string text;
+    for (size_t i = 0; i < v.size(); ++i) text += (i ? "," : "") + std::to_string(v[i]);
+    put(name, text);
+  }
+  void put(const char* name, const std::string& value) {
+    if (!out.empty()) out += ' ';
+    out += name;
+    out += '=';
+    out += value;
+  }
+};
+
+}  // namespace
+
+std::string attrs_signature(const OpAttrs& attrs) {
+  std::string out;
+  std::visit(
+      [&](const auto& a) {
+        using A = std::decay_t<decltype(a)>;
+        A::fields(a, SignatureWriter{out});
+      },
+      attrs);
+  return out;
 }
 
 int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,

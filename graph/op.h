@@ -288,6 +288,10 @@ struct Value {
   int output_index = 0;     ///< which output of the producer
 };
 
+/// Canonical text of an op's attributes ("in_channels=3 out_channels=32 kernel=3x3 ..."), every
+/// field included, for signatures and labels.
+std::string attrs_signature(const OpAttrs& attrs);
+
 /// Multiply-accumulate count of one op with these input and output descriptors (convolutions and
 /// linear layers; 0 for other kinds).
 int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,

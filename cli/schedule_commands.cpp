@@ -1,0 +1,197 @@
+// `stagecraft schedule` and `stagecraft show`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/source.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "profiler/cost_models.h"
+#include "scheduler/schedule_yaml.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::cli {
+
+namespace {
+
+using scheduler::Schedule;
+using scheduler::StageKind;
+
+constexpr double kQuietSearchSeconds = 1.0;  // searches shorter than this print no progress
+
+struct ScheduleOptions {
+  GraphSource source;
+  std::string strategy = "dp";
+  std::string mode = "both";
+  int max_group_size = 3;
+  int max_num_groups = 8;
+  bool unpruned = false;
+  double max_part_transitions = 2e5;
+  std::string cost_model = "analytic:v100";
+  std::string output;
+  std::string dot;
+  bool quiet = false;
+};
+
+// Prints search progress on stderr once a search has run for a second.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
+  ~ProgressPrinter() {
+    if (shown_ && tty_) std::cerr << "\n";
+  }
+  void operator()(const scheduler::SearchProgress& p) {
+    if (quiet_ || p.seconds < kQuietSearchSeconds) return;
+    if (!tty_ && p.seconds - last_ < 1.0 && p.block < p.num_blocks) return;
+    last_ = p.seconds;
+    shown_ = true;
+    std::cerr << (tty_ ? "\r" : "") << "searching: block " << p.block << "/" << p.num_blocks
+              << ", " << p.states << " states, " << p.transitions << " transitions, "
+              << fixed(p.seconds, 1) << " s" << (tty_ ? "   " : "\n") << std::flush;
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool shown_ = false;
+  double last_ = -1;
+};
+
+std::string group_text(const graph::Graph& g, const std::vector<graph::OpId>& group) {
+  std::vector<std::string> names;
+  for (graph::OpId id : group) names.push_back(g.op(id).name);
+  return join(names, " > ");
+}
+
+void print_stage_table(const graph::Graph& g, const Schedule& s) {
+  TextTable table({"stage", "kind", "ops", "predicted ms", "groups (one per stream; > = in order)"},
+                  {TextTable::kRight, TextTable::kLeft, TextTable::kRight, TextTable::kRight});
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    const auto& stage = s.stages[i];
+    std::vector<std::string> groups;
+    for (const auto& group : stage.groups) groups.push_back(cat("[", group_text(g, group), "]"));
+    table.add_row({cat(i + 1), std::string(scheduler::to_string(stage.kind)),
+                   cat(stage.num_ops()), fixed(stage.predicted_ms, 4),
+                   stage.kind == StageKind::kMerge ? cat("merge ", join(groups, " + "))
+                                                   : join(groups, " | ")});
+  }
+  std::cout << table.render();
+}
+
+void print_summary(const Schedule& s) {
+  size_t merges = 0, concurrent = 0, max_groups = 0;
+  for (const auto& stage : s.stages) {
+    if (stage.kind == StageKind::kMerge) ++merges;
+    else if (stage.groups.size() > 1) ++concurrent;
+    max_groups = std::max(max_groups, stage.groups.size());
+  }
+  const auto& m = s.meta;
+  std::cout << m.network << " (batch " << m.batch << ", " << m.dtype << "), " << m.cost_model
+            << ": " << m.search.strategy
+            << (m.search.strategy == "dp" ? cat(" ", m.search.mode, " r=", m.search.max_group_size,
+                                                " s=", m.search.max_num_groups,
+                                                m.search.pruned ? "" : " unpruned")
+                                          : std::string())
+            << "\n  predicted " << fixed(m.predicted_ms, 3) << " ms in " << s.stages.size()
+            << " stages (" << merges << " merge, " << concurrent << " concurrent with >1 group, "
+            << "at most " << max_groups << " groups)\n";
+}
+
+void run_schedule(const ScheduleOptions& o) {
+  const graph::Graph g = load_source(o.source);
+  auto model = profiler::make_cost_model(o.cost_model);
+  scheduler::SearchOptions options;
+  options.strategy = scheduler::parse_strategy(o.strategy);
+  options.mode = scheduler::parse_dp_mode(o.mode);
+  options.max_group_size = o.max_group_size;
+  options.max_num_groups = o.max_num_groups;
+  options.pruned = !o.unpruned;
+  options.max_part_transitions = o.max_part_transitions;
+  auto printer = std::make_shared<ProgressPrinter>(o.quiet);
+  options.on_progress = [printer](const scheduler::SearchProgress& p) { (*printer)(p); };
+  scheduler::SearchStats stats;
+  const Schedule s = scheduler::make_scheduler(options)->schedule(g, *model, &stats);
+  printer.reset();
+  options.on_progress = nullptr;
+  print_summary(s);
+  std::cout << "  search " << fixed(stats.seconds, 3) << " s: " << stats.blocks << " blocks, "
+            << stats.parts << " parts, " << stats.states << " states, " << stats.transitions
+            << " transitions, " << stats.stage_keys << " distinct stage keys\n";
+  for (const auto& split : stats.splits) std::cout << "  note: " << split << "\n";
+  if (!o.output.empty()) {
+    scheduler::save_schedule(g, s, o.output);
+    std::cout << "wrote " << o.output << "\n";
+  }
+  if (!o.dot.empty()) {
+    write_text_file(o.dot, scheduler::schedule_to_dot(g, s));
+    std::cout << "wrote " << o.dot << "\n";
+  }
+}
+
+struct ShowOptions {
+  std::string path;
+  GraphSource source;
+  std::string dot;
+  bool summary_only = false;
+};
+
+void run_show(ShowOptions o) {
+  const scheduler::ScheduleMeta meta = scheduler::read_schedule_meta(o.path);
+  if (o.source.spec.empty()) o.source.spec = meta.network;
+  if (o.source.batch == 0) o.source.batch = meta.batch;
+  const graph::Graph g = load_source(o.source);
+  const Schedule s = scheduler::load_schedule(o.path, g);
+  print_summary(s);
+  std::cout << "  made for device " << s.meta.device << "; search took "
+            << fixed(s.meta.search_seconds, 3) << " s\n";
+  if (!o.summary_only) print_stage_table(g, s);
+  if (!o.dot.empty()) {
+    write_text_file(o.dot, scheduler::schedule_to_dot(g, s));
+    std::cout << "wrote " << o.dot << "\n";
+  }
+}
+
+}  // namespace
+
+void add_schedule_commands(CLI::App& app) {
+  auto o = std::make_shared<ScheduleOptions>();
+  CLI::App* cmd = app.add_subcommand("schedule", "Find a schedule (stages of merged or concurrent "
+                                                 "ops) and write it as YAML");
+  o->source.add_options(*cmd);
+  cmd->add_option("--strategy", o->strategy, "sequential | greedy | dp")
+      ->check(CLI::IsMember({"sequential", "greedy", "dp"}));
+  cmd->add_option("--mode", o->mode, "dp stage kinds: both | merge | concurrent")
+      ->check(CLI::IsMember({"both", "merge", "concurrent"}));
+  cmd->add_option("-r,--max-group-size", o->max_group_size, "ops per group (default 3)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-s,--max-num-groups", o->max_num_groups,
+                  "groups (streams) per stage (default 8)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--unpruned", o->unpruned,
+                "search every ending and group partition (small graphs only)");
+  cmd->add_option("--max-part-transitions", o->max_part_transitions,
+                  "split wider blocks into parts above this estimate (default 2e5)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cost-model", o->cost_model, "analytic:DEVICE (configs/devices/)");
+  cmd->add_option("-o,--output", o->output, "write the schedule to this YAML file");
+  cmd->add_option("--dot", o->dot, "draw the schedule (stages as clusters) to this dot file");
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  cmd->callback([o] { run_schedule(*o); });
+
+  auto s = std::make_shared<ShowOptions>();
+  CLI::App* show = app.add_subcommand("show", "Print a schedule file's stages (checked against "
+                                              "its graph)");
+  show->add_option("schedule", s->path, "schedule YAML file")->required()->check(CLI::ExistingFile);
+  show->add_option("--graph", s->source.spec,
+                   "the network or graph file (default: the network the file names)");
+  show->add_option("--input-size", s->source.input_size, "input size of a built-in network");
+  show->add_option("--seed", s->source.seed, "seed of randomly wired networks");
+  show->add_flag("--summary", s->summary_only, "only the summary, no stage table");
+  show->add_option("--dot", s->dot, "draw the schedule to this dot file");
+  show->callback([s] { run_show(*s); });
+}
+
+}  // namespace stagecraft::cli

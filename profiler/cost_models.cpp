@@ -1,0 +1,23 @@
+#include "profiler/cost_models.h"
+
+#include "common/strings.h"
+#include "profiler/analytic_cost_model.h"
+
+namespace stagecraft::profiler {
+
+std::unique_ptr<scheduler::CostModel> make_cost_model(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "analytic") {
+    if (arg.empty()) {
+      throw UsageError(cat("cost model 'analytic' needs a device, e.g. analytic:v100 (known: ",
+                           join(list_device_specs(), ", "), ")"));
+    }
+    return std::make_unique<AnalyticCostModel>(find_device_spec(arg));
+  }
+  throw UsageError(cat("unknown cost model '", spec, "' (known: analytic:DEVICE with DEVICE one of ",
+                       join(list_device_specs(), ", "), ")"));
+}
+
+}  // namespace stagecraft::profiler

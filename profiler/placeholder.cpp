@@ -1,1 +1,0 @@
-// profiler: filled by the schedule-search issue

@@ -1,0 +1,29 @@
+#pragma once
+/// The cost model interface the scheduler consumes: the latency of one stage run on its own
+/// (inputs ready, all outputs complete at the end). Implementations live in profiler/ (analytic,
+/// and measured on a backend); the scheduler never includes them.
+///
+/// Example:
+///   class FixedCost : public CostModel { ... double stage_latency_ms(...) override { return 1; } };
+///   auto s = make_scheduler(options)->schedule(graph, model);
+
+#include <string>
+
+#include "graph/graph.h"
+#include "scheduler/schedule.h"
+
+namespace stagecraft::scheduler {
+
+/// Latency of stages on some device.
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Name recorded in schedules ("analytic:v100").
+  virtual std::string name() const = 0;
+  /// Fingerprint of the device the latencies are for (recorded in schedules and cache keys).
+  virtual std::string device_fingerprint() const = 0;
+  /// Latency in milliseconds of `stage` of `graph`, run on its own.
+  virtual double stage_latency_ms(const graph::Graph& graph, const Stage& stage) = 0;
+};
+
+}  // namespace stagecraft::scheduler

@@ -1,1 +1,0 @@
-// scheduler: filled by the schedule-search issue

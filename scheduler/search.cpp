@@ -1,0 +1,173 @@
+// Sequential and greedy schedulers, the shared metadata and costing, and the scheduler factory.
+#include "scheduler/search.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/strings.h"
+#include "scheduler/dp.h"
+#include "scheduler/stage_coster.h"
+
+namespace stagecraft::scheduler {
+
+std::string_view to_string(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kSequential:
+      return "sequential";
+    case Strategy::kGreedy:
+      return "greedy";
+    case Strategy::kDp:
+      return "dp";
+  }
+  return "?";
+}
+
+std::string_view to_string(DpMode mode) {
+  switch (mode) {
+    case DpMode::kBoth:
+      return "both";
+    case DpMode::kMerge:
+      return "merge";
+    case DpMode::kConcurrent:
+      return "concurrent";
+  }
+  return "?";
+}
+
+Strategy parse_strategy(std::string_view name) {
+  for (Strategy s : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp})
+    if (to_string(s) == name) return s;
+  throw UsageError(cat("unknown strategy '", name, "' (known: sequential, greedy, dp)"));
+}
+
+DpMode parse_dp_mode(std::string_view name) {
+  for (DpMode m : {DpMode::kBoth, DpMode::kMerge, DpMode::kConcurrent})
+    if (to_string(m) == name) return m;
+  throw UsageError(cat("unknown dp mode '", name, "' (known: both, merge, concurrent)"));
+}
+
+double cost_schedule(const graph::Graph& graph, CostModel& model, Schedule& schedule) {
+  StageCoster coster(graph, model);
+  double total = 0;
+  for (Stage& stage : schedule.stages) {
+    stage.predicted_ms = coster.latency(stage);
+    total += stage.predicted_ms;
+  }
+  schedule.meta.predicted_ms = total;
+  return total;
+}
+
+void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOptions& options,
+               Schedule& schedule) {
+  ScheduleMeta& meta = schedule.meta;
+  meta.network = graph.name();
+  meta.graph_hash = graph_hash(graph);
+  meta.num_ops = graph.num_ops();
+  const auto& input = graph.value(graph.inputs().at(0)).desc;
+  meta.batch = input.shape.rank() > 0 ? input.shape[0] : 1;
+  meta.dtype = std::string(graph::to_string(input.dtype));
+  meta.device = model.device_fingerprint();
+  meta.cost_model = model.name();
+  meta.search.strategy = std::string(to_string(options.strategy));
+  meta.search.mode = std::string(to_string(options.mode));
+  meta.search.max_group_size = options.max_group_size;
+  meta.search.max_num_groups = options.max_num_groups;
+  meta.search.pruned = options.pruned;
+  meta.predicted_ms = 0;
+  for (const Stage& stage : schedule.stages) meta.predicted_ms += stage.predicted_ms;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Costs every stage and fills stats for the simple schedulers.
+Schedule finish(const graph::Graph& graph, CostModel& model, const SearchOptions& options,
+                std::vector<Stage> stages, Clock::time_point start, SearchStats* stats) {
+  Schedule schedule;
+  schedule.stages = std::move(stages);
+  StageCoster coster(graph, model);
+  for (Stage& stage : schedule.stages) stage.predicted_ms = coster.latency(stage);
+  fill_meta(graph, model, options, schedule);
+  schedule.meta.search_seconds = seconds_since(start);
+  if (stats) {
+    stats->stage_keys = coster.distinct_keys();
+    stats->cost_queries = coster.queries();
+    stats->seconds = schedule.meta.search_seconds;
+  }
+  return schedule;
+}
+
+class SequentialScheduler : public Scheduler {
+ public:
+  explicit SequentialScheduler(SearchOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "sequential"; }
+  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
+    const auto start = Clock::now();
+    std::vector<Stage> stages;
+    for (OpId id : graph.topological_order()) stages.push_back(Stage::concurrent({{id}}));
+    return finish(graph, model, options_, std::move(stages), start, stats);
+  }
+
+ private:
+  SearchOptions options_;
+};
+
+class GreedyScheduler : public Scheduler {
+ public:
+  explicit GreedyScheduler(SearchOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "greedy"; }
+  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
+    const auto start = Clock::now();
+    const size_t n = graph.num_ops();
+    const size_t cap = static_cast<size_t>(std::max(1, options_.max_num_groups));
+    std::vector<size_t> waiting(n);
+    std::vector<OpId> ready;
+    for (OpId id = 0; static_cast<size_t>(id) < n; ++id) {
+      waiting[id] = graph.predecessors(id).size();
+      if (waiting[id] == 0) ready.push_back(id);
+    }
+    std::vector<Stage> stages;
+    while (!ready.empty()) {
+      std::sort(ready.begin(), ready.end());
+      const size_t take = std::min(cap, ready.size());
+      std::vector<std::vector<OpId>> groups;
+      for (size_t i = 0; i < take; ++i) groups.push_back({ready[i]});
+      std::vector<OpId> rest(ready.begin() + static_cast<long>(take), ready.end());
+      for (size_t i = 0; i < take; ++i) {
+        for (OpId s : graph.successors(ready[i]))
+          if (--waiting[s] == 0) rest.push_back(s);
+      }
+      stages.push_back(Stage::concurrent(std::move(groups)));
+      ready = std::move(rest);
+    }
+    return finish(graph, model, options_, std::move(stages), start, stats);
+  }
+
+ private:
+  SearchOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_scheduler(const SearchOptions& options) {
+  if (options.max_group_size < 1 || options.max_num_groups < 1) {
+    throw UsageError(cat("max_group_size and max_num_groups must be >= 1, got ",
+                         options.max_group_size, " and ", options.max_num_groups));
+  }
+  switch (options.strategy) {
+    case Strategy::kSequential:
+      return std::make_unique<SequentialScheduler>(options);
+    case Strategy::kGreedy:
+      return std::make_unique<GreedyScheduler>(options);
+    case Strategy::kDp:
+      return make_dp_scheduler(options);
+  }
+  return nullptr;
+}
+
+}  // namespace stagecraft::scheduler

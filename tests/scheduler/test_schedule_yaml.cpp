@@ -1,0 +1,130 @@
+// Schedule files: round trip, and one clear error for each kind of mismatch or malformed file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "graph/passes.h"
+#include "networks/registry.h"
+#include "scheduler/schedule_yaml.h"
+#include "scheduler/search.h"
+#include "test_support.h"
+
+namespace stagecraft::scheduler {
+namespace {
+
+graph::Graph squeeze(int64_t batch = 1) {
+  networks::NetworkOptions options;
+  options.batch = batch;
+  options.input_size = 64;
+  return graph::prepare_for_inference(networks::build_network("squeezenet1_0", options));
+}
+
+Schedule dp_schedule(const graph::Graph& g) {
+  testing::RandomOpCostModel model(3);
+  SearchOptions options;
+  return make_scheduler(options)->schedule(g, model);
+}
+
+std::string error_of(const std::string& text, const graph::Graph& g) {
+  try {
+    schedule_from_yaml(text, g, "s.yaml");
+  } catch (const ScheduleError& e) {
+    return e.what();
+  }
+  return "<loaded>";
+}
+
+void replace(std::string& text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  ASSERT_NE(pos, std::string::npos) << from;
+  text.replace(pos, from.size(), to);
+}
+
+TEST(ScheduleYaml, RoundTripKeepsStagesAndMetadata) {
+  const graph::Graph g = squeeze();
+  const Schedule s = dp_schedule(g);
+  const std::string text = schedule_to_yaml(g, s);
+  const Schedule back = schedule_from_yaml(text, g);
+  ASSERT_EQ(back.stages.size(), s.stages.size());
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    EXPECT_EQ(back.stages[i].kind, s.stages[i].kind);
+    EXPECT_EQ(back.stages[i].groups, s.stages[i].groups);
+    EXPECT_NEAR(back.stages[i].predicted_ms, s.stages[i].predicted_ms, 1e-6);
+  }
+  EXPECT_EQ(back.meta.graph_hash, s.meta.graph_hash);
+  EXPECT_EQ(back.meta.search.strategy, "dp");
+  EXPECT_EQ(schedule_to_yaml(g, back), text);
+  bool has_merge = false;
+  for (const auto& stage : s.stages) has_merge = has_merge || stage.kind == StageKind::kMerge;
+  EXPECT_TRUE(has_merge) << "squeezenet's expand convolutions should merge in this model";
+}
+
+TEST(ScheduleYaml, OtherBatchIsRejectedWithTheFix) {
+  const graph::Graph g = squeeze();
+  const std::string text = schedule_to_yaml(g, dp_schedule(g));
+  const std::string m = error_of(text, squeeze(4));
+  EXPECT_NE(m.find("the schedule is for batch 1 but the graph has batch 4"), std::string::npos) << m;
+  EXPECT_NE(m.find("--batch 4"), std::string::npos) << m;
+}
+
+TEST(ScheduleYaml, OtherNetworkOpsAndContentAreRejected) {
+  const graph::Graph g = squeeze();
+  const std::string text = schedule_to_yaml(g, dp_schedule(g));
+  networks::NetworkOptions options;
+  options.input_size = 64;
+  const graph::Graph other =
+      graph::prepare_for_inference(networks::build_network("squeezenet1_1", options));
+  std::string m = error_of(text, other);
+  EXPECT_NE(m.find("the schedule is for network 'squeezenet1_0' but the graph is "
+                   "'squeezenet1_1'"),
+            std::string::npos)
+      << m;
+
+  std::string renamed = text;
+  replace(renamed, "fire2/squeeze/conv", "fire2/squash/conv");
+  m = error_of(renamed, g);
+  EXPECT_NE(m.find("1 op(s) not in the graph (fire2/squash/conv)"), std::string::npos) << m;
+  EXPECT_NE(m.find("1 graph op(s) not scheduled (fire2/squeeze/conv)"), std::string::npos) << m;
+
+  std::string rehashed = text;
+  replace(rehashed, "graph_hash: ", "graph_hash: 0");
+  m = error_of(rehashed, g);
+  EXPECT_NE(m.find("the graph differs from the one the schedule was made for"), std::string::npos)
+      << m;
+}
+
+TEST(ScheduleYaml, InvalidStagesAndMalformedFiles) {
+  const graph::Graph g = squeeze();
+  Schedule s = dp_schedule(g);
+  // Swap the first two stages: an op now runs before its input.
+  std::swap(s.stages[0], s.stages[1]);
+  std::string m = error_of(schedule_to_yaml(g, s), g);
+  EXPECT_NE(m.find("s.yaml: stage 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("runs before its input"), std::string::npos) << m;
+
+  EXPECT_NE(error_of("stages: [", g).find("s.yaml:"), std::string::npos);
+  EXPECT_NE(error_of("- a\n", g).find("must be a YAML map"), std::string::npos);
+  EXPECT_NE(error_of("format: stagecraft-graph\nversion: 1\n", g).find("not a schedule file"),
+            std::string::npos);
+  std::string text = schedule_to_yaml(g, dp_schedule(g));
+  replace(text, "kind: concurrent", "kind: parallel");
+  EXPECT_NE(error_of(text, g).find("unknown stage kind 'parallel'"), std::string::npos);
+  text = schedule_to_yaml(g, dp_schedule(g));
+  replace(text, "batch: 1", "batch: one");
+  EXPECT_NE(error_of(text, g).find("field 'batch' has the wrong type"), std::string::npos);
+}
+
+TEST(ScheduleYaml, FilesAndMetaOnly) {
+  const graph::Graph g = squeeze();
+  const auto dir = std::filesystem::temp_directory_path() / "stagecraft_schedule_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "s.yaml").string();
+  save_schedule(g, dp_schedule(g), path);
+  EXPECT_EQ(read_schedule_meta(path).network, "squeezenet1_0");
+  EXPECT_EQ(load_schedule(path, g).meta.batch, 1);
+  const std::string dot = schedule_to_dot(g, load_schedule(path, g));
+  EXPECT_NE(dot.find("cluster_stage0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stagecraft::scheduler

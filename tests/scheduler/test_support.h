@@ -1,0 +1,70 @@
+#pragma once
+// Helpers for scheduler tests: random DAGs, cost models with random stage costs, and a
+// brute-force enumeration of every valid schedule (stages within blocks).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::scheduler::testing {
+
+/// SplitMix64: a small deterministic generator for test data.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  /// Uniform integer in [0, n).
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+  /// Uniform double in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t state_;
+};
+
+/// A random DAG of `num_ops` ops on 1x8x8x8 tensors: 1x1 and 3x3 convolutions (often reading a
+/// shared value, so merges are possible), ReLUs, two-input adds; `window` limits how far back an
+/// op reads (small windows give narrow graphs).
+graph::Graph random_dag(Rng& rng, int num_ops, int window);
+
+/// Stage latency = a pseudo-random number in [0.05, 1) derived from the stage's canonical key
+/// and a salt: arbitrary but consistent costs, so only an exact search finds the optimum.
+class RandomKeyCostModel : public CostModel {
+ public:
+  explicit RandomKeyCostModel(uint64_t salt) : salt_(salt) {}
+  std::string name() const override { return "random-key"; }
+  std::string device_fingerprint() const override { return "test"; }
+  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
+
+ private:
+  uint64_t salt_;
+};
+
+/// Per-op random times (by what the op computes, not its name); a concurrent stage costs max(longest group, total / 2) + 0.1 per extra
+/// group; a merge stage costs 0.6 × the sum of its convolutions' times.
+class RandomOpCostModel : public CostModel {
+ public:
+  explicit RandomOpCostModel(uint64_t salt) : salt_(salt) {}
+  std::string name() const override { return "random-op"; }
+  std::string device_fingerprint() const override { return "test"; }
+  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
+
+ private:
+  double op_ms(const graph::Graph& graph, graph::OpId id) const;
+  uint64_t salt_;
+};
+
+/// The cheapest valid schedule's cost found by enumerating every schedule whose stages stay
+/// inside one block: each stage is either concurrent (a set of ready ops, its connected components
+/// partitioned into groups in every possible way) or a merge of >= 2 ready mergeable
+/// convolutions, as `mode` allows. Forward enumeration, independent of the DP's ending recursion;
+/// `memoise` remembers the best cost per set of remaining ops (for larger graphs).
+double brute_force_best(const graph::Graph& graph, CostModel& model, DpMode mode, bool memoise,
+                        size_t* schedules_seen = nullptr);
+
+}  // namespace stagecraft::scheduler::testing
