@@ -9,6 +9,10 @@ int main(int argc, char** argv) {
   CLI::App app{"stagecraft: inter-operator scheduler and multi-stream executor for CNN inference",
                "stagecraft"};
   app.require_subcommand(1);
+  // Usage errors are one line too.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("stagecraft: error: ") + e.what() + " (see --help)\n";
+  });
   app.set_version_flag("--version", "stagecraft 0.1.0");
   stagecraft::cli::add_graph_commands(app);
   stagecraft::cli::add_schedule_commands(app);

@@ -187,6 +187,8 @@ void add_schedule_commands(CLI::App& app) {
   show->add_option("schedule", s->path, "schedule YAML file")->required()->check(CLI::ExistingFile);
   show->add_option("--graph", s->source.spec,
                    "the network or graph file (default: the network the file names)");
+  show->add_option("--batch", s->source.batch, "batch of the graph (default: the file's)")
+      ->check(CLI::PositiveNumber);
   show->add_option("--input-size", s->source.input_size, "input size of a built-in network");
   show->add_option("--seed", s->source.seed, "seed of randomly wired networks");
   show->add_flag("--summary", s->summary_only, "only the summary, no stage table");

@@ -65,7 +65,8 @@ std::string TextTable::render() const {
   emit(header_);
   size_t total = 0;
   for (size_t w : width) total += w;
-  out << std::string(total + 2 * (width.size() - 1), '-') << "\n";
+  constexpr size_t kMaxRule = 100;  // a very wide last column should not make the rule wrap
+  out << std::string(std::min(kMaxRule, total + 2 * (width.size() - 1)), '-') << "\n";
   for (const auto& row : rows_) emit(row);
   return out.str();
 }

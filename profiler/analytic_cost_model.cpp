@@ -14,6 +14,7 @@ using graph::OpKind;
 constexpr double kElementsPerStreamingBlock = 1024;  // 256 threads × 4 elements
 constexpr double kBandwidthSaturatingFraction = 0.5;  // of the SMs needed to saturate DRAM
 constexpr double kMsPerUs = 1e-3;
+constexpr double kSmallTileEfficiency = 0.7;  // relative efficiency of half-size tiles
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
@@ -47,7 +48,9 @@ KernelEstimate AnalyticCostModel::gemm_like(double flops, double blocks, double 
   KernelEstimate e;
   e.launches = true;
   e.ms = std::max({compute_ms, memory_ms, device_.min_kernel_us * kMsPerUs});
-  e.occupancy = utilisation;
+  // A kernel of several waves holds the whole GPU until its last wave; only single-wave kernels
+  // leave SMs for concurrent kernels.
+  e.occupancy = waves > 1 ? 1.0 : utilisation;
   e.bytes = bytes;
   return e;
 }
@@ -58,18 +61,29 @@ KernelEstimate AnalyticCostModel::streaming(double elements, double flops, doubl
   return gemm_like(std::max(flops, elements), blocks, bytes, graph::DataType::kF32);
 }
 
+KernelEstimate AnalyticCostModel::gemm(double m, double n, double k, double groups, double bytes,
+                                       graph::DataType dtype) const {
+  // Libraries pick the tile per shape: full tiles run at full efficiency, half tiles make four
+  // times as many blocks (to fill the GPU on small problems) at kSmallTileEfficiency.
+  const double flops = 2.0 * m * n * k * groups;
+  const double tile = device_.gemm_tile;
+  const double half = std::max(1.0, tile / 2);
+  KernelEstimate big = gemm_like(flops, groups * ceil_div(m, tile) * ceil_div(n, tile), bytes, dtype);
+  KernelEstimate small = gemm_like(flops / kSmallTileEfficiency,
+                                   groups * ceil_div(m, half) * ceil_div(n, half), bytes, dtype);
+  return small.ms < big.ms ? small : big;
+}
+
 KernelEstimate AnalyticCostModel::conv_estimate(const graph::Conv2dAttrs& a,
                                                 const graph::TensorDesc& src,
                                                 const graph::TensorDesc& dst) const {
-  const double tile = device_.gemm_tile;
   const double m = static_cast<double>(dst.shape[0] * dst.shape[2] * dst.shape[3]);
   const double n_per_group = static_cast<double>(a.out_channels / a.groups);
   const double k = static_cast<double>(a.in_channels / a.groups * a.kernel.h * a.kernel.w);
-  const double blocks = static_cast<double>(a.groups) * ceil_div(m, tile) * ceil_div(n_per_group, tile);
-  const double flops = 2.0 * m * n_per_group * k * static_cast<double>(a.groups);
   const double weight_bytes = static_cast<double>(a.out_channels) * k *
                               static_cast<double>(graph::size_of(src.dtype));
-  return gemm_like(flops, blocks, desc_bytes(src) + desc_bytes(dst) + weight_bytes, src.dtype);
+  return gemm(m, n_per_group, k, static_cast<double>(a.groups),
+              desc_bytes(src) + desc_bytes(dst) + weight_bytes, src.dtype);
 }
 
 KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::OpId id) const {
@@ -86,13 +100,11 @@ KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::
       return conv_estimate(op.attrs_as<graph::Conv2dAttrs>(), in[0], out[0]);
     case OpKind::kLinear: {
       const auto& a = op.attrs_as<graph::LinearAttrs>();
-      const double m = static_cast<double>(in[0].shape[0]);
-      const double tile = device_.gemm_tile;
-      const double blocks = ceil_div(m, tile) * ceil_div(static_cast<double>(a.out_features), tile);
       const double weight_bytes = static_cast<double>(a.in_features * a.out_features *
                                                       graph::size_of(in[0].dtype));
-      return gemm_like(2.0 * m * a.in_features * a.out_features, blocks,
-                       in_bytes + out_bytes + weight_bytes, in[0].dtype);
+      return gemm(static_cast<double>(in[0].shape[0]), static_cast<double>(a.out_features),
+                  static_cast<double>(a.in_features), 1, in_bytes + out_bytes + weight_bytes,
+                  in[0].dtype);
     }
     case OpKind::kMaxPool: {
       const auto& a = op.attrs_as<graph::MaxPoolAttrs>();

@@ -3,7 +3,7 @@
 /// offline scheduling and tests.
 ///
 /// Kernel model: a convolution or linear layer is an implicit GEMM tiled into thread blocks of
-/// gemm_tile × gemm_tile outputs; with B blocks on S SMs holding k blocks each, it runs in
+/// gemm_tile × gemm_tile outputs (or half that, at 70% efficiency, when that is faster); with B blocks on S SMs holding k blocks each, it runs in
 /// ceil(B / (S·k)) waves and reaches the fraction B / (waves·S·k) of peak, so small convolutions
 /// that cannot fill the GPU are slow for their FLOPs. Element-wise, pooling and padding kernels
 /// are bandwidth bound. Concatenation, split, slice, flatten and identity are views (no kernel).
@@ -54,6 +54,8 @@ class AnalyticCostModel : public scheduler::CostModel {
   const DeviceSpec& device() const { return device_; }
 
  private:
+  KernelEstimate gemm(double m, double n, double k, double groups, double bytes,
+                      graph::DataType dtype) const;
   KernelEstimate gemm_like(double flops, double blocks, double bytes, graph::DataType dtype) const;
   KernelEstimate streaming(double elements, double flops, double bytes) const;
 

@@ -185,26 +185,18 @@ class PartSearch {
     return stage;
   }
 
-  double concurrent_cost(Mask ending, const std::vector<Mask>& groups) {
-    if (groups.empty()) {
-      auto it = concurrent_cost_.find(ending);
-      if (it != concurrent_cost_.end()) return it->second;
-    }
-    Entry probe;
-    probe.ending = ending;
-    probe.groups = groups;
-    const double ms = coster_.latency(stage_of(probe));
-    if (groups.empty()) concurrent_cost_.emplace(ending, ms);
-    return ms;
+  static Entry probe(Mask ending, bool merge, std::vector<Mask> groups) {
+    Entry e;
+    e.ending = ending;
+    e.merge = merge;
+    e.groups = std::move(groups);
+    return e;
   }
 
   double merge_cost(Mask convs) {
     auto it = merge_cost_.find(convs);
     if (it != merge_cost_.end()) return it->second;
-    Entry probe;
-    probe.ending = convs;
-    probe.merge = true;
-    const double ms = coster_.latency(stage_of(probe));
+    const double ms = coster_.latency(stage_of(probe(convs, true, {})));
     merge_cost_.emplace(convs, ms);
     return ms;
   }
@@ -241,16 +233,27 @@ class PartSearch {
   }
 
   void visit_ending(Entry& best, Mask s, Mask ending) {
-    const std::vector<Mask> comps = part_.components(ending);
     if (pruned()) {
-      if (static_cast<int>(comps.size()) > options_.max_num_groups) return;
-      consider(best, s, ending, false, concurrent_cost(ending, {}));
+      // Cached per ending: its latency, or infinity when it has more than s components.
+      auto it = concurrent_cost_.find(ending);
+      double ms;
+      if (it != concurrent_cost_.end()) {
+        ms = it->second;
+      } else {
+        const bool too_many =
+            static_cast<int>(part_.components(ending).size()) > options_.max_num_groups;
+        ms = too_many ? kInfinity : coster_.latency(stage_of(probe(ending, false, {})));
+        concurrent_cost_.emplace(ending, ms);
+      }
+      if (ms < kInfinity) consider(best, s, ending, false, ms);
       return;
     }
     std::vector<Mask> groups;
-    for_each_partition(comps, groups, 0, [&](const std::vector<Mask>& partition) {
-      consider(best, s, ending, false, concurrent_cost(ending, partition), partition);
-    });
+    for_each_partition(part_.components(ending), groups, 0,
+                       [&](const std::vector<Mask>& partition) {
+                         const double ms = coster_.latency(stage_of(probe(ending, false, partition)));
+                         consider(best, s, ending, false, ms, partition);
+                       });
   }
 
   // Depth-first enumeration of the endings of `s` (see the file comment).
@@ -307,7 +310,7 @@ class PartSearch {
     } else {
       for (Mask rest = sinks; rest; rest &= rest - 1) {
         const Mask one = rest & (~rest + 1);
-        consider(best, s, one, false, concurrent_cost(one, {}));
+        visit_ending(best, s, one);
       }
     }
     if (allow_merge()) merges(best, s, sinks);
@@ -386,26 +389,47 @@ double estimate_transitions(const graph::Graph& graph, const std::vector<OpId>& 
   return estimate;
 }
 
+std::vector<OpId> level_order(const graph::Graph& graph, const std::vector<OpId>& block) {
+  // Level = longest path from the block's entry; ops of one level are mutually independent.
+  graph::SubgraphView view(graph, block);
+  std::vector<int> level(block.size(), 0);
+  for (size_t i = 0; i < block.size(); ++i) {
+    for (OpId p : view.predecessors(block[i])) {
+      level[i] = std::max(level[i], level[view.local_index(p)] + 1);
+    }
+  }
+  std::vector<OpId> order = block;
+  std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) {
+    return level[view.local_index(a)] < level[view.local_index(b)];
+  });
+  return order;
+}
+
 std::vector<std::vector<OpId>> split_block(const graph::Graph& graph,
                                            const std::vector<OpId>& block,
                                            const SearchOptions& options, std::string* note) {
   const int max_ops = std::clamp(options.max_part_ops, 1, kMaxMaskOps);
+  // Parts are consecutive runs of a topological order that keeps independent ops together (by
+  // level), so that a part spans the parallel branches and the DP can run them concurrently.
+  const std::vector<OpId> order = level_order(graph, block);
+  auto segment = [&](size_t begin, size_t end) {
+    return std::vector<OpId>(order.begin() + static_cast<long>(begin),
+                             order.begin() + static_cast<long>(end));
+  };
   auto fits = [&](size_t begin, size_t end) {
     if (static_cast<int>(end - begin) > max_ops) return false;
-    std::vector<OpId> ops(block.begin() + static_cast<long>(begin),
-                          block.begin() + static_cast<long>(end));
-    return end - begin <= 1 || estimate_transitions(graph, ops, options) <=
-                                   options.max_part_transitions;
+    return end - begin <= 1 ||
+           estimate_transitions(graph, segment(begin, end), options) <= options.max_part_transitions;
   };
-  if (fits(0, block.size())) return {block};
+  if (fits(0, order.size())) return {block};
 
   // Tensors alive across a cut before position c: produced before c, read at or after c.
   std::vector<int> position(graph.num_ops(), -1);
-  for (size_t i = 0; i < block.size(); ++i) position[block[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
   auto crossing = [&](size_t c) {
     int live = 0;
     for (size_t i = 0; i < c; ++i) {
-      for (graph::ValueId v : graph.op(block[i]).outputs) {
+      for (graph::ValueId v : graph.op(order[i]).outputs) {
         for (OpId reader : graph.consumers(v)) {
           if (position[reader] >= static_cast<int>(c)) {
             ++live;
@@ -420,11 +444,11 @@ std::vector<std::vector<OpId>> split_block(const graph::Graph& graph,
   std::vector<std::vector<OpId>> parts;
   std::vector<std::string> sizes, cuts;
   size_t start = 0;
-  while (start < block.size()) {
+  while (start < order.size()) {
     size_t end = start + 1;
-    while (end < block.size() && fits(start, end + 1)) ++end;
+    while (end < order.size() && fits(start, end + 1)) ++end;
     size_t cut = end;
-    if (end < block.size()) {
+    if (end < order.size()) {
       // Among the later half of the admissible cuts, take the one fewest tensors cross.
       int best = std::numeric_limits<int>::max();
       for (size_t c = end; c >= start + std::max<size_t>(1, (end - start + 1) / 2); --c) {
@@ -437,8 +461,9 @@ std::vector<std::vector<OpId>> split_block(const graph::Graph& graph,
       }
       cuts.push_back(cat(best));
     }
-    parts.emplace_back(block.begin() + static_cast<long>(start),
-                       block.begin() + static_cast<long>(cut));
+    std::vector<OpId> part = segment(start, cut);
+    std::sort(part.begin(), part.end());
+    parts.push_back(std::move(part));
     sizes.push_back(cat(cut - start));
     start = cut;
   }

@@ -41,8 +41,13 @@ std::string StageKeyBuilder::group_signature(const std::vector<OpId>& group,
       const OpId producer = graph_.value(v).producer;
       const auto end = group.begin() + static_cast<long>(i);
       const auto it = std::find(group.begin(), end, producer);
+      // Plain appends: this runs for every new ending of the DP.
       if (producer != graph::kNoOp && it != end) {
-        sig += cat("@", it - group.begin(), ":", graph_.value(v).output_index, ",");
+        sig += '@';
+        sig += std::to_string(it - group.begin());
+        sig += ':';
+        sig += std::to_string(graph_.value(v).output_index);
+        sig += ',';
         continue;
       }
       auto pos = std::find(external.begin(), external.end(), v);
@@ -50,7 +55,11 @@ std::string StageKeyBuilder::group_signature(const std::vector<OpId>& group,
         external.push_back(v);
         pos = external.end() - 1;
       }
-      sig += cat("$", pos - external.begin(), "=", value_signature(v), ",");
+      sig += '$';
+      sig += std::to_string(pos - external.begin());
+      sig += '=';
+      sig += value_signature(v);
+      sig += ',';
     }
     sig += '>';
   }

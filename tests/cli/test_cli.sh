@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `stagecraft` command: happy paths, and every user error is one line on
+# stderr ("stagecraft: error: ...") with a non-zero exit code, never a crash or a stack trace.
+# Usage: test_cli.sh PATH/TO/stagecraft
+set -u
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+# expect_ok NAME PATTERN -- ARGS...: exit 0 and stdout matches PATTERN (grep -E).
+expect_ok() {
+  local name=$1 pattern=$2
+  shift 3
+  local out
+  if ! out=$("$bin" "$@" 2>"$work/err"); then
+    fail "$name: exit $? ($(head -c 300 "$work/err"))"
+    return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    fail "$name: output does not match '$pattern': $(head -c 300 <<<"$out")"
+    return
+  fi
+  pass
+}
+
+# expect_error NAME PATTERN -- ARGS...: non-zero exit, exactly one stderr line, matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2
+  shift 3
+  "$bin" "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$work/err")
+  if [ "$rc" -eq 0 ]; then fail "$name: exit code 0"; return; fi
+  if [ "$rc" -ge 128 ]; then fail "$name: crashed with signal $((rc - 128))"; return; fi
+  if [ "$lines" -ne 1 ]; then fail "$name: $lines stderr lines: $(head -c 400 "$work/err")"; return; fi
+  if ! grep -qE -- "$pattern" "$work/err"; then
+    fail "$name: stderr does not match '$pattern': $(cat "$work/err")"
+    return
+  fi
+  pass
+}
+
+# ---- happy paths
+expect_ok networks-table 'inception_v3 +299 +121 +94 +5\.71G' -- networks
+expect_ok graph-summary 'resnet50: input 1x3x224x224 f32 nchw, 73 ops \(53 convolutions\)' -- graph resnet50
+expect_ok graph-write "wrote $work/g.yaml" -- graph squeezenet1_1 --batch 2 -o "$work/g.yaml" --dot "$work/g.dot"
+expect_ok graph-reload 'squeezenet1_1: input 2x3x224x224' -- graph "$work/g.yaml"
+expect_ok graph-rebatch 'input 8x3x224x224' -- graph "$work/g.yaml" --batch 8
+expect_ok schedule-dp 'predicted [0-9.]+ ms' -- schedule inception_v3 -q -o "$work/s.yaml" --dot "$work/s.dot"
+expect_ok show 'stage +kind' -- show "$work/s.yaml"
+expect_ok schedule-greedy 'greedy' -- schedule squeezenet1_0 --strategy greedy -q
+expect_ok devices 'CUDA backend' -- devices
+expect_ok help 'schedule' -- --help
+grep -q 'cluster_block0' "$work/g.dot" && pass || fail "graph dot has no block clusters"
+grep -q 'cluster_stage0' "$work/s.dot" && pass || fail "schedule dot has no stage clusters"
+
+# ---- user errors: one line each
+expect_error unknown-network "unknown network 'resnet5'.*did you mean 'resnet50'" -- graph resnet5
+expect_error missing-file "cannot read '$work/none.yaml'" -- graph "$work/none.yaml"
+printf 'format: stagecraft-graph\nversion: 1\ninputs: [{name: x, shape: [1, 4, 8, 8]}]\nops:\n  - {name: a, kind: relu, inputs: [b]}\n  - {name: b, kind: relu, inputs: [a]}\noutputs: [b]\n' >"$work/cycle.yaml"
+expect_error cycle "cycle\.yaml:[0-9]+:[0-9]+: the graph has a cycle: " -- graph "$work/cycle.yaml"
+printf 'format: stagecraft-graph\nversion: 1\ninputs: [{name: x, shape: [1, 4, 8, 8]}]\nops:\n  - {name: c, kind: conv2d, inputs: [x], in_channels: 3, out_channels: 2, kernel: 1}\noutputs: [c]\n' >"$work/mismatch.yaml"
+expect_error channel-mismatch "op 'c' \(conv2d\): input has 4 channels but in_channels is 3" -- graph "$work/mismatch.yaml"
+printf 'ops: [\n' >"$work/broken.yaml"
+expect_error bad-yaml "broken\.yaml:[0-9]+:[0-9]+: not valid" -- graph "$work/broken.yaml"
+expect_error input-size-on-file "--input-size applies to built-in networks only" -- graph "$work/g.yaml" --input-size 64
+expect_error too-small "input size must be >= 75" -- graph inception_v3 --input-size 40
+expect_error bad-device "unknown device 'k80'" -- schedule squeezenet1_0 --cost-model analytic:k80
+expect_error bad-cost-model "unknown cost model 'measured'" -- schedule squeezenet1_0 --cost-model measured
+expect_error wrong-batch "the schedule is for batch 1 but the graph has batch 4" -- show "$work/s.yaml" --graph inception_v3 --batch 4 2>/dev/null
+expect_error wrong-network "the schedule is for network 'inception_v3' but the graph is 'googlenet'" -- show "$work/s.yaml" --graph googlenet
+sed 's/kind: merge/kind: fused/' "$work/s.yaml" >"$work/bad_kind.yaml"
+expect_error bad-stage-kind "unknown stage kind 'fused'" -- show "$work/bad_kind.yaml"
+expect_error bad-option "--frobnicate" -- graph resnet50 --frobnicate
+expect_error bad-strategy "--strategy" -- schedule resnet50 --strategy random
+expect_error no-command "subcommand" --
+expect_error unwritable "cannot write '$work/no/dir/x.yaml'" -- graph resnet50 -o "$work/no/dir/x.yaml"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
