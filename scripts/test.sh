@@ -8,6 +8,20 @@ start=$(date +%s)
 ensure_packages
 configure_and_build
 built=$(date +%s)
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS"
+summary="$BUILD_DIR/ctest-summary.txt"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS" | tee "$summary"
 done_at=$(date +%s)
+# Say why each skipped test was skipped (GoogleTest writes the reason under "Skipped").
+log="$BUILD_DIR/Testing/Temporary/LastTest.log"
+if grep -q "^\[  SKIPPED \]" "$log" 2>/dev/null; then
+  echo "stagecraft: skipped tests and why:"
+  grep -B1 -A1 -h "^.*: Skipped$" "$log" | grep -v -e "^--$" -e ": Skipped$" -e "^\[ RUN" |
+    sort -u | sed 's/^/  /'
+  grep -hE "^\[  SKIPPED \] .* \([0-9]+ ms\)$" "$log" | sort -u | sed 's/^/  /'
+fi
 echo "stagecraft: build $((built - start)) s, tests $((done_at - built)) s"
+# The closing line: counts from ctest's summary.
+total=$(sed -nE 's/.* tests failed out of ([0-9]+).*/\1/p' "$summary")
+failed=$(sed -nE 's/.*, ([0-9]+) tests failed out of.*/\1/p' "$summary")
+skipped=$(grep -c "(Skipped)" "$summary" || true)
+echo "$((total - failed - skipped)) passed, $failed failed, $skipped skipped"

@@ -13,14 +13,6 @@
 
 namespace stagecraft::scheduler::testing {
 
-uint64_t Rng::next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
-  uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 graph::Graph random_dag(Rng& rng, int num_ops, int window) {
   constexpr int64_t kChannels = 8;
   networks::NetBuilder b("random", 1, kChannels, 8, 8);

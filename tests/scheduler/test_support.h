@@ -8,23 +8,21 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "networks/watts_strogatz.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/search.h"
 
 namespace stagecraft::scheduler::testing {
 
-/// SplitMix64: a small deterministic generator for test data.
+/// A small deterministic generator for test data (the networks' SplitMix64).
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next();
+  explicit Rng(uint64_t seed) : gen_(seed) {}
   /// Uniform integer in [0, n).
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  /// Uniform double in [0, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  int below(int n) { return static_cast<int>(gen_.uniform_index(static_cast<uint64_t>(n))); }
 
  private:
-  uint64_t state_;
+  networks::SplitMix64 gen_;
 };
 
 /// A random DAG of `num_ops` ops on 1x8x8x8 tensors: 1x1 and 3x3 convolutions (often reading a
