@@ -12,6 +12,9 @@ void add_graph_commands(CLI::App& app);
 /// `schedule` and `show`.
 void add_schedule_commands(CLI::App& app);
 
+/// `run` and `bench`.
+void add_run_commands(CLI::App& app);
+
 /// `devices`.
 void add_device_commands(CLI::App& app);
 

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "stagecraft 0.1.0");
   stagecraft::cli::add_graph_commands(app);
   stagecraft::cli::add_schedule_commands(app);
+  stagecraft::cli::add_run_commands(app);
   stagecraft::cli::add_device_commands(app);
   try {
     app.parse(argc, argv);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/backend_options.h"
 #include "cli/commands.h"
 #include "cli/source.h"
 #include "common/files.h"
@@ -30,7 +31,8 @@ struct ScheduleOptions {
   int max_num_groups = 8;
   bool unpruned = false;
   double max_part_transitions = 2e5;
-  std::string cost_model = "analytic:v100";
+  std::string cost_model;  // "" = measured with --backend, analytic:v100 without
+  BackendOptions backend;
   std::string output;
   std::string dot;
   bool quiet = false;
@@ -102,7 +104,8 @@ void print_summary(const Schedule& s) {
 
 void run_schedule(const ScheduleOptions& o) {
   const graph::Graph g = load_source(o.source);
-  auto model = profiler::make_cost_model(o.cost_model);
+  Session session = Session::open(o.backend, o.cost_model);
+  scheduler::CostModel& model = *session.model;
   scheduler::SearchOptions options;
   options.strategy = scheduler::parse_strategy(o.strategy);
   options.mode = scheduler::parse_dp_mode(o.mode);
@@ -113,13 +116,20 @@ void run_schedule(const ScheduleOptions& o) {
   auto printer = std::make_shared<ProgressPrinter>(o.quiet);
   options.on_progress = [printer](const scheduler::SearchProgress& p) { (*printer)(p); };
   scheduler::SearchStats stats;
-  const Schedule s = scheduler::make_scheduler(options)->schedule(g, *model, &stats);
+  const Schedule s = scheduler::make_scheduler(options)->schedule(g, model, &stats);
   printer.reset();
   options.on_progress = nullptr;
   print_summary(s);
   std::cout << "  search " << fixed(stats.seconds, 3) << " s: " << stats.blocks << " blocks, "
             << stats.parts << " parts, " << stats.states << " states, " << stats.transitions
             << " transitions, " << stats.stage_keys << " distinct stage keys\n";
+  if (session.measured) {
+    std::cout << "  measured " << session.measured->measurements() << " stages in "
+              << fixed(session.measured->measuring_seconds(), 1) << " s, "
+              << session.measured->cache_hits() << " from the cache ("
+              << session.cache->path() << ")\n";
+    session.cache->save();
+  }
   for (const auto& split : stats.splits) std::cout << "  note: " << split << "\n";
   if (!o.output.empty()) {
     scheduler::save_schedule(g, s, o.output);
@@ -175,7 +185,10 @@ void add_schedule_commands(CLI::App& app) {
   cmd->add_option("--max-part-transitions", o->max_part_transitions,
                   "split wider blocks into parts above this estimate (default 2e5)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--cost-model", o->cost_model, "analytic:DEVICE (configs/devices/)");
+  cmd->add_option("--cost-model", o->cost_model,
+                  "measured (on --backend; the default when one is given) | analytic:DEVICE "
+                  "(configs/devices/; default analytic:v100 without a backend)");
+  o->backend.add_options(*cmd, /*backend_default_cpu=*/false);
   cmd->add_option("-o,--output", o->output, "write the schedule to this YAML file");
   cmd->add_option("--dot", o->dot, "draw the schedule (stages as clusters) to this dot file");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");

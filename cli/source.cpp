@@ -28,7 +28,9 @@ bool is_graph_file(const std::string& spec) {
   return ext == ".yaml" || ext == ".yml" || spec.find('/') != std::string::npos;
 }
 
-graph::Graph load_source(const GraphSource& source) {
+namespace {
+
+graph::Graph load_raw(const GraphSource& source) {
   graph::Graph g;
   if (is_graph_file(source.spec)) {
     if (source.input_size != 0) {
@@ -44,7 +46,23 @@ graph::Graph load_source(const GraphSource& source) {
     options.seed = source.seed;
     g = networks::build_network(source.spec, options);
   }
+  return g;
+}
+
+}  // namespace
+
+graph::Graph load_source(const GraphSource& source) {
+  graph::Graph g = load_raw(source);
   return source.raw ? g : graph::prepare_for_inference(g);
+}
+
+Model load_model(const GraphSource& source) {
+  const graph::Graph raw = load_raw(source);
+  const graph::WeightStore weights = graph::random_weights(raw, source.seed);
+  if (source.raw) return Model{raw, weights};
+  graph::PassLog log;
+  graph::Graph g = graph::prepare_for_inference(raw, &log);
+  return Model{std::move(g), graph::fold_weights(raw, weights, log)};
 }
 
 }  // namespace stagecraft::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "graph/weights.h"
 
 namespace stagecraft::cli {
 
@@ -27,5 +28,15 @@ bool is_graph_file(const std::string& spec);
 /// Builds or loads the graph and runs the inference passes unless `raw`. Throws the library's
 /// errors (unknown network, bad file, bad option) with clear messages.
 graph::Graph load_source(const GraphSource& source);
+
+/// A graph ready to run: the inference graph and its weights.
+struct Model {
+  graph::Graph graph;           ///< after the inference passes
+  graph::WeightStore weights;   ///< seeded random weights, batch norms folded
+};
+
+/// Loads the graph like load_source and gives it deterministic random weights (seeded by
+/// `source.seed`), folded like the graph.
+Model load_model(const GraphSource& source);
 
 }  // namespace stagecraft::cli

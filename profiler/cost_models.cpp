@@ -5,7 +5,8 @@
 
 namespace stagecraft::profiler {
 
-std::unique_ptr<scheduler::CostModel> make_cost_model(const std::string& spec) {
+std::unique_ptr<scheduler::CostModel> make_cost_model(const std::string& spec,
+                                                      const CostModelContext& context) {
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -16,8 +17,18 @@ std::unique_ptr<scheduler::CostModel> make_cost_model(const std::string& spec) {
     }
     return std::make_unique<AnalyticCostModel>(find_device_spec(arg));
   }
-  throw UsageError(cat("unknown cost model '", spec, "' (known: analytic:DEVICE with DEVICE one of ",
-                       join(list_device_specs(), ", "), ")"));
+  if (kind == "measured") {
+    if (context.backend == nullptr) {
+      throw UsageError("cost model 'measured' needs a backend to measure on (add --backend cpu)");
+    }
+    if (!arg.empty() && arg != context.backend->name()) {
+      throw UsageError(cat("cost model '", spec, "' does not match --backend ",
+                           context.backend->name()));
+    }
+    return std::make_unique<MeasuredCostModel>(*context.backend, context.cache, context.measure);
+  }
+  throw UsageError(cat("unknown cost model '", spec, "' (known: measured, analytic:DEVICE with "
+                       "DEVICE one of ", join(list_device_specs(), ", "), ")"));
 }
 
 }  // namespace stagecraft::profiler

@@ -8,7 +8,7 @@ JOBS=${STAGECRAFT_JOBS:-$(nproc)}
 
 # Debian 12 packages the build needs. The CUDA toolkit is optional (found under /usr/local/cuda).
 PACKAGES=(cmake g++ make libboost-graph-dev libyaml-cpp-dev libcli11-dev libgtest-dev
-          libbenchmark-dev)
+          libbenchmark-dev libdnnl-dev)
 
 ensure_packages() {
   local missing=() p
@@ -27,7 +27,14 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# configure_and_build [TARGET...]: Release configuration with tests and benchmarks on (set
+# explicitly, so an earlier configuration of the same folder cannot turn them off), then build the
+# given targets (all when none).
 configure_and_build() {
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "$@"
-  cmake --build "$BUILD_DIR" -j"$JOBS"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSTAGECRAFT_BUILD_TESTS=ON \
+    -DSTAGECRAFT_BUILD_BENCHMARKS=ON >/dev/null
+  local targets=()
+  local t
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake --build "$BUILD_DIR" -j"$JOBS" "${targets[@]}"
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 ensure_packages
-configure_and_build -DSTAGECRAFT_BUILD_TESTS=OFF >/dev/null
+configure_and_build stagecraft >/dev/null
 stagecraft="$BUILD_DIR/cli/stagecraft"
 out="$BUILD_DIR/demo"
 mkdir -p "$out"

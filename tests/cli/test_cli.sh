@@ -56,6 +56,15 @@ expect_ok schedule-dp 'predicted [0-9.]+ ms' -- schedule inception_v3 -q -o "$wo
 expect_ok show 'stage +kind' -- show "$work/s.yaml"
 expect_ok schedule-greedy 'greedy' -- schedule squeezenet1_0 --strategy greedy -q
 expect_ok devices 'CUDA backend' -- devices
+export STAGECRAFT_CACHE_DIR="$work/cache"
+export OMP_WAIT_POLICY=passive
+expect_ok run-sequential 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --schedule sequential --iters 3 --trace "$work/trace.json"
+grep -q '"traceEvents"' "$work/trace.json" && pass || fail "trace file has no events"
+expect_ok run-dp-file 'plan: [0-9]+ kernels' -- run inception_v3 --schedule "$work/s.yaml" --iters 1 --warmup 0
+expect_ok schedule-measured 'measured [0-9]+ stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
+expect_ok schedule-measured-warm 'measured 0 stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
+expect_ok bench 'dp-both' -- bench squeezenet1_1 --input-size 48 --iters 2 --warmup 1 --out "$work/bench"
+[ -s "$work/bench/bench.csv" ] && [ -s "$work/bench/bench.json" ] && pass || fail "bench wrote no CSV/JSON"
 expect_ok help 'schedule' -- --help
 grep -q 'cluster_block0' "$work/g.dot" && pass || fail "graph dot has no block clusters"
 grep -q 'cluster_stage0' "$work/s.dot" && pass || fail "schedule dot has no stage clusters"
@@ -72,7 +81,13 @@ expect_error bad-yaml "broken\.yaml:[0-9]+:[0-9]+: not valid" -- graph "$work/br
 expect_error input-size-on-file "--input-size applies to built-in networks only" -- graph "$work/g.yaml" --input-size 64
 expect_error too-small "input size must be >= 75" -- graph inception_v3 --input-size 40
 expect_error bad-device "unknown device 'k80'" -- schedule squeezenet1_0 --cost-model analytic:k80
-expect_error bad-cost-model "unknown cost model 'measured'" -- schedule squeezenet1_0 --cost-model measured
+expect_error bad-cost-model "unknown cost model 'profiled'" -- schedule squeezenet1_0 --cost-model profiled
+expect_error measured-without-backend "cost model 'measured' needs a backend" -- schedule squeezenet1_0 --cost-model measured
+expect_error unknown-backend "unknown backend 'tpu'" -- run squeezenet1_0 --backend tpu
+expect_error no-gpu "backend 'cuda'" -- run squeezenet1_0 --backend cuda
+expect_error bad-layout "unknown activation layout 'nhcw'" -- run squeezenet1_0 --layout nhcw --schedule sequential
+expect_error bad-cache-dir "cannot use cache directory" -- schedule squeezenet1_1 --backend cpu --input-size 32 --cache-dir "$work/g.yaml/sub"
+expect_error bad-schedule-arg "neither a file nor one of sequential, greedy, dp" -- run squeezenet1_0 --schedule fastest
 expect_error wrong-batch "the schedule is for batch 1 but the graph has batch 4" -- show "$work/s.yaml" --graph inception_v3 --batch 4 2>/dev/null
 expect_error wrong-network "the schedule is for network 'inception_v3' but the graph is 'googlenet'" -- show "$work/s.yaml" --graph googlenet
 sed 's/kind: merge/kind: fused/' "$work/s.yaml" >"$work/bad_kind.yaml"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "networks/watts_strogatz.h"
+#include "common/random.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/search.h"
 
@@ -22,7 +22,7 @@ class Rng {
   int below(int n) { return static_cast<int>(gen_.uniform_index(static_cast<uint64_t>(n))); }
 
  private:
-  networks::SplitMix64 gen_;
+  SplitMix64 gen_;
 };
 
 /// A random DAG of `num_ops` ops on 1x8x8x8 tensors: 1x1 and 3x3 convolutions (often reading a

@@ -1,0 +1,40 @@
+#pragma once
+/// Options shared by the commands that run on a backend or measure on one.
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "executor/backend.h"
+#include "executor/plan.h"
+#include "profiler/cost_models.h"
+#include "profiler/profile_cache.h"
+
+namespace stagecraft::cli {
+
+/// --backend, --cache-dir, --layout, --streams.
+struct BackendOptions {
+  std::string backend;     ///< "" = none (analytic model only)
+  std::string cache_dir;   ///< "" = ProfileCache::default_dir()
+  std::string layout;      ///< "" = the backend's preferred layout
+  int max_streams = 8;     ///< stream slots of plans
+
+  /// Adds the options; `required` makes --backend default to "cpu" instead of none.
+  void add_options(CLI::App& command, bool backend_default_cpu);
+  /// Plan options from --layout and --streams.
+  executor::PlanOptions plan_options() const;
+};
+
+/// A backend and, when measuring, its profile cache and cost model.
+struct Session {
+  std::unique_ptr<executor::Backend> backend;
+  std::unique_ptr<profiler::ProfileCache> cache;
+  std::unique_ptr<scheduler::CostModel> model;
+  profiler::MeasuredCostModel* measured = nullptr;  ///< model when it is a measured one
+
+  /// Opens the backend (if any) and the cost model `spec` ("" = measured with a backend,
+  /// analytic:v100 without).
+  static Session open(const BackendOptions& options, const std::string& spec);
+};
+
+}  // namespace stagecraft::cli

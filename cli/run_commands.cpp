@@ -1,0 +1,321 @@
+// `stagecraft run` and `stagecraft bench`: execute schedules on a backend and time them.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/backend_options.h"
+#include "cli/commands.h"
+#include "cli/source.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "executor/plan.h"
+#include "executor/trace.h"
+#include "scheduler/schedule_yaml.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using scheduler::Schedule;
+
+constexpr double kP10 = 0.10;
+constexpr double kP90 = 0.90;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+struct SearchFlags {
+  std::string mode = "both";
+  int max_group_size = 3;
+  int max_num_groups = 8;
+};
+
+// A schedule from a file, or found with a strategy name ("sequential", "greedy", "dp").
+Schedule obtain_schedule(const std::string& spec, const graph::Graph& g, Session& session,
+                         const SearchFlags& flags, scheduler::SearchStats* stats) {
+  if (spec != "sequential" && spec != "greedy" && spec != "dp") {
+    if (!std::filesystem::exists(spec)) {
+      throw UsageError(cat("--schedule: '", spec, "' is neither a file nor one of sequential, "
+                           "greedy, dp"));
+    }
+    return scheduler::load_schedule(spec, g);
+  }
+  scheduler::SearchOptions options;
+  options.strategy = scheduler::parse_strategy(spec);
+  options.mode = scheduler::parse_dp_mode(flags.mode);
+  options.max_group_size = flags.max_group_size;
+  options.max_num_groups = flags.max_num_groups;
+  return scheduler::make_scheduler(options)->schedule(g, *session.model, stats);
+}
+
+struct RunOptions {
+  GraphSource source;
+  BackendOptions backend;
+  SearchFlags search;
+  std::string schedule = "dp";
+  std::string cost_model;
+  int warmup = 3;
+  int iters = 20;
+  std::string trace;
+};
+
+void print_plan(const executor::ExecutionPlan& plan) {
+  const auto& m = plan.memory();
+  std::cout << "  plan: " << plan.kernels().size() << " kernels on " << plan.num_streams()
+            << " stream(s), " << plan.num_events() << " events, layout "
+            << graph::to_string(plan.layout()) << "; activations "
+            << byte_size(static_cast<double>(m.activation_bytes)) << " with reuse ("
+            << byte_size(static_cast<double>(m.activation_bytes_without_reuse)) << " without), "
+            << m.views << " views, " << m.copies << " copies, workspace "
+            << byte_size(static_cast<double>(m.workspace_bytes)) << "\n";
+}
+
+void run_run(const RunOptions& o) {
+  const Model model = load_model(o.source);
+  Session session = Session::open(o.backend, o.cost_model);
+  if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
+  scheduler::SearchStats stats;
+  const Schedule schedule = obtain_schedule(o.schedule, model.graph, session, o.search, &stats);
+  if (session.cache) session.cache->save();
+  const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
+  std::cout << model.graph.name() << " (batch " << batch << ") on " << session.backend->name()
+            << ": schedule " << schedule.meta.search.strategy << " with " << schedule.stages.size()
+            << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
+            << schedule.meta.cost_model << ")\n";
+  executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend,
+                               o.backend.plan_options());
+  print_plan(plan);
+  executor::Executor executor(plan);
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : model.graph.inputs()) {
+    inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
+  }
+  executor.set_inputs(inputs);
+  for (int i = 0; i < o.warmup; ++i) executor.execute();
+  std::vector<double> times;
+  for (int i = 0; i < o.iters; ++i) {
+    const auto t0 = Clock::now();
+    executor.execute();
+    times.push_back(ms_since(t0));
+  }
+  const double median = percentile(times, 0.5);
+  std::cout << "  latency: median " << fixed(median, 3) << " ms, p10 "
+            << fixed(percentile(times, kP10), 3) << " ms, p90 " << fixed(percentile(times, kP90), 3)
+            << " ms over " << o.iters << " runs; " << fixed(static_cast<double>(batch) * 1e3 / median, 1)
+            << " images/s\n";
+  if (!o.trace.empty()) {
+    std::vector<executor::KernelTiming> timings;
+    executor.execute(&timings);
+    write_text_file(o.trace, executor::chrome_trace(plan, timings, model.graph.name()));
+    std::cout << "wrote " << o.trace << " (open in chrome://tracing or ui.perfetto.dev)\n";
+  }
+}
+
+struct BenchOptions {
+  std::vector<std::string> networks;
+  GraphSource source;  // batch, input size, seed apply to every network
+  BackendOptions backend;
+  SearchFlags search;
+  int warmup = 3;
+  int iters = 20;
+  std::string out = "stagecraft-results";
+  bool overhead = true;
+};
+
+struct BenchRow {
+  std::string network, strategy;
+  size_t stages = 0;
+  double median = 0, p10 = 0, p90 = 0, predicted = 0, search_s = 0, speedup = 1;
+  size_t measured = 0, hits = 0;
+  int64_t batch = 1;
+};
+
+void run_bench(const BenchOptions& o) {
+  Session session = Session::open(o.backend, "");
+  if (!session.backend) throw UsageError("bench needs a backend (--backend cpu)");
+  struct Variant {
+    const char* name;
+    const char* strategy;
+    const char* mode;
+  };
+  const Variant variants[] = {{"sequential", "sequential", "both"},
+                              {"greedy", "greedy", "both"},
+                              {"dp-merge", "dp", "merge"},
+                              {"dp-concurrent", "dp", "concurrent"},
+                              {"dp-both", "dp", "both"}};
+  std::vector<BenchRow> rows;
+  std::ostringstream notes;
+  for (const std::string& network : o.networks) {
+    GraphSource source = o.source;
+    source.spec = network;
+    const Model model = load_model(source);
+    const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
+    std::vector<Schedule> schedules;
+    std::vector<BenchRow> net_rows;
+    for (const Variant& v : variants) {
+      SearchFlags flags = o.search;
+      flags.mode = v.mode;
+      const size_t measured0 = session.measured ? session.measured->measurements() : 0;
+      const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
+      std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
+      scheduler::SearchStats stats;
+      schedules.push_back(obtain_schedule(v.strategy, model.graph, session, flags, &stats));
+      if (session.cache) session.cache->save();
+      BenchRow row;
+      row.network = network;
+      row.strategy = v.name;
+      row.batch = batch;
+      row.stages = schedules.back().stages.size();
+      row.predicted = schedules.back().meta.predicted_ms;
+      row.search_s = schedules.back().meta.search_seconds;
+      row.measured = session.measured ? session.measured->measurements() - measured0 : 0;
+      row.hits = session.measured ? session.measured->cache_hits() - hits0 : 0;
+      net_rows.push_back(row);
+    }
+    std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
+    std::vector<std::unique_ptr<executor::Executor>> executors;
+    std::vector<executor::HostTensor> inputs;
+    for (graph::ValueId v : model.graph.inputs()) {
+      inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
+    }
+    for (const Schedule& s : schedules) {
+      plans.push_back(std::make_unique<executor::ExecutionPlan>(
+          model.graph, s, model.weights, *session.backend, o.backend.plan_options()));
+      executors.push_back(std::make_unique<executor::Executor>(*plans.back()));
+      executors.back()->set_inputs(inputs);
+      for (int i = 0; i < o.warmup; ++i) executors.back()->execute();
+    }
+    std::cerr << "bench: " << network << ": timing " << o.iters << " interleaved rounds...\n";
+    std::vector<std::vector<double>> times(schedules.size());
+    for (int it = 0; it < o.iters; ++it) {
+      for (size_t k = 0; k < executors.size(); ++k) {
+        const auto t0 = Clock::now();
+        executors[k]->execute();
+        times[k].push_back(ms_since(t0));
+      }
+    }
+    for (size_t k = 0; k < net_rows.size(); ++k) {
+      net_rows[k].median = percentile(times[k], 0.5);
+      net_rows[k].p10 = percentile(times[k], kP10);
+      net_rows[k].p90 = percentile(times[k], kP90);
+    }
+    for (auto& row : net_rows) row.speedup = net_rows[0].median / row.median;
+    if (o.overhead) {
+      const auto isolated = executors[0]->isolated_kernel_ms(10);
+      double sum = 0;
+      for (double ms : isolated) sum += ms;
+      notes << network << ": sequential end-to-end " << fixed(net_rows[0].median, 3)
+            << " ms, its " << isolated.size() << " kernels alone " << fixed(sum, 3)
+            << " ms: executor overhead " << fixed(100.0 * (net_rows[0].median - sum) / sum, 1)
+            << "%\n";
+    }
+    rows.insert(rows.end(), net_rows.begin(), net_rows.end());
+  }
+
+  TextTable table({"network", "schedule", "stages", "median ms", "p10", "p90", "images/s",
+                   "speed-up", "predicted", "search s", "measured", "cache hits"},
+                  {TextTable::kLeft, TextTable::kLeft, TextTable::kRight, TextTable::kRight,
+                   TextTable::kRight, TextTable::kRight, TextTable::kRight, TextTable::kRight,
+                   TextTable::kRight, TextTable::kRight, TextTable::kRight, TextTable::kRight});
+  for (const auto& r : rows) {
+    table.add_row({r.network, r.strategy, cat(r.stages), fixed(r.median, 3), fixed(r.p10, 3),
+                   fixed(r.p90, 3), fixed(static_cast<double>(r.batch) * 1e3 / r.median, 1),
+                   fixed(r.speedup, 2) + "x", fixed(r.predicted, 3), fixed(r.search_s, 2),
+                   cat(r.measured), cat(r.hits)});
+  }
+  std::cout << "device: " << session.backend->device_fingerprint() << "\n" << table.render()
+            << notes.str();
+
+  // CSV and JSON beside each other in --out.
+  std::filesystem::create_directories(o.out);
+  std::ostringstream csv, json;
+  csv << "network,batch,schedule,stages,median_ms,p10_ms,p90_ms,images_per_s,speedup,"
+         "predicted_ms,search_s,measured,cache_hits\n";
+  json << "{\n  \"device\": \"" << session.backend->device_fingerprint() << "\",\n  \"backend\": \""
+       << session.backend->name() << "\",\n  \"iterations\": " << o.iters << ",\n  \"results\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const double ips = static_cast<double>(r.batch) * 1e3 / r.median;
+    csv << r.network << "," << r.batch << "," << r.strategy << "," << r.stages << ","
+        << fixed(r.median, 4) << "," << fixed(r.p10, 4) << "," << fixed(r.p90, 4) << ","
+        << fixed(ips, 2) << "," << fixed(r.speedup, 4) << "," << fixed(r.predicted, 4) << ","
+        << fixed(r.search_s, 3) << "," << r.measured << "," << r.hits << "\n";
+    json << (i ? "," : "") << "\n    {\"network\": \"" << r.network << "\", \"batch\": " << r.batch
+         << ", \"schedule\": \"" << r.strategy << "\", \"stages\": " << r.stages
+         << ", \"median_ms\": " << fixed(r.median, 4) << ", \"p10_ms\": " << fixed(r.p10, 4)
+         << ", \"p90_ms\": " << fixed(r.p90, 4) << ", \"images_per_s\": " << fixed(ips, 2)
+         << ", \"speedup\": " << fixed(r.speedup, 4) << ", \"predicted_ms\": "
+         << fixed(r.predicted, 4) << ", \"search_s\": " << fixed(r.search_s, 3)
+         << ", \"measured\": " << r.measured << ", \"cache_hits\": " << r.hits << "}";
+  }
+  json << "\n  ]\n}\n";
+  const std::string csv_path = (std::filesystem::path(o.out) / "bench.csv").string();
+  const std::string json_path = (std::filesystem::path(o.out) / "bench.json").string();
+  write_text_file(csv_path, csv.str());
+  write_text_file(json_path, json.str());
+  std::cout << "wrote " << csv_path << " and " << json_path << "\n";
+}
+
+void add_search_flags(CLI::App& cmd, SearchFlags& flags) {
+  cmd.add_option("-r,--max-group-size", flags.max_group_size, "ops per group (default 3)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("-s,--max-num-groups", flags.max_num_groups, "groups per stage (default 8)")
+      ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand("run", "Run a network with a schedule on a backend and time "
+                                            "it (median, p10, p90, images/s)");
+  o->source.add_options(*run);
+  o->backend.add_options(*run, /*backend_default_cpu=*/true);
+  run->add_option("--schedule", o->schedule,
+                  "a schedule file, or sequential | greedy | dp (searched now; default dp)");
+  run->add_option("--mode", o->search.mode, "dp stage kinds: both | merge | concurrent")
+      ->check(CLI::IsMember({"both", "merge", "concurrent"}));
+  add_search_flags(*run, o->search);
+  run->add_option("--cost-model", o->cost_model, "for a search: measured (default) | analytic:DEVICE");
+  run->add_option("--warmup", o->warmup, "untimed runs first (default 3)")->check(CLI::NonNegativeNumber);
+  run->add_option("--iters", o->iters, "timed runs (default 20)")->check(CLI::PositiveNumber);
+  run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of one run to this file");
+  run->callback([o] { run_run(*o); });
+
+  auto b = std::make_shared<BenchOptions>();
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Search and run sequential, greedy, dp-merge, dp-concurrent and dp-both schedules "
+               "with interleaved repetitions; print a table, write CSV and JSON");
+  bench->add_option("networks", b->networks, "built-in networks or graph files")->required();
+  bench->add_option("--batch", b->source.batch, "batch size (default 1)")->check(CLI::PositiveNumber);
+  bench->add_option("--input-size", b->source.input_size, "input size of built-in networks")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--seed", b->source.seed, "seed of weights and randomly wired networks");
+  b->backend.add_options(*bench, /*backend_default_cpu=*/true);
+  add_search_flags(*bench, b->search);
+  bench->add_option("--warmup", b->warmup, "untimed runs of each schedule first (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--iters", b->iters, "interleaved timed rounds (default 20)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--out", b->out, "directory for bench.csv and bench.json "
+                                     "(default ./stagecraft-results)");
+  bench->callback([b] { run_bench(*b); });
+}
+
+}  // namespace stagecraft::cli

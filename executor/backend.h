@@ -1,0 +1,141 @@
+#pragma once
+/// The backend contract. A backend (CPU on oneDNN, CUDA on cuDNN/cuBLAS) offers memory, streams,
+/// events and kernels; the execution plan and the profiler use nothing else, so a backend plugs in
+/// by implementing these interfaces. Headers here are free of oneDNN and CUDA types.
+///
+/// Life cycle of a kernel (after XNNPACK/oneDNN): describe (KernelSpec) → ask `supports` (yes, or
+/// a reason) → `create_kernel` once (weights packed, algorithm chosen, workspace sized) → `bind`
+/// tensors and workspace → `launch` on a stream any number of times (asynchronous).
+///
+/// Example:
+///   auto backend = make_backend("cpu");
+///   auto stream = backend->create_stream();
+///   KernelSpec spec{op, srcs, dsts, &weights, /*threads=*/2};
+///   if (auto why = backend->supports(spec); !why.empty()) throw ...;
+///   auto kernel = backend->create_kernel(spec);
+///   kernel->bind({src}, {dst}, workspace);
+///   kernel->launch(*stream);
+///   stream->synchronize();
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "graph/op.h"
+#include "graph/weights.h"
+
+namespace stagecraft::executor {
+
+/// A backend cannot do what was asked: not built, no device, an unsupported op, out of memory.
+class BackendError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Device memory (host memory for the CPU backend).
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  /// Start of the memory (device address for device backends).
+  virtual void* data() = 0;
+  /// Size in bytes.
+  virtual size_t bytes() const = 0;
+};
+
+/// A point in a stream's work that other streams can wait for.
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+/// An in-order queue of work. Launches and event operations return at once.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  /// Marks the point after everything enqueued so far.
+  virtual void record(Event& event) = 0;
+  /// Makes later work wait for the event's last recorded point (the host does not block).
+  virtual void wait(Event& event) = 0;
+  /// Blocks the host until everything enqueued so far has finished; rethrows a failure of the
+  /// enqueued work as an exception.
+  virtual void synchronize() = 0;
+  /// Enqueues a host function that runs when the stream reaches it (for tracing; it must be
+  /// short and must not enqueue work itself).
+  virtual void host_callback(std::function<void()> fn) = 0;
+};
+
+/// A dense tensor at an address: a descriptor and where its first element is.
+struct TensorRef {
+  void* data = nullptr;    ///< first element (device address for device backends)
+  graph::TensorDesc desc;  ///< shape, type, layout
+};
+
+/// What a kernel computes.
+struct KernelSpec {
+  graph::OpKind kind = graph::OpKind::kIdentity;  ///< op kind
+  graph::OpAttrs attrs;                           ///< attributes of that kind
+  std::vector<graph::TensorDesc> srcs;            ///< input descriptors, in slot order
+  std::vector<graph::TensorDesc> dsts;            ///< output descriptors
+  const graph::OpWeights* weights = nullptr;      ///< parameters (conv, linear, batch norm)
+  int threads = 1;                                ///< intra-op threads (CPU); ignored elsewhere
+  std::string name;                               ///< for messages and traces
+};
+
+/// One created kernel.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  /// Scratch memory the kernel needs while it runs (bytes).
+  virtual size_t workspace_bytes() const = 0;
+  /// Sets the tensors and the workspace used by later launches.
+  virtual void bind(const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,
+                    void* workspace) = 0;
+  /// Enqueues one execution on `stream`.
+  virtual void launch(Stream& stream) = 0;
+  /// The implementation chosen (e.g. "jit:avx512_core").
+  virtual std::string implementation() const = 0;
+};
+
+/// A backend: memory, streams, events and kernels of one device.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "cpu" or "cuda".
+  virtual std::string name() const = 0;
+  /// Identifies the device and library versions (part of every profile-cache key).
+  virtual std::string device_fingerprint() const = 0;
+  /// Hardware threads (CPU) or SMs (GPU) the backend divides among concurrent streams.
+  virtual int parallelism() const = 0;
+  /// The rank-4 layout kernels run fastest in (for the plan's activations).
+  virtual graph::Layout preferred_layout() const = 0;
+  /// Allocates memory; throws BackendError when it cannot.
+  virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  /// Copies host memory into the backend's memory (blocking).
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  /// Copies the backend's memory to host memory (blocking).
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  /// A new stream.
+  virtual std::unique_ptr<Stream> create_stream() = 0;
+  /// A new event.
+  virtual std::unique_ptr<Event> create_event() = 0;
+  /// "" when the backend can run `spec`, otherwise the reason it cannot.
+  virtual std::string supports(const KernelSpec& spec) const = 0;
+  /// Creates a kernel; throws BackendError (with the reason) when unsupported.
+  virtual std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) = 0;
+  /// Copies a dense tensor between layouts (`src` and `dst` may differ only in layout), enqueued
+  /// on `stream`; used for graph inputs/outputs and layout conversions.
+  virtual std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& src,
+                                              const graph::TensorDesc& dst) = 0;
+};
+
+/// Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
+std::vector<std::string> backend_names();
+
+/// The backend `name`; throws BackendError for an unknown name, a backend this build lacks, or a
+/// backend without a usable device (with the reason).
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace stagecraft::executor

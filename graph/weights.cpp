@@ -1,0 +1,124 @@
+#include "graph/weights.h"
+
+#include <cmath>
+
+#include "common/random.h"
+#include "common/strings.h"
+#include "graph/errors.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+// He-uniform bound sqrt(6 / fan_in): the variance 2 / fan_in of He initialisation.
+constexpr double kHeNumerator = 6.0;
+constexpr double kBiasScale = 0.1;
+
+std::vector<float> uniform(SplitMix64& rng, size_t n, double lo, double hi) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(lo + (hi - lo) * rng.uniform());
+  return v;
+}
+
+}  // namespace
+
+const OpWeights* WeightStore::find(const std::string& op) const {
+  auto it = weights_.find(op);
+  return it == weights_.end() ? nullptr : &it->second;
+}
+
+std::pair<size_t, size_t> weight_shape(const Graph& graph, OpId id) {
+  const Op& op = graph.op(id);
+  if (op.kind == OpKind::kConv2d) {
+    const auto& a = op.attrs_as<Conv2dAttrs>();
+    return {static_cast<size_t>(a.out_channels * (a.in_channels / a.groups) * a.kernel.h *
+                                a.kernel.w),
+            a.bias ? static_cast<size_t>(a.out_channels) : 0};
+  }
+  if (op.kind == OpKind::kLinear) {
+    const auto& a = op.attrs_as<LinearAttrs>();
+    return {static_cast<size_t>(a.in_features * a.out_features),
+            a.bias ? static_cast<size_t>(a.out_features) : 0};
+  }
+  return {0, 0};
+}
+
+WeightStore random_weights(const Graph& graph, uint64_t seed) {
+  WeightStore store;
+  for (const Op& op : graph.ops()) {
+    SplitMix64 rng(derive_seed(seed, static_cast<uint64_t>(op.id)));
+    if (op.kind == OpKind::kConv2d || op.kind == OpKind::kLinear) {
+      const auto [w, b] = weight_shape(graph, op.id);
+      const size_t outputs = op.kind == OpKind::kConv2d
+                                 ? static_cast<size_t>(op.attrs_as<Conv2dAttrs>().out_channels)
+                                 : static_cast<size_t>(op.attrs_as<LinearAttrs>().out_features);
+      const double fan_in = static_cast<double>(w / outputs);
+      const double bound = std::sqrt(kHeNumerator / fan_in);
+      OpWeights& entry = store[op.name];
+      entry.weight = uniform(rng, w, -bound, bound);
+      if (b > 0) entry.bias = uniform(rng, b, -kBiasScale, kBiasScale);
+    } else if (op.kind == OpKind::kBatchNorm) {
+      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      OpWeights& entry = store[op.name];
+      entry.gamma = uniform(rng, c, 0.5, 1.5);
+      entry.beta = uniform(rng, c, -kBiasScale, kBiasScale);
+      entry.mean = uniform(rng, c, -kBiasScale, kBiasScale);
+      entry.var = uniform(rng, c, 0.5, 1.5);
+    }
+  }
+  return store;
+}
+
+WeightStore fold_weights(const Graph& raw, const WeightStore& weights, const PassLog& log) {
+  WeightStore folded = weights;
+  for (const FoldedBatchNorm& f : log.folded) {
+    const OpWeights* bn = weights.find(f.batch_norm);
+    const OpWeights* conv = weights.find(f.conv);
+    const auto bn_id = raw.find_op(f.batch_norm);
+    if (!bn || !conv || !bn_id) {
+      throw GraphError(cat("cannot fold batch norm '", f.batch_norm, "' into '", f.conv,
+                           "': weights missing"));
+    }
+    const double eps = raw.op(*bn_id).attrs_as<BatchNormAttrs>().eps;
+    OpWeights& out = folded[f.conv];
+    const size_t channels = bn->gamma.size();
+    const size_t per_channel = conv->weight.size() / channels;
+    out.bias.assign(channels, 0.0f);
+    for (size_t c = 0; c < channels; ++c) {
+      const double scale = bn->gamma[c] / std::sqrt(static_cast<double>(bn->var[c]) + eps);
+      for (size_t i = 0; i < per_channel; ++i) {
+        out.weight[c * per_channel + i] =
+            static_cast<float>(conv->weight[c * per_channel + i] * scale);
+      }
+      const double b = conv->bias.empty() ? 0.0 : conv->bias[c];
+      out.bias[c] = static_cast<float>((b - bn->mean[c]) * scale + bn->beta[c]);
+    }
+  }
+  return folded;
+}
+
+void check_weights(const Graph& graph, const WeightStore& weights) {
+  for (const Op& op : graph.ops()) {
+    if (op.kind == OpKind::kBatchNorm) {
+      const OpWeights* w = weights.find(op.name);
+      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      if (!w || w->gamma.size() != c || w->beta.size() != c || w->mean.size() != c ||
+          w->var.size() != c) {
+        throw GraphError(cat("op '", op.name, "' (batch_norm): needs scale, shift, mean and "
+                             "variance of ", c, " channels"));
+      }
+      continue;
+    }
+    const auto [w, b] = weight_shape(graph, op.id);
+    if (w == 0) continue;
+    const OpWeights* entry = weights.find(op.name);
+    if (!entry) throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no weights"));
+    if (entry->weight.size() != w || entry->bias.size() != b) {
+      throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): weights have ",
+                           entry->weight.size(), "+", entry->bias.size(), " values, expected ", w,
+                           "+", b));
+    }
+  }
+}
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,131 @@
+#include "profiler/measured_cost_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "common/strings.h"
+#include "scheduler/stage_key.h"
+
+namespace stagecraft::profiler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
+                                                      const scheduler::Stage& stage,
+                                                      graph::Layout layout) {
+  graph::Graph sub("stage");
+  std::map<graph::ValueId, graph::ValueId> mapped;  // graph value -> sub value
+  std::map<graph::OpId, graph::OpId> op_map;
+  const std::vector<graph::OpId> ops = stage.ops();
+  std::vector<bool> inside(graph.num_ops(), false);
+  for (graph::OpId id : ops) inside[id] = true;
+  int next_input = 0;
+  for (graph::OpId id : ops) {
+    const graph::Op& op = graph.op(id);
+    std::vector<graph::ValueId> inputs;
+    for (graph::ValueId v : op.inputs) {
+      auto it = mapped.find(v);
+      if (it == mapped.end()) {
+        // As in the full plan: graph inputs keep their layout, op outputs are in `layout`.
+        graph::TensorDesc desc = graph.value(v).desc;
+        if (desc.shape.rank() == 4 && graph.value(v).producer != graph::kNoOp) desc.layout = layout;
+        it = mapped.emplace(v, sub.add_input(cat("in", next_input++), desc)).first;
+      }
+      inputs.push_back(it->second);
+    }
+    const graph::OpId nid = sub.add_op(op.name, op.kind, op.attrs, inputs);
+    op_map[id] = nid;
+    for (size_t i = 0; i < op.outputs.size(); ++i) mapped[op.outputs[i]] = sub.op(nid).outputs[i];
+  }
+  // Values the stage hands on (read outside it, or graph outputs) stay live as outputs.
+  for (graph::OpId id : ops) {
+    for (graph::ValueId v : graph.op(id).outputs) {
+      bool outside = graph.is_output(v) || graph.consumers(v).empty();
+      for (graph::OpId reader : graph.consumers(v)) outside = outside || !inside[reader];
+      if (outside) sub.add_output(mapped.at(v));
+    }
+  }
+  if (sub.outputs().empty()) sub.add_output(mapped.at(graph.op(ops.back()).outputs[0]));
+  scheduler::Stage renumbered = stage;
+  for (auto& group : renumbered.groups)
+    for (graph::OpId& id : group) id = op_map.at(id);
+  return {std::move(sub), std::move(renumbered)};
+}
+
+MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* cache,
+                                     MeasureOptions options)
+    : backend_(backend), streams_(backend), cache_(cache), options_(std::move(options)) {}
+
+std::string MeasuredCostModel::name() const { return "measured:" + backend_.name(); }
+
+std::string MeasuredCostModel::device_fingerprint() const { return backend_.device_fingerprint(); }
+
+std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
+                                         const scheduler::Stage& stage) const {
+  const graph::Layout layout = options_.plan.layout.value_or(backend_.preferred_layout());
+  return cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams, ";",
+             scheduler::stage_key(graph, stage));
+}
+
+double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
+                                           const scheduler::Stage& stage) {
+  const std::string key = cache_ ? cache_key(graph, stage) : std::string();
+  if (cache_) {
+    if (auto ms = cache_->find(key)) {
+      ++cache_hits_;
+      return *ms;
+    }
+  }
+  const double ms = measure(graph, stage);
+  if (cache_) cache_->insert(key, ms);
+  return ms;
+}
+
+double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {
+  const auto start = Clock::now();
+  const graph::Layout layout = options_.plan.layout.value_or(backend_.preferred_layout());
+  auto [sub, renumbered] = stage_graph(graph, stage, layout);
+  scheduler::Schedule schedule;
+  schedule.stages = {renumbered};
+  const graph::WeightStore weights = graph::random_weights(sub, options_.seed);
+  executor::PlanOptions plan_options = options_.plan;
+  plan_options.plain_outputs = false;  // time exactly the stage's kernels
+  plan_options.inputs_may_be_views = true;  // its inputs stand for op outputs
+  executor::ExecutionPlan plan(sub, schedule, weights, backend_, plan_options);
+  executor::Executor executor(plan, &streams_);
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : sub.inputs()) {
+    inputs.push_back(executor::random_host_tensor(sub.value(v).desc.shape, options_.seed + v));
+  }
+  // Inputs in a blocked layout get random bytes in that layout: values do not matter for timing.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& ref = plan.inputs()[i];
+    const size_t bytes = std::min(static_cast<size_t>(ref.desc.bytes()), inputs[i].data.size() * 4);
+    backend_.upload(ref.data, inputs[i].data.data(), bytes);
+  }
+  double once = 0;
+  for (int i = 0; i < std::max(1, options_.warmup); ++i) once = executor.execute_repeated(1);
+  // Samples of several back-to-back runs: a stage in a network starts while the streams are busy,
+  // so the time to wake an idle host thread must not count.
+  const int runs = std::clamp(static_cast<int>(options_.sample_ms / std::max(once, 1e-3)), 1,
+                              std::max(1, options_.max_runs_per_sample));
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, options_.repeats); ++i) {
+    times.push_back(executor.execute_repeated(runs));
+  }
+  std::sort(times.begin(), times.end());
+  ++measurements_;
+  measuring_seconds_ += ms_since(start) / 1e3;
+  return times[times.size() / 2];
+}
+
+}  // namespace stagecraft::profiler

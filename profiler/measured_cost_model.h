@@ -1,0 +1,73 @@
+#pragma once
+/// Stage latencies measured on a backend, exactly as the executor runs a stage: the stage's ops
+/// become a small graph whose inputs are the stage's inputs (already in the plan's layout), the
+/// same plan builder assigns streams, threads, events and views, and the executor runs it: warm-up
+/// runs, then repeats; the median is the latency. Results go to a ProfileCache, so a second search
+/// of the same network measures nothing new.
+///
+/// Example:
+///   auto backend = executor::make_backend("cpu");
+///   ProfileCache cache(ProfileCache::default_dir(), backend->device_fingerprint());
+///   MeasuredCostModel model(*backend, &cache);
+///   auto schedule = scheduler::make_scheduler(options)->schedule(graph, model);
+
+#include <string>
+
+#include "executor/backend.h"
+#include "executor/plan.h"
+#include "profiler/profile_cache.h"
+#include "scheduler/cost_model.h"
+
+namespace stagecraft::profiler {
+
+/// How stages are measured.
+struct MeasureOptions {
+  int warmup = 1;                ///< untimed runs first (the last one also sizes the samples)
+  int repeats = 3;               ///< timed samples; the median is kept
+  double sample_ms = 1.0;        ///< each sample runs the stage back to back for about this long
+  int max_runs_per_sample = 16;  ///< (amortises waking the host on short stages)
+  executor::PlanOptions plan;    ///< as the executor will run (layout, streams)
+  uint64_t seed = 1;             ///< weights and inputs of the measured stages
+};
+
+/// Measures stage latencies on a backend, through an optional cache.
+class MeasuredCostModel : public scheduler::CostModel {
+ public:
+  /// A model on `backend`; `cache` may be null (no persistence).
+  MeasuredCostModel(executor::Backend& backend, ProfileCache* cache, MeasureOptions options = {});
+
+  std::string name() const override;
+  std::string device_fingerprint() const override;
+  double stage_latency_ms(const graph::Graph& graph, const scheduler::Stage& stage) override;
+
+  /// Latency of a stage without the cache (one measurement).
+  double measure(const graph::Graph& graph, const scheduler::Stage& stage);
+
+  /// Stages measured (cache misses) so far.
+  size_t measurements() const { return measurements_; }
+  /// Stages answered by the cache so far.
+  size_t cache_hits() const { return cache_hits_; }
+  /// Seconds spent measuring.
+  double measuring_seconds() const { return measuring_seconds_; }
+  /// The cache key of a stage (settings, then the canonical stage key).
+  std::string cache_key(const graph::Graph& graph, const scheduler::Stage& stage) const;
+
+ private:
+  executor::Backend& backend_;
+  executor::StreamPool streams_;
+  ProfileCache* cache_;
+  MeasureOptions options_;
+  size_t measurements_ = 0;
+  size_t cache_hits_ = 0;
+  double measuring_seconds_ = 0;
+};
+
+/// The graph of one stage: its ops (names, kinds, attributes kept) reading its external inputs as
+/// graph inputs (rank-4 op outputs in `layout`, as the full plan holds them; graph inputs as they
+/// are), every value read outside the stage as an output; and
+/// the stage renumbered for it.
+std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
+                                                      const scheduler::Stage& stage,
+                                                      graph::Layout layout);
+
+}  // namespace stagecraft::profiler

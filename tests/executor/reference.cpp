@@ -1,0 +1,460 @@
+// Reference semantics of every op kind (PyTorch's) as plain loops over logical NCHW / NC tensors.
+// Inputs: a graph, its weights by op name, its input tensors. Outputs: the graph outputs.
+// Complexity: each op's direct definition, e.g. O(N·O·(I/groups)·KH·KW·OH·OW) for a convolution.
+// Sums are accumulated in double so that the reference is more accurate than what it checks.
+
+#include "tests/executor/reference.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/random.h"
+#include "common/strings.h"
+#include "graph/errors.h"
+#include "graph/shape_inference.h"
+
+namespace stagecraft::executor::testing {
+
+namespace {
+
+using graph::Activation;
+using graph::GraphError;
+using graph::Op;
+using graph::OpKind;
+using graph::OpWeights;
+using graph::Pads;
+using graph::Shape;
+
+// random_tensor draws 24-bit integers k and returns k / 2^23 - 1: uniform in [-1, 1) and exact
+// in fp32, so no value rounds up to 1.
+constexpr int kRandomBits = 24;
+constexpr int kRandomDiscardedBits = 64 - kRandomBits;
+constexpr double kRandomStep = 2.0 / static_cast<double>(int64_t{1} << kRandomBits);
+constexpr double kRandomLow = -1.0;
+
+// Upper clamp of ReLU6.
+constexpr double kRelu6Max = 6.0;
+// Sizes of a rank-4 tensor and the offset of one element in NCHW order.
+struct Nchw {
+  int64_t n;
+  int64_t c;
+  int64_t h;
+  int64_t w;
+
+  explicit Nchw(const Shape& s) : n(s[0]), c(s[1]), h(s[2]), w(s[3]) {}
+  size_t at(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
+    return static_cast<size_t>(((in * c + ic) * h + ih) * w + iw);
+  }
+};
+
+HostTensor zeros(Shape shape) {
+  const auto numel = static_cast<size_t>(shape.numel());
+  return HostTensor{std::move(shape), std::vector<float>(numel, 0.0f)};
+}
+
+double activate(double x, Activation activation) {
+  switch (activation) {
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return std::max(x, 0.0);
+    case Activation::kRelu6:
+      return std::clamp(x, 0.0, kRelu6Max);
+    case Activation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+  }
+  return x;
+}
+
+HostTensor activate_all(const HostTensor& src, Activation activation) {
+  HostTensor dst = zeros(src.shape);
+  for (size_t i = 0; i < src.data.size(); ++i) {
+    dst.data[i] = static_cast<float>(activate(src.data[i], activation));
+  }
+  return dst;
+}
+
+// Constant padding of H and W; a negative amount crops that side. Used by Pad and, with zeros,
+// by convolution, which then slides its window over the padded tensor without bounds checks.
+HostTensor pad_constant(const HostTensor& src, const Pads& pads, float value) {
+  const Nchw in(src.shape);
+  HostTensor dst =
+      zeros(Shape{in.n, in.c, in.h + pads.top + pads.bottom, in.w + pads.left + pads.right});
+  const Nchw out(dst.shape);
+  for (int64_t n = 0; n < out.n; ++n) {
+    for (int64_t c = 0; c < out.c; ++c) {
+      for (int64_t y = 0; y < out.h; ++y) {
+        for (int64_t x = 0; x < out.w; ++x) {
+          const int64_t iy = y - pads.top;
+          const int64_t ix = x - pads.left;
+          const bool inside = iy >= 0 && iy < in.h && ix >= 0 && ix < in.w;
+          dst.data[out.at(n, c, y, x)] = inside ? src.data[in.at(n, c, iy, ix)] : value;
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+HostTensor conv2d(const HostTensor& src, const graph::Conv2dAttrs& a, const OpWeights& w) {
+  const Nchw in(src.shape);
+  const int64_t out_h = graph::window_output_size(in.h, a.padding.top, a.padding.bottom, a.kernel.h,
+                                                  a.stride.h, a.dilation.h, false);
+  const int64_t out_w = graph::window_output_size(in.w, a.padding.left, a.padding.right, a.kernel.w,
+                                                  a.stride.w, a.dilation.w, false);
+  const HostTensor padded = pad_constant(src, a.padding, 0.0f);
+  const Nchw p(padded.shape);
+  HostTensor dst = zeros(Shape{in.n, a.out_channels, out_h, out_w});
+  const Nchw out(dst.shape);
+  const int64_t in_per_group = a.in_channels / a.groups;
+  const int64_t out_per_group = a.out_channels / a.groups;
+  std::vector<double> acc(static_cast<size_t>(out_h * out_w));
+  for (int64_t n = 0; n < out.n; ++n) {
+    for (int64_t oc = 0; oc < out.c; ++oc) {
+      const int64_t group = oc / out_per_group;
+      const double bias = a.bias ? w.bias[static_cast<size_t>(oc)] : 0.0;
+      std::fill(acc.begin(), acc.end(), bias);
+      for (int64_t j = 0; j < in_per_group; ++j) {
+        const int64_t ic = group * in_per_group + j;
+        for (int64_t kh = 0; kh < a.kernel.h; ++kh) {
+          for (int64_t kw = 0; kw < a.kernel.w; ++kw) {
+            const double weight = w.weight[static_cast<size_t>(
+                ((oc * in_per_group + j) * a.kernel.h + kh) * a.kernel.w + kw)];
+            for (int64_t y = 0; y < out_h; ++y) {
+              const float* row = &padded.data[p.at(n, ic, y * a.stride.h + kh * a.dilation.h, 0)];
+              double* acc_row = &acc[static_cast<size_t>(y * out_w)];
+              for (int64_t x = 0; x < out_w; ++x) {
+                acc_row[x] += weight * row[x * a.stride.w + kw * a.dilation.w];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t y = 0; y < out_h; ++y) {
+        for (int64_t x = 0; x < out_w; ++x) {
+          dst.data[out.at(n, oc, y, x)] =
+              static_cast<float>(activate(acc[static_cast<size_t>(y * out_w + x)], a.activation));
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+HostTensor batch_norm(const HostTensor& src, const graph::BatchNormAttrs& a, const OpWeights& w) {
+  const Nchw in(src.shape);
+  HostTensor dst = zeros(src.shape);
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t c = 0; c < in.c; ++c) {
+      const auto k = static_cast<size_t>(c);
+      const double stddev = std::sqrt(static_cast<double>(w.var[k]) + a.eps);
+      for (int64_t y = 0; y < in.h; ++y) {
+        for (int64_t x = 0; x < in.w; ++x) {
+          const size_t i = in.at(n, c, y, x);
+          dst.data[i] = static_cast<float>(
+              (src.data[i] - static_cast<double>(w.mean[k])) / stddev * w.gamma[k] + w.beta[k]);
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+// Max over the real input elements of each window: padding is never selected.
+HostTensor max_pool(const HostTensor& src, const graph::MaxPoolAttrs& a) {
+  const Nchw in(src.shape);
+  const Pads& pad = a.padding;
+  const int64_t out_h =
+      graph::window_output_size(in.h, pad.top, pad.bottom, a.kernel.h, a.stride.h, 1, a.ceil_mode);
+  const int64_t out_w =
+      graph::window_output_size(in.w, pad.left, pad.right, a.kernel.w, a.stride.w, 1, a.ceil_mode);
+  HostTensor dst = zeros(Shape{in.n, in.c, out_h, out_w});
+  const Nchw out(dst.shape);
+  for (int64_t n = 0; n < out.n; ++n) {
+    for (int64_t c = 0; c < out.c; ++c) {
+      for (int64_t y = 0; y < out_h; ++y) {
+        for (int64_t x = 0; x < out_w; ++x) {
+          const int64_t y0 = std::max<int64_t>(y * a.stride.h - pad.top, 0);
+          const int64_t y1 = std::min(y * a.stride.h - pad.top + a.kernel.h, in.h);
+          const int64_t x0 = std::max<int64_t>(x * a.stride.w - pad.left, 0);
+          const int64_t x1 = std::min(x * a.stride.w - pad.left + a.kernel.w, in.w);
+          float best = -std::numeric_limits<float>::infinity();
+          for (int64_t iy = y0; iy < y1; ++iy) {
+            for (int64_t ix = x0; ix < x1; ++ix) {
+              const float v = src.data[in.at(n, c, iy, ix)];
+              if (v > best || std::isnan(v)) best = v;  // NaN propagates, as in PyTorch
+            }
+          }
+          dst.data[out.at(n, c, y, x)] = best;
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+// PyTorch's divisor: with count_include_pad the window clipped to the padded input (a window that
+// ceil mode lets stick out past the padding counts only its part inside it); without, the number
+// of real input elements in the window.
+HostTensor avg_pool(const HostTensor& src, const graph::AvgPoolAttrs& a) {
+  const Nchw in(src.shape);
+  const Pads& pad = a.padding;
+  const int64_t out_h =
+      graph::window_output_size(in.h, pad.top, pad.bottom, a.kernel.h, a.stride.h, 1, a.ceil_mode);
+  const int64_t out_w =
+      graph::window_output_size(in.w, pad.left, pad.right, a.kernel.w, a.stride.w, 1, a.ceil_mode);
+  HostTensor dst = zeros(Shape{in.n, in.c, out_h, out_w});
+  const Nchw out(dst.shape);
+  for (int64_t n = 0; n < out.n; ++n) {
+    for (int64_t c = 0; c < out.c; ++c) {
+      for (int64_t y = 0; y < out_h; ++y) {
+        for (int64_t x = 0; x < out_w; ++x) {
+          // Window in padded coordinates, clipped to the padded input.
+          int64_t y0 = y * a.stride.h - pad.top;
+          int64_t y1 = std::min(y0 + a.kernel.h, in.h + pad.bottom);
+          int64_t x0 = x * a.stride.w - pad.left;
+          int64_t x1 = std::min(x0 + a.kernel.w, in.w + pad.right);
+          const int64_t padded_count = (y1 - y0) * (x1 - x0);
+          // The same window clipped to the real input.
+          y0 = std::max<int64_t>(y0, 0);
+          y1 = std::min(y1, in.h);
+          x0 = std::max<int64_t>(x0, 0);
+          x1 = std::min(x1, in.w);
+          const int64_t real_count = (y1 - y0) * (x1 - x0);
+          double sum = 0.0;
+          for (int64_t iy = y0; iy < y1; ++iy) {
+            for (int64_t ix = x0; ix < x1; ++ix) sum += src.data[in.at(n, c, iy, ix)];
+          }
+          const int64_t divisor = a.count_include_pad ? padded_count : real_count;
+          assert(divisor > 0);
+          dst.data[out.at(n, c, y, x)] = static_cast<float>(sum / static_cast<double>(divisor));
+        }
+      }
+    }
+  }
+  return dst;
+}
+
+HostTensor global_avg_pool(const HostTensor& src) {
+  const Nchw in(src.shape);
+  HostTensor dst = zeros(Shape{in.n, in.c, 1, 1});
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t c = 0; c < in.c; ++c) {
+      double sum = 0.0;
+      for (int64_t y = 0; y < in.h; ++y) {
+        for (int64_t x = 0; x < in.w; ++x) sum += src.data[in.at(n, c, y, x)];
+      }
+      dst.data[static_cast<size_t>(n * in.c + c)] =
+          static_cast<float>(sum / static_cast<double>(in.h * in.w));
+    }
+  }
+  return dst;
+}
+
+HostTensor add(const std::vector<const HostTensor*>& srcs, const graph::AddAttrs& a) {
+  HostTensor dst = zeros(srcs[0]->shape);
+  for (size_t i = 0; i < dst.data.size(); ++i) {
+    double sum = 0.0;
+    for (const HostTensor* src : srcs) sum += src->data[i];
+    dst.data[i] = static_cast<float>(activate(sum, a.activation));
+  }
+  return dst;
+}
+
+// Channels [begin, end) of a rank-4 tensor: per batch item, one contiguous block.
+HostTensor channel_slice(const HostTensor& src, int64_t begin, int64_t end) {
+  const Nchw in(src.shape);
+  HostTensor dst = zeros(Shape{in.n, end - begin, in.h, in.w});
+  const int64_t plane = in.h * in.w;
+  auto out = dst.data.begin();
+  for (int64_t n = 0; n < in.n; ++n) {
+    const auto first = src.data.begin() + static_cast<ptrdiff_t>(in.at(n, begin, 0, 0));
+    out = std::copy(first, first + (end - begin) * plane, out);
+  }
+  return dst;
+}
+
+// Inputs side by side along channels: per batch item, each input's block in input order.
+HostTensor concat(const std::vector<const HostTensor*>& srcs) {
+  Shape shape = srcs[0]->shape;
+  shape[1] = 0;
+  for (const HostTensor* src : srcs) shape[1] += src->shape[1];
+  HostTensor dst = zeros(shape);
+  const int64_t batch = shape[0];
+  auto out = dst.data.begin();
+  for (int64_t n = 0; n < batch; ++n) {
+    for (const HostTensor* src : srcs) {
+      const int64_t block = src->shape.numel() / batch;
+      const auto first = src->data.begin() + static_cast<ptrdiff_t>(n * block);
+      out = std::copy(first, first + block, out);
+    }
+  }
+  return dst;
+}
+
+std::vector<HostTensor> split(const HostTensor& src, const graph::SplitAttrs& a) {
+  std::vector<HostTensor> dsts;
+  int64_t begin = 0;
+  for (int64_t size : a.sizes) {
+    dsts.push_back(channel_slice(src, begin, begin + size));
+    begin += size;
+  }
+  return dsts;
+}
+
+HostTensor flatten(const HostTensor& src) {
+  const int64_t batch = src.shape[0];
+  return HostTensor{Shape{batch, src.shape.numel() / batch}, src.data};
+}
+
+HostTensor linear(const HostTensor& src, const graph::LinearAttrs& a, const OpWeights& w) {
+  const int64_t batch = src.shape[0];
+  HostTensor dst = zeros(Shape{batch, a.out_features});
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t o = 0; o < a.out_features; ++o) {
+      double sum = a.bias ? w.bias[static_cast<size_t>(o)] : 0.0;
+      for (int64_t i = 0; i < a.in_features; ++i) {
+        sum += static_cast<double>(src.data[static_cast<size_t>(n * a.in_features + i)]) *
+               w.weight[static_cast<size_t>(o * a.in_features + i)];
+      }
+      dst.data[static_cast<size_t>(n * a.out_features + o)] =
+          static_cast<float>(activate(sum, a.activation));
+    }
+  }
+  return dst;
+}
+
+// Softmax of each row, shifted by the row's maximum so that exp never overflows.
+HostTensor softmax(const HostTensor& src) {
+  const int64_t rows = src.shape[0];
+  const int64_t cols = src.shape[1];
+  HostTensor dst = zeros(src.shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = static_cast<size_t>(r * cols);
+    double row_max = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < cols; ++c) row_max = std::max<double>(row_max, src.data[row + c]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(src.data[row + c] - row_max);
+    for (int64_t c = 0; c < cols; ++c) {
+      dst.data[row + c] = static_cast<float>(std::exp(src.data[row + c] - row_max) / sum);
+    }
+  }
+  return dst;
+}
+
+const OpWeights& weights_of(const graph::WeightStore& weights, const Op& op) {
+  const OpWeights* w = weights.find(op.name);
+  if (!w) throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no weights"));
+  return *w;
+}
+
+// The outputs of one op from its inputs (in slot order).
+std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTensor*>& srcs,
+                                 const graph::WeightStore& weights) {
+  const HostTensor& x = *srcs[0];
+  switch (op.kind) {
+    case OpKind::kConv2d:
+      return {conv2d(x, op.attrs_as<graph::Conv2dAttrs>(), weights_of(weights, op))};
+    case OpKind::kBatchNorm:
+      return {batch_norm(x, op.attrs_as<graph::BatchNormAttrs>(), weights_of(weights, op))};
+    case OpKind::kRelu:
+    case OpKind::kRelu6:
+    case OpKind::kSigmoid:
+      return {activate_all(x, graph::activation_of_kind(op.kind))};
+    case OpKind::kMaxPool:
+      return {max_pool(x, op.attrs_as<graph::MaxPoolAttrs>())};
+    case OpKind::kAvgPool:
+      return {avg_pool(x, op.attrs_as<graph::AvgPoolAttrs>())};
+    case OpKind::kGlobalAvgPool:
+      return {global_avg_pool(x)};
+    case OpKind::kAdd:
+      return {add(srcs, op.attrs_as<graph::AddAttrs>())};
+    case OpKind::kConcat:
+      return {concat(srcs)};
+    case OpKind::kSplit:
+      return split(x, op.attrs_as<graph::SplitAttrs>());
+    case OpKind::kSlice: {
+      const auto& a = op.attrs_as<graph::SliceAttrs>();
+      return {channel_slice(x, a.begin, a.end)};
+    }
+    case OpKind::kIdentity:
+      return {x};
+    case OpKind::kPad: {
+      const auto& a = op.attrs_as<graph::PadAttrs>();
+      return {pad_constant(x, a.pads, static_cast<float>(a.value))};
+    }
+    case OpKind::kFlatten:
+      return {flatten(x)};
+    case OpKind::kLinear:
+      return {linear(x, op.attrs_as<graph::LinearAttrs>(), weights_of(weights, op))};
+    case OpKind::kSoftmax:
+      return {softmax(x)};
+  }
+  throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no reference"));
+}
+
+}  // namespace
+
+HostTensor random_tensor(const graph::Shape& shape, uint64_t seed) {
+  SplitMix64 rng(seed);
+  HostTensor t = zeros(shape);
+  for (float& v : t.data) {
+    const auto k = static_cast<double>(rng.next() >> kRandomDiscardedBits);
+    v = static_cast<float>(kRandomLow + k * kRandomStep);
+  }
+  return t;
+}
+
+std::vector<HostTensor> reference_run(const graph::Graph& graph, const graph::WeightStore& weights,
+                                      const std::vector<HostTensor>& inputs) {
+  graph::check_weights(graph, weights);
+  const std::vector<graph::ValueId>& graph_inputs = graph.inputs();
+  if (inputs.size() != graph_inputs.size()) {
+    throw GraphError(cat("run graph '", graph.name(), "': it has ", graph_inputs.size(),
+                         " input(s), got ", inputs.size()));
+  }
+  std::vector<HostTensor> values(graph.num_values());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::Value& value = graph.value(graph_inputs[i]);
+    const HostTensor& src = inputs[i];
+    if (src.shape != value.desc.shape ||
+        src.data.size() != static_cast<size_t>(src.shape.numel())) {
+      throw GraphError(cat("run graph '", graph.name(), "': input '", value.name, "' is ",
+                           src.shape.to_string(), " with ", src.data.size(), " values, expected ",
+                           value.desc.shape.to_string()));
+    }
+    values[static_cast<size_t>(value.id)] = src;
+  }
+  for (graph::OpId id : graph.topological_order()) {
+    const Op& op = graph.op(id);
+    std::vector<const HostTensor*> srcs;
+    for (graph::ValueId v : op.inputs) srcs.push_back(&values[static_cast<size_t>(v)]);
+    std::vector<HostTensor> dsts = evaluate(op, srcs, weights);
+    assert(dsts.size() == op.outputs.size());
+    for (size_t i = 0; i < dsts.size(); ++i) {
+      const graph::Value& value = graph.value(op.outputs[i]);
+      if (dsts[i].shape != value.desc.shape) {
+        throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): reference output ", i,
+                             " is ", dsts[i].shape.to_string(), " but the graph says ",
+                             value.desc.shape.to_string()));
+      }
+      values[static_cast<size_t>(value.id)] = std::move(dsts[i]);
+    }
+  }
+  std::vector<HostTensor> outputs;
+  for (graph::ValueId v : graph.outputs()) outputs.push_back(values[static_cast<size_t>(v)]);
+  return outputs;
+}
+
+double max_relative_error(const HostTensor& got, const HostTensor& want) {
+  // The executor's definition; kept under this name for the reference's own tests.
+  if (got.data.size() != static_cast<size_t>(got.shape.numel())) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return relative_error(got, want);
+}
+
+}  // namespace stagecraft::executor::testing

@@ -1,0 +1,163 @@
+// The measured cost model and its persistent profile cache.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "executor/backend.h"
+#include "graph/passes.h"
+#include "networks/registry.h"
+#include "profiler/measured_cost_model.h"
+#include "profiler/profile_cache.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("stagecraft_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+graph::Graph small_network() {
+  networks::NetworkOptions options;
+  options.input_size = 48;
+  return graph::prepare_for_inference(networks::build_network("squeezenet1_1", options));
+}
+
+executor::Backend& cpu() {
+  static std::unique_ptr<executor::Backend> backend = executor::make_backend("cpu");
+  return *backend;
+}
+
+MeasureOptions quick() {
+  MeasureOptions options;
+  options.repeats = 1;
+  options.sample_ms = 0.05;
+  return options;
+}
+
+TEST(StageGraph, KeepsTheStageOpsAndMakesItsInputsGraphInputs) {
+  const graph::Graph g = small_network();
+  const auto fire = *g.find_op("fire2/expand1x1/conv");
+  const auto fire3 = *g.find_op("fire2/expand3x3/conv");
+  const auto [sub, stage] = stage_graph(g, scheduler::Stage::concurrent({{fire}, {fire3}}),
+                                        graph::Layout::kNChw16c);
+  EXPECT_EQ(sub.num_ops(), 2u);
+  ASSERT_EQ(sub.inputs().size(), 1u);  // both read the squeeze output
+  EXPECT_EQ(sub.value(sub.inputs()[0]).desc.layout, graph::Layout::kNChw16c);
+  EXPECT_EQ(sub.outputs().size(), 2u);  // both are read by the concatenation outside
+  EXPECT_EQ(stage.groups, (std::vector<std::vector<graph::OpId>>{{0}, {1}}));
+  EXPECT_EQ(sub.op(0).name, "fire2/expand1x1/conv");
+}
+
+TEST(MeasuredCostModel, SecondSearchMeasuresNothingNew) {
+  const fs::path dir = fresh_dir("cache_second");
+  const graph::Graph g = small_network();
+  scheduler::SearchOptions options;
+  double first_ms = 0;
+  size_t first_measured = 0;
+  {
+    ProfileCache cache(dir.string(), cpu().device_fingerprint());
+    MeasuredCostModel model(cpu(), &cache, quick());
+    first_ms = scheduler::make_scheduler(options)->schedule(g, model).meta.predicted_ms;
+    first_measured = model.measurements();
+    EXPECT_GT(first_measured, 10u);
+    EXPECT_GT(first_ms, 0.0);
+  }  // saved here
+  ProfileCache cache(dir.string(), cpu().device_fingerprint());
+  EXPECT_EQ(cache.size(), first_measured);
+  MeasuredCostModel model(cpu(), &cache, quick());
+  const double second_ms = scheduler::make_scheduler(options)->schedule(g, model).meta.predicted_ms;
+  EXPECT_EQ(model.measurements(), 0u);
+  EXPECT_EQ(model.cache_hits(), first_measured);
+  EXPECT_DOUBLE_EQ(second_ms, first_ms);
+}
+
+TEST(ProfileCache, CorruptOrForeignFilesAreIgnoredWithAWarningAndRebuilt) {
+  const fs::path dir = fresh_dir("cache_corrupt");
+  std::string path;
+  {
+    ProfileCache cache(dir.string(), "device-A");
+    cache.insert("k1", 1.5);
+    cache.insert("k2", 2.5);
+    cache.save();
+    path = cache.path();
+  }
+  {
+    std::vector<std::string> warnings;
+    ProfileCache cache(dir.string(), "device-A", [&](const std::string& w) { warnings.push_back(w); });
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(cache.find("k2"), 2.5);
+  }
+  // Truncate the file in the middle of a line.
+  const std::string text = [&] {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  std::ofstream(path, std::ios::trunc) << text.substr(0, text.size() / 2);
+  {
+    std::vector<std::string> warnings;
+    ProfileCache cache(dir.string(), "device-A", [&](const std::string& w) { warnings.push_back(w); });
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("it will be rebuilt"), std::string::npos) << warnings[0];
+    EXPECT_TRUE(cache.rebuilt());
+    EXPECT_EQ(cache.size(), 0u);
+    cache.insert("k3", 3.0);
+  }  // rebuilt file saved
+  {
+    ProfileCache cache(dir.string(), "device-A", [](const std::string& w) { FAIL() << w; });
+    EXPECT_EQ(cache.size(), 1u);
+  }
+  // Garbage, and a file of another device under this device's name.
+  std::ofstream(path, std::ios::trunc) << "\x01\x02 not a cache\n";
+  {
+    std::vector<std::string> warnings;
+    ProfileCache cache(dir.string(), "device-A", [&](const std::string& w) { warnings.push_back(w); });
+    EXPECT_EQ(warnings.size(), 1u);
+  }
+  std::ofstream(path, std::ios::trunc) << "stagecraft-profile-cache 1 device-B\n1\tk\nend 1\n";
+  {
+    std::vector<std::string> warnings;
+    ProfileCache cache(dir.string(), "device-A", [&](const std::string& w) { warnings.push_back(w); });
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("another device"), std::string::npos) << warnings[0];
+    EXPECT_FALSE(cache.find("k").has_value());
+  }
+}
+
+TEST(ProfileCache, UnusableDirectoryIsAClearError) {
+  const fs::path dir = fresh_dir("cache_file");
+  fs::create_directories(dir);
+  const fs::path file = dir / "plain_file";
+  std::ofstream(file) << "x";
+  try {
+    ProfileCache cache((file / "sub").string(), "device");
+    FAIL() << "expected IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use cache directory"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--cache-dir"), std::string::npos);
+  }
+}
+
+TEST(MeasuredCostModel, MergedAndConcurrentStagesAreMeasured) {
+  const graph::Graph g = small_network();
+  MeasuredCostModel model(cpu(), nullptr, quick());
+  const auto e1 = *g.find_op("fire3/expand1x1/conv");
+  const auto e3 = *g.find_op("fire3/expand3x3/conv");
+  EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::merge({e1, e3})), 0.0);
+  EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::concurrent({{e1}, {e3}})), 0.0);
+  // A stage of views only (the concatenation) launches no kernel and is nearly free.
+  const auto concat = *g.find_op("fire3/concat");
+  EXPECT_LT(model.stage_latency_ms(g, scheduler::Stage::concurrent({{concat}})),
+            model.stage_latency_ms(g, scheduler::Stage::concurrent({{e3}})));
+  EXPECT_EQ(model.measurements(), 4u);
+  EXPECT_EQ(model.name(), "measured:cpu");
+}
+
+}  // namespace
+}  // namespace stagecraft::profiler
