@@ -63,7 +63,14 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
 
 MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* cache,
                                      MeasureOptions options)
-    : backend_(backend), streams_(backend), cache_(cache), options_(std::move(options)) {}
+    : backend_(backend), streams_(backend), cache_(cache), options_(std::move(options)) {
+  constexpr double kCpuConcurrencyMargin = 0.5;
+  constexpr double kDefaultConcurrencyMargin = 0.1;
+  if (!options_.concurrency_margin) {
+    options_.concurrency_margin =
+        backend.name() == "cpu" ? kCpuConcurrencyMargin : kDefaultConcurrencyMargin;
+  }
+}
 
 std::string MeasuredCostModel::name() const { return "measured:" + backend_.name(); }
 
@@ -78,16 +85,19 @@ std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
 
 double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
                                            const scheduler::Stage& stage) {
+  const double margin = stage.kind == scheduler::StageKind::kConcurrent && stage.groups.size() > 1
+                            ? 1.0 + *options_.concurrency_margin
+                            : 1.0;
   const std::string key = cache_ ? cache_key(graph, stage) : std::string();
   if (cache_) {
     if (auto ms = cache_->find(key)) {
       ++cache_hits_;
-      return *ms;
+      return *ms * margin;
     }
   }
   const double ms = measure(graph, stage);
   if (cache_) cache_->insert(key, ms);
-  return ms;
+  return ms * margin;
 }
 
 double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {

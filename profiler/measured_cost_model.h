@@ -11,6 +11,7 @@
 ///   MeasuredCostModel model(*backend, &cache);
 ///   auto schedule = scheduler::make_scheduler(options)->schedule(graph, model);
 
+#include <optional>
 #include <string>
 
 #include "executor/backend.h"
@@ -23,9 +24,15 @@ namespace stagecraft::profiler {
 /// How stages are measured.
 struct MeasureOptions {
   int warmup = 1;                ///< untimed runs first (the last one also sizes the samples)
-  int repeats = 3;               ///< timed samples; the median is kept
+  int repeats = 5;               ///< timed samples; the median is kept
   double sample_ms = 1.0;        ///< each sample runs the stage back to back for about this long
   int max_runs_per_sample = 16;  ///< (amortises waking the host on short stages)
+  /// Latency added to stages of several groups, as a fraction. A stage timed alone has the
+  /// machine to itself; inside a network its streams also compete with the stages before and
+  /// after it (no barrier between stages). On the 2-core CPU, concurrent stages ran 1.5-3x slower
+  /// inside inception_v3 than alone, so the CPU default is 0.5; other backends default to 0.1.
+  /// Applied after the cache, which keeps raw measurements.
+  std::optional<double> concurrency_margin;
   executor::PlanOptions plan;    ///< as the executor will run (layout, streams)
   uint64_t seed = 1;             ///< weights and inputs of the measured stages
 };

@@ -206,7 +206,10 @@ class DnnlKernel : public Kernel {
 
   void launch(Stream& stream) override {
     auto& s = static_cast<CpuStream&>(stream);
-    s.enqueue([this, &s] { run(s.dnnl_stream()); });
+    s.enqueue([this, &s] {
+      s.place(threads_);
+      run(s.dnnl_stream());
+    });
   }
 
  private:
@@ -281,7 +284,9 @@ class CpuBackend : public Backend {
   }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  std::unique_ptr<Stream> create_stream() override { return std::make_unique<CpuStream>(engine_); }
+  std::unique_ptr<Stream> create_stream() override {
+    return std::make_unique<CpuStream>(engine_, streams_created_++);
+  }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
 
   std::string supports(const KernelSpec& spec) const override {
@@ -664,6 +669,7 @@ class CpuBackend : public Backend {
 
   dnnl::engine engine_;
   dnnl::stream setup_stream_;  // for packing weights at creation
+  int streams_created_ = 0;
 };
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "executor/cpu/cpu_stream.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <cassert>
 #include <utility>
 
@@ -18,8 +21,22 @@ void CpuEvent::block_until(uint64_t sequence) {
   reached_.wait(lock, [&] { return completed_ >= sequence; });
 }
 
-CpuStream::CpuStream(const dnnl::engine& engine)
-    : dnnl_stream_(engine), worker_([this] { run(); }) {}
+CpuStream::CpuStream(const dnnl::engine& engine, int index)
+    : dnnl_stream_(engine), index_(index), worker_([this] { run(); }) {}
+
+void CpuStream::place(int threads) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores <= 1 || threads == placed_threads_) return;
+  placed_threads_ = threads;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (threads >= cores) {
+    for (int c = 0; c < cores; ++c) CPU_SET(c, &set);
+  } else {
+    for (int k = 0; k < threads; ++k) CPU_SET((index_ * threads + k) % cores, &set);
+  }
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
 
 CpuStream::~CpuStream() {
   {
@@ -77,12 +94,15 @@ void CpuStream::run() {
     } catch (...) {
       failure = std::current_exception();
     }
+    bool idle = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (failure && !error_) error_ = failure;
-      --busy_;
+      idle = --busy_ == 0;
     }
-    idle_.notify_all();
+    // Wake a synchronising host only when the queue is empty: waking it after every task would
+    // take a core from the kernels for nothing.
+    if (idle) idle_.notify_all();
   }
 }
 

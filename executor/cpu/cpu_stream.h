@@ -37,7 +37,8 @@ class CpuEvent : public Event {
 /// An in-order queue executed by one worker thread.
 class CpuStream : public Stream {
  public:
-  explicit CpuStream(const dnnl::engine& engine);
+  /// Stream number `index` (used to give concurrent streams different cores).
+  CpuStream(const dnnl::engine& engine, int index);
   ~CpuStream() override;
 
   void record(Event& event) override;
@@ -50,11 +51,18 @@ class CpuStream : public Stream {
   void enqueue(std::function<void()> task);
   /// The worker's oneDNN stream (valid on the worker thread).
   dnnl::stream& dnnl_stream() { return dnnl_stream_; }
+  /// Called on the worker before a kernel of `threads` threads: restricts the worker to its share
+  /// of the cores when it runs beside other streams (threads < cores), else lets it use all.
+  /// Without this, Linux tends to wake a stream's worker on the core of the stream that signalled
+  /// it, and two streams then share one core for milliseconds.
+  void place(int threads);
 
  private:
   void run();
 
   dnnl::stream dnnl_stream_;
+  int index_;
+  int placed_threads_ = -1;  // threads of the current placement (-1: not placed)
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
