@@ -31,3 +31,13 @@ echo "..."
 echo
 echo "== GPUs"
 "$stagecraft" devices
+# The main job on this machine: CUDA when a GPU is usable (and the CUDA backend has kernels), else
+# the CPU. The first run measures stages (about a minute for inception_v3); later runs use the cache.
+backend=cpu
+if "$stagecraft" devices | grep -q "^ *0 " && "$stagecraft" run squeezenet1_1 --backend cuda \
+     --input-size 32 --iters 1 --warmup 0 --schedule sequential >/dev/null 2>&1; then
+  backend=cuda
+fi
+echo
+echo "== $network: search, run and compare schedules on $backend"
+"$stagecraft" bench "$network" --backend "$backend" --out "$out/bench"
