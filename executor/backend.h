@@ -84,6 +84,14 @@ struct KernelSpec {
   std::string name;                               ///< for messages and traces
 };
 
+/// Work recorded once and replayed as a unit (a CUDA Graph).
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  /// Enqueues one replay on `origin` (the stream the capture started on).
+  virtual void launch(Stream& origin) = 0;
+};
+
 /// One created kernel.
 class Kernel {
  public:
@@ -129,13 +137,30 @@ class Backend {
   /// on `stream`; used for graph inputs/outputs and layout conversions.
   virtual std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& src,
                                               const graph::TensorDesc& dst) = 0;
+  /// Records everything `enqueue` launches on `origin` and `others` (which join the capture
+  /// from `origin`) into a replayable unit. Returns nullptr when the backend cannot capture; the
+  /// caller then launches directly.
+  virtual std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
+                                                const std::function<void()>& enqueue) {
+    (void)origin;
+    (void)others;
+    (void)enqueue;
+    return nullptr;
+  }
 };
+
+/// Settings of a backend.
+struct BackendConfig {
+  std::string cache_dir;                 ///< where per-device caches go ("" = the default)
+  bool tf32 = false;                     ///< CUDA: allow TF32 tensor-core math for f32
+  size_t workspace_limit = 256u << 20;   ///< CUDA: largest convolution workspace considered
+}; 
 
 /// Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> backend_names();
 
 /// The backend `name`; throws BackendError for an unknown name, a backend this build lacks, or a
 /// backend without a usable device (with the reason).
-std::unique_ptr<Backend> make_backend(const std::string& name);
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config = {});
 
 }  // namespace stagecraft::executor

@@ -4,6 +4,10 @@
 #include "executor/cpu/cpu_backend.h"
 #include "executor/devices.h"
 
+#ifdef STAGECRAFT_HAVE_CUDA
+#include "executor/cuda/cuda_backend.h"
+#endif
+
 namespace stagecraft::executor {
 
 std::vector<std::string> backend_names() {
@@ -14,14 +18,17 @@ std::vector<std::string> backend_names() {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda") {
     const DeviceQuery q = query_cuda_devices();
     if (!q.compiled) throw BackendError("backend 'cuda' is not built: " + q.reason);
     if (q.devices.empty()) throw BackendError("backend 'cuda' has no usable GPU: " + q.reason);
-    throw BackendError("backend 'cuda': kernels are not implemented yet (see the CUDA backend issue)");
+#ifdef STAGECRAFT_HAVE_CUDA
+    return make_cuda_backend(config);
+#endif
   }
+  (void)config;
   throw BackendError(cat("unknown backend '", name, "' (known: ", join(backend_names(), ", "), ")"));
 }
 

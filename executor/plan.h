@@ -128,21 +128,32 @@ class StreamPool {
   std::vector<std::unique_ptr<Stream>> streams_;
 };
 
+/// How an executor launches a plan.
+struct ExecutorOptions {
+  /// Capture the whole run once and replay it (CUDA Graph) when the backend can; otherwise, or
+  /// when false, launch kernel by kernel on the streams ("stream mode").
+  bool graph = true;
+};
+
 /// Runs a plan on its backend: streams and events, uploads and downloads.
 class Executor {
  public:
   /// Streams and events for `plan` (which must outlive the executor); streams come from `pool`
   /// when given (it must outlive the executor), else the executor creates its own.
-  explicit Executor(ExecutionPlan& plan, StreamPool* pool = nullptr);
+  explicit Executor(ExecutionPlan& plan, StreamPool* pool = nullptr,
+                    ExecutorOptions options = {});
   ~Executor();
 
   /// Uploads inputs (logical NCHW/NC, one per graph input), runs once, returns the outputs.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
   /// Uploads inputs without running.
   void set_inputs(const std::vector<HostTensor>& inputs);
-  /// Launches every kernel and blocks until all streams are done. With `timings`, records when
-  /// each kernel started and ended (host callbacks on the streams; for traces, not for timing).
+  /// Launches every kernel (or replays the captured run) and blocks until all streams are done.
+  /// With `timings`, runs in stream mode and records when each kernel started and ended (host
+  /// callbacks on the streams; for traces, not for timing).
   void execute(std::vector<KernelTiming>* timings = nullptr);
+  /// Whether runs are replayed from a capture (known after the first execute).
+  bool captured() const { return captured_ != nullptr; }
   /// Downloads the outputs of the last run.
   std::vector<HostTensor> outputs() const;
   /// Launches all kernels `times` times back to back, with an event barrier across streams
@@ -159,6 +170,12 @@ class Executor {
   std::vector<Stream*> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<std::unique_ptr<Event>> barrier_;  // one per stream, for execute_repeated
+  ExecutorOptions options_;
+  bool capture_tried_ = false;
+  std::unique_ptr<CapturedWork> captured_;
+
+  void enqueue(std::vector<KernelTiming>* timings);
+  bool replay();  // launches the captured run if there is (or can be) one
 };
 
 }  // namespace stagecraft::executor

@@ -1,5 +1,6 @@
-#include "profiler/profile_cache.h"
+#include "common/value_cache.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -13,22 +14,22 @@
 #include "common/hash.h"
 #include "common/strings.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft {
 
 namespace {
 
 constexpr const char* kMagic = "stagecraft-profile-cache";
 constexpr int kVersion = 1;
 
-std::string file_name(const std::string& fingerprint) {
+std::string file_name(const std::string& kind, const std::string& fingerprint) {
   Fnv1a hasher;
   hasher.add_string(fingerprint);
-  return "profile-" + hex64(hasher.digest()) + ".tsv";
+  return kind + "-" + hex64(hasher.digest()) + ".tsv";
 }
 
 }  // namespace
 
-std::string ProfileCache::default_dir() {
+std::string ValueCache::default_dir() {
   if (const char* dir = std::getenv("STAGECRAFT_CACHE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     return (std::filesystem::path(xdg) / "stagecraft").string();
@@ -39,8 +40,8 @@ std::string ProfileCache::default_dir() {
   return (std::filesystem::temp_directory_path() / "stagecraft-cache").string();
 }
 
-ProfileCache::ProfileCache(const std::string& dir, const std::string& fingerprint,
-                           std::function<void(const std::string&)> warn)
+ValueCache::ValueCache(const std::string& dir, const std::string& fingerprint,
+                       std::function<void(const std::string&)> warn, const std::string& kind)
     : fingerprint_(fingerprint), warn_(std::move(warn)) {
   if (!warn_) warn_ = [](const std::string& m) { std::cerr << "stagecraft: warning: " << m << "\n"; };
   std::error_code ec;
@@ -50,7 +51,7 @@ ProfileCache::ProfileCache(const std::string& dir, const std::string& fingerprin
                       ec ? ec.message() : std::string("not a directory"),
                       " (choose another with --cache-dir)"));
   }
-  path_ = (std::filesystem::path(dir) / file_name(fingerprint)).string();
+  path_ = (std::filesystem::path(dir) / file_name(kind, fingerprint)).string();
   // Probe writability now rather than after a long search.
   const std::string probe = path_ + ".probe";
   {
@@ -64,22 +65,22 @@ ProfileCache::ProfileCache(const std::string& dir, const std::string& fingerprin
   load();
 }
 
-ProfileCache::~ProfileCache() {
+ValueCache::~ValueCache() {
   if (unsaved_ == 0) return;
   try {
     save();
   } catch (const std::exception& e) {
-    warn_(cat("profile cache not saved: ", e.what()));
+    warn_(cat("cache file not saved: ", e.what()));
   }
 }
 
-void ProfileCache::load() {
+void ValueCache::load() {
   std::ifstream in(path_);
   if (!in) return;  // no cache yet
   auto reject = [&](const std::string& why) {
     entries_.clear();
     rebuilt_ = true;
-    warn_(cat("ignoring profile cache '", path_, "': ", why, "; it will be rebuilt"));
+    warn_(cat("ignoring cache file '", path_, "': ", why, "; it will be rebuilt"));
   };
   std::string line;
   if (!std::getline(in, line)) return reject("the file is empty");
@@ -121,19 +122,19 @@ void ProfileCache::load() {
   reject("the file is truncated (no end line)");
 }
 
-std::optional<double> ProfileCache::find(const std::string& key) {
+std::optional<double> ValueCache::find(const std::string& key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   ++hits_;
   return it->second;
 }
 
-void ProfileCache::insert(const std::string& key, double ms) {
+void ValueCache::insert(const std::string& key, double ms) {
   entries_[key] = ms;
   ++unsaved_;
 }
 
-void ProfileCache::save() {
+void ValueCache::save() {
   std::ostringstream out;
   out << kMagic << " " << kVersion << " " << fingerprint_ << "\n";
   std::vector<const std::pair<const std::string, double>*> sorted;
@@ -149,4 +150,4 @@ void ProfileCache::save() {
   unsaved_ = 0;
 }
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft
