@@ -21,6 +21,8 @@ void GraphSource::add_options(CLI::App& command) {
       ->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
   command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
+  command.add_option("--dtype", dtype, "element type: f32 (default) | f16 (CUDA backend)")
+      ->check(CLI::IsMember({"f32", "f16"}));
 }
 
 bool is_graph_file(const std::string& spec) {
@@ -45,6 +47,11 @@ graph::Graph load_raw(const GraphSource& source) {
     options.input_size = source.input_size;
     options.seed = source.seed;
     g = networks::build_network(source.spec, options);
+  }
+  if (source.dtype != "f32") {
+    const auto dtype = graph::parse_data_type(source.dtype);
+    if (!dtype) throw UsageError(cat("--dtype: unknown element type '", source.dtype, "'"));
+    g = graph::with_dtype(g, *dtype);
   }
   return g;
 }

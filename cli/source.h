@@ -17,8 +17,9 @@ struct GraphSource {
   int64_t input_size = 0;  ///< 0: the network's default (built-in networks only)
   uint64_t seed = 1;       ///< seed of randomly wired networks
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
+  std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16)
 
-  /// Adds the positional argument and --batch, --input-size, --seed, --raw to a command.
+  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype.
   void add_options(CLI::App& command);
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/half.h"
 #include "common/strings.h"
 #include "graph/errors.h"
 
@@ -680,6 +681,47 @@ ExecutionPlan::ExecutionPlan(const graph::Graph& graph, const scheduler::Schedul
 
 ExecutionPlan::~ExecutionPlan() = default;
 
+namespace {
+
+// Host tensors are f32; f16 tensors are converted on the host on the way in and out.
+void upload_tensor(Backend& backend, const TensorRef& ref, const HostTensor& t) {
+  switch (ref.desc.dtype) {
+    case graph::DataType::kF32:
+      backend.upload(ref.data, t.data.data(), t.data.size() * sizeof(float));
+      return;
+    case graph::DataType::kF16: {
+      std::vector<uint16_t> half(t.data.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_half(t.data[i]);
+      backend.upload(ref.data, half.data(), half.size() * sizeof(uint16_t));
+      return;
+    }
+    default:
+      throw BackendError(cat("cannot upload a host tensor into a ",
+                             graph::to_string(ref.desc.dtype), " tensor"));
+  }
+}
+
+HostTensor download_tensor(Backend& backend, const TensorRef& ref) {
+  HostTensor t{ref.desc.shape, std::vector<float>(static_cast<size_t>(ref.desc.shape.numel()))};
+  switch (ref.desc.dtype) {
+    case graph::DataType::kF32:
+      backend.download(t.data.data(), ref.data, t.data.size() * sizeof(float));
+      break;
+    case graph::DataType::kF16: {
+      std::vector<uint16_t> half(t.data.size());
+      backend.download(half.data(), ref.data, half.size() * sizeof(uint16_t));
+      for (size_t i = 0; i < half.size(); ++i) t.data[i] = half_to_float(half[i]);
+      break;
+    }
+    default:
+      throw BackendError(cat("cannot download a ", graph::to_string(ref.desc.dtype),
+                             " tensor into a host tensor"));
+  }
+  return t;
+}
+
+}  // namespace
+
 Stream& StreamPool::get(size_t i) {
   while (streams_.size() <= i) streams_.push_back(backend_.create_stream());
   return *streams_[i];
@@ -719,7 +761,7 @@ void Executor::set_inputs(const std::vector<HostTensor>& inputs) {
       throw BackendError(cat("input ", i, " has shape ", inputs[i].shape.to_string(),
                              " but the graph expects ", refs[i].desc.shape.to_string()));
     }
-    plan_.backend().upload(refs[i].data, inputs[i].data.data(), inputs[i].data.size() * sizeof(float));
+    upload_tensor(plan_.backend(), refs[i], inputs[i]);
   }
 }
 
@@ -820,11 +862,7 @@ std::vector<double> Executor::isolated_kernel_ms(int repeats) {
 
 std::vector<HostTensor> Executor::outputs() const {
   std::vector<HostTensor> result;
-  for (const TensorRef& ref : plan_.outputs()) {
-    HostTensor t{ref.desc.shape, std::vector<float>(static_cast<size_t>(ref.desc.shape.numel()))};
-    plan_.backend().download(t.data.data(), ref.data, t.data.size() * sizeof(float));
-    result.push_back(std::move(t));
-  }
+  for (const TensorRef& ref : plan_.outputs()) result.push_back(download_tensor(plan_.backend(), ref));
   return result;
 }
 

@@ -19,12 +19,14 @@ struct Decision {
 
 // Rebuilds `graph` applying per-op decisions; dropped ops forward their output to an alias.
 // `batch` > 0 replaces the batch dimension of every input.
-Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_t batch = 0) {
+Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_t batch = 0,
+              std::optional<DataType> dtype = std::nullopt) {
   Graph out(graph.name());
   std::vector<ValueId> map(graph.num_values(), -1);  // old value -> new value
   for (ValueId v : graph.inputs()) {
     TensorDesc desc = graph.value(v).desc;
     if (batch > 0 && desc.shape.rank() > 0) desc.shape[0] = batch;
+    if (dtype) desc.dtype = *dtype;
     map[v] = out.add_input(graph.value(v).name, desc);
   }
   auto resolve = [&map](ValueId old) { return map[old]; };
@@ -126,6 +128,10 @@ namespace stagecraft::graph {
 Graph with_batch(const Graph& graph, int64_t batch) {
   if (batch < 1) throw GraphError(cat("batch size must be >= 1, got ", batch));
   return rebuild(graph, std::vector<Decision>(graph.num_ops()), batch);
+}
+
+Graph with_dtype(const Graph& graph, DataType dtype) {
+  return rebuild(graph, std::vector<Decision>(graph.num_ops()), 0, dtype);
 }
 
 }  // namespace stagecraft::graph

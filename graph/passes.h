@@ -50,4 +50,8 @@ Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr);
 /// Throws GraphError when batch < 1.
 Graph with_batch(const Graph& graph, int64_t batch);
 
+/// The same graph computing in `dtype`: every input's element type is set, shape inference
+/// carries it through every op.
+Graph with_dtype(const Graph& graph, DataType dtype);
+
 }  // namespace stagecraft::graph

@@ -13,6 +13,7 @@
 #include "networks/registry.h"
 #include "profiler/analytic_cost_model.h"
 #include "reference.h"
+#include "support/models.h"
 #include "scheduler/search.h"
 
 namespace stagecraft::executor {
@@ -26,23 +27,11 @@ using scheduler::Strategy;
 
 constexpr double kTolerance = 1e-4;
 
-struct Model {
-  graph::Graph graph;
-  graph::WeightStore weights;
-};
-
-Model model_of(const graph::Graph& raw, uint64_t seed = 1) {
-  graph::PassLog log;
-  graph::Graph g = graph::prepare_for_inference(raw, &log);
-  return Model{g, graph::fold_weights(raw, graph::random_weights(raw, seed), log)};
-}
-
-Model network(const std::string& name, int64_t size, int64_t batch = 1) {
-  networks::NetworkOptions options;
-  options.input_size = size;
-  options.batch = batch;
-  return model_of(networks::build_network(name, options));
-}
+using stagecraft::testing::every_op_graph;
+using stagecraft::testing::inputs_of;
+using stagecraft::testing::Model;
+using stagecraft::testing::model_of;
+using stagecraft::testing::network;
 
 Backend& cpu() {
   static std::unique_ptr<Backend> backend = make_backend("cpu");
@@ -51,17 +40,7 @@ Backend& cpu() {
 
 Schedule schedule_of(const graph::Graph& g, Strategy strategy,
                      scheduler::DpMode mode = scheduler::DpMode::kBoth) {
-  static profiler::AnalyticCostModel model(profiler::find_device_spec("v100"));
-  scheduler::SearchOptions options;
-  options.strategy = strategy;
-  options.mode = mode;
-  return scheduler::make_scheduler(options)->schedule(g, model);
-}
-
-std::vector<HostTensor> inputs_of(const graph::Graph& g, uint64_t seed = 7) {
-  std::vector<HostTensor> inputs;
-  for (graph::ValueId v : g.inputs()) inputs.push_back(random_host_tensor(g.value(v).desc.shape, seed + v));
-  return inputs;
+  return stagecraft::testing::analytic_schedule(g, strategy, mode);
 }
 
 std::vector<HostTensor> run(const Model& m, const Schedule& s, PlanOptions options = {}) {
@@ -80,11 +59,7 @@ void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTens
 
 // ---- Every schedule equals the sequential result, on every network -----------------------------
 
-struct NetworkCase {
-  const char* name;
-  int64_t size;
-  int64_t batch;
-};
+using stagecraft::testing::NetworkCase;
 
 class EveryNetwork : public ::testing::TestWithParam<NetworkCase> {};
 
@@ -110,41 +85,10 @@ TEST_P(EveryNetwork, SchedulesAndLayoutsMatchTheSequentialResult) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Networks, EveryNetwork,
-    ::testing::Values(NetworkCase{"inception_v3", 75, 1}, NetworkCase{"googlenet", 64, 2},
-                      NetworkCase{"squeezenet1_0", 64, 1}, NetworkCase{"squeezenet1_1", 64, 2},
-                      NetworkCase{"resnet50", 64, 1}, NetworkCase{"nasnet_a_mobile", 64, 1},
-                      NetworkCase{"nasnet_a_large", 64, 1}, NetworkCase{"randwire", 64, 1},
-                      NetworkCase{"randwire_small", 64, 2}, NetworkCase{"randwire_regular", 64, 1}),
+    Networks, EveryNetwork, ::testing::ValuesIn(stagecraft::testing::network_cases()),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // ---- The sequential result equals the reference loops -----------------------------------------
-
-// Every op kind in one small graph, unfolded batch norm included.
-graph::Graph every_op_graph(int64_t batch) {
-  NetBuilder b("every_op", batch, 8, 13, 13);
-  auto x = b.input();
-  auto c = b.conv(x, square_conv(16, 3, 2, 1, true), "conv");
-  auto n = b.bn(c, 1e-3, "bn");
-  auto r6 = b.relu6(n, "relu6");
-  auto mp = b.max_pool(r6, 2, 2, 0, /*ceil_mode=*/true, "maxpool");  // 7 -> 4 only with ceil
-  auto ap = b.avg_pool(r6, 3, 2, 1, /*count_include_pad=*/false, false, "avgpool_ex");
-  auto ap2 = b.avg_pool(r6, 3, 2, 1, /*count_include_pad=*/true, false, "avgpool_in");
-  auto sum = b.add({mp, ap, ap2}, "add3");
-  auto parts = b.split(sum, {4, 12}, "split");
-  auto sl = b.slice(sum, 2, 10, "slice");
-  auto pad = b.pad(sl, graph::Pads{-1, 0, 1, 2}, "pad");
-  auto sg = b.sigmoid(b.conv(pad, square_conv(4, 1), "conv1x1"), "sigmoid");
-  networks::ConvSpec dw = square_conv(12, 3, 1, 1);
-  dw.groups = 12;
-  auto depthwise = b.relu(b.conv(parts[1], dw, "depthwise"), "relu");
-  auto cat_ = b.concat({parts[0], depthwise}, "concat");
-  auto gap = b.global_avg_pool(cat_, "gap");
-  auto fc = b.linear(b.flatten(gap, "flatten"), 10, true, "fc");
-  auto sm = b.softmax(fc, "softmax");
-  auto flat2 = b.flatten(sg, "flatten_sg");
-  return std::move(b).finish({sm, flat2});
-}
 
 TEST(Reference, SequentialPlanEqualsTheReferenceLoops) {
   for (int64_t batch : {1, 3}) {

@@ -1,0 +1,77 @@
+#include "support/models.h"
+
+#include "graph/passes.h"
+#include "networks/builder.h"
+#include "networks/registry.h"
+#include "profiler/analytic_cost_model.h"
+
+namespace stagecraft::testing {
+
+using networks::NetBuilder;
+using networks::square_conv;
+
+Model model_of(const graph::Graph& raw, uint64_t seed) {
+  graph::PassLog log;
+  graph::Graph g = graph::prepare_for_inference(raw, &log);
+  return Model{g, graph::fold_weights(raw, graph::random_weights(raw, seed), log)};
+}
+
+Model network(const std::string& name, int64_t size, int64_t batch) {
+  networks::NetworkOptions options;
+  options.input_size = size;
+  options.batch = batch;
+  return model_of(networks::build_network(name, options));
+}
+
+graph::Graph every_op_graph(int64_t batch) {
+  NetBuilder b("every_op", batch, 8, 13, 13);
+  auto x = b.input();
+  auto c = b.conv(x, square_conv(16, 3, 2, 1, true), "conv");
+  auto n = b.bn(c, 1e-3, "bn");
+  auto r6 = b.relu6(n, "relu6");
+  auto mp = b.max_pool(r6, 2, 2, 0, /*ceil_mode=*/true, "maxpool");  // 7 -> 4 only with ceil
+  auto ap = b.avg_pool(r6, 3, 2, 1, /*count_include_pad=*/false, false, "avgpool_ex");
+  auto ap2 = b.avg_pool(r6, 3, 2, 1, /*count_include_pad=*/true, false, "avgpool_in");
+  auto sum = b.add({mp, ap, ap2}, "add3");
+  auto parts = b.split(sum, {4, 12}, "split");
+  auto sl = b.slice(sum, 2, 10, "slice");
+  auto pad = b.pad(sl, graph::Pads{-1, 0, 1, 2}, "pad");
+  auto sg = b.sigmoid(b.conv(pad, square_conv(4, 1), "conv1x1"), "sigmoid");
+  networks::ConvSpec dw = square_conv(12, 3, 1, 1);
+  dw.groups = 12;
+  auto depthwise = b.relu(b.conv(parts[1], dw, "depthwise"), "relu");
+  auto cat = b.concat({parts[0], depthwise}, "concat");
+  auto gap = b.global_avg_pool(cat, "gap");
+  auto fc = b.linear(b.flatten(gap, "flatten"), 10, true, "fc");
+  auto sm = b.softmax(fc, "softmax");
+  auto flat2 = b.flatten(sg, "flatten_sg");
+  return std::move(b).finish({sm, flat2});
+}
+
+std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed) {
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : g.inputs()) {
+    inputs.push_back(executor::random_host_tensor(g.value(v).desc.shape, seed + v));
+  }
+  return inputs;
+}
+
+scheduler::Schedule analytic_schedule(const graph::Graph& g, scheduler::Strategy strategy,
+                                      scheduler::DpMode mode) {
+  static profiler::AnalyticCostModel model(profiler::find_device_spec("v100"));
+  scheduler::SearchOptions options;
+  options.strategy = strategy;
+  options.mode = mode;
+  return scheduler::make_scheduler(options)->schedule(g, model);
+}
+
+const std::vector<NetworkCase>& network_cases() {
+  static const std::vector<NetworkCase> cases = {
+      {"inception_v3", 75, 1},   {"googlenet", 64, 2},       {"squeezenet1_0", 64, 1},
+      {"squeezenet1_1", 64, 2},  {"resnet50", 64, 1},        {"nasnet_a_mobile", 64, 1},
+      {"nasnet_a_large", 64, 1}, {"randwire", 64, 1},        {"randwire_small", 64, 2},
+      {"randwire_regular", 64, 1}};
+  return cases;
+}
+
+}  // namespace stagecraft::testing

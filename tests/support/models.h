@@ -1,0 +1,47 @@
+#pragma once
+// Models, inputs and schedules shared by the executor tests of every backend.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/tensor.h"
+#include "graph/graph.h"
+#include "graph/weights.h"
+#include "scheduler/schedule.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::testing {
+
+/// An inference graph with its (folded) weights.
+struct Model {
+  graph::Graph graph;
+  graph::WeightStore weights;
+};
+
+/// The inference graph of `raw` with seeded random weights, batch norms folded.
+Model model_of(const graph::Graph& raw, uint64_t seed = 1);
+
+/// A built-in network at a reduced input size, ready to run.
+Model network(const std::string& name, int64_t size, int64_t batch = 1);
+
+/// Every op kind in one small graph (batch norm unfolded, ceil-mode and both average pools,
+/// a 3-input add, split, slice, a cropping pad, depthwise conv, softmax, two outputs).
+graph::Graph every_op_graph(int64_t batch);
+
+/// Random inputs for every graph input.
+std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed = 7);
+
+/// A schedule found with the analytic V100 model (cheap, deterministic).
+scheduler::Schedule analytic_schedule(const graph::Graph& g, scheduler::Strategy strategy,
+                                      scheduler::DpMode mode = scheduler::DpMode::kBoth);
+
+/// The networks every backend is checked on, with reduced input sizes and batches.
+struct NetworkCase {
+  const char* name;
+  int64_t size;
+  int64_t batch;
+};
+const std::vector<NetworkCase>& network_cases();
+
+}  // namespace stagecraft::testing
