@@ -178,10 +178,15 @@ struct ExecutionPlan::Builder {
     for (ValueId v : g.inputs()) {
       const TensorDesc& d = values[v].desc;
       if (d.shape.rank() != 4 || d.layout == layout) continue;
+      // Convolutions read a graph input in its own layout when the backend can (the usual first
+      // layer); concatenations copy their parts anyway. Everything else reads a converted copy.
       bool needs = false;
       for (OpId reader : g.consumers(v)) {
-        const OpKind k = g.op(reader).kind;
-        needs = needs || (k != OpKind::kConv2d && k != OpKind::kConcat);
+        const graph::Op& op = g.op(reader);
+        if (op.kind == OpKind::kConcat) continue;
+        if (op.kind == OpKind::kConv2d && conv_reads_directly(op, v)) continue;
+        needs = true;
+        if (op.kind == OpKind::kConv2d) convert_for_conv.insert(v);
       }
       if (!needs) continue;
       TensorDesc converted = d;
@@ -192,9 +197,24 @@ struct ExecutionPlan::Builder {
     }
   }
 
+  std::set<ValueId> convert_for_conv;  // graph inputs convolutions read converted
+
+  bool conv_reads_directly(const graph::Op& op, ValueId input) const {
+    KernelSpec spec;
+    spec.kind = op.kind;
+    spec.attrs = op.attrs;
+    spec.srcs = {values[input].desc};
+    spec.dsts = {values[op.outputs[0]].desc};
+    spec.weights = weights.find(op.name);
+    spec.name = op.name;
+    return backend.supports(spec).empty();
+  }
+
   int src_value(const graph::Op& op, size_t slot) const {
     const ValueId v = op.inputs[slot];
-    return op.kind == OpKind::kConv2d || op.kind == OpKind::kConcat ? v : alias[v];
+    if (op.kind == OpKind::kConcat) return v;
+    if (op.kind == OpKind::kConv2d && !convert_for_conv.count(v)) return v;
+    return alias[v];
   }
 
   // ---- 2. Per-op tasks and placement ------------------------------------------------------
