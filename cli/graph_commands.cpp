@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "graph/blocks.h"
 #include "graph/dot.h"
+#include "graph/onnx/onnx_io.h"
 #include "graph/passes.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
@@ -61,6 +62,7 @@ void run_networks() {
 
 struct GraphOptions {
   GraphSource source;
+  std::string onnx_path;
   std::string yaml_path;
   std::string dot_path;
   bool show_blocks = false;
@@ -89,6 +91,12 @@ void run_graph(const GraphOptions& options) {
     graph::save_graph(g, options.yaml_path);
     std::cout << "wrote " << options.yaml_path << "\n";
   }
+  if (!options.onnx_path.empty()) {
+    const Model model = load_model(options.source);
+    graph::export_onnx(model.graph, model.weights, options.onnx_path);
+    std::cout << "wrote " << options.onnx_path << " (ONNX opset 13, checked; weights seeded with "
+              << options.source.seed << ")\n";
+  }
   if (!options.dot_path.empty()) {
     write_text_file(options.dot_path, graph::graph_to_dot(g, blocks));
     std::cout << "wrote " << options.dot_path << " (render: dot -Tsvg " << options.dot_path
@@ -106,7 +114,9 @@ void add_graph_commands(CLI::App& app) {
   auto options = std::make_shared<GraphOptions>();
   CLI::App* graph_cmd = app.add_subcommand(
       "graph", "Build or load a graph, print its summary, write it as YAML or Graphviz dot");
-  options->source.add_options(*graph_cmd);
+  options->source.add_options(*graph_cmd, /*onnx_flag=*/false);
+  graph_cmd->add_option("--onnx", options->onnx_path,
+                        "write the graph and its weights as an ONNX model to this file");
   graph_cmd->add_option("-o,--output", options->yaml_path, "write the graph as YAML to this file");
   graph_cmd->add_option("--dot", options->dot_path,
                         "write a Graphviz drawing (blocks as clusters) to this file");

@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "executor/plan.h"
 #include "executor/trace.h"
+#include "graph/onnx/tensor_files.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
 
@@ -73,6 +74,8 @@ struct RunOptions {
   int warmup = 3;
   int iters = 20;
   std::string trace;
+  std::vector<std::string> input_files;
+  std::vector<std::string> output_files;
 };
 
 void print_plan(const executor::ExecutionPlan& plan) {
@@ -103,10 +106,36 @@ void run_run(const RunOptions& o) {
   print_plan(plan);
   executor::Executor executor(plan);
   std::vector<executor::HostTensor> inputs;
-  for (graph::ValueId v : model.graph.inputs()) {
-    inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
+  if (!o.input_files.empty() && o.input_files.size() != model.graph.inputs().size()) {
+    throw UsageError(cat("--input: the graph takes ", model.graph.inputs().size(),
+                         " input(s), got ", o.input_files.size(), " file(s)"));
+  }
+  for (size_t i = 0; i < model.graph.inputs().size(); ++i) {
+    const graph::Shape& shape = model.graph.value(model.graph.inputs()[i]).desc.shape;
+    if (o.input_files.empty()) {
+      inputs.push_back(executor::random_host_tensor(shape, 1));
+      continue;
+    }
+    graph::TensorFile file = graph::read_tensor_file(o.input_files[i]);
+    if (file.shape != shape) {
+      throw UsageError(cat("--input ", o.input_files[i], ": shape ", file.shape.to_string(),
+                           " does not match the graph input ", shape.to_string()));
+    }
+    inputs.push_back(executor::HostTensor{file.shape, std::move(file.data)});
   }
   executor.set_inputs(inputs);
+  if (!o.output_files.empty()) {
+    executor.execute();
+    const auto outputs = executor.outputs();
+    if (o.output_files.size() > outputs.size()) {
+      throw UsageError(cat("--output: the graph has ", outputs.size(), " output(s), got ",
+                           o.output_files.size(), " file(s)"));
+    }
+    for (size_t i = 0; i < o.output_files.size(); ++i) {
+      graph::write_tensor_file(o.output_files[i], graph::TensorFile{outputs[i].shape, outputs[i].data});
+      std::cout << "wrote " << o.output_files[i] << " (" << outputs[i].shape.to_string() << ")\n";
+    }
+  }
   for (int i = 0; i < o.warmup; ++i) executor.execute();
   std::vector<double> times;
   for (int i = 0; i < o.iters; ++i) {
@@ -309,6 +338,10 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--warmup", o->warmup, "untimed runs first (default 3)")->check(CLI::NonNegativeNumber);
   run->add_option("--iters", o->iters, "timed runs (default 20)")->check(CLI::PositiveNumber);
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of one run to this file");
+  run->add_option("--input", o->input_files,
+                  "input tensor file (.pb TensorProto or .npy), one per graph input (default random)");
+  run->add_option("--output", o->output_files,
+                  "write the outputs of the first run to these files (.pb or .npy)");
   run->callback([o] { run_run(*o); });
 
   auto b = std::make_shared<BenchOptions>();

@@ -4,16 +4,22 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "graph/onnx/onnx_io.h"
 #include "graph/passes.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
 
 namespace stagecraft::cli {
 
-void GraphSource::add_options(CLI::App& command) {
-  command.add_option("network", spec, "built-in network name (see `stagecraft networks`) or a "
-                                      "graph file (.yaml)")
-      ->required();
+void GraphSource::add_options(CLI::App& command, bool onnx_flag) {
+  auto* positional = command.add_option(
+      "network", spec, "built-in network name (see `stagecraft networks`), a graph file (.yaml) "
+                       "or an ONNX model (.onnx)");
+  if (onnx_flag) {
+    auto* onnx = command.add_option("--onnx", spec, "an ONNX model (instead of NETWORK)");
+    positional->excludes(onnx);
+    onnx->excludes(positional);
+  }
   command.add_option("--batch", batch, "batch size (default: the network's or file's own, 1)")
       ->check(CLI::PositiveNumber);
   command.add_option("--input-size", input_size,
@@ -27,14 +33,29 @@ void GraphSource::add_options(CLI::App& command) {
 
 bool is_graph_file(const std::string& spec) {
   const std::string ext = std::filesystem::path(spec).extension().string();
-  return ext == ".yaml" || ext == ".yml" || spec.find('/') != std::string::npos;
+  return ext == ".yaml" || ext == ".yml" || ext == ".onnx" || spec.find('/') != std::string::npos;
 }
 
 namespace {
 
-graph::Graph load_raw(const GraphSource& source) {
+bool is_onnx(const std::string& spec) {
+  return std::filesystem::path(spec).extension().string() == ".onnx";
+}
+
+// The raw graph, and the ONNX file's weights when the source is an ONNX model.
+graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weights = nullptr) {
+  if (source.spec.empty()) throw UsageError("name a network, a graph file or an ONNX model");
   graph::Graph g;
-  if (is_graph_file(source.spec)) {
+  if (is_onnx(source.spec)) {
+    if (source.input_size != 0) {
+      throw UsageError(cat("--input-size applies to built-in networks only, not to '", source.spec, "'"));
+    }
+    graph::OnnxImportOptions options;
+    options.batch = source.batch;
+    graph::OnnxModel m = graph::import_onnx(source.spec, options);
+    g = std::move(m.graph);
+    if (onnx_weights) *onnx_weights = std::move(m.weights);
+  } else if (is_graph_file(source.spec)) {
     if (source.input_size != 0) {
       throw UsageError(cat("--input-size applies to built-in networks only, not to the graph file '",
                            source.spec, "'"));
@@ -64,8 +85,10 @@ graph::Graph load_source(const GraphSource& source) {
 }
 
 Model load_model(const GraphSource& source) {
-  const graph::Graph raw = load_raw(source);
-  const graph::WeightStore weights = graph::random_weights(raw, source.seed);
+  graph::WeightStore onnx_weights;
+  const graph::Graph raw = load_raw(source, &onnx_weights);
+  const graph::WeightStore weights =
+      is_onnx(source.spec) ? onnx_weights : graph::random_weights(raw, source.seed);
   if (source.raw) return Model{raw, weights};
   graph::PassLog log;
   graph::Graph g = graph::prepare_for_inference(raw, &log);

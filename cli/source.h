@@ -19,11 +19,12 @@ struct GraphSource {
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
   std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16)
 
-  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype.
-  void add_options(CLI::App& command);
+  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype; with
+  /// `onnx_flag`, also --onnx FILE as another way to name an ONNX model.
+  void add_options(CLI::App& command, bool onnx_flag = true);
 };
 
-/// Whether `spec` names a graph file rather than a built-in network.
+/// Whether `spec` names a graph file (.yaml or .onnx) rather than a built-in network.
 bool is_graph_file(const std::string& spec);
 
 /// Builds or loads the graph and runs the inference passes unless `raw`. Throws the library's
@@ -33,7 +34,7 @@ graph::Graph load_source(const GraphSource& source);
 /// A graph ready to run: the inference graph and its weights.
 struct Model {
   graph::Graph graph;           ///< after the inference passes
-  graph::WeightStore weights;   ///< seeded random weights, batch norms folded
+  graph::WeightStore weights;   ///< seeded random weights (or the ONNX file's), BN folded
 };
 
 /// Loads the graph like load_source and gives it deterministic random weights (seeded by

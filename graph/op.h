@@ -215,6 +215,16 @@ struct LinearAttrs {
   bool operator==(const LinearAttrs&) const = default;
 };
 
+/// Multiplication by a constant: y = factor · x (ONNX Mul by a scalar).
+struct ScaleAttrs {
+  double factor = 1.0;  ///< the constant
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("factor", a.factor, FieldRule::kRequired);
+  }
+  bool operator==(const ScaleAttrs&) const = default;
+};
+
 /// The one list of op kinds: enum value, name in files, attribute type.
 /// Concat, Split and Slice work on the channel axis; Softmax on the feature axis of an N×C tensor;
 /// Flatten turns N×C×H×W into N×(C·H·W).
@@ -235,7 +245,8 @@ struct LinearAttrs {
   X(kPad, "pad", PadAttrs)                             \
   X(kFlatten, "flatten", NoAttrs)                      \
   X(kLinear, "linear", LinearAttrs)                    \
-  X(kSoftmax, "softmax", NoAttrs)
+  X(kSoftmax, "softmax", NoAttrs)                      \
+  X(kScale, "scale", ScaleAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -246,7 +257,7 @@ enum class OpKind : uint8_t {
 
 /// Typed attributes of any kind (the alternative must match the op's kind).
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
-                             AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs>;
+                             AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

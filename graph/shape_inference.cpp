@@ -182,6 +182,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kRelu6:
     case OpKind::kSigmoid:
     case OpKind::kIdentity:
+    case OpKind::kScale:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
     case OpKind::kMaxPool:

@@ -8,7 +8,7 @@ JOBS=${STAGECRAFT_JOBS:-$(nproc)}
 
 # Debian 12 packages the build needs. The CUDA toolkit is optional (found under /usr/local/cuda).
 PACKAGES=(cmake g++ make libboost-graph-dev libyaml-cpp-dev libcli11-dev libgtest-dev
-          libbenchmark-dev libdnnl-dev)
+          libbenchmark-dev libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler)
 
 ensure_packages() {
   local missing=() p

@@ -320,6 +320,7 @@ class CpuBackend : public Backend {
       case OpKind::kRelu:
       case OpKind::kRelu6:
       case OpKind::kSigmoid:
+      case OpKind::kScale:
       case OpKind::kBatchNorm:
       case OpKind::kMaxPool:
       case OpKind::kSoftmax:
@@ -451,6 +452,18 @@ class CpuBackend : public Backend {
         add_eltwise(*kernel, graph::activation_of_kind(spec.kind), md(spec.srcs[0]), 0, dst_slot(0));
         impl = "eltwise";
         break;
+      case OpKind::kScale: {
+        const memory::desc desc = md(spec.srcs[0]);
+        const float factor = static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor);
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::eltwise_linear, desc, factor, 0.0f);
+        dnnl::eltwise_forward::primitive_desc pd(d, make_attr(), engine_);
+        kernel->add({dnnl::eltwise_forward(pd),
+                     {{DNNL_ARG_SRC, 0, desc}, {DNNL_ARG_DST, dst_slot(0), desc}}, {}, true},
+                    scratch(pd));
+        impl = pd.impl_info_str();
+        break;
+      }
       case OpKind::kMaxPool: {
         const auto& a = std::get<graph::MaxPoolAttrs>(spec.attrs);
         impl = build_pool(*kernel, spec, dnnl::algorithm::pooling_max, a.kernel, a.stride, a.padding);

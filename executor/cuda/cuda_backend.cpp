@@ -604,6 +604,13 @@ class CudaBackend : public Backend {
           cuda::launch_act(e, srcs[0].data, dsts[0].data, n, act, s.get());
         });
       }
+      case OpKind::kScale: {
+        const float factor = static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor);
+        const int64_t n = spec.srcs[0].shape.numel();
+        return std::make_unique<FnKernel>("own", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+          cuda::launch_scale(e, srcs[0].data, dsts[0].data, n, factor, s.get());
+        });
+      }
       case OpKind::kMaxPool:
       case OpKind::kAvgPool: {
         graph::Hw k, st;

@@ -66,6 +66,11 @@ __global__ void act_kernel(const T* x, T* y, int64_t n, Act act) {
 }
 
 template <class T>
+__global__ void scale_kernel(const T* x, T* y, int64_t n, float factor) {
+  GRID_LOOP(i, n) { store(y, i, load(x, i) * factor); }
+}
+
+template <class T>
 struct AddInputs {
   const T* p[kMaxAddInputs];
 };
@@ -203,6 +208,11 @@ void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act
 void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, cudaStream_t s) {
   DISPATCH(e, (act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
                                                                static_cast<T*>(y), n, act)));
+}
+
+void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {
+  DISPATCH(e, (scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
+                                                                 static_cast<T*>(y), n, factor)));
 }
 
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,

@@ -26,6 +26,8 @@ struct Dims4 {
 void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, cudaStream_t s);
 /// y = act(x) over n elements (y may equal x).
 void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, cudaStream_t s);
+/// y = factor · x over n elements.
+void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s);
 /// y = act(sum of up to 8 inputs), n elements each.
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
                 cudaStream_t s);

@@ -69,6 +69,22 @@ expect_ok help 'schedule' -- --help
 grep -q 'cluster_block0' "$work/g.dot" && pass || fail "graph dot has no block clusters"
 grep -q 'cluster_stage0' "$work/s.dot" && pass || fail "schedule dot has no stage clusters"
 
+# ---- ONNX models and tensor files
+expect_ok export-onnx "wrote $work/sq.onnx" -- graph squeezenet1_1 --input-size 48 --onnx "$work/sq.onnx"
+expect_ok import-onnx 'squeezenet1_1: input 1x3x48x48' -- graph "$work/sq.onnx"
+expect_ok onnx-flag 'predicted' -- schedule --onnx "$work/sq.onnx" -q
+python3 - "$work/x.npy" <<'PY'  # a NumPy file written by hand: stagecraft must read it
+import sys, struct
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 48, 48), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<%df" % (3 * 48 * 48), *[((i * 7919) % 1000) / 1000.0 for i in range(3 * 48 * 48)]))
+PY
+expect_ok run-tensor-files "wrote $work/y.npy \(1x1000\)" -- run "$work/sq.onnx" --schedule sequential --input "$work/x.npy" --output "$work/y.npy" --iters 1 --warmup 0
+expect_ok run-tensor-files-pb "wrote $work/y.pb" -- run squeezenet1_1 --input-size 48 --schedule sequential --input "$work/x.npy" --output "$work/y.pb" --iters 1 --warmup 0
+cmp -s <(tail -c 4000 "$work/y.npy") <(tail -c 4000 "$work/y.pb") && pass || fail "outputs of the ONNX model and the built-in network differ"
+
 # ---- user errors: one line each
 expect_error unknown-network "unknown network 'resnet5'.*did you mean 'resnet50'" -- graph resnet5
 expect_error missing-file "cannot read '$work/none.yaml'" -- graph "$work/none.yaml"
@@ -95,6 +111,9 @@ expect_error bad-stage-kind "unknown stage kind 'fused'" -- show "$work/bad_kind
 expect_error bad-option "--frobnicate" -- graph resnet50 --frobnicate
 expect_error bad-strategy "--strategy" -- schedule resnet50 --strategy random
 expect_error no-command "subcommand" --
+printf 'garbage' > "$work/bad.onnx"
+expect_error bad-onnx "bad.onnx: not an ONNX model" -- graph "$work/bad.onnx"
+expect_error input-shape "does not match the graph input 1x3x64x64" -- run squeezenet1_1 --input-size 64 --schedule sequential --input "$work/x.npy"
 expect_error unwritable "cannot write '$work/no/dir/x.yaml'" -- graph resnet50 -o "$work/no/dir/x.yaml"
 
 echo "$passed passed, $failed failed"

@@ -382,6 +382,12 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     }
     case OpKind::kIdentity:
       return {x};
+    case OpKind::kScale: {
+      HostTensor y = x;
+      const double factor = op.attrs_as<graph::ScaleAttrs>().factor;
+      for (float& v : y.data) v = static_cast<float>(v * factor);
+      return {y};
+    }
     case OpKind::kPad: {
       const auto& a = op.attrs_as<graph::PadAttrs>();
       return {pad_constant(x, a.pads, static_cast<float>(a.value))};

@@ -131,6 +131,9 @@ TEST(ShapeInference, ElementwiseKeepShape) {
   for (OpKind kind : {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kIdentity}) {
     EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 5, 6, 7)}), (Shape{1, 5, 6, 7}));
   }
+  ScaleAttrs scale;
+  scale.factor = 0.5;
+  EXPECT_EQ(infer1(make_op(OpKind::kScale, scale), {nchw(1, 5, 6, 7)}), (Shape{1, 5, 6, 7}));
   EXPECT_EQ(infer1(make_op(OpKind::kBatchNorm, BatchNormAttrs{}), {nchw(1, 5, 6, 7)}),
             (Shape{1, 5, 6, 7}));
   BatchNormAttrs bad;
@@ -202,7 +205,7 @@ TEST(ShapeInference, WrongArityAndMismatchedAttributes) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 17u);
+  EXPECT_EQ(all_op_kinds().size(), 18u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

@@ -36,7 +36,10 @@ graph::Graph every_op_graph(int64_t batch) {
   auto parts = b.split(sum, {4, 12}, "split");
   auto sl = b.slice(sum, 2, 10, "slice");
   auto pad = b.pad(sl, graph::Pads{-1, 0, 1, 2}, "pad");
-  auto sg = b.sigmoid(b.conv(pad, square_conv(4, 1), "conv1x1"), "sigmoid");
+  graph::ScaleAttrs half;
+  half.factor = 0.5;
+  auto scaled = b.op("scale", graph::OpKind::kScale, half, {pad});
+  auto sg = b.sigmoid(b.conv(scaled, square_conv(4, 1), "conv1x1"), "sigmoid");
   networks::ConvSpec dw = square_conv(12, 3, 1, 1);
   dw.groups = 12;
   auto depthwise = b.relu(b.conv(parts[1], dw, "depthwise"), "relu");

@@ -1,0 +1,46 @@
+#pragma once
+/// ONNX import and export (opsets 11-17) for CNN classifiers. Import maps nodes to the graph IR and
+/// initializers to weights, removes Dropout/Identity, folds a zero Pad into the convolution that
+/// reads it, and turns Clip(0, 6) into ReLU6; anything else it cannot represent exactly is a
+/// FormatError naming the node, the op and what is unsupported — a model is never half-imported.
+/// Export writes a graph and its weights as an opset-13 model checked by the ONNX checker.
+///
+/// Example:
+///   OnnxModel m = import_onnx("resnet50.onnx", {});
+///   export_onnx(m.graph, m.weights, "copy.onnx");
+
+#include <cstdint>
+#include <string>
+
+#include "graph/graph.h"
+#include "graph/weights.h"
+
+namespace stagecraft::graph {
+
+/// Import settings.
+struct OnnxImportOptions {
+  int64_t batch = 0;  ///< value for a symbolic batch dimension (required when it is symbolic)
+};
+
+/// An imported model: the graph and its weights.
+struct OnnxModel {
+  Graph graph;          ///< structure (batch norms kept; run prepare_for_inference to fold)
+  WeightStore weights;  ///< initializers by op name
+  int64_t opset = 0;    ///< the model's default-domain opset
+};
+
+/// Imports an ONNX file. Throws IoError (unreadable), FormatError (malformed or unsupported).
+OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options);
+
+/// Imports serialized ModelProto bytes; `source` names them in messages.
+OnnxModel import_onnx_bytes(const std::string& bytes, const std::string& source,
+                            const OnnxImportOptions& options);
+
+/// The graph and weights as serialized ModelProto bytes (opset 13), checked by the ONNX checker;
+/// throws FormatError when an op has no ONNX form or weights are missing.
+std::string export_onnx_bytes(const Graph& graph, const WeightStore& weights);
+
+/// Writes export_onnx_bytes to a file.
+void export_onnx(const Graph& graph, const WeightStore& weights, const std::string& path);
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,177 @@
+// ONNX import/export round trips on every network, tensor files, and malformed models.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "executor/plan.h"
+#include "graph/errors.h"
+#include "graph/onnx/onnx_io.h"
+#include "graph/onnx/tensor_files.h"
+#include "graph/passes.h"
+#include "networks/registry.h"
+#include "support/models.h"
+
+namespace stagecraft::graph {
+namespace {
+
+using stagecraft::testing::Model;
+
+executor::Backend& cpu() {
+  static std::unique_ptr<executor::Backend> backend = executor::make_backend("cpu");
+  return *backend;
+}
+
+std::vector<executor::HostTensor> run_cpu(const Model& m) {
+  executor::ExecutionPlan plan(
+      m.graph, stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential),
+      m.weights, cpu());
+  executor::Executor executor(plan);
+  return executor.run(stagecraft::testing::inputs_of(m.graph));
+}
+
+// Pads that feed only convolutions are folded into them on import.
+size_t foldable_pads(const Graph& g) {
+  size_t n = 0;
+  for (const Op& op : g.ops()) {
+    if (op.kind != OpKind::kPad || op.attrs_as<PadAttrs>().value != 0) continue;
+    bool all_convs = !g.consumers(op.outputs[0]).empty();
+    for (OpId r : g.consumers(op.outputs[0])) all_convs = all_convs && g.op(r).kind == OpKind::kConv2d;
+    const auto& p = op.attrs_as<PadAttrs>().pads;
+    n += all_convs && p.top >= 0 && p.left >= 0 && p.bottom >= 0 && p.right >= 0;
+  }
+  return n;
+}
+
+class OnnxRoundTrip : public ::testing::TestWithParam<stagecraft::testing::NetworkCase> {};
+
+TEST_P(OnnxRoundTrip, ExportedAndImportedBackGivesTheSameGraphAndOutputs) {
+  const auto& c = GetParam();
+  const Model m = stagecraft::testing::network(c.name, c.size, c.batch);
+  const std::string bytes = export_onnx_bytes(m.graph, m.weights);
+  OnnxModel back = import_onnx_bytes(bytes, c.name, {});
+  EXPECT_EQ(back.opset, 13);
+  PassLog log;
+  const Graph imported = prepare_for_inference(back.graph, &log);
+  EXPECT_EQ(imported.num_ops() + foldable_pads(m.graph), m.graph.num_ops()) << c.name;
+  EXPECT_EQ(count_ops(imported, OpKind::kConv2d), count_ops(m.graph, OpKind::kConv2d));
+  EXPECT_EQ(total_macs(imported), total_macs(m.graph));
+  ASSERT_EQ(imported.outputs().size(), m.graph.outputs().size());
+  for (size_t i = 0; i < imported.outputs().size(); ++i) {
+    EXPECT_EQ(imported.value(imported.outputs()[i]).desc, m.graph.value(m.graph.outputs()[i]).desc);
+  }
+  const Model again{imported, fold_weights(back.graph, back.weights, log)};
+  const auto want = run_cpu(m);
+  const auto got = run_cpu(again);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, OnnxRoundTrip,
+                         ::testing::ValuesIn(stagecraft::testing::network_cases()),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Onnx, RawGraphKeepsBatchNormsAndEveryOpKind) {
+  const Graph raw = stagecraft::testing::every_op_graph(2);
+  const WeightStore w = random_weights(raw, 3);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, w), "every_op", {});
+  EXPECT_EQ(back.graph.num_ops(), raw.num_ops());
+  for (OpKind kind : all_op_kinds()) {
+    EXPECT_EQ(count_ops(back.graph, kind), count_ops(raw, kind)) << to_string(kind);
+  }
+  const auto want = run_cpu(Model{raw, w});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5);
+}
+
+// ---- Malformed and unsupported models ----------------------------------------------------------
+
+onnx::ModelProto squeeze_model() {
+  const Model m = stagecraft::testing::network("squeezenet1_1", 48);
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(export_onnx_bytes(m.graph, m.weights)));
+  return model;
+}
+
+std::string import_error(const std::string& bytes, const OnnxImportOptions& options = {}) {
+  try {
+    import_onnx_bytes(bytes, "m.onnx", options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<imported>";
+}
+
+std::string serialize(const onnx::ModelProto& m) {
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+TEST(Onnx, MalformedFilesAreClearErrors) {
+  const std::string good = serialize(squeeze_model());
+  EXPECT_NE(import_error(good.substr(0, good.size() / 3)).find("m.onnx: not an ONNX model"),
+            std::string::npos);
+  EXPECT_NE(import_error("format: stagecraft-graph\nversion: 1\n").find("not an ONNX model"),
+            std::string::npos);
+  EXPECT_NE(import_error(std::string("\x08\x07\x12\x00", 4)).find("opset"), std::string::npos);
+
+  onnx::ModelProto missing = squeeze_model();
+  missing.mutable_graph()->mutable_initializer()->erase(
+      missing.mutable_graph()->mutable_initializer()->begin());
+  std::string m = import_error(serialize(missing));
+  EXPECT_NE(m.find("node 'conv1/conv' (Conv)"), std::string::npos) << m;
+  EXPECT_NE(m.find("initializer"), std::string::npos) << m;
+
+  onnx::ModelProto cyclic = squeeze_model();
+  auto* nodes = cyclic.mutable_graph()->mutable_node();
+  std::swap(*nodes->Mutable(0), *nodes->Mutable(1));  // a node reads a value produced later
+  m = import_error(serialize(cyclic));
+  EXPECT_NE(m.find("which no earlier node produces"), std::string::npos) << m;
+
+  onnx::ModelProto unsupported = squeeze_model();
+  unsupported.mutable_graph()->mutable_node(1)->set_op_type("LRN");
+  m = import_error(serialize(unsupported));
+  EXPECT_NE(m.find("(LRN): this op is not supported"), std::string::npos) << m;
+
+  onnx::ModelProto old = squeeze_model();
+  old.mutable_opset_import(0)->set_version(9);
+  EXPECT_NE(import_error(serialize(old)).find("opset 9 is not supported"), std::string::npos);
+
+  onnx::ModelProto symbolic = squeeze_model();
+  auto* dim = symbolic.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+                  ->mutable_shape()->mutable_dim(0);
+  dim->set_dim_param("N");
+  m = import_error(serialize(symbolic));
+  EXPECT_NE(m.find("symbolic batch dimension 'N': give the batch size"), std::string::npos) << m;
+  OnnxImportOptions batch4;
+  batch4.batch = 4;
+  const OnnxModel four = import_onnx_bytes(serialize(symbolic), "m.onnx", batch4);
+  EXPECT_EQ(four.graph.value(four.graph.outputs()[0]).desc.shape[0], 4);
+
+  EXPECT_THROW(import_onnx("/nonexistent/model.onnx", {}), IoError);
+}
+
+// ---- Tensor files -----------------------------------------------------------------------------
+
+TEST(TensorFiles, NpyAndTensorProtoRoundTrip) {
+  const auto dir = std::filesystem::temp_directory_path() / "stagecraft_tensor_files";
+  std::filesystem::create_directories(dir);
+  const executor::HostTensor t = executor::random_host_tensor(Shape{2, 3, 4, 5}, 9);
+  for (const char* name : {"x.npy", "x.pb"}) {
+    const std::string path = (dir / name).string();
+    write_tensor_file(path, TensorFile{t.shape, t.data});
+    const TensorFile back = read_tensor_file(path);
+    EXPECT_EQ(back.shape, t.shape) << name;
+    EXPECT_EQ(back.data, t.data) << name;
+  }
+  const std::string bad = (dir / "bad.npy").string();
+  std::ofstream(bad) << "not numpy";
+  EXPECT_THROW(read_tensor_file(bad), FormatError);
+  EXPECT_THROW(read_tensor_file((dir / "x.txt").string()), Error);
+}
+
+}  // namespace
+}  // namespace stagecraft::graph
