@@ -156,6 +156,14 @@ struct BackendConfig {
   size_t workspace_limit = 256u << 20;   ///< CUDA: largest convolution workspace considered
 }; 
 
+/// For `supports()`: "no weights given" when an op that needs parameters (conv, linear, batch
+/// norm) has none, "" otherwise.
+std::string weights_reason(const KernelSpec& spec);
+
+/// The error `create_kernel()` throws for a spec the backend cannot run:
+/// "<backend> cannot run op 'name' (kind): reason".
+BackendError unsupported(const std::string& backend, const KernelSpec& spec, const std::string& why);
+
 /// Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> backend_names();
 

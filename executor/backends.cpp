@@ -10,6 +10,17 @@
 
 namespace stagecraft::executor {
 
+std::string weights_reason(const KernelSpec& spec) {
+  const bool needs = spec.kind == graph::OpKind::kConv2d || spec.kind == graph::OpKind::kLinear ||
+                     spec.kind == graph::OpKind::kBatchNorm;
+  return needs && spec.weights == nullptr ? "no weights given" : "";
+}
+
+BackendError unsupported(const std::string& backend, const KernelSpec& spec, const std::string& why) {
+  return BackendError(cat(backend, " cannot run op '", spec.name, "' (", graph::to_string(spec.kind),
+                          "): ", why));
+}
+
 std::vector<std::string> backend_names() {
 #ifdef STAGECRAFT_HAVE_CUDA
   return {"cpu", "cuda"};

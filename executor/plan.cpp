@@ -646,8 +646,7 @@ struct ExecutionPlan::Builder {
         k.kernel = backend.create_copy(values[task.srcs[0]].desc, values[task.dsts[0]].desc);
       } else {
         if (const std::string why = backend.supports(task.spec); !why.empty()) {
-          throw BackendError(cat("backend '", backend.name(), "' cannot run op '", task.label,
-                                 "' (", graph::to_string(task.spec.kind), "): ", why));
+          throw unsupported(backend.name(), task.spec, why);
         }
         k.kernel = backend.create_kernel(task.spec);
       }

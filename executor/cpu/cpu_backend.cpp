@@ -331,19 +331,11 @@ class CpuBackend : public Backend {
       default:
         break;
     }
-    if ((spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
-         spec.kind == OpKind::kBatchNorm) &&
-        spec.weights == nullptr) {
-      return "no weights given";
-    }
-    return "";
+    return weights_reason(spec);
   }
 
   std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override {
-    if (const std::string why = supports(spec); !why.empty()) {
-      throw BackendError(cat("cpu cannot run op '", spec.name, "' (", graph::to_string(spec.kind),
-                             "): ", why));
-    }
+    if (const std::string why = supports(spec); !why.empty()) throw unsupported("cpu", spec, why);
     const ThreadScope scope(std::max(1, spec.threads));
     try {
       return build(spec);

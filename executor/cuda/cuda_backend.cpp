@@ -472,19 +472,11 @@ class CudaBackend : public Backend {
         return "source and destination must have the same layout";
       }
     }
-    if ((spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
-         spec.kind == OpKind::kBatchNorm) &&
-        spec.weights == nullptr) {
-      return "no weights given";
-    }
-    return "";
+    return weights_reason(spec);
   }
 
   std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override {
-    if (const std::string why = supports(spec); !why.empty()) {
-      throw BackendError(cat("cuda cannot run op '", spec.name, "' (", graph::to_string(spec.kind),
-                             "): ", why));
-    }
+    if (const std::string why = supports(spec); !why.empty()) throw unsupported("cuda", spec, why);
     std::lock_guard<std::mutex> lock(mutex_);
     return build(spec);
   }
