@@ -137,6 +137,8 @@ class Backend {
   /// on `stream`; used for graph inputs/outputs and layout conversions.
   virtual std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& src,
                                               const graph::TensorDesc& dst) = 0;
+  /// Whether capture() can record work (false: it returns nullptr).
+  virtual bool can_capture() const { return false; }
   /// Records everything `enqueue` launches on `origin` and `others` (which join the capture
   /// from `origin`) into a replayable unit. Returns nullptr when the backend cannot capture; the
   /// caller then launches directly.

@@ -811,9 +811,13 @@ void Executor::enqueue(std::vector<KernelTiming>* timings) {
 }
 
 bool Executor::replay() {
-  if (!options_.graph) return false;
+  if (!options_.graph || !plan_.backend().can_capture()) return false;
   if (!capture_tried_) {
     capture_tried_ = true;
+    // One ordinary run first: libraries allocate workspaces and load kernels lazily on their first
+    // call, which must not happen while a capture records.
+    enqueue(nullptr);
+    for (Stream* s : streams_) s->synchronize();
     std::vector<Stream*> others(streams_.begin() + 1, streams_.end());
     captured_ = plan_.backend().capture(*streams_[0], others, [this] { enqueue(nullptr); });
   }

@@ -490,6 +490,8 @@ class CudaBackend : public Backend {
         });
   }
 
+  bool can_capture() const override { return true; }
+
   std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
                                         const std::function<void()>& enqueue) override {
     auto& o = static_cast<CudaStream&>(origin);
