@@ -19,15 +19,14 @@ echo "== $network: graph and blocks"
 echo
 echo "== $network: schedules (analytic V100 model)"
 for strategy in sequential greedy; do
-  "$stagecraft" schedule "$network" --strategy "$strategy" -q -o "$out/$network.$strategy.yaml" | head -2
+  "$stagecraft" schedule "$network" --strategy "$strategy" -q -o "$out/$network.$strategy.yaml"
 done
 for mode in merge concurrent both; do
-  "$stagecraft" schedule "$network" --mode "$mode" -q -o "$out/$network.dp-$mode.yaml" | head -3
+  "$stagecraft" schedule "$network" --mode "$mode" -q -o "$out/$network.dp-$mode.yaml"
 done
 echo
-echo "== $network: the dp-both schedule (from $out/$network.dp-both.yaml)"
-"$stagecraft" show "$out/$network.dp-both.yaml" --dot "$out/$network.dp-both.dot" | head -30
-echo "..."
+echo "== $network: the dp-both schedule (stage table: stagecraft show $out/$network.dp-both.yaml)"
+"$stagecraft" show "$out/$network.dp-both.yaml" --summary --dot "$out/$network.dp-both.dot"
 echo
 echo "== GPUs"
 "$stagecraft" devices
