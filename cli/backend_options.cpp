@@ -14,6 +14,14 @@ void BackendOptions::add_options(CLI::App& command, bool backend_default_cpu) {
                                          "(default: the backend's preferred)");
   command.add_option("--streams", max_streams, "stream slots of the plan (default 8)")
       ->check(CLI::PositiveNumber);
+  command.add_flag("--tf32", tf32, "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
+}
+
+executor::BackendConfig BackendOptions::backend_config() const {
+  executor::BackendConfig config;
+  config.cache_dir = cache_dir;
+  config.tf32 = tf32;
+  return config;
 }
 
 executor::PlanOptions BackendOptions::plan_options() const {
@@ -34,7 +42,9 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
   Session session;
   const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
                                          : spec;
-  if (!options.backend.empty()) session.backend = executor::make_backend(options.backend);
+  if (!options.backend.empty()) {
+    session.backend = executor::make_backend(options.backend, options.backend_config());
+  }
   profiler::CostModelContext context;
   context.backend = session.backend.get();
   context.measure.plan = options.plan_options();

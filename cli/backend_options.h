@@ -12,17 +12,20 @@
 
 namespace stagecraft::cli {
 
-/// --backend, --cache-dir, --layout, --streams.
+/// --backend, --cache-dir, --layout, --streams, --tf32.
 struct BackendOptions {
   std::string backend;     ///< "" = none (analytic model only)
   std::string cache_dir;   ///< "" = ProfileCache::default_dir()
   std::string layout;      ///< "" = the backend's preferred layout
   int max_streams = 8;     ///< stream slots of plans
+  bool tf32 = false;       ///< CUDA: allow TF32 tensor-core math for f32
 
   /// Adds the options; `required` makes --backend default to "cpu" instead of none.
   void add_options(CLI::App& command, bool backend_default_cpu);
   /// Plan options from --layout and --streams.
   executor::PlanOptions plan_options() const;
+  /// Backend settings from --cache-dir and --tf32.
+  executor::BackendConfig backend_config() const;
 };
 
 /// A backend and, when measuring, its profile cache and cost model.

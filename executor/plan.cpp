@@ -118,7 +118,6 @@ struct ExecutionPlan::Builder {
   std::vector<int> alias;                    // graph value -> value read by non-conv consumers
   std::vector<std::vector<Task>> op_tasks;   // tasks of each graph op (or of a merge's first conv)
   std::vector<Task> tasks;                   // in launch order
-  std::vector<std::vector<int>> readers;     // per value: tasks reading it
 
   Builder(const graph::Graph& graph, const scheduler::Schedule& s, const graph::WeightStore& w,
           Backend& b, const PlanOptions& o, ExecutionPlan& p)
@@ -491,10 +490,8 @@ struct ExecutionPlan::Builder {
 
   void link() {
     const size_t n = tasks.size();
-    readers.assign(values.size(), {});
     for (size_t t = 0; t < n; ++t) {
       for (int v : tasks[t].dsts) values[v].writers.push_back(static_cast<int>(t));
-      for (int v : tasks[t].srcs) readers[v].push_back(static_cast<int>(t));
     }
     before.assign(n, Bits(n));
     std::vector<int> last_on_stream(static_cast<size_t>(std::max(1, options.max_streams)), -1);
