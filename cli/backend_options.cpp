@@ -15,6 +15,14 @@ void BackendOptions::add_options(CLI::App& command, bool backend_default_cpu) {
   command.add_option("--streams", max_streams, "stream slots of the plan (default 8)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--tf32", tf32, "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
+  command.add_flag("--stream-mode", stream_mode,
+                   "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
+}
+
+executor::ExecutorOptions BackendOptions::executor_options() const {
+  executor::ExecutorOptions options;
+  options.graph = !stream_mode;
+  return options;
 }
 
 executor::BackendConfig BackendOptions::backend_config() const {
@@ -48,6 +56,7 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
   profiler::CostModelContext context;
   context.backend = session.backend.get();
   context.measure.plan = options.plan_options();
+  context.measure.executor = options.executor_options();
   if (model.rfind("measured", 0) == 0 && session.backend) {
     session.cache = std::make_unique<profiler::ProfileCache>(
         options.cache_dir.empty() ? profiler::ProfileCache::default_dir() : options.cache_dir,

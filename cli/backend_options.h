@@ -19,11 +19,14 @@ struct BackendOptions {
   std::string layout;      ///< "" = the backend's preferred layout
   int max_streams = 8;     ///< stream slots of plans
   bool tf32 = false;       ///< CUDA: allow TF32 tensor-core math for f32
+  bool stream_mode = false;  ///< launch kernel by kernel instead of replaying a CUDA Graph
 
   /// Adds the options; `required` makes --backend default to "cpu" instead of none.
   void add_options(CLI::App& command, bool backend_default_cpu);
   /// Plan options from --layout and --streams.
   executor::PlanOptions plan_options() const;
+  /// Executor settings from --stream-mode.
+  executor::ExecutorOptions executor_options() const;
   /// Backend settings from --cache-dir and --tf32.
   executor::BackendConfig backend_config() const;
 };

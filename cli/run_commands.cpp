@@ -104,7 +104,7 @@ void run_run(const RunOptions& o) {
   executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend,
                                o.backend.plan_options());
   print_plan(plan);
-  executor::Executor executor(plan);
+  executor::Executor executor(plan, nullptr, o.backend.executor_options());
   std::vector<executor::HostTensor> inputs;
   if (!o.input_files.empty() && o.input_files.size() != model.graph.inputs().size()) {
     throw UsageError(cat("--input: the graph takes ", model.graph.inputs().size(),
@@ -226,7 +226,8 @@ void run_bench(const BenchOptions& o) {
     for (const Schedule& s : schedules) {
       plans.push_back(std::make_unique<executor::ExecutionPlan>(
           model.graph, s, model.weights, *session.backend, o.backend.plan_options()));
-      executors.push_back(std::make_unique<executor::Executor>(*plans.back()));
+      executors.push_back(std::make_unique<executor::Executor>(*plans.back(), nullptr,
+                                                               o.backend.executor_options()));
       executors.back()->set_inputs(inputs);
       for (int i = 0; i < o.warmup; ++i) executors.back()->execute();
     }

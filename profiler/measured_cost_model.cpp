@@ -111,7 +111,7 @@ double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::St
   plan_options.plain_outputs = false;  // time exactly the stage's kernels
   plan_options.inputs_may_be_views = true;  // its inputs stand for op outputs
   executor::ExecutionPlan plan(sub, schedule, weights, backend_, plan_options);
-  executor::Executor executor(plan, &streams_);
+  executor::Executor executor(plan, &streams_, options_.executor);
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : sub.inputs()) {
     inputs.push_back(executor::random_host_tensor(sub.value(v).desc.shape, options_.seed + v));

@@ -34,6 +34,7 @@ struct MeasureOptions {
   /// Applied after the cache, which keeps raw measurements.
   std::optional<double> concurrency_margin;
   executor::PlanOptions plan;    ///< as the executor will run (layout, streams)
+  executor::ExecutorOptions executor;  ///< as the executor will launch (CUDA Graph or streams)
   uint64_t seed = 1;             ///< weights and inputs of the measured stages
 };
 
