@@ -144,6 +144,8 @@ void run_run(const RunOptions& o) {
     times.push_back(ms_since(t0));
   }
   const double median = percentile(times, 0.5);
+  std::cout << "  launch: " << (executor.captured() ? "CUDA Graph replay" : "kernel by kernel on streams")
+            << "\n";
   std::cout << "  latency: median " << fixed(median, 3) << " ms, p10 "
             << fixed(percentile(times, kP10), 3) << " ms, p90 " << fixed(percentile(times, kP90), 3)
             << " ms over " << o.iters << " runs; " << fixed(static_cast<double>(batch) * 1e3 / median, 1)
