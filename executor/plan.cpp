@@ -165,10 +165,19 @@ struct ExecutionPlan::Builder {
 
   // ---- 1. Descriptors and input conversions -------------------------------------------------
   void describe_values() {
+    if (!options.value_layouts.empty() && options.value_layouts.size() != g.num_values()) {
+      throw BackendError(cat("the layout plan has ", options.value_layouts.size(),
+                             " entries for a graph of ", g.num_values(), " values"));
+    }
     for (size_t v = 0; v < g.num_values(); ++v) {
       TensorDesc d = g.value(static_cast<ValueId>(v)).desc;
       if (g.value(static_cast<ValueId>(v)).producer != graph::kNoOp) {
-        d.layout = d.shape.rank() == 4 ? layout : Layout::kNC;
+        const Layout chosen = options.value_layouts.empty() ? layout : options.value_layouts[v];
+        if (d.shape.rank() == 4 && graph::layout_rank(chosen) != 4) {
+          throw BackendError(cat("the layout plan gives value '", g.value(static_cast<ValueId>(v)).name,
+                                 "' the layout ", graph::to_string(chosen), ", which is not 4-D"));
+        }
+        d.layout = d.shape.rank() == 4 ? chosen : Layout::kNC;
       }
       new_value(d);
       alias.push_back(static_cast<int>(v));
@@ -233,7 +242,7 @@ struct ExecutionPlan::Builder {
       const int v = g.op(id).outputs[0];
       const int64_t c = values[v].desc.shape[1];
       size_t offset = 0;
-      if (dense_slice(out, c0, c, &offset)) {
+      if (values[v].desc.layout == out.layout && dense_slice(out, c0, c, &offset)) {
         make_view(v, merged, offset);
       } else {
         graph::SliceAttrs slice;
@@ -361,6 +370,7 @@ struct ExecutionPlan::Builder {
       offsets.push_back(offset);
       c0 += values[v].desc.shape[1];
     }
+    for (ValueId v : op.outputs) all_dense = all_dense && values[v].desc.layout == id.layout;
     if (all_dense) {
       for (size_t i = 0; i < op.outputs.size(); ++i) make_view(op.outputs[i], in, offsets[i]);
       return;
@@ -378,9 +388,15 @@ struct ExecutionPlan::Builder {
       case OpKind::kSlice:
         plan_split(op);
         return;
-      case OpKind::kIdentity:
-        make_view(op.outputs[0], src_value(op, 0), 0);
+      case OpKind::kIdentity: {
+        const int in = src_value(op, 0);
+        if (values[in].desc.layout == values[op.outputs[0]].desc.layout) {
+          make_view(op.outputs[0], in, 0);
+        } else {
+          op_tasks[op.id].push_back(copy_task(in, op.outputs[0], op.name));
+        }
         return;
+      }
       case OpKind::kFlatten: {
         const int in = src_value(op, 0);
         if (values[in].desc.layout == Layout::kNCHW || values[in].desc.layout == Layout::kNC) {
@@ -395,7 +411,28 @@ struct ExecutionPlan::Builder {
     std::vector<int> srcs;
     for (size_t i = 0; i < op.inputs.size(); ++i) srcs.push_back(src_value(op, i));
     std::vector<int> dsts(op.outputs.begin(), op.outputs.end());
-    op_tasks[op.id].push_back(op_task(op, op.attrs, srcs, dsts, weights.find(op.name)));
+    Task task = op_task(op, op.attrs, srcs, dsts, weights.find(op.name));
+    conform_inputs(op, task);
+    op_tasks[op.id].push_back(std::move(task));
+  }
+
+  // When the backend cannot run a kernel with its inputs in their layouts, converts the rank-4
+  // inputs whose layout differs from the output's (each consumer its own copy, so that the copy
+  // runs on the consumer's stream right before it).
+  void conform_inputs(const graph::Op& op, Task& task) {
+    if (task.dsts.empty() || backend.supports(task.spec).empty()) return;
+    const TensorDesc& out = values[task.dsts[0]].desc;
+    if (out.shape.rank() != 4) return;
+    for (size_t i = 0; i < task.srcs.size(); ++i) {
+      const TensorDesc& in = values[task.srcs[i]].desc;
+      if (in.shape.rank() != 4 || in.layout == out.layout) continue;
+      TensorDesc converted = in;
+      converted.layout = out.layout;
+      const int copy = new_value(converted);
+      op_tasks[op.id].push_back(copy_task(task.srcs[i], copy, cat("convert for ", op.name)));
+      task.srcs[i] = copy;
+      task.spec.srcs[i] = converted;
+    }
   }
 
   // ---- 3. Launch order, streams, threads --------------------------------------------------

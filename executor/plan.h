@@ -29,6 +29,9 @@ namespace stagecraft::executor {
 /// Options of plan construction.
 struct PlanOptions {
   std::optional<graph::Layout> layout;  ///< rank-4 activation layout; default: the backend's
+  /// Per graph value (by id): the layout of each rank-4 op output, overriding `layout` (empty:
+  /// one layout for all). Where a kernel cannot read an input in its layout, the plan converts it.
+  std::vector<graph::Layout> value_layouts;
   int max_streams = 8;                  ///< stream slots (groups beyond share streams)
   bool reuse_memory = true;             ///< reuse buffers by liveness
   /// Copy outputs into plain NCHW/NC tensors for download; the profiler turns this off so that a

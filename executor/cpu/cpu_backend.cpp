@@ -304,6 +304,9 @@ class CpuBackend : public Backend {
     switch (spec.kind) {
       case OpKind::kAvgPool: {
         const auto& a = std::get<graph::AvgPoolAttrs>(spec.attrs);
+        if (spec.srcs[0].layout != spec.dsts[0].layout) {
+          return "sources and destination must have the same layout";
+        }
         if (a.ceil_mode && a.count_include_pad &&
             extra_right_pad(spec.srcs[0].shape, spec.dsts[0].shape, a.kernel, a.stride,
                             a.padding) != std::pair<int64_t, int64_t>{0, 0}) {
@@ -323,9 +326,13 @@ class CpuBackend : public Backend {
       case OpKind::kScale:
       case OpKind::kBatchNorm:
       case OpKind::kMaxPool:
+      case OpKind::kGlobalAvgPool:
       case OpKind::kSoftmax:
-        if (spec.srcs[0].layout != spec.dsts[0].layout) {
-          return "source and destination must have the same layout";
+      case OpKind::kAdd:
+        for (const auto& src : spec.srcs) {
+          if (src.layout != spec.dsts[0].layout) {
+            return "sources and destination must have the same layout";
+          }
         }
         break;
       default:

@@ -463,6 +463,19 @@ class CudaBackend : public Backend {
         }
       }
     }
+    // Own kernels index every tensor with one geometry: element-wise ops, pooling and batch norm
+    // read and write one layout.
+    const bool one_layout = spec.kind != OpKind::kConcat && spec.kind != OpKind::kSplit &&
+                            spec.kind != OpKind::kSlice && spec.kind != OpKind::kIdentity &&
+                            spec.kind != OpKind::kFlatten && spec.kind != OpKind::kLinear &&
+                            spec.kind != OpKind::kPad;
+    if (one_layout && !spec.dsts.empty()) {
+      for (const auto& src : spec.srcs) {
+        if (src.shape.rank() == 4 && src.layout != spec.dsts[0].layout) {
+          return "sources and destination must have the same layout";
+        }
+      }
+    }
     if (spec.kind == OpKind::kConv2d) {
       const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
       if (a.padding.top != a.padding.bottom || a.padding.left != a.padding.right) {

@@ -3,6 +3,7 @@
 // and memory reuse, events across streams, traces, and clear errors.
 #include <gtest/gtest.h>
 
+#include "common/random.h"
 #include "common/strings.h"
 #include "executor/backend.h"
 #include "executor/plan.h"
@@ -164,6 +165,37 @@ TEST(Merge, MergedConvolutionsEqualTheirOriginals) {
   PlanOptions nchw;
   nchw.layout = graph::Layout::kNCHW;
   expect_close(run(m2, s, nchw), want2, "batch 2");
+}
+
+// ---- Per-value layouts ------------------------------------------------------------------------
+
+// Every rank-4 value in a random layout: conversions go where kernels need them, and outputs
+// stay those of the uniform plan.
+TEST(Layouts, RandomPerValueLayoutsMatchTheUniformResult) {
+  const graph::Layout choices[] = {graph::Layout::kNCHW, graph::Layout::kNHWC,
+                                   graph::Layout::kNChw8c, graph::Layout::kNChw16c};
+  SplitMix64 rng(17);
+  std::vector<Model> models{network("googlenet", 64), network("squeezenet1_0", 64, 2),
+                            network("nasnet_a_mobile", 64), network("resnet50", 64)};
+  const graph::Graph every = every_op_graph(2);
+  models.push_back(Model{every, graph::random_weights(every, 3)});
+  for (const Model& m : models) {
+    PlanOptions uniform;
+    uniform.layout = graph::Layout::kNCHW;
+    const auto want = run(m, schedule_of(m.graph, Strategy::kSequential), uniform);
+    for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
+      PlanOptions mixed;
+      for (size_t v = 0; v < m.graph.num_values(); ++v) {
+        mixed.value_layouts.push_back(choices[rng.uniform_index(4)]);
+      }
+      expect_close(run(m, schedule_of(m.graph, strategy), mixed), want,
+                   cat(m.graph.name(), " ", scheduler::to_string(strategy)));
+    }
+  }
+  PlanOptions wrong;
+  wrong.value_layouts = {graph::Layout::kNC};
+  EXPECT_THROW(run(models[0], schedule_of(models[0].graph, Strategy::kSequential), wrong),
+               BackendError);
 }
 
 // ---- Views, memory reuse, events, traces ----------------------------------------------------
