@@ -1,0 +1,59 @@
+#pragma once
+/// Per-tensor layout selection by dynamic programming over topological cuts.
+///
+/// Inputs: a graph, candidate layouts for rank-4 op outputs, a LayoutCostModel. Output: a layout
+/// per value minimising the sum of op costs, where an op's cost depends on the layouts of its
+/// inputs and of its output (the cost model prices any conversion the kernel needs). Ops are
+/// visited in topological order; the cut after op i is crossed by the values still read later;
+/// a state is the tuple of their layouts. Transition: choose op i+1's output layout and pay its
+/// cost given the state's input layouts. Pruning: drop states costlier than `prune_factor` × the
+/// best state of the cut and keep at most `max_states` (the cheapest); `exhaustive` keeps every
+/// state (the optimum). The result is read back through predecessor links.
+/// Complexity: O(ops × states × candidates) cost queries (cached by the model).
+///
+/// Example:
+///   LayoutOptions options;
+///   options.candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
+///   LayoutPlan plan = optimize_layouts(graph, model, options);
+///   plan_options.value_layouts = plan.value_layouts;
+
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace stagecraft::scheduler {
+
+/// Costs the layout DP consumes (implemented in profiler/).
+class LayoutCostModel {
+ public:
+  virtual ~LayoutCostModel() = default;
+  /// Time of op `id` with its inputs in `inputs` layouts and its output in `output` (ms),
+  /// conversions the kernel needs included; infinity when it cannot run.
+  virtual double op_ms(const graph::Graph& graph, graph::OpId id,
+                       const std::vector<graph::Layout>& inputs, graph::Layout output) = 0;
+};
+
+/// Settings of the layout search.
+struct LayoutOptions {
+  std::vector<graph::Layout> candidates;  ///< layouts a rank-4 op output may take
+  double prune_factor = 1.25;             ///< drop states costlier than this × the best
+  size_t max_states = 1024;               ///< keep at most this many states per cut
+  bool exhaustive = false;                ///< keep every state (small graphs)
+};
+
+/// The chosen layouts.
+struct LayoutPlan {
+  std::vector<graph::Layout> value_layouts;  ///< per value id (graph inputs keep theirs)
+  double predicted_ms = 0;                   ///< sum of op costs
+  size_t states = 0;                         ///< states explored
+};
+
+/// Chooses a layout per value (see the file comment). Throws Error when no assignment can run.
+LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
+                            const LayoutOptions& options);
+
+/// The cost of a given assignment under the model (for tests and reports).
+double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
+                        const std::vector<graph::Layout>& value_layouts);
+
+}  // namespace stagecraft::scheduler
