@@ -1,6 +1,11 @@
 #include "cli/backend_options.h"
 
+#include <iostream>
+#include <map>
+
 #include "common/strings.h"
+#include "profiler/measured_layout_cost_model.h"
+#include "scheduler/layout_optimizer.h"
 
 namespace stagecraft::cli {
 
@@ -10,8 +15,9 @@ void BackendOptions::add_options(CLI::App& command, bool backend_default_cpu) {
   command.add_option("--cache-dir", cache_dir,
                      "profile cache directory (default: $STAGECRAFT_CACHE_DIR or "
                      "~/.cache/stagecraft)");
-  command.add_option("--layout", layout, "activation layout: nchw | nhwc | nChw8c | nChw16c "
-                                         "(default: the backend's preferred)");
+  command.add_option("--layout", layout, "activation layout: nchw | nhwc | nChw8c | nChw16c, or "
+                                         "auto (a layout per tensor, chosen by measuring; "
+                                         "default: the backend's preferred)");
   command.add_option("--streams", max_streams, "stream slots of the plan (default 8)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--tf32", tf32, "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
@@ -35,11 +41,11 @@ executor::BackendConfig BackendOptions::backend_config() const {
 executor::PlanOptions BackendOptions::plan_options() const {
   executor::PlanOptions options;
   options.max_streams = max_streams;
-  if (!layout.empty()) {
+  if (!layout.empty() && !auto_layout()) {
     const auto parsed = graph::parse_layout(layout);
     if (!parsed || graph::layout_rank(*parsed) != 4) {
       throw UsageError(cat("--layout: unknown activation layout '", layout,
-                           "' (known: nchw, nhwc, nChw8c, nChw16c)"));
+                           "' (known: nchw, nhwc, nChw8c, nChw16c, auto)"));
     }
     options.layout = parsed;
   }
@@ -66,6 +72,71 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
   session.model = profiler::make_cost_model(model, context);
   session.measured = dynamic_cast<profiler::MeasuredCostModel*>(session.model.get());
   return session;
+}
+
+}  // namespace stagecraft::cli
+
+namespace stagecraft::cli {
+
+namespace {
+constexpr double kProgressEveryS = 10;
+}  // namespace
+
+executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
+                                       Session& session) {
+  executor::PlanOptions plan = options.plan_options();
+  if (!options.auto_layout() || !session.backend) return plan;
+  executor::Backend& backend = *session.backend;
+  std::unique_ptr<profiler::ProfileCache> own_cache;
+  profiler::ProfileCache* cache = session.cache.get();
+  if (!cache) {
+    own_cache = std::make_unique<profiler::ProfileCache>(
+        options.cache_dir.empty() ? profiler::ProfileCache::default_dir() : options.cache_dir,
+        backend.device_fingerprint());
+    cache = own_cache.get();
+  }
+  profiler::MeasureOptions measure;
+  measure.plan = plan;
+  measure.executor = options.executor_options();
+  profiler::MeasuredLayoutCostModel model(backend, cache, measure);
+  scheduler::LayoutOptions search;
+  search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC};
+  if (backend.name() == "cpu") search.candidates.push_back(graph::Layout::kNChw16c);
+  double next_report_s = kProgressEveryS;
+  model.set_progress([&](size_t measured, double seconds) {
+    if (seconds < next_report_s) return;
+    next_report_s = seconds + kProgressEveryS;
+    std::cerr << "layouts: " << measured << " op/layout combinations measured in "
+              << fixed(seconds, 0) << " s...\n";
+  });
+  std::cerr << "layouts: measuring " << graph.num_ops() << " ops in "
+            << search.candidates.size() << " candidate layouts...\n";
+  const scheduler::LayoutPlan chosen = scheduler::optimize_layouts(graph, model, search);
+  cache->save();
+  // Uniform assignments under the same model, for comparison.
+  std::map<graph::Layout, size_t> counts;
+  const auto chosen_by_plan = [&](size_t v) {
+    const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
+    return value.producer != graph::kNoOp && value.desc.shape.rank() == 4;
+  };
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    if (chosen_by_plan(v)) ++counts[chosen.value_layouts[v]];
+  }
+  std::cerr << "layouts: predicted " << fixed(chosen.predicted_ms, 3) << " ms (sum of ops) with";
+  for (const auto& [layout, n] : counts) std::cerr << " " << n << " " << graph::to_string(layout);
+  std::cerr << "; uniform:";
+  for (graph::Layout l : search.candidates) {
+    std::vector<graph::Layout> uniform = chosen.value_layouts;
+    for (size_t v = 0; v < graph.num_values(); ++v) {
+      if (chosen_by_plan(v)) uniform[v] = l;
+    }
+    std::cerr << " " << graph::to_string(l) << " "
+              << fixed(scheduler::layout_plan_cost(graph, model, uniform), 3) << " ms";
+  }
+  std::cerr << " (" << model.measurements() << " measured, " << model.cache_hits()
+            << " cached, " << fixed(model.measuring_seconds(), 1) << " s)\n";
+  plan.value_layouts = chosen.value_layouts;
+  return plan;
 }
 
 }  // namespace stagecraft::cli

@@ -23,8 +23,11 @@ struct BackendOptions {
 
   /// Adds the options; `required` makes --backend default to "cpu" instead of none.
   void add_options(CLI::App& command, bool backend_default_cpu);
-  /// Plan options from --layout and --streams.
+  /// Plan options from --layout and --streams (with --layout auto: the backend's layout; see
+  /// plan_options_for).
   executor::PlanOptions plan_options() const;
+  /// True with --layout auto.
+  bool auto_layout() const { return layout == "auto"; }
   /// Executor settings from --stream-mode.
   executor::ExecutorOptions executor_options() const;
   /// Backend settings from --cache-dir and --tf32.
@@ -42,5 +45,11 @@ struct Session {
   /// analytic:v100 without).
   static Session open(const BackendOptions& options, const std::string& spec);
 };
+
+/// Plan options for running `graph`: plan_options(), and with --layout auto a layout per tensor
+/// chosen by the layout DP on op latencies measured on the session's backend (cached with the
+/// stage profiles). Prints a summary of the choice to stderr.
+executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
+                                       Session& session);
 
 }  // namespace stagecraft::cli

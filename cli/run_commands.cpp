@@ -102,7 +102,7 @@ void run_run(const RunOptions& o) {
             << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
             << schedule.meta.cost_model << ")\n";
   executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend,
-                               o.backend.plan_options());
+                               plan_options_for(o.backend, model.graph, session));
   print_plan(plan);
   executor::Executor executor(plan, nullptr, o.backend.executor_options());
   std::vector<executor::HostTensor> inputs;
@@ -225,9 +225,10 @@ void run_bench(const BenchOptions& o) {
     for (graph::ValueId v : model.graph.inputs()) {
       inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
     }
+    const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Schedule& s : schedules) {
       plans.push_back(std::make_unique<executor::ExecutionPlan>(
-          model.graph, s, model.weights, *session.backend, o.backend.plan_options()));
+          model.graph, s, model.weights, *session.backend, plan_options));
       executors.push_back(std::make_unique<executor::Executor>(*plans.back(), nullptr,
                                                                o.backend.executor_options()));
       executors.back()->set_inputs(inputs);

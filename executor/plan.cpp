@@ -185,7 +185,7 @@ struct ExecutionPlan::Builder {
     for (ValueId v : g.inputs()) values[v].pinned = true;
     for (ValueId v : g.inputs()) {
       const TensorDesc& d = values[v].desc;
-      if (d.shape.rank() != 4 || d.layout == layout) continue;
+      if (d.shape.rank() != 4 || d.layout == layout || !options.convert_inputs) continue;
       // Convolutions read a graph input in its own layout when the backend can (the usual first
       // layer); concatenations copy their parts anyway. Everything else reads a converted copy.
       bool needs = false;

@@ -40,6 +40,10 @@ struct PlanOptions {
   /// Let graph inputs become views into concatenations, as op outputs do; the profiler sets this
   /// because a measured stage's inputs stand for op outputs of the full graph.
   bool inputs_may_be_views = false;
+  /// Convert rank-4 graph inputs to `layout` where readers need it, before the first stage. Off
+  /// (the layout profiler): inputs are treated as op outputs, converted per consumer only when
+  /// its kernel cannot read them in their layout, as the plan does for op outputs.
+  bool convert_inputs = true;
 };
 
 /// What the memory plan achieved.

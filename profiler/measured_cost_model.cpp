@@ -106,35 +106,42 @@ double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::St
   auto [sub, renumbered] = stage_graph(graph, stage, layout);
   scheduler::Schedule schedule;
   schedule.stages = {renumbered};
-  const graph::WeightStore weights = graph::random_weights(sub, options_.seed);
   executor::PlanOptions plan_options = options_.plan;
   plan_options.plain_outputs = false;  // time exactly the stage's kernels
   plan_options.inputs_may_be_views = true;  // its inputs stand for op outputs
-  executor::ExecutionPlan plan(sub, schedule, weights, backend_, plan_options);
-  executor::Executor executor(plan, &streams_, options_.executor);
-  std::vector<executor::HostTensor> inputs;
-  for (graph::ValueId v : sub.inputs()) {
-    inputs.push_back(executor::random_host_tensor(sub.value(v).desc.shape, options_.seed + v));
-  }
-  // Inputs in a blocked layout get random bytes in that layout: values do not matter for timing.
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  const double ms = time_plan(backend_, streams_, sub, schedule, plan_options, options_);
+  ++measurements_;
+  measuring_seconds_ += ms_since(start) / 1e3;
+  return ms;
+}
+
+double time_plan(executor::Backend& backend, executor::StreamPool& streams, const graph::Graph& sub,
+                 const scheduler::Schedule& schedule, const executor::PlanOptions& plan_options,
+                 const MeasureOptions& options) {
+  const graph::WeightStore weights = graph::random_weights(sub, options.seed);
+  executor::ExecutionPlan plan(sub, schedule, weights, backend, plan_options);
+  executor::Executor executor(plan, &streams, options.executor);
+  // Inputs get random bytes in their layout: values do not matter for timing.
+  for (size_t i = 0; i < sub.inputs().size(); ++i) {
+    const graph::ValueId v = sub.inputs()[i];
+    const executor::HostTensor input =
+        executor::random_host_tensor(sub.value(v).desc.shape, options.seed + v);
     const auto& ref = plan.inputs()[i];
-    const size_t bytes = std::min(static_cast<size_t>(ref.desc.bytes()), inputs[i].data.size() * 4);
-    backend_.upload(ref.data, inputs[i].data.data(), bytes);
+    const size_t bytes = std::min(static_cast<size_t>(ref.desc.bytes()), input.data.size() * 4);
+    backend.upload(ref.data, input.data.data(), bytes);
   }
   double once = 0;
-  for (int i = 0; i < std::max(1, options_.warmup); ++i) once = executor.execute_repeated(1);
+  for (int i = 0; i < std::max(1, options.warmup); ++i) once = executor.execute_repeated(1);
+  if (once > options.give_up_ms) return once;
   // Samples of several back-to-back runs: a stage in a network starts while the streams are busy,
   // so the time to wake an idle host thread must not count.
-  const int runs = std::clamp(static_cast<int>(options_.sample_ms / std::max(once, 1e-3)), 1,
-                              std::max(1, options_.max_runs_per_sample));
+  const int runs = std::clamp(static_cast<int>(options.sample_ms / std::max(once, 1e-3)), 1,
+                              std::max(1, options.max_runs_per_sample));
   std::vector<double> times;
-  for (int i = 0; i < std::max(1, options_.repeats); ++i) {
+  for (int i = 0; i < std::max(1, options.repeats); ++i) {
     times.push_back(executor.execute_repeated(runs));
   }
   std::sort(times.begin(), times.end());
-  ++measurements_;
-  measuring_seconds_ += ms_since(start) / 1e3;
   return times[times.size() / 2];
 }
 

@@ -11,6 +11,7 @@
 ///   MeasuredCostModel model(*backend, &cache);
 ///   auto schedule = scheduler::make_scheduler(options)->schedule(graph, model);
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,9 @@ struct MeasureOptions {
   int repeats = 5;               ///< timed samples; the median is kept
   double sample_ms = 1.0;        ///< each sample runs the stage back to back for about this long
   int max_runs_per_sample = 16;  ///< (amortises waking the host on short stages)
+  /// When the last warm-up run takes longer than this (ms), it is the answer: no samples. The
+  /// layout profiler sets it from the op's best layout so far, so hopeless layouts cost one run.
+  double give_up_ms = std::numeric_limits<double>::infinity();
   /// Latency added to stages of several groups, as a fraction. A stage timed alone has the
   /// machine to itself; inside a network its streams also compete with the stages before and
   /// after it (no barrier between stages). On the 2-core CPU, concurrent stages ran 1.5-3x slower
@@ -77,5 +81,11 @@ class MeasuredCostModel : public scheduler::CostModel {
 std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
                                                       const scheduler::Stage& stage,
                                                       graph::Layout layout);
+
+/// Median time (ms) of one run of `schedule` of `sub` planned with `plan_options`: random weights
+/// and inputs (by `options.seed`), `options.warmup` untimed runs, then `options.repeats` samples.
+double time_plan(executor::Backend& backend, executor::StreamPool& streams, const graph::Graph& sub,
+                 const scheduler::Schedule& schedule, const executor::PlanOptions& plan_options,
+                 const MeasureOptions& options);
 
 }  // namespace stagecraft::profiler

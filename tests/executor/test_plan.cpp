@@ -3,6 +3,8 @@
 // and memory reuse, events across streams, traces, and clear errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "common/random.h"
 #include "common/strings.h"
 #include "executor/backend.h"
@@ -13,6 +15,8 @@
 #include "networks/builder.h"
 #include "networks/registry.h"
 #include "profiler/analytic_cost_model.h"
+#include "profiler/measured_layout_cost_model.h"
+#include "scheduler/layout_optimizer.h"
 #include "reference.h"
 #include "support/models.h"
 #include "scheduler/search.h"
@@ -196,6 +200,53 @@ TEST(Layouts, RandomPerValueLayoutsMatchTheUniformResult) {
   wrong.value_layouts = {graph::Layout::kNC};
   EXPECT_THROW(run(models[0], schedule_of(models[0].graph, Strategy::kSequential), wrong),
                BackendError);
+}
+
+// The layout DP on measured op latencies: exact search beats or equals every uniform layout
+// under the same (memoised) model, the chosen per-tensor plan computes the sequential NCHW result,
+// and a second model on the same cache measures nothing.
+TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
+  const Model m = network("squeezenet1_1", 48);
+  const std::string dir = (std::filesystem::temp_directory_path() / "stagecraft_layout_cache").string();
+  std::filesystem::remove_all(dir);
+  profiler::MeasureOptions quick;
+  quick.repeats = 1;
+  quick.sample_ms = 0.05;
+  scheduler::LayoutOptions search;
+  search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw16c};
+  search.exhaustive = true;
+  scheduler::LayoutPlan chosen;
+  {
+    profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+    profiler::MeasuredLayoutCostModel model(cpu(), &cache, quick);
+    chosen = scheduler::optimize_layouts(m.graph, model, search);
+    EXPECT_GT(model.measurements(), m.graph.num_ops());
+    EXPECT_GT(chosen.predicted_ms, 0);
+    for (graph::Layout l : search.candidates) {
+      std::vector<graph::Layout> uniform = chosen.value_layouts;
+      for (size_t v = 0; v < m.graph.num_values(); ++v) {
+        const auto& value = m.graph.value(static_cast<graph::ValueId>(v));
+        if (value.producer != graph::kNoOp && value.desc.shape.rank() == 4) uniform[v] = l;
+      }
+      EXPECT_LE(chosen.predicted_ms, scheduler::layout_plan_cost(m.graph, model, uniform) * (1 + 1e-12))
+          << graph::to_string(l);
+    }
+    const graph::TensorDesc desc = m.graph.value(m.graph.op(0).outputs[0]).desc;
+    EXPECT_EQ(model.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNHWC), 0);
+    EXPECT_GT(model.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNChw16c), 0);
+  }
+  PlanOptions nchw;
+  nchw.layout = graph::Layout::kNCHW;
+  const auto want = run(m, schedule_of(m.graph, Strategy::kSequential), nchw);
+  PlanOptions per_value;
+  per_value.value_layouts = chosen.value_layouts;
+  expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
+
+  profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+  profiler::MeasuredLayoutCostModel again(cpu(), &cache, quick);
+  const scheduler::LayoutPlan second = scheduler::optimize_layouts(m.graph, again, search);
+  EXPECT_EQ(again.measurements(), 0u);
+  EXPECT_EQ(second.value_layouts, chosen.value_layouts);
 }
 
 // ---- Views, memory reuse, events, traces ----------------------------------------------------
