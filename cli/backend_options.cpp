@@ -100,8 +100,13 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   measure.executor = options.executor_options();
   profiler::MeasuredLayoutCostModel model(backend, cache, measure);
   scheduler::LayoutOptions search;
-  search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC};
-  if (backend.name() == "cpu") search.candidates.push_back(graph::Layout::kNChw16c);
+  // The backend's preferred layout first: the other layouts of an op then give up after one run
+  // when they are far slower.
+  search.candidates = {backend.preferred_layout()};
+  std::vector<graph::Layout> others{graph::Layout::kNHWC, graph::Layout::kNCHW};
+  if (backend.name() == "cpu") others.push_back(graph::Layout::kNChw16c);
+  for (graph::Layout l : others)
+    if (l != search.candidates[0]) search.candidates.push_back(l);
   double next_report_s = kProgressEveryS;
   model.set_progress([&](size_t measured, double seconds) {
     if (seconds < next_report_s) return;

@@ -184,7 +184,7 @@ struct ExecutionPlan::Builder {
     }
     for (ValueId v : g.inputs()) values[v].pinned = true;
     for (ValueId v : g.inputs()) {
-      const TensorDesc& d = values[v].desc;
+      const TensorDesc d = values[v].desc;
       if (d.shape.rank() != 4 || d.layout == layout || !options.convert_inputs) continue;
       // Convolutions read a graph input in its own layout when the backend can (the usual first
       // layer); concatenations copy their parts anyway. Everything else reads a converted copy.
@@ -236,7 +236,9 @@ struct ExecutionPlan::Builder {
     Task t = op_task(first, attrs, {src_value(first, 0)}, {merged}, &plan.merged_weights_.back());
     t.ops = convs;
     t.spec.name = t.label = cat("merge(", join(op_names(convs), ", "), ")");
-    std::vector<Task> list{std::move(t)};
+    conform_inputs(first, t);  // input conversions (if any) go first
+    std::vector<Task> list = std::move(op_tasks[convs[0]]);
+    list.push_back(std::move(t));
     int64_t c0 = 0;
     for (OpId id : convs) {
       const int v = g.op(id).outputs[0];
@@ -294,7 +296,7 @@ struct ExecutionPlan::Builder {
 
   void plan_concat(const graph::Op& op) {
     const int out = op.outputs[0];
-    const TensorDesc& od = values[out].desc;
+    const TensorDesc od = values[out].desc;  // a copy: new_value() may move `values`
     // Views only when every part is a dense slice of the output.
     std::vector<size_t> offsets;
     int64_t c0 = 0;
@@ -360,7 +362,7 @@ struct ExecutionPlan::Builder {
 
   void plan_split(const graph::Op& op) {
     const int in = src_value(op, 0);
-    const TensorDesc& id = values[in].desc;
+    const TensorDesc id = values[in].desc;
     int64_t c0 = op.kind == OpKind::kSlice ? op.attrs_as<graph::SliceAttrs>().begin : 0;
     std::vector<size_t> offsets;
     bool all_dense = true;
@@ -421,10 +423,10 @@ struct ExecutionPlan::Builder {
   // runs on the consumer's stream right before it).
   void conform_inputs(const graph::Op& op, Task& task) {
     if (task.dsts.empty() || backend.supports(task.spec).empty()) return;
-    const TensorDesc& out = values[task.dsts[0]].desc;
+    const TensorDesc out = values[task.dsts[0]].desc;
     if (out.shape.rank() != 4) return;
     for (size_t i = 0; i < task.srcs.size(); ++i) {
-      const TensorDesc& in = values[task.srcs[i]].desc;
+      const TensorDesc in = values[task.srcs[i]].desc;
       if (in.shape.rank() != 4 || in.layout == out.layout) continue;
       TensorDesc converted = in;
       converted.layout = out.layout;

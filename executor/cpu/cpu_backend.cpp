@@ -315,6 +315,23 @@ class CpuBackend : public Backend {
         }
         break;
       }
+      case OpKind::kConv2d:
+        // Mixed layouts run only where oneDNN has an optimised kernel for them (its reference
+        // kernel was 100x slower for the first NCHW-in, NHWC-out convolution of squeezenet).
+        if (spec.srcs[0].layout != spec.dsts[0].layout && weights_reason(spec).empty()) {
+          std::string impl;
+          try {
+            impl = conv_pd(spec).impl_info_str();
+          } catch (const dnnl::error& e) {
+            return cat("oneDNN has no convolution kernel for these layouts (", e.what(), ")");
+          }
+          if (impl.rfind("ref", 0) == 0) {
+            return cat("oneDNN has only its slow reference kernel (", impl, ") for a convolution "
+                       "reading ", graph::to_string(spec.srcs[0].layout), " and writing ",
+                       graph::to_string(spec.dsts[0].layout), "; convert the input first");
+          }
+        }
+        break;
       case OpKind::kPad:
         if (std::get<graph::PadAttrs>(spec.attrs).value != 0) {
           return "padding with a value other than 0 is not supported";
@@ -558,18 +575,12 @@ class CpuBackend : public Backend {
     return kernel;
   }
 
-  std::string build_conv(DnnlKernel& k, const KernelSpec& spec) {
+  // The oneDNN primitive descriptor of a convolution (weights in the layout oneDNN prefers).
+  dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec) const {
     const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
     const memory::desc src = md(spec.srcs[0]);
     const memory::desc dst = md(spec.dsts[0]);
-    const bool grouped = a.groups > 1;
-    const memory::dims wdims =
-        grouped ? memory::dims{a.groups, a.out_channels / a.groups, a.in_channels / a.groups,
-                               a.kernel.h, a.kernel.w}
-                : memory::dims{a.out_channels, a.in_channels, a.kernel.h, a.kernel.w};
-    const memory::desc w_any(wdims, memory::data_type::f32, memory::format_tag::any);
-    const memory::desc w_user(wdims, memory::data_type::f32,
-                              grouped ? memory::format_tag::goihw : memory::format_tag::oihw);
+    const memory::desc w_any(conv_weight_dims(a), memory::data_type::f32, memory::format_tag::any);
     const memory::desc b_md({a.out_channels}, memory::data_type::f32, memory::format_tag::x);
     const memory::dims strides{a.stride.h, a.stride.w};
     const memory::dims dilates{a.dilation.h - 1, a.dilation.w - 1};
@@ -582,7 +593,22 @@ class CpuBackend : public Backend {
                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                  dnnl::algorithm::convolution_direct, src, w_any,
                                                  dst, strides, dilates, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(d, make_attr(a.activation), engine_);
+    return dnnl::convolution_forward::primitive_desc(d, make_attr(a.activation), engine_);
+  }
+
+  static memory::dims conv_weight_dims(const graph::Conv2dAttrs& a) {
+    return a.groups > 1 ? memory::dims{a.groups, a.out_channels / a.groups,
+                                       a.in_channels / a.groups, a.kernel.h, a.kernel.w}
+                        : memory::dims{a.out_channels, a.in_channels, a.kernel.h, a.kernel.w};
+  }
+
+  std::string build_conv(DnnlKernel& k, const KernelSpec& spec) {
+    const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+    const memory::desc src = md(spec.srcs[0]);
+    const memory::desc dst = md(spec.dsts[0]);
+    const memory::desc w_user(conv_weight_dims(a), memory::data_type::f32,
+                              a.groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
+    const dnnl::convolution_forward::primitive_desc pd = conv_pd(spec);
     DnnlKernel::StepSpec step{dnnl::convolution_forward(pd),
                               {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}},
                               {{DNNL_ARG_WEIGHTS, pack(engine_, setup_stream_, w_user,
