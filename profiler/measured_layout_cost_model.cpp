@@ -105,26 +105,15 @@ double MeasuredLayoutCostModel::op_ms(const graph::Graph& graph, graph::OpId id,
 
 double MeasuredLayoutCostModel::measure_op(const graph::Graph& graph, graph::OpId id,
                                            const std::vector<Layout>& inputs, Layout output) {
-  scheduler::Stage stage;
-  stage.kind = scheduler::StageKind::kConcurrent;
-  stage.groups = {{id}};
-  const std::string key = cat("layout-op;streams=", options_.plan.max_streams, ";",
-                              layouts_key(inputs, output), ";", scheduler::stage_key(graph, stage));
+  const std::string key =
+      cat("layout-op;streams=", options_.plan.max_streams, ";", layouts_key(inputs, output), ";",
+          scheduler::stage_key(graph, scheduler::Stage::concurrent({{id}})));
   const double ms = cached(key, [&] {
-    graph::Graph sub = one_op_graph(graph, id, inputs);
-    scheduler::Schedule schedule;
-    schedule.stages = {scheduler::Stage::concurrent({{0}})};
-    executor::PlanOptions plan = options_.plan;
-    plan.layout = output;
-    plan.value_layouts.assign(sub.num_values(), output);
-    plan.plain_outputs = false;
-    plan.inputs_may_be_views = true;
-    plan.convert_inputs = false;  // inputs stand for op outputs: converted only where needed
     MeasureOptions measure = options_;
     if (auto best = best_ms_.find(id); best != best_ms_.end()) {
       measure.give_up_ms = std::max(kGiveUpFloorMs, kGiveUpFactor * best->second);
     }
-    return time_plan(backend_, streams_, sub, schedule, plan, measure);
+    return time_one_op(one_op_graph(graph, id, inputs), output, measure);
   });
   auto [it, inserted] = best_ms_.emplace(id, ms);
   if (!inserted) it->second = std::min(it->second, ms);
@@ -144,15 +133,21 @@ double MeasuredLayoutCostModel::conversion_ms(const graph::TensorDesc& desc, Lay
     const graph::ValueId x = sub.add_input("x", in);
     const graph::OpId op = sub.add_op("convert", graph::OpKind::kIdentity, {}, {x});
     sub.add_output(sub.op(op).outputs[0]);
-    scheduler::Schedule schedule;
-    schedule.stages = {scheduler::Stage::concurrent({{0}})};
-    executor::PlanOptions plan = options_.plan;
-    plan.layout = to;
-    plan.value_layouts.assign(sub.num_values(), to);
-    plan.plain_outputs = false;
-    plan.convert_inputs = false;
-    return time_plan(backend_, streams_, sub, schedule, plan, options_);
+    return time_one_op(sub, to, options_);
   });
+}
+
+double MeasuredLayoutCostModel::time_one_op(const graph::Graph& sub, Layout output,
+                                            const MeasureOptions& measure) {
+  scheduler::Schedule schedule;
+  schedule.stages = {scheduler::Stage::concurrent({{0}})};
+  executor::PlanOptions plan = options_.plan;
+  plan.layout = output;
+  plan.value_layouts.assign(sub.num_values(), output);
+  plan.plain_outputs = false;
+  plan.inputs_may_be_views = true;
+  plan.convert_inputs = false;  // inputs stand for op outputs: converted only where needed
+  return time_plan(backend_, streams_, sub, schedule, plan, measure);
 }
 
 }  // namespace stagecraft::profiler

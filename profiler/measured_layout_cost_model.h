@@ -52,6 +52,8 @@ class MeasuredLayoutCostModel : public scheduler::LayoutCostModel {
   double cached(const std::string& key, const std::function<double()>& measure);
   double measure_op(const graph::Graph& graph, graph::OpId id,
                     const std::vector<graph::Layout>& inputs, graph::Layout output);
+  // Times the single op of `sub` (op 0) with its output in `output`, as the plan runs it.
+  double time_one_op(const graph::Graph& sub, graph::Layout output, const MeasureOptions& measure);
 
   executor::Backend& backend_;
   executor::StreamPool streams_;
