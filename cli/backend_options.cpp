@@ -102,7 +102,7 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   scheduler::LayoutOptions search;
   // The backend's preferred layout first: the other layouts of an op then give up after one run
   // when they are far slower.
-  search.candidates = {backend.preferred_layout()};
+  search.candidates = {executor::activation_layout(backend, graph, executor::PlanOptions{})};
   std::vector<graph::Layout> others{graph::Layout::kNHWC, graph::Layout::kNCHW};
   if (backend.name() == "cpu") others.push_back(graph::Layout::kNChw16c);
   for (graph::Layout l : others)

@@ -15,6 +15,9 @@ void add_schedule_commands(CLI::App& app);
 /// `run` and `bench`.
 void add_run_commands(CLI::App& app);
 
+/// `calibrate`.
+void add_quant_commands(CLI::App& app);
+
 /// `devices`.
 void add_device_commands(CLI::App& app);
 

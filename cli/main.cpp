@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   stagecraft::cli::add_graph_commands(app);
   stagecraft::cli::add_schedule_commands(app);
   stagecraft::cli::add_run_commands(app);
+  stagecraft::cli::add_quant_commands(app);
   stagecraft::cli::add_device_commands(app);
   try {
     app.parse(argc, argv);

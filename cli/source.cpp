@@ -1,11 +1,15 @@
 #include "cli/source.h"
 
+#include <chrono>
 #include <filesystem>
+#include <iostream>
 
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/onnx/onnx_io.h"
 #include "graph/passes.h"
+#include "graph/quantize.h"
+#include "profiler/calibration.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
 
@@ -27,8 +31,14 @@ void GraphSource::add_options(CLI::App& command, bool onnx_flag) {
       ->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
   command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
-  command.add_option("--dtype", dtype, "element type: f32 (default) | f16 (CUDA backend)")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  command.add_option("--dtype", dtype, "element type: f32 (default) | f16 (CUDA backend) | int8 "
+                                       "(quantised: u8/i8 activations, per-channel i8 weights)")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}));
+  command.add_option("--calibration", calibration,
+                     "int8: calibration file from `stagecraft calibrate` (default: calibrate on "
+                     "generated inputs now)");
+  command.add_option("--calibration-samples", calibration_samples,
+                     "int8 without --calibration: generated inputs to calibrate on (default 8)");
 }
 
 bool is_graph_file(const std::string& spec) {
@@ -69,7 +79,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
     options.seed = source.seed;
     g = networks::build_network(source.spec, options);
   }
-  if (source.dtype != "f32") {
+  if (source.dtype != "f32" && source.dtype != "int8") {
     const auto dtype = graph::parse_data_type(source.dtype);
     if (!dtype) throw UsageError(cat("--dtype: unknown element type '", source.dtype, "'"));
     g = graph::with_dtype(g, *dtype);
@@ -80,11 +90,43 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
 }  // namespace
 
 graph::Graph load_source(const GraphSource& source) {
+  if (source.dtype == "int8") {
+    if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
+    return load_model(source).graph;
+  }
   graph::Graph g = load_raw(source);
   return source.raw ? g : graph::prepare_for_inference(g);
 }
 
+Model load_f32_model(GraphSource source) {
+  source.dtype = "f32";
+  return load_model(source);
+}
+
 Model load_model(const GraphSource& source) {
+  if (source.dtype == "int8") {
+    if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
+    Model model = load_f32_model(source);
+    graph::Calibration calibration;
+    if (!source.calibration.empty()) {
+      calibration = graph::load_calibration(source.calibration);
+    } else {
+      profiler::CalibrationOptions options;
+      options.samples = source.calibration_samples;
+      auto cpu = executor::make_backend("cpu");
+      const auto t0 = std::chrono::steady_clock::now();
+      calibration = profiler::calibrate(model.graph, model.weights, *cpu, options);
+      std::cerr << "int8: calibrated " << model.graph.num_values() << " values on "
+                << options.samples << " generated inputs ("
+                << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1)
+                << " s; `stagecraft calibrate` saves a calibration for reuse)\n";
+    }
+    graph::QuantizeReport report;
+    model.graph = graph::quantize(model.graph, calibration, &report);
+    std::cerr << "int8: " << report.int8_ops << " ops in int8, " << report.f32_ops << " in f32, "
+              << report.conversions << " conversions\n";
+    return model;
+  }
   graph::WeightStore onnx_weights;
   const graph::Graph raw = load_raw(source, &onnx_weights);
   const graph::WeightStore weights =

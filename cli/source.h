@@ -17,9 +17,12 @@ struct GraphSource {
   int64_t input_size = 0;  ///< 0: the network's default (built-in networks only)
   uint64_t seed = 1;       ///< seed of randomly wired networks
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
-  std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16)
+  std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | int8)
+  std::string calibration;    ///< int8: calibration file (default: calibrate now)
+  int calibration_samples = 8;  ///< int8 without a file: generated samples to calibrate on
 
-  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype; with
+  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype,
+  /// --calibration, --calibration-samples; with
   /// `onnx_flag`, also --onnx FILE as another way to name an ONNX model.
   void add_options(CLI::App& command, bool onnx_flag = true);
 };
@@ -38,7 +41,11 @@ struct Model {
 };
 
 /// Loads the graph like load_source and gives it deterministic random weights (seeded by
-/// `source.seed`), folded like the graph.
+/// `source.seed`), folded like the graph. With dtype int8 the graph is quantised (graph/quantize.h)
+/// with the calibration file, or with a calibration run now on the CPU backend.
 Model load_model(const GraphSource& source);
+
+/// The f32 inference model of `source` whatever its dtype (for calibration and comparisons).
+Model load_f32_model(GraphSource source);
 
 }  // namespace stagecraft::cli

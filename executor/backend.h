@@ -81,6 +81,9 @@ struct KernelSpec {
   std::vector<graph::TensorDesc> dsts;            ///< output descriptors
   const graph::OpWeights* weights = nullptr;      ///< parameters (conv, linear, batch norm)
   int threads = 1;                                ///< intra-op threads (CPU); ignored elsewhere
+  /// Quantised merged convolutions: the scale of each output channel (the parts keep their own
+  /// scales); empty: every channel has dsts[0].scale.
+  std::vector<float> dst_channel_scales;
   std::string name;                               ///< for messages and traces
 };
 
@@ -117,8 +120,9 @@ class Backend {
   virtual std::string device_fingerprint() const = 0;
   /// Hardware threads (CPU) or SMs (GPU) the backend divides among concurrent streams.
   virtual int parallelism() const = 0;
-  /// The rank-4 layout kernels run fastest in (for the plan's activations).
-  virtual graph::Layout preferred_layout() const = 0;
+  /// The rank-4 layout kernels computing in `compute` run fastest in (for the plan's
+  /// activations); quantised graphs ask with kU8.
+  virtual graph::Layout preferred_layout(graph::DataType compute = graph::DataType::kF32) const = 0;
   /// Allocates memory; throws BackendError when it cannot.
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   /// Copies host memory into the backend's memory (blocking).

@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "common/half.h"
 #include "common/strings.h"
 #include "graph/errors.h"
+#include "graph/quantize.h"
 
 namespace stagecraft::executor {
 
@@ -80,6 +83,12 @@ bool dense_slice(const TensorDesc& d, int64_t c0, int64_t c, size_t* offset) {
   return false;
 }
 
+// Whether two tensors hold their elements the same way (layout, type, quantisation scale), so
+// that one can be a view of (a slice of) the other.
+bool same_storage(const TensorDesc& a, const TensorDesc& b) {
+  return a.layout == b.layout && a.dtype == b.dtype && a.scale == b.scale;
+}
+
 TensorDesc with_channels(TensorDesc d, int64_t channels) {
   d.shape[1] = channels;
   return d;
@@ -122,7 +131,7 @@ struct ExecutionPlan::Builder {
   Builder(const graph::Graph& graph, const scheduler::Schedule& s, const graph::WeightStore& w,
           Backend& b, const PlanOptions& o, ExecutionPlan& p)
       : g(graph), schedule(s), weights(w), backend(b), options(o), plan(p),
-        layout(o.layout.value_or(b.preferred_layout())), parallelism(std::max(1, b.parallelism())) {}
+        layout(activation_layout(b, graph, o)), parallelism(std::max(1, b.parallelism())) {}
 
   int new_value(const TensorDesc& desc) {
     ValueInfo info;
@@ -235,6 +244,13 @@ struct ExecutionPlan::Builder {
     plan.merged_weights_.push_back(merged_weights(convs, attrs));
     Task t = op_task(first, attrs, {src_value(first, 0)}, {merged}, &plan.merged_weights_.back());
     t.ops = convs;
+    if (graph::is_int8(out.dtype)) {
+      for (OpId id : convs) {
+        const TensorDesc& part = values[g.op(id).outputs[0]].desc;
+        t.spec.dst_channel_scales.insert(t.spec.dst_channel_scales.end(),
+                                         static_cast<size_t>(part.shape[1]), part.scale);
+      }
+    }
     t.spec.name = t.label = cat("merge(", join(op_names(convs), ", "), ")");
     conform_inputs(first, t);  // input conversions (if any) go first
     std::vector<Task> list = std::move(op_tasks[convs[0]]);
@@ -244,14 +260,16 @@ struct ExecutionPlan::Builder {
       const int v = g.op(id).outputs[0];
       const int64_t c = values[v].desc.shape[1];
       size_t offset = 0;
-      if (values[v].desc.layout == out.layout && dense_slice(out, c0, c, &offset)) {
-        make_view(v, merged, offset);
+      if (values[v].desc.layout == out.layout && values[v].desc.dtype == out.dtype &&
+          dense_slice(out, c0, c, &offset)) {
+        make_view(v, merged, offset);  // quantised parts keep their scales (per channel)
       } else {
         graph::SliceAttrs slice;
         slice.begin = c0;
         slice.end = c0 + c;
         Task s = op_task(g.op(id), slice, {merged}, {v}, nullptr);
         s.spec.kind = OpKind::kSlice;
+        s.spec.srcs[0].scale = values[v].desc.scale;  // the channels this part was written in
         s.label = cat("slice ", g.op(id).name);
         list.push_back(std::move(s));
       }
@@ -327,7 +345,7 @@ struct ExecutionPlan::Builder {
       const bool produced = value.producer != graph::kNoOp ||
                             (options.inputs_may_be_views && alias[v] == static_cast<int>(v));
       const bool eligible = produced && values[v].parent < 0 &&
-                            !repeated && values[v].desc.layout == od.layout &&
+                            !repeated && same_storage(values[v].desc, od) &&
                             (value.producer == graph::kNoOp ||
                              g.op(value.producer).outputs.size() == 1);
       if (eligible) {
@@ -355,7 +373,13 @@ struct ExecutionPlan::Builder {
       if (parts[k] != op.inputs[i + k]) return 0;
       if (std::count(op.inputs.begin(), op.inputs.end(), op.inputs[i + k]) > 1) return 0;
     }
-    if (values[parent].desc.layout != values[op.outputs[0]].desc.layout) return 0;
+    const TensorDesc& whole = values[op.outputs[0]].desc;
+    if (values[parent].desc.layout != whole.layout || values[parent].desc.dtype != whole.dtype) {
+      return 0;
+    }
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (values[parts[k]].desc.scale != whole.scale) return 0;
+    }
     make_view(parent, op.outputs[0], offset);
     return parts.size();
   }
@@ -372,7 +396,7 @@ struct ExecutionPlan::Builder {
       offsets.push_back(offset);
       c0 += values[v].desc.shape[1];
     }
-    for (ValueId v : op.outputs) all_dense = all_dense && values[v].desc.layout == id.layout;
+    for (ValueId v : op.outputs) all_dense = all_dense && same_storage(values[v].desc, id);
     if (all_dense) {
       for (size_t i = 0; i < op.outputs.size(); ++i) make_view(op.outputs[i], in, offsets[i]);
       return;
@@ -392,7 +416,7 @@ struct ExecutionPlan::Builder {
         return;
       case OpKind::kIdentity: {
         const int in = src_value(op, 0);
-        if (values[in].desc.layout == values[op.outputs[0]].desc.layout) {
+        if (same_storage(values[in].desc, values[op.outputs[0]].desc)) {
           make_view(op.outputs[0], in, 0);
         } else {
           op_tasks[op.id].push_back(copy_task(in, op.outputs[0], op.name));
@@ -401,7 +425,8 @@ struct ExecutionPlan::Builder {
       }
       case OpKind::kFlatten: {
         const int in = src_value(op, 0);
-        if (values[in].desc.layout == Layout::kNCHW || values[in].desc.layout == Layout::kNC) {
+        if ((values[in].desc.layout == Layout::kNCHW || values[in].desc.layout == Layout::kNC) &&
+            values[in].desc.dtype == values[op.outputs[0]].desc.dtype) {
           make_view(op.outputs[0], in, 0);  // plain order is already the N×(C·H·W) matrix
           return;
         }
@@ -726,10 +751,17 @@ struct ExecutionPlan::Builder {
   }
 };
 
+graph::Layout activation_layout(const Backend& backend, const graph::Graph& graph,
+                                const PlanOptions& options) {
+  if (options.layout) return *options.layout;
+  return backend.preferred_layout(graph::is_quantised(graph) ? graph::DataType::kU8
+                                                             : graph::DataType::kF32);
+}
+
 ExecutionPlan::ExecutionPlan(const graph::Graph& graph, const scheduler::Schedule& schedule,
                              const graph::WeightStore& weights, Backend& backend,
                              const PlanOptions& options)
-    : backend_(backend), layout_(options.layout.value_or(backend.preferred_layout())) {
+    : backend_(backend), layout_(activation_layout(backend, graph, options)) {
   merged_weights_.reserve(schedule.stages.size());  // kernels keep pointers into it
   Builder(graph, schedule, weights, backend, options, *this).build();
 }
@@ -738,9 +770,37 @@ ExecutionPlan::~ExecutionPlan() = default;
 
 namespace {
 
-// Host tensors are f32; f16 tensors are converted on the host on the way in and out.
+// Host tensors are f32; f16 tensors are converted on the host on the way in and out, 8-bit
+// tensors quantised (round to nearest, saturate) and dequantised with their scale.
+template <class T>
+std::vector<T> quantise_host(const std::vector<float>& data, float scale) {
+  std::vector<T> q(data.size());
+  const float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  for (size_t i = 0; i < q.size(); ++i) {
+    q[i] = static_cast<T>(std::clamp(std::nearbyint(data[i] / scale), lo, hi));
+  }
+  return q;
+}
+
+template <class T>
+void dequantise_host(Backend& backend, const TensorRef& ref, std::vector<float>& out) {
+  std::vector<T> q(out.size());
+  backend.download(q.data(), ref.data, q.size());
+  for (size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * ref.desc.scale;
+}
+
 void upload_tensor(Backend& backend, const TensorRef& ref, const HostTensor& t) {
   switch (ref.desc.dtype) {
+    case graph::DataType::kU8: {
+      const auto q = quantise_host<uint8_t>(t.data, ref.desc.scale);
+      backend.upload(ref.data, q.data(), q.size());
+      return;
+    }
+    case graph::DataType::kI8: {
+      const auto q = quantise_host<int8_t>(t.data, ref.desc.scale);
+      backend.upload(ref.data, q.data(), q.size());
+      return;
+    }
     case graph::DataType::kF32:
       backend.upload(ref.data, t.data.data(), t.data.size() * sizeof(float));
       return;
@@ -768,6 +828,12 @@ HostTensor download_tensor(Backend& backend, const TensorRef& ref) {
       for (size_t i = 0; i < half.size(); ++i) t.data[i] = half_to_float(half[i]);
       break;
     }
+    case graph::DataType::kU8:
+      dequantise_host<uint8_t>(backend, ref, t.data);
+      break;
+    case graph::DataType::kI8:
+      dequantise_host<int8_t>(backend, ref, t.data);
+      break;
     default:
       throw BackendError(cat("cannot download a ", graph::to_string(ref.desc.dtype),
                              " tensor into a host tensor"));

@@ -46,6 +46,11 @@ struct PlanOptions {
   bool convert_inputs = true;
 };
 
+/// The rank-4 activation layout a plan of `graph` uses: `options.layout`, else the backend's
+/// preferred one for the graph's compute type (int8 for quantised graphs).
+graph::Layout activation_layout(const Backend& backend, const graph::Graph& graph,
+                                const PlanOptions& options);
+
 /// What the memory plan achieved.
 struct MemoryReport {
   size_t activation_bytes_without_reuse = 0;  ///< every tensor in its own buffer (views shared)

@@ -135,6 +135,38 @@ void Graph::add_output(ValueId value) {
   impl_->outputs.push_back(value);
 }
 
+void Graph::set_value_type(ValueId value, DataType dtype, float scale) {
+  if (value < 0 || static_cast<size_t>(value) >= impl_->values.size()) {
+    throw GraphError(cat("graph '", impl_->name, "': value id ", value, " does not exist"));
+  }
+  Value& v = impl_->values[value];
+  if (v.producer == kNoOp) {
+    throw GraphError(cat("value '", v.name, "' is a graph input: its type is given with the input"));
+  }
+  if (!impl_->consumers[value].empty()) {
+    throw GraphError(cat("value '", v.name, "' already has readers: set its type before adding them"));
+  }
+  if (!(scale > 0.0f)) {
+    throw GraphError(cat("value '", v.name, "': the quantisation scale must be > 0 (got ", scale, ")"));
+  }
+  v.desc.dtype = dtype;
+  v.desc.scale = is_int8(dtype) ? scale : 1.0f;
+}
+
+OpId copy_op(Graph& dst, const Graph& src, OpId id, std::vector<ValueId> inputs) {
+  const Op& op = src.op(id);
+  const OpId copy = dst.add_op(op.name, op.kind, op.attrs, std::move(inputs));
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    const TensorDesc& want = src.value(op.outputs[i]).desc;
+    const ValueId v = dst.op(copy).outputs[i];
+    const TensorDesc& have = dst.value(v).desc;
+    if (have.dtype != want.dtype || have.scale != want.scale) {
+      dst.set_value_type(v, want.dtype, want.scale);
+    }
+  }
+  return copy;
+}
+
 size_t Graph::num_ops() const { return impl_->ops.size(); }
 size_t Graph::num_values() const { return impl_->values.size(); }
 const Op& Graph::op(OpId id) const { return impl_->ops.at(id); }

@@ -50,6 +50,11 @@ class Graph {
   /// Marks a value as a graph output (once; order is kept).
   void add_output(ValueId value);
 
+  /// Sets the element type and quantisation scale of an op's output (the quantiser's way to say
+  /// what a kernel writes). Only before the value has readers, since their shapes were inferred
+  /// from it. Throws GraphError for a graph input, a value with readers, or a scale <= 0.
+  void set_value_type(ValueId value, DataType dtype, float scale);
+
   /// Number of ops.
   size_t num_ops() const;
   /// Number of values (graph inputs and op outputs).
@@ -91,6 +96,10 @@ class Graph {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Adds to `dst` a copy of op `id` of `src` (name, kind, attributes) reading `inputs` (values
+/// of `dst`), with the element types and scales `src` gave its outputs; returns the new op's id.
+OpId copy_op(Graph& dst, const Graph& src, OpId id, std::vector<ValueId> inputs);
 
 /// Multiply-accumulates of the whole graph (convolutions and linear layers).
 int64_t total_macs(const Graph& graph);

@@ -67,7 +67,9 @@ Shape window_shape(const Checker& check, const Shape& in, int64_t channels, cons
 
 void check_same_dtype(const Checker& check, const std::vector<TensorDesc>& inputs) {
   for (size_t i = 1; i < inputs.size(); ++i) {
-    check.require(inputs[i].dtype == inputs[0].dtype,
+    // Quantised inputs may mix u8 and i8 (each carries its scale; kernels rescale).
+    const bool both_int8 = is_int8(inputs[i].dtype) && is_int8(inputs[0].dtype);
+    check.require(inputs[i].dtype == inputs[0].dtype || both_int8,
                   cat("input ", i, " is ", to_string(inputs[i].dtype), " but input 0 is ",
                       to_string(inputs[0].dtype)));
   }

@@ -102,6 +102,10 @@ std::string TensorDesc::to_string() const {
   return cat(shape.to_string(), " ", graph::to_string(dtype), " ", graph::to_string(layout));
 }
 
+std::string TensorDesc::describe() const {
+  return is_int8(dtype) ? cat(to_string(), " scale ", scale) : to_string();
+}
+
 TensorDesc make_desc(Shape shape, DataType dtype) {
   const Layout layout = default_layout(shape.rank()).value_or(Layout::kNCHW);
   return TensorDesc{std::move(shape), dtype, layout};

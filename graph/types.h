@@ -37,6 +37,8 @@ std::string_view to_string(DataType type);
 int64_t size_of(DataType type);
 /// Parses a name; nullopt when unknown.
 std::optional<DataType> parse_data_type(std::string_view name);
+/// Whether the type is a quantised 8-bit integer (u8 or i8).
+inline bool is_int8(DataType type) { return type == DataType::kI8 || type == DataType::kU8; }
 /// Every data type name, in list order (for error messages).
 std::vector<std::string> data_type_names();
 
@@ -106,11 +108,16 @@ struct TensorDesc {
   DataType dtype = DataType::kF32;
   /// Memory layout; must apply to `shape.rank()`.
   Layout layout = Layout::kNCHW;
+  /// Quantisation step of 8-bit integer tensors: the real value of an element q is scale * q
+  /// (symmetric, zero point 0). 1 for floating-point tensors.
+  float scale = 1.0f;
 
   /// Bytes of a dense tensor in this layout (blocked layouts pad channels to the block).
   int64_t bytes() const;
-  /// "1x64x56x56 f32 nchw".
+  /// "1x64x56x56 f32 nchw" (the scale is not part of it: see describe()).
   std::string to_string() const;
+  /// to_string() plus the scale of 8-bit integer tensors: "1x64x56x56 u8 nhwc scale 0.0123".
+  std::string describe() const;
 
   bool operator==(const TensorDesc&) const = default;
 };

@@ -42,7 +42,7 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
       }
       inputs.push_back(it->second);
     }
-    const graph::OpId nid = sub.add_op(op.name, op.kind, op.attrs, inputs);
+    const graph::OpId nid = graph::copy_op(sub, graph, id, inputs);
     op_map[id] = nid;
     for (size_t i = 0; i < op.outputs.size(); ++i) mapped[op.outputs[i]] = sub.op(nid).outputs[i];
   }
@@ -78,7 +78,7 @@ std::string MeasuredCostModel::device_fingerprint() const { return backend_.devi
 
 std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
                                          const scheduler::Stage& stage) const {
-  const graph::Layout layout = options_.plan.layout.value_or(backend_.preferred_layout());
+  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
   return cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams, ";",
              scheduler::stage_key(graph, stage));
 }
@@ -102,7 +102,7 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
 
 double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {
   const auto start = Clock::now();
-  const graph::Layout layout = options_.plan.layout.value_or(backend_.preferred_layout());
+  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
   auto [sub, renumbered] = stage_graph(graph, stage, layout);
   scheduler::Schedule schedule;
   schedule.stages = {renumbered};

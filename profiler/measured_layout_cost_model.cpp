@@ -37,7 +37,7 @@ graph::Graph one_op_graph(const graph::Graph& graph, graph::OpId id,
     }
     inputs.push_back(it->second);
   }
-  const graph::OpId nid = sub.add_op(op.name, op.kind, op.attrs, inputs);
+  const graph::OpId nid = graph::copy_op(sub, graph, id, inputs);
   for (graph::ValueId v : sub.op(nid).outputs) sub.add_output(v);
   return sub;
 }

@@ -81,8 +81,19 @@ std::string merge_conflict(const graph::Graph& graph, OpId a, OpId b) {
   if (ca.activation != cb.activation) {
     return cat("'", oa.name, "' and '", ob.name, "' differ in fused activation");
   }
-  const auto& sa = graph.value(oa.outputs[0]).desc.shape;
-  const auto& sb = graph.value(ob.outputs[0]).desc.shape;
+  const graph::TensorDesc& da = graph.value(oa.outputs[0]).desc;
+  const graph::TensorDesc& db = graph.value(ob.outputs[0]).desc;
+  if (da.dtype != db.dtype) {
+    return cat("'", oa.name, "' and '", ob.name, "' write different element types (",
+               graph::to_string(da.dtype), ", ", graph::to_string(db.dtype), ")");
+  }
+  // A quantised ReLU6 clips at 6 / scale: one bound for the merged output needs one scale.
+  if (graph::is_int8(da.dtype) && ca.activation == graph::Activation::kRelu6 && da.scale != db.scale) {
+    return cat("'", oa.name, "' and '", ob.name, "' are quantised ReLU6 convolutions with different "
+               "output scales");
+  }
+  const auto& sa = da.shape;
+  const auto& sb = db.shape;
   if (sa[2] != sb[2] || sa[3] != sb[3]) {
     return cat("'", oa.name, "' and '", ob.name, "' differ in output size");
   }

@@ -3,11 +3,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "common/strings.h"
@@ -102,6 +105,85 @@ dnnl::primitive_attr make_attr(Activation act = Activation::kNone) {
     add_activation(ops, act);
     attr.set_post_ops(ops);
   }
+  return attr;
+}
+
+bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }
+
+// Symmetric per-output-channel s8 weights: channel oc (a contiguous run of weights, oc-major as
+// in oihw, goihw and oi) gets scale max |w| / 127.
+struct QuantisedWeights {
+  std::vector<int8_t> values;
+  std::vector<float> scales;  // per output channel
+};
+
+QuantisedWeights quantise_weights(const std::vector<float>& w, int64_t out_channels) {
+  constexpr float kI8Max = 127.0f;
+  QuantisedWeights q;
+  q.values.resize(w.size());
+  q.scales.resize(static_cast<size_t>(out_channels));
+  const size_t per = w.size() / static_cast<size_t>(out_channels);
+  for (size_t oc = 0; oc < q.scales.size(); ++oc) {
+    float m = 0;
+    for (size_t i = 0; i < per; ++i) m = std::max(m, std::fabs(w[oc * per + i]));
+    const float scale = m > 0 ? m / kI8Max : 1.0f;
+    q.scales[oc] = scale;
+    for (size_t i = 0; i < per; ++i) {
+      q.values[oc * per + i] =
+          static_cast<int8_t>(std::clamp(std::nearbyint(w[oc * per + i] / scale), -kI8Max, kI8Max));
+    }
+  }
+  return q;
+}
+
+// The epilogue of a quantised conv or linear layer: dst = oscale[oc] * (acc + bias_q[oc]), with
+// oscale = src scale * weight scale / dst scale (1 for an f32 dst) and the f32 bias divided by
+// the accumulator's scale; the activation then applies in the destination's units (ReLU6 clips
+// at 6 / dst scale).
+struct Requantisation {
+  std::vector<float> output_scales;
+  std::vector<float> bias;
+  float relu6_max = kRelu6Max;
+};
+
+Requantisation requantisation(const KernelSpec& spec, const std::vector<float>& weight_scales,
+                              const std::vector<float>& bias) {
+  const TensorDesc& src = spec.srcs[0];
+  const TensorDesc& dst = spec.dsts[0];
+  Requantisation r;
+  r.output_scales.resize(weight_scales.size());
+  for (size_t oc = 0; oc < weight_scales.size(); ++oc) {
+    const float dst_scale = !quantised(dst)                    ? 1.0f
+                            : spec.dst_channel_scales.empty() ? dst.scale
+                                                               : spec.dst_channel_scales[oc];
+    r.output_scales[oc] = src.scale * weight_scales[oc] / dst_scale;
+    if (!bias.empty()) r.bias.push_back(bias[oc] / (src.scale * weight_scales[oc]));
+  }
+  if (quantised(dst)) r.relu6_max = kRelu6Max / dst.scale;
+  return r;
+}
+
+dnnl::primitive_attr make_quantised_attr(Activation act, const Requantisation& r) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, r.output_scales);  // per channel (dimension 1 of dst)
+  if (act != Activation::kNone) {
+    dnnl::post_ops ops;
+    if (act == Activation::kRelu6) {
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, r.relu6_max);
+    } else {
+      add_activation(ops, act);
+    }
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+// Reorder attributes converting between element types and scales (real values kept).
+dnnl::primitive_attr rescale_attr(const TensorDesc& src, const TensorDesc& dst) {
+  dnnl::primitive_attr attr = make_attr();
+  const float factor = src.scale / dst.scale;
+  if ((quantised(src) || quantised(dst)) && factor != 1.0f) attr.set_output_scales(0, {factor});
   return attr;
 }
 
@@ -242,9 +324,10 @@ class DnnlKernel : public Kernel {
 constexpr int dst_slot(int i) { return -1 - i; }
 
 // Copies `data` into a new memory of `desc` (plain user layout), reordered into `packed`.
+template <class T>
 memory pack(const dnnl::engine& engine, dnnl::stream& stream, const memory::desc& user,
-            const memory::desc& packed, const std::vector<float>& data) {
-  memory src(user, engine, const_cast<float*>(data.data()));
+            const memory::desc& packed, const std::vector<T>& data) {
+  memory src(user, engine, const_cast<T*>(data.data()));
   memory dst(packed, engine);
   dnnl::reorder(src, dst).execute(stream, src, dst);
   stream.wait();
@@ -258,9 +341,26 @@ memory copy_vector(const dnnl::engine& engine, const std::vector<float>& data) {
   return m;
 }
 
+// This machine's CPU advertises AMX, and the AMX int8 kernels of oneDNN 2.6.3 (the inner
+// product of a quantised linear layer, for one) die with SIGILL even after Linux granted the tile
+// registers (arch_prctl ARCH_REQ_XCOMP_PERM succeeds). Cap oneDNN below AMX unless the user chose
+// an ISA with ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA.
+void cap_isa_below_amx() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA")) return;
+    try {
+      dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16);
+    } catch (const dnnl::error&) {
+      // Too late (a primitive exists already) or not x86: nothing to cap.
+    }
+  });
+}
+
 class CpuBackend : public Backend {
  public:
   CpuBackend() : engine_(dnnl::engine::kind::cpu, 0), setup_stream_(engine_) {
+    cap_isa_below_amx();
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
   }
 
@@ -274,7 +374,9 @@ class CpuBackend : public Backend {
 
   int parallelism() const override { return omp_get_max_threads(); }
 
-  Layout preferred_layout() const override {
+  Layout preferred_layout(DataType compute) const override {
+    // oneDNN 2.6 has only its reference int8 convolution for blocked activations (~100x slower).
+    if (graph::is_int8(compute)) return Layout::kNHWC;
     return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? Layout::kNChw16c
                                                                         : Layout::kNChw8c;
   }
@@ -290,16 +392,21 @@ class CpuBackend : public Backend {
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
 
   std::string supports(const KernelSpec& spec) const override {
+    bool any_int8 = false;
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
-        if (d.dtype != DataType::kF32) {
-          return cat("the CPU backend runs f32 tensors only (got ", graph::to_string(d.dtype),
-                     "); other types come with quantisation");
+        if (d.dtype != DataType::kF32 && !quantised(d)) {
+          return cat("the CPU backend runs f32 and quantised u8/i8 tensors (got ",
+                     graph::to_string(d.dtype), "); f16 runs on the CUDA backend");
         }
+        any_int8 = any_int8 || quantised(d);
         if (dnnl_tag(d.layout) == memory::format_tag::undef) {
           return cat("layout ", graph::to_string(d.layout), " is not available on the CPU");
         }
       }
+    }
+    if (any_int8) {
+      if (const std::string why = int8_reason(spec); !why.empty()) return why;
     }
     switch (spec.kind) {
       case OpKind::kAvgPool: {
@@ -318,7 +425,10 @@ class CpuBackend : public Backend {
       case OpKind::kConv2d:
         // Mixed layouts run only where oneDNN has an optimised kernel for them (its reference
         // kernel was 100x slower for the first NCHW-in, NHWC-out convolution of squeezenet).
-        if (spec.srcs[0].layout != spec.dsts[0].layout && weights_reason(spec).empty()) {
+        // Quantised convolutions likewise: oneDNN 2.6 has only the reference int8 kernel for
+        // blocked activations.
+        if ((spec.srcs[0].layout != spec.dsts[0].layout || quantised(spec.srcs[0])) &&
+            weights_reason(spec).empty()) {
           std::string impl;
           try {
             impl = conv_pd(spec).impl_info_str();
@@ -326,9 +436,12 @@ class CpuBackend : public Backend {
             return cat("oneDNN has no convolution kernel for these layouts (", e.what(), ")");
           }
           if (impl.rfind("ref", 0) == 0) {
-            return cat("oneDNN has only its slow reference kernel (", impl, ") for a convolution "
-                       "reading ", graph::to_string(spec.srcs[0].layout), " and writing ",
-                       graph::to_string(spec.dsts[0].layout), "; convert the input first");
+            return cat("oneDNN has only its slow reference kernel (", impl, ") for a ",
+                       graph::to_string(spec.srcs[0].dtype), " convolution reading ",
+                       graph::to_string(spec.srcs[0].layout), " and writing ",
+                       graph::to_string(spec.dsts[0].layout),
+                       quantised(spec.srcs[0]) ? "; quantised convolutions run in nhwc"
+                                               : "; convert the input first");
           }
         }
         break;
@@ -370,13 +483,71 @@ class CpuBackend : public Backend {
   }
 
   std::unique_ptr<Kernel> create_copy(const TensorDesc& src, const TensorDesc& dst) override {
+    if (src.shape != dst.shape) {
+      throw BackendError(cat("cpu: a copy needs equal shapes (", src.describe(), " -> ",
+                             dst.describe(), ")"));
+    }
     auto kernel = std::make_unique<DnnlKernel>(engine_, 1);
-    add_reorder(*kernel, md(src), 0, md(dst), dst_slot(0));
+    try {
+      add_reorder(*kernel, md(src), 0, md(dst), dst_slot(0), SIZE_MAX, rescale_attr(src, dst));
+    } catch (const dnnl::error& e) {
+      throw BackendError(cat("cpu cannot convert ", src.describe(), " to ", dst.describe(),
+                             ": oneDNN: ", e.what()));
+    }
     kernel->set_implementation("reorder");
     return kernel;
   }
 
  private:
+  // Which quantised specs oneDNN runs here (see graph/quantize.h for the model).
+  static std::string int8_reason(const KernelSpec& spec) {
+    const auto activation_of = [&]() {
+      if (spec.kind == OpKind::kConv2d) return std::get<graph::Conv2dAttrs>(spec.attrs).activation;
+      if (spec.kind == OpKind::kLinear) return std::get<graph::LinearAttrs>(spec.attrs).activation;
+      return std::get<graph::AddAttrs>(spec.attrs).activation;
+    };
+    switch (spec.kind) {
+      case OpKind::kConv2d:
+      case OpKind::kLinear:
+      case OpKind::kAdd:
+        for (const TensorDesc& src : spec.srcs) {
+          if (!quantised(src)) {
+            return cat("a quantised ", graph::to_string(spec.kind), " reads 8-bit inputs only (input is ",
+                       graph::to_string(src.dtype), "): quantise it with an identity op first");
+          }
+        }
+        if (activation_of() == Activation::kSigmoid && quantised(spec.dsts[0])) {
+          return "a fused sigmoid needs an f32 output (it acts on real values)";
+        }
+        return "";
+      case OpKind::kIdentity:
+        return "";  // a conversion: any types and scales
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool:
+      case OpKind::kGlobalAvgPool:
+      case OpKind::kRelu:
+      case OpKind::kPad:
+      case OpKind::kFlatten:
+      case OpKind::kSplit:
+      case OpKind::kSlice:
+      case OpKind::kConcat:
+        for (const auto* list : {&spec.srcs, &spec.dsts}) {
+          for (const TensorDesc& d : *list) {
+            if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
+              return cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
+                         "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
+                         "): requantise with an identity op first");
+            }
+          }
+        }
+        return "";
+      default:
+        return cat(graph::to_string(spec.kind), " runs in f32 only on the CPU backend (got ",
+                   graph::to_string(spec.srcs.empty() ? spec.dsts[0].dtype : spec.srcs[0].dtype),
+                   "): dequantise its input first");
+    }
+  }
+
   static std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
     std::string line;
@@ -404,8 +575,8 @@ class CpuBackend : public Backend {
   }
 
   void add_reorder(DnnlKernel& k, const memory::desc& src, int src_slot, const memory::desc& dst,
-                   int dst_slot_index, size_t zero_dst = SIZE_MAX) {
-    dnnl::primitive_attr attr = make_attr();
+                   int dst_slot_index, size_t zero_dst = SIZE_MAX,
+                   const dnnl::primitive_attr& attr = make_attr()) {
     dnnl::reorder::primitive_desc pd(engine_, src, engine_, dst, attr);
     DnnlKernel::StepSpec step{dnnl::reorder(pd),
                               {{DNNL_ARG_SRC, src_slot, src}, {DNNL_ARG_DST, dst_slot_index, dst}},
@@ -547,7 +718,8 @@ class CpuBackend : public Backend {
         break;
       }
       case OpKind::kIdentity:
-        add_reorder(*kernel, md(spec.srcs[0]), 0, md(spec.dsts[0]), dst_slot(0));
+        add_reorder(*kernel, md(spec.srcs[0]), 0, md(spec.dsts[0]), dst_slot(0), SIZE_MAX,
+                    rescale_attr(spec.srcs[0], spec.dsts[0]));
         impl = "reorder";
         break;
       case OpKind::kPad:
@@ -575,12 +747,16 @@ class CpuBackend : public Backend {
     return kernel;
   }
 
-  // The oneDNN primitive descriptor of a convolution (weights in the layout oneDNN prefers).
-  dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec) const {
+  // The oneDNN primitive descriptor of a convolution (weights in the layout oneDNN prefers). A
+  // quantised one takes its requantisation (only the number of scales matters for `supports`).
+  dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec,
+                                                    const Requantisation* quant = nullptr) const {
     const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+    const bool int8 = quantised(spec.srcs[0]);
     const memory::desc src = md(spec.srcs[0]);
     const memory::desc dst = md(spec.dsts[0]);
-    const memory::desc w_any(conv_weight_dims(a), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc w_any(conv_weight_dims(a), int8 ? memory::data_type::s8 : memory::data_type::f32,
+                             memory::format_tag::any);
     const memory::desc b_md({a.out_channels}, memory::data_type::f32, memory::format_tag::x);
     const memory::dims strides{a.stride.h, a.stride.w};
     const memory::dims dilates{a.dilation.h - 1, a.dilation.w - 1};
@@ -593,7 +769,11 @@ class CpuBackend : public Backend {
                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                  dnnl::algorithm::convolution_direct, src, w_any,
                                                  dst, strides, dilates, pad_l, pad_r);
-    return dnnl::convolution_forward::primitive_desc(d, make_attr(a.activation), engine_);
+    if (!int8) return dnnl::convolution_forward::primitive_desc(d, make_attr(a.activation), engine_);
+    Requantisation unit;
+    if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
+    return dnnl::convolution_forward::primitive_desc(
+        d, make_quantised_attr(a.activation, quant ? *quant : unit), engine_);
   }
 
   static memory::dims conv_weight_dims(const graph::Conv2dAttrs& a) {
@@ -602,29 +782,59 @@ class CpuBackend : public Backend {
                         : memory::dims{a.out_channels, a.in_channels, a.kernel.h, a.kernel.w};
   }
 
-  std::string build_conv(DnnlKernel& k, const KernelSpec& spec) {
-    const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+  // Weights (and bias) as the kernel uses them: f32 as given, or quantised per output channel
+  // with the bias rescaled into the accumulator's units.
+  void add_weighted(DnnlKernel& k, const KernelSpec& spec, dnnl::primitive primitive,
+                    const memory::desc& w_user_f32, const memory::desc& w_packed, size_t scratchpad,
+                    bool bias, const Requantisation* quant, const QuantisedWeights* qw) {
     const memory::desc src = md(spec.srcs[0]);
     const memory::desc dst = md(spec.dsts[0]);
+    DnnlKernel::StepSpec step{std::move(primitive),
+                              {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}},
+                              {},
+                              true};
+    if (qw) {
+      const memory::desc w_user(w_user_f32.dims(), memory::data_type::s8,
+                                w_user_f32.dims().size() == 5 ? memory::format_tag::goihw
+                                : w_user_f32.dims().size() == 4 ? memory::format_tag::oihw
+                                                                 : memory::format_tag::oi);
+      step.constants.emplace(DNNL_ARG_WEIGHTS, pack(engine_, setup_stream_, w_user, w_packed, qw->values));
+      if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(engine_, quant->bias));
+    } else {
+      step.constants.emplace(DNNL_ARG_WEIGHTS,
+                             pack(engine_, setup_stream_, w_user_f32, w_packed, spec.weights->weight));
+      if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(engine_, spec.weights->bias));
+    }
+    k.add(std::move(step), scratchpad);
+  }
+
+  std::string build_conv(DnnlKernel& k, const KernelSpec& spec) {
+    const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
     const memory::desc w_user(conv_weight_dims(a), memory::data_type::f32,
                               a.groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
-    const dnnl::convolution_forward::primitive_desc pd = conv_pd(spec);
-    DnnlKernel::StepSpec step{dnnl::convolution_forward(pd),
-                              {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}},
-                              {{DNNL_ARG_WEIGHTS, pack(engine_, setup_stream_, w_user,
-                                                       pd.weights_desc(), spec.weights->weight)}},
-                              true};
-    if (a.bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(engine_, spec.weights->bias));
-    k.add(std::move(step), scratch(pd));
+    if (!quantised(spec.srcs[0])) {
+      const dnnl::convolution_forward::primitive_desc pd = conv_pd(spec);
+      add_weighted(k, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(), scratch(pd),
+                   a.bias, nullptr, nullptr);
+      return pd.impl_info_str();
+    }
+    const QuantisedWeights qw = quantise_weights(spec.weights->weight, a.out_channels);
+    const Requantisation quant = requantisation(spec, qw.scales, a.bias ? spec.weights->bias
+                                                                         : std::vector<float>{});
+    const dnnl::convolution_forward::primitive_desc pd = conv_pd(spec, &quant);
+    add_weighted(k, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(), scratch(pd),
+                 a.bias, &quant, &qw);
     return pd.impl_info_str();
   }
 
   std::string build_linear(DnnlKernel& k, const KernelSpec& spec) {
     const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
+    const bool int8 = quantised(spec.srcs[0]);
     const memory::desc src = md(spec.srcs[0]);
     const memory::desc dst = md(spec.dsts[0]);
     const memory::dims wdims{a.out_features, a.in_features};
-    const memory::desc w_any(wdims, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc w_any(wdims, int8 ? memory::data_type::s8 : memory::data_type::f32,
+                             memory::format_tag::any);
     const memory::desc w_user(wdims, memory::data_type::f32, memory::format_tag::oi);
     const memory::desc b_md({a.out_features}, memory::data_type::f32, memory::format_tag::x);
     dnnl::inner_product_forward::desc d =
@@ -632,14 +842,19 @@ class CpuBackend : public Backend {
                                                    b_md, dst)
                : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src, w_any,
                                                    dst);
-    dnnl::inner_product_forward::primitive_desc pd(d, make_attr(a.activation), engine_);
-    DnnlKernel::StepSpec step{dnnl::inner_product_forward(pd),
-                              {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}},
-                              {{DNNL_ARG_WEIGHTS, pack(engine_, setup_stream_, w_user,
-                                                       pd.weights_desc(), spec.weights->weight)}},
-                              true};
-    if (a.bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(engine_, spec.weights->bias));
-    k.add(std::move(step), scratch(pd));
+    if (!int8) {
+      dnnl::inner_product_forward::primitive_desc pd(d, make_attr(a.activation), engine_);
+      add_weighted(k, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(), scratch(pd),
+                   a.bias, nullptr, nullptr);
+      return pd.impl_info_str();
+    }
+    const QuantisedWeights qw = quantise_weights(spec.weights->weight, a.out_features);
+    const Requantisation quant = requantisation(spec, qw.scales, a.bias ? spec.weights->bias
+                                                                         : std::vector<float>{});
+    dnnl::inner_product_forward::primitive_desc pd(d, make_quantised_attr(a.activation, quant),
+                                                   engine_);
+    add_weighted(k, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(), scratch(pd),
+                 a.bias, &quant, &qw);
     return pd.impl_info_str();
   }
 
@@ -663,7 +878,8 @@ class CpuBackend : public Backend {
   std::string build_add(DnnlKernel& k, const KernelSpec& spec) {
     const auto& a = std::get<graph::AddAttrs>(spec.attrs);
     const memory::desc dst = md(spec.dsts[0]);
-    if (spec.srcs.size() == 2) {
+    const bool int8 = quantised(spec.srcs[0]);
+    if (spec.srcs.size() == 2 && !int8) {
       const memory::desc s0 = md(spec.srcs[0]);
       const memory::desc s1 = md(spec.srcs[1]);
       dnnl::binary::desc d(dnnl::algorithm::binary_add, s0, s1, dst);
@@ -677,14 +893,19 @@ class CpuBackend : public Backend {
     }
     std::vector<memory::desc> srcs;
     for (const auto& d : spec.srcs) srcs.push_back(md(d));
-    dnnl::sum::primitive_desc pd(dst, std::vector<float>(srcs.size(), 1.0f), srcs, engine_,
-                                 make_attr());
+    // Quantised: dst = sum (src scale / dst scale) * src, saturated to the destination type.
+    std::vector<float> scales;
+    for (const auto& d : spec.srcs) scales.push_back(int8 ? d.scale / spec.dsts[0].scale : 1.0f);
+    dnnl::sum::primitive_desc pd(dst, scales, srcs, engine_, make_attr());
     DnnlKernel::StepSpec step{dnnl::sum(pd), {{DNNL_ARG_DST, dst_slot(0), dst}}, {}, true};
     for (size_t i = 0; i < srcs.size(); ++i) {
       step.args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), static_cast<int>(i), srcs[i]});
     }
     k.add(std::move(step), scratch(pd));
-    if (a.activation != Activation::kNone) {
+    // A u8 destination saturates at 0, which is the ReLU already.
+    const bool relu_by_saturation =
+        a.activation == Activation::kRelu && spec.dsts[0].dtype == DataType::kU8;
+    if (a.activation != Activation::kNone && !relu_by_saturation) {
       add_eltwise(k, a.activation, dst, dst_slot(0), dst_slot(0));  // in place
     }
     return pd.impl_info_str();

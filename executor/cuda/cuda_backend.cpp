@@ -440,7 +440,7 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_fingerprint() const override { return fingerprint_; }
   int parallelism() const override { return prop_.multiProcessorCount; }
-  Layout preferred_layout() const override { return Layout::kNCHW; }
+  Layout preferred_layout(DataType /*compute*/) const override { return Layout::kNCHW; }
 
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
   void upload(void* dst, const void* src, size_t bytes) override {

@@ -1,0 +1,131 @@
+// `stagecraft calibrate`: value ranges for int8 quantisation, saved for --calibration, and an
+// optional check of the int8 graph's logits against f32.
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/source.h"
+#include "common/strings.h"
+#include "executor/plan.h"
+#include "graph/onnx/tensor_files.h"
+#include "graph/quantize.h"
+#include "profiler/calibration.h"
+
+namespace stagecraft::cli {
+
+namespace {
+
+struct CalibrateOptions {
+  GraphSource source;
+  int samples = 8;
+  std::string method = "minmax";
+  double percentile = 99.99;
+  std::vector<std::string> inputs;
+  std::string output;
+  int check = 0;
+  std::string layout;
+};
+
+scheduler::Schedule sequential_schedule(const graph::Graph& g) {
+  scheduler::Schedule s;
+  for (const graph::Op& op : g.ops()) s.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
+  return s;
+}
+
+void run_calibrate(const CalibrateOptions& o) {
+  if (o.source.dtype != "f32") {
+    throw UsageError("calibrate runs the f32 graph: drop --dtype (use --dtype int8 on run/bench/schedule)");
+  }
+  const Model model = load_f32_model(o.source);
+  auto cpu = executor::make_backend("cpu");
+  profiler::CalibrationOptions options;
+  options.samples = o.samples;
+  options.method = o.method;
+  options.percentile = o.percentile;
+  const auto& graph_inputs = model.graph.inputs();
+  if (!o.inputs.empty()) {
+    if (graph_inputs.size() != 1) {
+      throw UsageError(cat("--input gives one sample per file, for graphs of one input; this one "
+                           "takes ", graph_inputs.size()));
+    }
+    const graph::Shape& shape = model.graph.value(graph_inputs[0]).desc.shape;
+    for (const std::string& path : o.inputs) {
+      graph::TensorFile file = graph::read_tensor_file(path);
+      if (file.shape != shape) {
+        throw UsageError(cat("--input ", path, ": shape ", file.shape.to_string(),
+                             " does not match the graph input ", shape.to_string()));
+      }
+      options.inputs.push_back({executor::HostTensor{file.shape, std::move(file.data)}});
+    }
+  }
+  const int total = options.inputs.empty() ? o.samples : static_cast<int>(options.inputs.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  options.progress = [&](int done, int all) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (all >= 4 && (done == all || done % std::max(1, all / 4) == 0)) {
+      std::cerr << "calibrate: " << done << "/" << all << " samples (" << fixed(s, 1) << " s)\n";
+    }
+  };
+  const graph::Calibration cal = profiler::calibrate(model.graph, model.weights, *cpu, options);
+  const std::string path = o.output.empty() ? model.graph.name() + ".calib.yaml" : o.output;
+  graph::save_calibration(cal, path);
+  graph::QuantizeReport report;
+  const graph::Graph q = graph::quantize(model.graph, cal, &report);
+  std::cout << model.graph.name() << ": calibrated " << cal.values.size() << " values on " << total
+            << (options.inputs.empty() ? " generated" : " supplied") << " input(s), method "
+            << cal.method << (cal.method == "percentile" ? cat(" ", cal.percentile) : "")
+            << " -> " << path << "\n"
+            << "  int8 graph: " << report.int8_ops << " ops in int8, " << report.f32_ops
+            << " in f32, " << report.conversions << " conversions, " << report.scale_classes
+            << " scale classes\n";
+  if (o.check <= 0) return;
+
+  // Logits of the int8 graph against f32 on fresh inputs (seeds unlike the calibration's).
+  executor::PlanOptions plan_options;
+  if (!o.layout.empty()) {
+    const auto l = graph::parse_layout(o.layout);
+    if (!l || graph::layout_rank(*l) != 4) throw UsageError(cat("--layout: unknown layout '", o.layout, "'"));
+    plan_options.layout = l;
+  }
+  executor::ExecutionPlan f32_plan(model.graph, sequential_schedule(model.graph), model.weights,
+                                   *cpu, plan_options);
+  executor::ExecutionPlan int8_plan(q, sequential_schedule(q), model.weights, *cpu, plan_options);
+  executor::Executor f32_run(f32_plan);
+  executor::Executor int8_run(int8_plan);
+  std::vector<executor::HostTensor> want, got;
+  for (int i = 0; i < o.check; ++i) {
+    std::vector<executor::HostTensor> inputs;
+    for (size_t k = 0; k < graph_inputs.size(); ++k) {
+      inputs.push_back(executor::random_host_tensor(model.graph.value(graph_inputs[k]).desc.shape,
+                                                    static_cast<uint64_t>(i) * 31 + k + 1));
+    }
+    want.push_back(f32_run.run(inputs).at(0));
+    got.push_back(int8_run.run(inputs).at(0));
+  }
+  const profiler::Agreement a = profiler::compare_logits(got, want);
+  std::cout << "  int8 vs f32 over " << a.samples << " random inputs: cosine min "
+            << fixed(a.min_cosine, 4) << " mean " << fixed(a.mean_cosine, 4) << ", top-1 agreement "
+            << fixed(100 * a.top1, 1) << "%\n";
+}
+
+}  // namespace
+
+void add_quant_commands(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "record value ranges of the f32 graph for int8 quantisation (--dtype int8)");
+  o->source.add_options(*cmd);
+  cmd->add_option("--samples", o->samples, "generated inputs to run (default 8)");
+  cmd->add_option("--method", o->method, "minmax (default) | percentile")
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  cmd->add_option("--percentile", o->percentile, "percentile of |x| kept (default 99.99)");
+  cmd->add_option("--input", o->inputs, "calibrate on these input files (.npy/.pb), one sample each");
+  cmd->add_option("-o,--output", o->output, "calibration file (default: NETWORK.calib.yaml)");
+  cmd->add_option("--check", o->check,
+                  "also compare int8 logits with f32 on this many random inputs");
+  cmd->add_option("--layout", o->layout, "activation layout for --check (default: the CPU's)");
+  cmd->callback([o] { run_calibrate(*o); });
+}
+
+}  // namespace stagecraft::cli

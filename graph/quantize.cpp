@@ -1,0 +1,307 @@
+// Static int8 quantisation: scale classes, per-op precision, conversion ops, calibration files.
+#include "graph/quantize.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <tuple>
+
+#include "common/strings.h"
+#include "graph/errors.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+constexpr double kU8Max = 255.0;
+constexpr double kI8Max = 127.0;
+constexpr double kTinyRange = 1e-8;  // a value that is all zeros still gets a usable scale
+
+// Kinds whose output keeps the input's type and scale (no arithmetic on magnitudes that could
+// leave the input's range, or a range kept by construction).
+bool keeps_scale(OpKind kind) {
+  switch (kind) {
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kRelu:
+    case OpKind::kPad:
+    case OpKind::kFlatten:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kIdentity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Kinds that compute in int8 and write any output scale (requantisation in their epilogue).
+bool rescales(OpKind kind) {
+  return kind == OpKind::kConv2d || kind == OpKind::kLinear || kind == OpKind::kAdd;
+}
+
+Activation fused_activation(const Op& op) {
+  if (op.kind == OpKind::kConv2d) return op.attrs_as<Conv2dAttrs>().activation;
+  if (op.kind == OpKind::kLinear) return op.attrs_as<LinearAttrs>().activation;
+  if (op.kind == OpKind::kAdd) return op.attrs_as<AddAttrs>().activation;
+  return Activation::kNone;
+}
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  size_t find(size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void unite(size_t a, size_t b) { parent_[find(a)] = find(b); }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
+struct QType {
+  DataType dtype = DataType::kF32;
+  float scale = 1.0f;
+  bool operator==(const QType&) const = default;
+};
+
+class Quantizer {
+ public:
+  Quantizer(const Graph& g, const Calibration& c) : g_(g), cal_(c), classes_(g.num_values()) {}
+
+  Graph run(QuantizeReport* report) {
+    check_calibration();
+    form_classes();
+    Graph out(g_.name());
+    std::vector<ValueId> mapped(g_.num_values(), -1);
+    for (ValueId v : g_.inputs()) {
+      if (g_.value(v).desc.dtype != DataType::kF32) {
+        throw GraphError(cat("quantisation needs an f32 graph, but input '", g_.value(v).name,
+                             "' is ", to_string(g_.value(v).desc.dtype)));
+      }
+      mapped[v] = out.add_input(g_.value(v).name, g_.value(v).desc);
+    }
+    for (const Op& op : g_.ops()) {
+      std::vector<ValueId> inputs;
+      const bool int8 = computes_in_int8(op, out, mapped);
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const ValueId src = mapped[op.inputs[slot]];
+        inputs.push_back(int8 ? as_type(out, src, input_type(op, slot, out, mapped))
+                              : as_type(out, src, QType{}));
+      }
+      const OpId id = out.add_op(op.name, op.kind, op.attrs, inputs);
+      ++(int8 ? report_.int8_ops : report_.f32_ops);
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        const ValueId v = out.op(id).outputs[i];
+        mapped[op.outputs[i]] = v;
+        const QType t = int8 ? output_type(op, op.outputs[i], out.value(inputs[0]).desc) : QType{};
+        out.set_value_type(v, t.dtype, t.scale);
+      }
+    }
+    for (ValueId v : g_.outputs()) out.add_output(as_type(out, mapped[v], QType{}));
+    if (report) *report = report_;
+    return out;
+  }
+
+ private:
+  void check_calibration() const {
+    for (size_t v = 0; v < g_.num_values(); ++v) {
+      const std::string& name = g_.value(static_cast<ValueId>(v)).name;
+      if (!cal_.values.count(name)) {
+        throw GraphError(cat("the calibration (of '", cal_.network, "') has no range for value '",
+                             name, "' of '", g_.name(),
+                             "': it was made for another graph; run `stagecraft calibrate` on "
+                             "this one"));
+      }
+    }
+  }
+
+  const ValueRange& range(ValueId v) const { return cal_.values.at(g_.value(v).name); }
+
+  // Concatenations and the rescaling ops feeding them share one scale class.
+  void form_classes() {
+    for (const Op& op : g_.ops()) {
+      if (op.kind != OpKind::kConcat) continue;
+      for (ValueId in : op.inputs) {
+        const OpId p = g_.value(in).producer;
+        if (p != kNoOp && rescales(g_.op(p).kind)) classes_.unite(in, op.outputs[0]);
+      }
+    }
+    std::map<size_t, std::pair<double, double>> ranges;  // class -> (min, absmax)
+    for (size_t v = 0; v < g_.num_values(); ++v) {
+      const ValueRange& r = range(static_cast<ValueId>(v));
+      auto [it, fresh] = ranges.emplace(classes_.find(v), std::make_pair(r.min, r.absmax));
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, r.min);
+        it->second.second = std::max(it->second.second, r.absmax);
+      }
+    }
+    report_.scale_classes = 0;
+    class_type_.assign(g_.num_values(), QType{});
+    for (size_t v = 0; v < g_.num_values(); ++v) {
+      const auto [min, absmax] = ranges.at(classes_.find(v));
+      QType t;
+      t.dtype = min >= 0 ? DataType::kU8 : DataType::kI8;
+      t.scale = static_cast<float>(std::max(absmax, kTinyRange) /
+                                   (t.dtype == DataType::kU8 ? kU8Max : kI8Max));
+      class_type_[v] = t;
+      if (classes_.find(v) == v) ++report_.scale_classes;
+    }
+  }
+
+  bool computes_in_int8(const Op& op, const Graph& out, const std::vector<ValueId>& mapped) const {
+    if (op.kind == OpKind::kConv2d || op.kind == OpKind::kLinear || op.kind == OpKind::kAdd) {
+      return true;
+    }
+    if (op.kind == OpKind::kConcat) {
+      // In int8 when any part is (or can write) 8-bit.
+      for (ValueId in : op.inputs) {
+        const OpId p = g_.value(in).producer;
+        if (is_int8(out.value(mapped[in]).desc.dtype) || (p != kNoOp && rescales(g_.op(p).kind))) {
+          return true;
+        }
+      }
+      return false;
+    }
+    if (keeps_scale(op.kind)) return is_int8(out.value(mapped[op.inputs[0]]).desc.dtype);
+    return false;
+  }
+
+  // What an int8 op reads in input `slot`.
+  QType input_type(const Op& op, size_t slot, const Graph& out,
+                   const std::vector<ValueId>& mapped) const {
+    const ValueId src = op.inputs[slot];
+    if (op.kind == OpKind::kConcat) return class_type_[op.outputs[0]];
+    const TensorDesc& have = out.value(mapped[src]).desc;
+    if (is_int8(have.dtype)) return QType{have.dtype, have.scale};
+    return class_type_[src];  // quantise an f32 value with its own calibrated range
+  }
+
+  QType output_type(const Op& op, ValueId v, const TensorDesc& input) const {
+    if (keeps_scale(op.kind)) return QType{input.dtype, input.scale};
+    if (rescales(op.kind) &&
+        (g_.is_output(v) || fused_activation(op) == Activation::kSigmoid)) {
+      return QType{};  // f32 epilogue: the sigmoid (or the caller) sees real values
+    }
+    return class_type_[v];
+  }
+
+  // `v` in type `t`: itself, or the output of a (shared) identity op converting it.
+  ValueId as_type(Graph& out, ValueId v, const QType& t) {
+    const TensorDesc& d = out.value(v).desc;
+    if (d.dtype == t.dtype && (!is_int8(t.dtype) || d.scale == t.scale)) return v;
+    const auto key = std::make_tuple(v, t.dtype, t.scale);
+    if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
+    std::string base = out.value(v).name;
+    std::replace(base.begin(), base.end(), ':', '.');
+    std::string name;
+    do {
+      name = cat(base, ".q", next_conversion_++);
+    } while (out.find_op(name) || out.find_value(name));
+    const OpId id = out.add_op(name, OpKind::kIdentity, NoAttrs{}, {v});
+    const ValueId converted = out.op(id).outputs[0];
+    out.set_value_type(converted, t.dtype, t.scale);
+    ++report_.conversions;
+    conversions_.emplace(key, converted);
+    return converted;
+  }
+
+  const Graph& g_;
+  const Calibration& cal_;
+  UnionFind classes_;
+  std::vector<QType> class_type_;
+  std::map<std::tuple<ValueId, DataType, float>, ValueId> conversions_;
+  int next_conversion_ = 0;
+  QuantizeReport report_;
+};
+
+[[noreturn]] void fail(const std::string& path, const YAML::Node& node, const std::string& what) {
+  const YAML::Mark m = node.Mark();
+  throw FormatError(cat(path, ":", m.line + 1, ":", m.column + 1, ": ", what));
+}
+
+double number(const std::string& path, const YAML::Node& map, const char* key) {
+  const YAML::Node n = map[key];
+  if (!n) fail(path, map, cat("missing field '", key, "'"));
+  try {
+    const double x = n.as<double>();
+    if (!std::isfinite(x)) fail(path, n, cat("field '", key, "' must be a finite number"));
+    return x;
+  } catch (const YAML::Exception&) {
+    fail(path, n, cat("field '", key, "' must be a number"));
+  }
+}
+
+}  // namespace
+
+bool is_quantised(const Graph& graph) {
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    if (is_int8(graph.value(static_cast<ValueId>(v)).desc.dtype)) return true;
+  }
+  return false;
+}
+
+Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report) {
+  return Quantizer(graph, calibration).run(report);
+}
+
+void save_calibration(const Calibration& c, const std::string& path) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "network" << YAML::Value << c.network;
+  out << YAML::Key << "method" << YAML::Value << c.method;
+  out << YAML::Key << "percentile" << YAML::Value << c.percentile;
+  out << YAML::Key << "samples" << YAML::Value << c.samples;
+  out << YAML::Key << "values" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, r] : c.values) {
+    out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "min" << YAML::Value << r.min << YAML::Key << "max" << YAML::Value << r.max;
+    out << YAML::Key << "absmax" << YAML::Value << r.absmax << YAML::EndMap;
+  }
+  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  std::ofstream file(path);
+  file << out.c_str() << "\n";
+  if (!file) throw GraphError(cat("cannot write the calibration file '", path, "'"));
+}
+
+Calibration load_calibration(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw GraphError(cat("cannot read the calibration file '", path, "' (make one with `stagecraft "
+                         "calibrate NETWORK -o FILE`)"));
+  } catch (const YAML::ParserException& e) {
+    throw FormatError(cat(path, ":", e.mark.line + 1, ":", e.mark.column + 1, ": not valid YAML: ", e.msg));
+  }
+  const YAML::Node cal = root.IsMap() ? root["calibration"] : YAML::Node();
+  if (!cal || !cal.IsMap()) fail(path, root, "expected a map with the key 'calibration'");
+  Calibration c;
+  try {
+    c.network = cal["network"] ? cal["network"].as<std::string>() : "";
+    c.method = cal["method"] ? cal["method"].as<std::string>() : "minmax";
+  } catch (const YAML::Exception&) {
+    fail(path, cal, "fields 'network' and 'method' must be strings");
+  }
+  c.percentile = cal["percentile"] ? number(path, cal, "percentile") : 100;
+  c.samples = static_cast<int>(number(path, cal, "samples"));
+  const YAML::Node values = cal["values"];
+  if (!values || !values.IsMap()) fail(path, cal, "missing map 'values' (value name -> range)");
+  for (const auto& entry : values) {
+    const std::string name = entry.first.as<std::string>();
+    const YAML::Node& r = entry.second;
+    if (!r.IsMap()) fail(path, r, cat("value '", name, "': expected {min, max, absmax}"));
+    ValueRange range{number(path, r, "min"), number(path, r, "max"), number(path, r, "absmax")};
+    if (range.min > range.max) fail(path, r, cat("value '", name, "': min is larger than max"));
+    if (range.absmax < 0) fail(path, r, cat("value '", name, "': absmax must be >= 0"));
+    c.values.emplace(name, range);
+  }
+  return c;
+}
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,72 @@
+#pragma once
+/// Static int8 quantisation of an inference graph, from calibrated value ranges.
+///
+/// The model (oneDNN's and TensorRT's): an 8-bit tensor holds q with real value scale * q (zero
+/// point 0); weights are quantised symmetrically per output channel by the backend when it
+/// creates a kernel (s8, scale = max |w| / 127 per channel), accumulation is s32, the bias stays
+/// f32, and requantisation into the output's scale is fused into the kernel's epilogue.
+///
+/// `quantize()` decides, op by op in topological order, what every value holds:
+///   - convolutions, linear layers and additions compute in int8: they read 8-bit inputs and
+///     write their output in its own scale (u8 when the calibrated minimum is >= 0, i8 otherwise),
+///     or in f32 where the output is a graph output or has a sigmoid fused;
+///   - concatenations write one scale for all their parts: the convolutions, linear layers and
+///     additions feeding one write straight in that scale (they share its scale class), other
+///     parts are requantised;
+///   - pooling, ReLU, pad, flatten, split and slice keep their input's type and scale;
+///   - every other op (softmax, sigmoid, batch norm, scale, relu6) computes in f32.
+/// Where an op needs its input in another type or scale, an identity op converting it is
+/// inserted (named "<value>.q<N>"), shared by every reader that needs the same conversion, so
+/// conversions are ops the scheduler places like any other.
+///
+/// Example:
+///   Calibration cal = load_calibration("inception_v3.calib.yaml");
+///   Graph q = quantize(graph, cal);        // same op names: the f32 weights still apply
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace stagecraft::graph {
+
+/// What calibration saw of one value.
+struct ValueRange {
+  double min = 0;     ///< smallest element over all samples
+  double max = 0;     ///< largest element
+  double absmax = 0;  ///< the magnitude to represent (max |x|, or a percentile of |x|)
+};
+
+/// Calibrated ranges of every value of a graph, by value name.
+struct Calibration {
+  std::string network;  ///< graph name
+  std::string method;   ///< "minmax" or "percentile"
+  double percentile = 100;  ///< percentile of |x| kept (100 for minmax)
+  int samples = 0;      ///< inputs run
+  std::map<std::string, ValueRange> values;
+};
+
+/// Writes a calibration as YAML. Throws GraphError when the file cannot be written.
+void save_calibration(const Calibration& calibration, const std::string& path);
+/// Reads a calibration written by save_calibration. Throws GraphError naming the file, line and
+/// field for a missing file, malformed YAML, a negative absmax or min > max.
+Calibration load_calibration(const std::string& path);
+
+/// What quantize() did.
+struct QuantizeReport {
+  size_t int8_ops = 0;       ///< ops computing on 8-bit tensors
+  size_t f32_ops = 0;        ///< ops left in f32
+  size_t conversions = 0;    ///< identity ops inserted (quantise, dequantise, requantise)
+  size_t scale_classes = 0;  ///< values sharing one scale through concatenations, counted once
+};
+
+/// Whether any value of the graph is quantised (u8/i8): such graphs compute in int8.
+bool is_quantised(const Graph& graph);
+
+/// The int8 graph of an f32 inference graph (see the file comment). Op names are kept, so the f32
+/// weights apply; graph outputs are f32. Throws GraphError when the calibration lacks a value
+/// of the graph (made for another network) or the graph is not f32.
+Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report = nullptr);
+
+}  // namespace stagecraft::graph

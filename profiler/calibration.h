@@ -1,0 +1,57 @@
+#pragma once
+/// Calibration for int8 quantisation: runs the f32 graph on sample inputs with every value kept,
+/// and records each value's range (graph/quantize.h turns the ranges into scales).
+///
+/// Methods: "minmax" keeps max |x| over all samples; "percentile" keeps, per sample, the given
+/// percentile of |x| and then the largest over samples (clips rare outliers for finer steps).
+///
+/// Example:
+///   CalibrationOptions options;
+///   options.samples = 16;
+///   graph::Calibration cal = calibrate(graph, weights, *backend, options);
+///   graph::Graph q = graph::quantize(graph, cal);
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "executor/backend.h"
+#include "executor/tensor.h"
+#include "graph/quantize.h"
+#include "graph/weights.h"
+
+namespace stagecraft::profiler {
+
+/// How to calibrate.
+struct CalibrationOptions {
+  int samples = 8;               ///< generated inputs (ignored when `inputs` is given)
+  std::string method = "minmax";  ///< minmax | percentile
+  double percentile = 99.99;     ///< for "percentile": share of |x| kept, in percent (50..100)
+  uint64_t seed = 1000;          ///< of the generated inputs (uniform in [-1, 1))
+  /// Supplied inputs, one list per sample (one tensor per graph input); empty: generate.
+  std::vector<std::vector<executor::HostTensor>> inputs;
+  /// Called after each sample with (samples done, samples in all).
+  std::function<void(int, int)> progress;
+};
+
+/// The ranges of every value of `graph` (f32) over the samples, run on `backend` with a sequential
+/// schedule. Throws UsageError-like stagecraft::Error for zero samples, an unknown method or a
+/// percentile outside [50, 100], and the executor's errors for inputs of the wrong shape.
+graph::Calibration calibrate(const graph::Graph& graph, const graph::WeightStore& weights,
+                             executor::Backend& backend, const CalibrationOptions& options);
+
+/// Agreement of two sets of logits (e.g. int8 against f32) over the same inputs.
+struct Agreement {
+  double min_cosine = 1;   ///< smallest cosine similarity of a pair of outputs
+  double mean_cosine = 1;  ///< mean cosine similarity
+  double top1 = 1;         ///< share of samples whose arg-max agrees
+  int samples = 0;
+};
+
+/// Compares outputs sample by sample (first graph output of each; rank 2, N x classes: each row
+/// is one sample).
+Agreement compare_logits(const std::vector<executor::HostTensor>& got,
+                         const std::vector<executor::HostTensor>& want);
+
+}  // namespace stagecraft::profiler
