@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/strings.h"
+#include "graph/quantize.h"
 #include "profiler/measured_layout_cost_model.h"
 #include "scheduler/layout_optimizer.h"
 
@@ -103,8 +104,10 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   // The backend's preferred layout first: the other layouts of an op then give up after one run
   // when they are far slower.
   search.candidates = {executor::activation_layout(backend, graph, executor::PlanOptions{})};
-  std::vector<graph::Layout> others{graph::Layout::kNHWC, graph::Layout::kNCHW};
-  if (backend.name() == "cpu") others.push_back(graph::Layout::kNChw16c);
+  // Quantised convolutions have fast kernels in one layout only (nhwc on the CPU).
+  std::vector<graph::Layout> others;
+  if (!graph::is_quantised(graph)) others = {graph::Layout::kNHWC, graph::Layout::kNCHW};
+  if (backend.name() == "cpu" && !graph::is_quantised(graph)) others.push_back(graph::Layout::kNChw16c);
   for (graph::Layout l : others)
     if (l != search.candidates[0]) search.candidates.push_back(l);
   double next_report_s = kProgressEveryS;
@@ -141,6 +144,29 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   std::cerr << " (" << model.measurements() << " measured, " << model.cache_hits()
             << " cached, " << fixed(model.measuring_seconds(), 1) << " s)\n";
   plan.value_layouts = chosen.value_layouts;
+  // Schedules searched from now on are measured in these layouts.
+  if (session.measured) session.measured->set_value_layouts(chosen.value_layouts);
+  return plan;
+}
+
+void record_layouts(const BackendOptions& options, const executor::PlanOptions& plan,
+                    scheduler::Schedule& schedule) {
+  if (options.auto_layout() && !plan.value_layouts.empty()) {
+    schedule.meta.layout = "auto";
+    schedule.value_layouts = plan.value_layouts;
+  } else if (plan.layout) {
+    schedule.meta.layout = std::string(graph::to_string(*plan.layout));
+  }
+}
+
+executor::PlanOptions layouts_of_file(const BackendOptions& options, const scheduler::Schedule& schedule,
+                                      executor::PlanOptions plan) {
+  if (!options.layout.empty()) return plan;  // --layout wins
+  if (!schedule.value_layouts.empty()) {
+    plan.value_layouts = schedule.value_layouts;
+  } else if (const auto l = graph::parse_layout(schedule.meta.layout)) {
+    plan.layout = *l;
+  }
   return plan;
 }
 

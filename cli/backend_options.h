@@ -48,8 +48,19 @@ struct Session {
 
 /// Plan options for running `graph`: plan_options(), and with --layout auto a layout per tensor
 /// chosen by the layout DP on op latencies measured on the session's backend (cached with the
-/// stage profiles). Prints a summary of the choice to stderr.
+/// stage profiles). Prints a summary of the choice to stderr. The session's measured model then
+/// measures stages in these layouts: call it before searching.
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
                                        Session& session);
+
+/// Records the layouts of `plan` in a schedule that was searched with them (meta.layout: the
+/// uniform layout's name, or "auto" with the per-value layouts).
+void record_layouts(const BackendOptions& options, const executor::PlanOptions& plan,
+                    scheduler::Schedule& schedule);
+
+/// The plan options to run a schedule loaded from a file: the file's layouts unless --layout
+/// was given (then `plan`, already chosen).
+executor::PlanOptions layouts_of_file(const BackendOptions& options, const scheduler::Schedule& schedule,
+                                      executor::PlanOptions plan);
 
 }  // namespace stagecraft::cli

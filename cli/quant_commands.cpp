@@ -106,7 +106,8 @@ void run_calibrate(const CalibrateOptions& o) {
   const profiler::Agreement a = profiler::compare_logits(got, want);
   std::cout << "  int8 vs f32 over " << a.samples << " random inputs: cosine min "
             << fixed(a.min_cosine, 4) << " mean " << fixed(a.mean_cosine, 4) << ", top-1 agreement "
-            << fixed(100 * a.top1, 1) << "%\n";
+            << fixed(100 * a.top1, 1) << "% (" << a.distinct_top1
+            << " distinct f32 top-1 classes)\n";
 }
 
 }  // namespace

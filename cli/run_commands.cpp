@@ -47,10 +47,14 @@ struct SearchFlags {
   int max_num_groups = 8;
 };
 
+bool is_schedule_file(const std::string& spec) {
+  return spec != "sequential" && spec != "greedy" && spec != "dp";
+}
+
 // A schedule from a file, or found with a strategy name ("sequential", "greedy", "dp").
 Schedule obtain_schedule(const std::string& spec, const graph::Graph& g, Session& session,
                          const SearchFlags& flags, scheduler::SearchStats* stats) {
-  if (spec != "sequential" && spec != "greedy" && spec != "dp") {
+  if (is_schedule_file(spec)) {
     if (!std::filesystem::exists(spec)) {
       throw UsageError(cat("--schedule: '", spec, "' is neither a file nor one of sequential, "
                            "greedy, dp"));
@@ -93,16 +97,18 @@ void run_run(const RunOptions& o) {
   const Model model = load_model(o.source);
   Session session = Session::open(o.backend, o.cost_model);
   if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
+  // Layouts first (a search then measures stages in them), then the schedule.
+  executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
   scheduler::SearchStats stats;
   const Schedule schedule = obtain_schedule(o.schedule, model.graph, session, o.search, &stats);
+  if (is_schedule_file(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
   if (session.cache) session.cache->save();
   const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
   std::cout << model.graph.name() << " (batch " << batch << ") on " << session.backend->name()
             << ": schedule " << schedule.meta.search.strategy << " with " << schedule.stages.size()
             << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
             << schedule.meta.cost_model << ")\n";
-  executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend,
-                               plan_options_for(o.backend, model.graph, session));
+  executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend, plan_options);
   print_plan(plan);
   executor::Executor executor(plan, nullptr, o.backend.executor_options());
   std::vector<executor::HostTensor> inputs;
@@ -199,6 +205,8 @@ void run_bench(const BenchOptions& o) {
     const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
     std::vector<Schedule> schedules;
     std::vector<BenchRow> net_rows;
+    // Layouts first: the searches then measure stages in them.
+    const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Variant& v : variants) {
       SearchFlags flags = o.search;
       flags.mode = v.mode;
@@ -225,7 +233,6 @@ void run_bench(const BenchOptions& o) {
     for (graph::ValueId v : model.graph.inputs()) {
       inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
     }
-    const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Schedule& s : schedules) {
       plans.push_back(std::make_unique<executor::ExecutionPlan>(
           model.graph, s, model.weights, *session.backend, plan_options));
@@ -357,6 +364,7 @@ void add_run_commands(CLI::App& app) {
   bench->add_option("--input-size", b->source.input_size, "input size of built-in networks")
       ->check(CLI::PositiveNumber);
   bench->add_option("--seed", b->source.seed, "seed of weights and randomly wired networks");
+  b->source.add_dtype_options(*bench);
   b->backend.add_options(*bench, /*backend_default_cpu=*/true);
   add_search_flags(*bench, b->search);
   bench->add_option("--warmup", b->warmup, "untimed runs of each schedule first (default 3)")

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/backend_options.h"
@@ -100,6 +101,17 @@ void print_summary(const Schedule& s) {
             << "\n  predicted " << fixed(m.predicted_ms, 3) << " ms in " << s.stages.size()
             << " stages (" << merges << " merge, " << concurrent << " concurrent with >1 group, "
             << "at most " << max_groups << " groups)\n";
+  if (!s.meta.layout.empty()) {
+    std::map<std::string, size_t> counts;
+    for (graph::Layout l : s.value_layouts) ++counts[std::string(graph::to_string(l))];
+    std::cout << "  layout " << s.meta.layout;
+    if (!counts.empty()) {
+      std::cout << " (values:";
+      for (const auto& [name, n] : counts) std::cout << " " << n << " " << name;
+      std::cout << ")";
+    }
+    std::cout << "\n";
+  }
 }
 
 void run_schedule(const ScheduleOptions& o) {
@@ -115,8 +127,15 @@ void run_schedule(const ScheduleOptions& o) {
   options.max_part_transitions = o.max_part_transitions;
   auto printer = std::make_shared<ProgressPrinter>(o.quiet);
   options.on_progress = [printer](const scheduler::SearchProgress& p) { (*printer)(p); };
+  if (o.backend.auto_layout() && !session.backend) {
+    throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
+  }
+  // Layouts first: the search then measures stages in them, and the file records them.
+  const executor::PlanOptions plan = session.backend ? plan_options_for(o.backend, g, session)
+                                                     : o.backend.plan_options();
   scheduler::SearchStats stats;
-  const Schedule s = scheduler::make_scheduler(options)->schedule(g, model, &stats);
+  Schedule s = scheduler::make_scheduler(options)->schedule(g, model, &stats);
+  record_layouts(o.backend, plan, s);
   printer.reset();
   options.on_progress = nullptr;
   print_summary(s);

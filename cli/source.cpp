@@ -31,6 +31,10 @@ void GraphSource::add_options(CLI::App& command, bool onnx_flag) {
       ->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
   command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
+  add_dtype_options(command);
+}
+
+void GraphSource::add_dtype_options(CLI::App& command) {
   command.add_option("--dtype", dtype, "element type: f32 (default) | f16 (CUDA backend) | int8 "
                                        "(quantised: u8/i8 activations, per-channel i8 weights)")
       ->check(CLI::IsMember({"f32", "f16", "int8"}));
@@ -123,8 +127,6 @@ Model load_model(const GraphSource& source) {
     }
     graph::QuantizeReport report;
     model.graph = graph::quantize(model.graph, calibration, &report);
-    std::cerr << "int8: " << report.int8_ops << " ops in int8, " << report.f32_ops << " in f32, "
-              << report.conversions << " conversions\n";
     return model;
   }
   graph::WeightStore onnx_weights;

@@ -25,6 +25,8 @@ struct GraphSource {
   /// --calibration, --calibration-samples; with
   /// `onnx_flag`, also --onnx FILE as another way to name an ONNX model.
   void add_options(CLI::App& command, bool onnx_flag = true);
+  /// Adds --dtype, --calibration and --calibration-samples only.
+  void add_dtype_options(CLI::App& command);
 };
 
 /// Whether `spec` names a graph file (.yaml or .onnx) rather than a built-in network.

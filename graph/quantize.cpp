@@ -246,6 +246,12 @@ bool is_quantised(const Graph& graph) {
   return false;
 }
 
+std::string compute_type(const Graph& graph) {
+  if (is_quantised(graph)) return "int8";
+  if (graph.inputs().empty()) return "f32";
+  return std::string(to_string(graph.value(graph.inputs()[0]).desc.dtype));
+}
+
 Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report) {
   return Quantizer(graph, calibration).run(report);
 }

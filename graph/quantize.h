@@ -64,6 +64,10 @@ struct QuantizeReport {
 /// Whether any value of the graph is quantised (u8/i8): such graphs compute in int8.
 bool is_quantised(const Graph& graph);
 
+/// The precision a graph computes in, as `--dtype` names it: "int8" for quantised graphs, else
+/// the element type of its first input ("f32", "f16").
+std::string compute_type(const Graph& graph);
+
 /// The int8 graph of an f32 inference graph (see the file comment). Op names are kept, so the f32
 /// weights apply; graph outputs are f32. Throws GraphError when the calibration lacks a value
 /// of the graph (made for another network) or the graph is not f32.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "common/strings.h"
 #include "executor/plan.h"
@@ -109,6 +110,7 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
   a.min_cosine = std::numeric_limits<double>::infinity();
   double sum_cosine = 0;
   int agree = 0;
+  std::set<std::ptrdiff_t> classes;
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
     const executor::HostTensor& x = got[i];
     const executor::HostTensor& y = want[i];
@@ -130,13 +132,16 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
       const double cosine = nx > 0 && ny > 0 ? dot / std::sqrt(nx * ny) : (nx == ny ? 1.0 : 0.0);
       a.min_cosine = std::min(a.min_cosine, cosine);
       sum_cosine += cosine;
-      agree += std::max_element(p, p + cols) - p == std::max_element(q, q + cols) - q;
+      const std::ptrdiff_t want_class = std::max_element(q, q + cols) - q;
+      classes.insert(want_class);
+      agree += std::max_element(p, p + cols) - p == want_class;
       ++a.samples;
     }
   }
   if (a.samples == 0) return Agreement{};
   a.mean_cosine = sum_cosine / a.samples;
   a.top1 = static_cast<double>(agree) / a.samples;
+  a.distinct_top1 = static_cast<int>(classes.size());
   return a;
 }
 

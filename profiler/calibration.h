@@ -47,6 +47,9 @@ struct Agreement {
   double mean_cosine = 1;  ///< mean cosine similarity
   double top1 = 1;         ///< share of samples whose arg-max agrees
   int samples = 0;
+  /// Distinct arg-max classes among the reference outputs (a check where every sample has the
+  /// same top-1 class says little about top-1 agreement).
+  int distinct_top1 = 0;
 };
 
 /// Compares outputs sample by sample (first graph output of each; rank 2, N x classes: each row

@@ -19,9 +19,13 @@ double ms_since(Clock::time_point start) {
 
 }  // namespace
 
-std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
-                                                      const scheduler::Stage& stage,
-                                                      graph::Layout layout) {
+std::pair<graph::Graph, scheduler::Stage> stage_graph(
+    const graph::Graph& graph, const scheduler::Stage& stage, graph::Layout layout,
+    const std::vector<graph::Layout>& value_layouts, std::vector<graph::Layout>* sub_layouts) {
+  const bool per_value = value_layouts.size() == graph.num_values();
+  const auto layout_of = [&](graph::ValueId v) {
+    return per_value ? value_layouts[static_cast<size_t>(v)] : layout;
+  };
   graph::Graph sub("stage");
   std::map<graph::ValueId, graph::ValueId> mapped;  // graph value -> sub value
   std::map<graph::OpId, graph::OpId> op_map;
@@ -37,7 +41,7 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
       if (it == mapped.end()) {
         // As in the full plan: graph inputs keep their layout, op outputs are in `layout`.
         graph::TensorDesc desc = graph.value(v).desc;
-        if (desc.shape.rank() == 4 && graph.value(v).producer != graph::kNoOp) desc.layout = layout;
+        if (desc.shape.rank() == 4 && graph.value(v).producer != graph::kNoOp) desc.layout = layout_of(v);
         it = mapped.emplace(v, sub.add_input(cat("in", next_input++), desc)).first;
       }
       inputs.push_back(it->second);
@@ -55,6 +59,10 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
     }
   }
   if (sub.outputs().empty()) sub.add_output(mapped.at(graph.op(ops.back()).outputs[0]));
+  if (sub_layouts && per_value) {
+    sub_layouts->assign(sub.num_values(), layout);
+    for (const auto& [v, sv] : mapped) (*sub_layouts)[static_cast<size_t>(sv)] = layout_of(v);
+  }
   scheduler::Stage renumbered = stage;
   for (auto& group : renumbered.groups)
     for (graph::OpId& id : group) id = op_map.at(id);
@@ -72,6 +80,11 @@ MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* c
   }
 }
 
+const std::vector<graph::Layout>& MeasuredCostModel::per_value_layouts(const graph::Graph& graph) const {
+  static const std::vector<graph::Layout> kNone;
+  return options_.plan.value_layouts.size() == graph.num_values() ? options_.plan.value_layouts : kNone;
+}
+
 std::string MeasuredCostModel::name() const { return "measured:" + backend_.name(); }
 
 std::string MeasuredCostModel::device_fingerprint() const { return backend_.device_fingerprint(); }
@@ -79,8 +92,20 @@ std::string MeasuredCostModel::device_fingerprint() const { return backend_.devi
 std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
                                          const scheduler::Stage& stage) const {
   const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
-  return cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams, ";",
-             scheduler::stage_key(graph, stage));
+  std::string key = cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams,
+                        ";", scheduler::stage_key(graph, stage));
+  if (const auto& layouts = per_value_layouts(graph); !layouts.empty()) {
+    // The layouts of what the stage reads and writes, in the stage's op order.
+    key += ";layouts=";
+    for (graph::OpId id : stage.ops()) {
+      const graph::Op& op = graph.op(id);
+      for (graph::ValueId v : op.inputs) key += cat(graph::to_string(layouts[static_cast<size_t>(v)]), ",");
+      key += ">";
+      for (graph::ValueId v : op.outputs) key += cat(graph::to_string(layouts[static_cast<size_t>(v)]), ",");
+      key += "|";
+    }
+  }
+  return key;
 }
 
 double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
@@ -103,10 +128,13 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
 double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {
   const auto start = Clock::now();
   const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
-  auto [sub, renumbered] = stage_graph(graph, stage, layout);
+  const std::vector<graph::Layout>& layouts = per_value_layouts(graph);
+  std::vector<graph::Layout> sub_layouts;
+  auto [sub, renumbered] = stage_graph(graph, stage, layout, layouts, &sub_layouts);
   scheduler::Schedule schedule;
   schedule.stages = {renumbered};
   executor::PlanOptions plan_options = options_.plan;
+  plan_options.value_layouts = std::move(sub_layouts);
   plan_options.plain_outputs = false;  // time exactly the stage's kernels
   plan_options.inputs_may_be_views = true;  // its inputs stand for op outputs
   const double ms = time_plan(backend_, streams_, sub, schedule, plan_options, options_);

@@ -52,6 +52,12 @@ class MeasuredCostModel : public scheduler::CostModel {
   std::string device_fingerprint() const override;
   double stage_latency_ms(const graph::Graph& graph, const scheduler::Stage& stage) override;
 
+  /// Measures stages with these layouts per value of the graphs it is asked about (the layout
+  /// DP's choice; empty: the plan's uniform layout). Part of the cache key.
+  void set_value_layouts(std::vector<graph::Layout> layouts) {
+    options_.plan.value_layouts = std::move(layouts);
+  }
+
   /// Latency of a stage without the cache (one measurement).
   double measure(const graph::Graph& graph, const scheduler::Stage& stage);
 
@@ -65,6 +71,9 @@ class MeasuredCostModel : public scheduler::CostModel {
   std::string cache_key(const graph::Graph& graph, const scheduler::Stage& stage) const;
 
  private:
+  // The per-value layouts when they were set for a graph of this size, else none.
+  const std::vector<graph::Layout>& per_value_layouts(const graph::Graph& graph) const;
+
   executor::Backend& backend_;
   executor::StreamPool streams_;
   ProfileCache* cache_;
@@ -78,9 +87,13 @@ class MeasuredCostModel : public scheduler::CostModel {
 /// graph inputs (rank-4 op outputs in `layout`, as the full plan holds them; graph inputs as they
 /// are), every value read outside the stage as an output; and
 /// the stage renumbered for it.
-std::pair<graph::Graph, scheduler::Stage> stage_graph(const graph::Graph& graph,
-                                                      const scheduler::Stage& stage,
-                                                      graph::Layout layout);
+/// With `value_layouts` (per value of `graph`, non-empty), inputs and op outputs get their own
+/// layouts instead, and `sub_layouts` receives the layouts by value of the stage graph (for
+/// PlanOptions::value_layouts).
+std::pair<graph::Graph, scheduler::Stage> stage_graph(
+    const graph::Graph& graph, const scheduler::Stage& stage, graph::Layout layout,
+    const std::vector<graph::Layout>& value_layouts = {},
+    std::vector<graph::Layout>* sub_layouts = nullptr);
 
 /// Median time (ms) of one run of `schedule` of `sub` planned with `plan_options`: random weights
 /// and inputs (by `options.seed`), `options.warmup` untimed runs, then `options.repeats` samples.

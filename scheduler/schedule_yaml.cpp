@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "graph/dot.h"
+#include "graph/quantize.h"
 
 namespace stagecraft::scheduler {
 
@@ -90,9 +91,10 @@ void check_matches(const Reader& r, const YAML::Node& root, const ScheduleMeta& 
     r.fail(root["batch"], cat("the schedule is for batch ", meta.batch, " but the graph has batch ",
                               batch, "; schedule the graph again with --batch ", batch));
   }
-  if (meta.dtype != graph::to_string(input.dtype)) {
+  if (meta.dtype != graph::compute_type(graph)) {
     r.fail(root["dtype"], cat("the schedule is for dtype ", meta.dtype, " but the graph is ",
-                              graph::to_string(input.dtype)));
+                              graph::compute_type(graph), "; schedule it again with --dtype ",
+                              graph::compute_type(graph)));
   }
   // Op sets: names in the file that the graph lacks, and graph ops the file lacks.
   std::set<std::string> named;
@@ -140,6 +142,50 @@ OpId op_by_name(const Reader& r, const graph::Graph& graph, const YAML::Node& no
 
 }  // namespace
 
+// The optional `layout` and `layouts` fields.
+void read_layouts(const Reader& r, const YAML::Node& root, const graph::Graph& graph,
+                  Schedule& schedule) {
+  if (root["layout"]) {
+    schedule.meta.layout = r.get<std::string>(root, "layout");
+    const auto parsed = graph::parse_layout(schedule.meta.layout);
+    if (schedule.meta.layout != "auto" && (!parsed || graph::layout_rank(*parsed) != 4)) {
+      r.fail(root["layout"], cat("unknown activation layout '", schedule.meta.layout,
+                                 "' (known: nchw, nhwc, nChw8c, nChw16c, auto)"));
+    }
+  }
+  const YAML::Node layouts = root["layouts"];
+  if (!layouts) return;
+  if (!layouts.IsMap()) r.fail(layouts, "field 'layouts' must map value names to layouts");
+  schedule.value_layouts.assign(graph.num_values(), graph::Layout::kNCHW);
+  std::vector<bool> given(graph.num_values(), false);
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
+    if (value.desc.shape.rank() != 4 || value.producer == graph::kNoOp) {
+      schedule.value_layouts[v] = value.desc.layout;
+      given[v] = true;
+    }
+  }
+  for (const auto& entry : layouts) {
+    const std::string name = entry.first.as<std::string>();
+    const auto v = graph.find_value(name);
+    if (!v) r.fail(entry.first, cat("'layouts' names value '", name, "', which the graph lacks"));
+    const std::string text = entry.second.as<std::string>();
+    const auto layout = graph::parse_layout(text);
+    if (!layout || graph::layout_rank(*layout) != 4) {
+      r.fail(entry.second, cat("value '", name, "': unknown layout '", text,
+                               "' (known: nchw, nhwc, nChw8c, nChw16c)"));
+    }
+    schedule.value_layouts[static_cast<size_t>(*v)] = *layout;
+    given[static_cast<size_t>(*v)] = true;
+  }
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    if (!given[v]) {
+      r.fail(layouts, cat("'layouts' lacks value '", graph.value(static_cast<graph::ValueId>(v)).name,
+                          "'"));
+    }
+  }
+}
+
 std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule) {
   const ScheduleMeta& m = schedule.meta;
   YAML::Emitter out;
@@ -162,6 +208,18 @@ std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule
   out << YAML::EndMap;
   out << YAML::Key << "predicted_ms" << YAML::Value << format_ms(m.predicted_ms);
   out << YAML::Key << "search_seconds" << YAML::Value << fixed(m.search_seconds, 3);
+  if (!m.layout.empty()) out << YAML::Key << "layout" << YAML::Value << m.layout;
+  if (!schedule.value_layouts.empty()) {
+    // Layouts of the rank-4 op outputs (the ones a plan chooses), by value name.
+    out << YAML::Key << "layouts" << YAML::Value << YAML::BeginMap;
+    for (size_t v = 0; v < graph.num_values() && v < schedule.value_layouts.size(); ++v) {
+      const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
+      if (value.producer == graph::kNoOp || value.desc.shape.rank() != 4) continue;
+      out << YAML::Key << value.name << YAML::Value
+          << std::string(graph::to_string(schedule.value_layouts[v]));
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
   for (const Stage& stage : schedule.stages) {
     out << YAML::Flow << YAML::BeginMap;
@@ -216,6 +274,7 @@ Schedule schedule_from_yaml(const std::string& text, const graph::Graph& graph,
       if (node["predicted_ms"]) stage.predicted_ms = r.get<double>(node, "predicted_ms");
       schedule.stages.push_back(std::move(stage));
     }
+    read_layouts(r, root, graph, schedule);
     try {
       validate(graph, schedule);
     } catch (ScheduleError& e) {

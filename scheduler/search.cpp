@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/strings.h"
+#include "graph/quantize.h"
 #include "scheduler/dp.h"
 #include "scheduler/stage_coster.h"
 
@@ -65,7 +66,7 @@ void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOp
   meta.num_ops = graph.num_ops();
   const auto& input = graph.value(graph.inputs().at(0)).desc;
   meta.batch = input.shape.rank() > 0 ? input.shape[0] : 1;
-  meta.dtype = std::string(graph::to_string(input.dtype));
+  meta.dtype = graph::compute_type(graph);
   meta.device = model.device_fingerprint();
   meta.cost_model = model.name();
   meta.search.strategy = std::string(to_string(options.strategy));

@@ -67,6 +67,26 @@ expect_ok schedule-measured 'measured [0-9]+ stages' -- schedule squeezenet1_1 -
 expect_ok schedule-measured-warm 'measured 0 stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
 expect_ok bench 'dp-both' -- bench squeezenet1_1 --input-size 48 --iters 2 --warmup 1 --out "$work/bench"
 [ -s "$work/bench/bench.csv" ] && [ -s "$work/bench/bench.json" ] && pass || fail "bench wrote no CSV/JSON"
+# layouts chosen first, recorded in the schedule file, used by run
+expect_ok schedule-layout-auto 'layout auto \(values:' -- schedule squeezenet1_1 --input-size 32 --backend cpu --layout auto -q -o "$work/la.yaml"
+grep -q '^layouts:' "$work/la.yaml" && pass || fail "schedule file has no per-value layouts"
+expect_ok run-layout-file 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 32 --schedule "$work/la.yaml" --iters 1 --warmup 0
+expect_error schedule-layout-auto-no-backend 'add --backend cpu' -- schedule squeezenet1_1 --layout auto
+# int8: calibration file, quantised runs, and the errors a user can make with them
+expect_ok calibrate 'calibrated [0-9]+ values on 2 generated input\(s\), method minmax' -- calibrate squeezenet1_1 --input-size 48 --samples 2 --check 3 -o "$work/sq.calib.yaml"
+grep -q 'absmax' "$work/sq.calib.yaml" && pass || fail "calibration file has no ranges"
+expect_ok calibrate-check 'int8 vs f32 over 3 random inputs: cosine' -- calibrate squeezenet1_1 --input-size 48 --samples 1 --check 3 -o "$work/sq1.calib.yaml"
+expect_ok run-int8 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule dp --iters 2 --warmup 0
+expect_ok run-int8-inline 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 2 --schedule sequential --iters 1 --warmup 0
+grep -q 'int8: calibrated' "$work/err" && pass || fail "run-int8-inline: no calibration line: $(head -c 300 "$work/err")"
+expect_ok schedule-int8 'int8|i8|u8|predicted' -- schedule squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" -q -o "$work/q.yaml"
+expect_ok run-int8-file 'plan: [0-9]+ kernels' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule "$work/q.yaml" --iters 1 --warmup 0
+expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
+expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
+expect_error int8-blocked-layout 'quantised convolutions run in nhwc' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
+expect_error int8-other-calibration 'has no range for value' -- run googlenet --input-size 64 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule sequential --iters 1
+expect_error int8-missing-calibration 'cannot read the calibration file' -- run squeezenet1_1 --dtype int8 --calibration "$work/none.yaml"
+expect_error f16-on-cpu 'f16 runs on the CUDA backend' -- run squeezenet1_1 --input-size 48 --dtype f16 --schedule sequential --iters 1
 expect_ok help 'schedule' -- --help
 grep -q 'cluster_block0' "$work/g.dot" && pass || fail "graph dot has no block clusters"
 grep -q 'cluster_stage0' "$work/s.dot" && pass || fail "schedule dot has no stage clusters"

@@ -55,6 +55,32 @@ TEST(StageGraph, KeepsTheStageOpsAndMakesItsInputsGraphInputs) {
   EXPECT_EQ(sub.op(0).name, "fire2/expand1x1/conv");
 }
 
+TEST(StageGraph, PerValueLayoutsReachTheStageGraphAndTheCacheKey) {
+  const graph::Graph g = small_network();
+  const auto e1 = *g.find_op("fire2/expand1x1/conv");
+  const auto squeeze = *g.find_op("fire2/squeeze/conv");
+  std::vector<graph::Layout> layouts(g.num_values(), graph::Layout::kNChw16c);
+  layouts[static_cast<size_t>(g.op(squeeze).outputs[0])] = graph::Layout::kNHWC;
+  std::vector<graph::Layout> sub_layouts;
+  const scheduler::Stage stage = scheduler::Stage::concurrent({{e1}});
+  const auto [sub, renumbered] =
+      stage_graph(g, stage, graph::Layout::kNChw16c, layouts, &sub_layouts);
+  EXPECT_EQ(sub.value(sub.inputs()[0]).desc.layout, graph::Layout::kNHWC);  // the squeeze's
+  ASSERT_EQ(sub_layouts.size(), sub.num_values());
+  EXPECT_EQ(sub_layouts[static_cast<size_t>(sub.op(0).outputs[0])], graph::Layout::kNChw16c);
+  // The model measures with them (a plan of the stage graph) and keys its cache by them.
+  MeasuredCostModel model(cpu(), nullptr, quick());
+  const std::string uniform_key = model.cache_key(g, stage);
+  model.set_value_layouts(layouts);
+  const std::string keyed = model.cache_key(g, stage);
+  EXPECT_NE(keyed, uniform_key);
+  EXPECT_NE(keyed.find("nhwc"), std::string::npos) << keyed;
+  EXPECT_GT(model.measure(g, stage), 0.0);
+  // Layouts of another graph (another size) are ignored rather than misapplied.
+  model.set_value_layouts(std::vector<graph::Layout>(3, graph::Layout::kNHWC));
+  EXPECT_EQ(model.cache_key(g, stage), uniform_key);
+}
+
 TEST(MeasuredCostModel, SecondSearchMeasuresNothingNew) {
   const fs::path dir = fresh_dir("cache_second");
   const graph::Graph g = small_network();
