@@ -1,12 +1,15 @@
 #include "cli/backend_options.h"
 
 #include <iostream>
+#include <limits>
 #include <map>
+#include <optional>
 
 #include "common/strings.h"
 #include "graph/quantize.h"
 #include "profiler/measured_layout_cost_model.h"
 #include "scheduler/layout_optimizer.h"
+#include "scheduler/schedule.h"
 
 namespace stagecraft::cli {
 
@@ -81,6 +84,23 @@ namespace stagecraft::cli {
 
 namespace {
 constexpr double kProgressEveryS = 10;
+
+std::string join_layouts(const std::vector<graph::Layout>& layouts) {
+  std::string out;
+  for (graph::Layout l : layouts) out += cat(out.empty() ? "" : ",", graph::to_string(l));
+  return out;
+}
+
+// The name of the layout of a uniform assignment (its first rank-4 op output's).
+std::string describe_uniform(const std::vector<graph::Layout>& layouts, const graph::Graph& graph) {
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
+    if (value.producer != graph::kNoOp && value.desc.shape.rank() == 4) {
+      return std::string(graph::to_string(layouts[v]));
+    }
+  }
+  return "uniform";
+}
 }  // namespace
 
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
@@ -144,8 +164,60 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   std::cerr << " (" << model.measurements() << " measured, " << model.cache_hits()
             << " cached, " << fixed(model.measuring_seconds(), 1) << " s)\n";
   plan.value_layouts = chosen.value_layouts;
+  // The DP adds up ops timed alone; inside the network, caches and conversions can make another
+  // choice win. Keep the per-value plan only if it runs at least as fast end to end as every
+  // uniform layout (sequential schedule, interleaved timings; the verdict is cached).
+  std::vector<std::vector<graph::Layout>> options_to_check{chosen.value_layouts};
+  for (graph::Layout l : search.candidates) {
+    std::vector<graph::Layout> uniform = chosen.value_layouts;
+    for (size_t v = 0; v < graph.num_values(); ++v)
+      if (chosen_by_plan(v)) uniform[v] = l;
+    if (uniform != chosen.value_layouts) options_to_check.push_back(std::move(uniform));
+  }
+  if (options_to_check.size() > 1) {
+    const std::string key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
+                                graph::compute_type(graph), ";", join_layouts(search.candidates),
+                                ";streams=", plan.max_streams);
+    std::optional<double> verdict = cache->find(key);
+    std::vector<double> ms(options_to_check.size(), std::numeric_limits<double>::infinity());
+    if (!verdict) {
+      scheduler::Schedule sequential;
+      for (const graph::Op& op : graph.ops()) {
+        sequential.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
+      }
+      executor::StreamPool streams(backend);
+      profiler::MeasureOptions e2e = measure;
+      e2e.repeats = 3;
+      e2e.sample_ms = 0;  // one run per sample
+      constexpr int kRounds = 2;
+      for (int round = 0; round < kRounds; ++round) {
+        for (size_t k = 0; k < options_to_check.size(); ++k) {
+          executor::PlanOptions p = plan;
+          p.value_layouts = options_to_check[k];
+          ms[k] = std::min(ms[k], profiler::time_plan(backend, streams, graph, sequential, p, e2e));
+        }
+      }
+      verdict = static_cast<double>(std::min_element(ms.begin(), ms.end()) - ms.begin());
+      cache->insert(key, *verdict);
+      cache->save();
+      std::cerr << "layouts: end to end (sequential):";
+      for (size_t k = 0; k < ms.size(); ++k) {
+        std::cerr << " " << (k == 0 ? std::string("per-value") : describe_uniform(options_to_check[k], graph))
+                  << " " << fixed(ms[k], 3) << " ms";
+      }
+      std::cerr << "\n";
+    }
+    const auto winner = static_cast<size_t>(*verdict);
+    if (winner < options_to_check.size()) {
+      plan.value_layouts = options_to_check[winner];
+      if (winner != 0) {
+        std::cerr << "layouts: using uniform " << describe_uniform(plan.value_layouts, graph)
+                  << ", faster end to end than the per-value choice\n";
+      }
+    }
+  }
   // Schedules searched from now on are measured in these layouts.
-  if (session.measured) session.measured->set_value_layouts(chosen.value_layouts);
+  if (session.measured) session.measured->set_value_layouts(plan.value_layouts);
   return plan;
 }
 

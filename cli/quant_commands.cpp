@@ -107,7 +107,11 @@ void run_calibrate(const CalibrateOptions& o) {
   std::cout << "  int8 vs f32 over " << a.samples << " random inputs: cosine min "
             << fixed(a.min_cosine, 4) << " mean " << fixed(a.mean_cosine, 4) << ", top-1 agreement "
             << fixed(100 * a.top1, 1) << "% (" << a.distinct_top1
-            << " distinct f32 top-1 classes)\n";
+            << " distinct f32 top-1 classes)\n"
+            << "  input-dependent part (logits minus their mean over the inputs): cosine min "
+            << fixed(a.centred_min_cosine, 4) << " mean " << fixed(a.centred_mean_cosine, 4)
+            << ", top-1 agreement " << fixed(100 * a.centred_top1, 1) << "% ("
+            << a.centred_distinct_top1 << " distinct classes)\n";
 }
 
 }  // namespace

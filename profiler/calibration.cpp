@@ -104,44 +104,98 @@ graph::Calibration calibrate(const graph::Graph& graph, const graph::WeightStore
   return cal;
 }
 
-Agreement compare_logits(const std::vector<executor::HostTensor>& got,
-                         const std::vector<executor::HostTensor>& want) {
-  Agreement a;
-  a.min_cosine = std::numeric_limits<double>::infinity();
-  double sum_cosine = 0;
-  int agree = 0;
-  std::set<std::ptrdiff_t> classes;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    const executor::HostTensor& x = got[i];
-    const executor::HostTensor& y = want[i];
-    if (x.shape != y.shape) {
-      throw Error(cat("cannot compare outputs of shapes ", x.shape.to_string(), " and ",
-                      y.shape.to_string()));
-    }
-    const int64_t rows = x.shape.rank() >= 1 ? x.shape[0] : 1;
-    const size_t cols = x.data.size() / static_cast<size_t>(std::max<int64_t>(rows, 1));
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* p = x.data.data() + static_cast<size_t>(r) * cols;
-      const float* q = y.data.data() + static_cast<size_t>(r) * cols;
-      double dot = 0, nx = 0, ny = 0;
-      for (size_t c = 0; c < cols; ++c) {
-        dot += static_cast<double>(p[c]) * q[c];
-        nx += static_cast<double>(p[c]) * p[c];
-        ny += static_cast<double>(q[c]) * q[c];
-      }
-      const double cosine = nx > 0 && ny > 0 ? dot / std::sqrt(nx * ny) : (nx == ny ? 1.0 : 0.0);
-      a.min_cosine = std::min(a.min_cosine, cosine);
-      sum_cosine += cosine;
-      const std::ptrdiff_t want_class = std::max_element(q, q + cols) - q;
-      classes.insert(want_class);
-      agree += std::max_element(p, p + cols) - p == want_class;
-      ++a.samples;
+namespace {
+
+struct Rows {
+  std::vector<std::vector<double>> rows;
+};
+
+// Every sample's outputs as rows (first dimension = samples within a tensor).
+Rows rows_of(const std::vector<executor::HostTensor>& tensors) {
+  Rows r;
+  for (const executor::HostTensor& t : tensors) {
+    const int64_t n = t.shape.rank() >= 1 ? std::max<int64_t>(t.shape[0], 1) : 1;
+    const size_t cols = t.data.size() / static_cast<size_t>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* p = t.data.data() + static_cast<size_t>(i) * cols;
+      r.rows.emplace_back(p, p + cols);
     }
   }
-  if (a.samples == 0) return Agreement{};
-  a.mean_cosine = sum_cosine / a.samples;
-  a.top1 = static_cast<double>(agree) / a.samples;
-  a.distinct_top1 = static_cast<int>(classes.size());
+  return r;
+}
+
+void centre(Rows& r) {
+  if (r.rows.empty()) return;
+  std::vector<double> mean(r.rows[0].size(), 0.0);
+  for (const auto& row : r.rows)
+    for (size_t c = 0; c < row.size(); ++c) mean[c] += row[c] / static_cast<double>(r.rows.size());
+  for (auto& row : r.rows)
+    for (size_t c = 0; c < row.size(); ++c) row[c] -= mean[c];
+}
+
+struct Scores {
+  double min_cosine = 1, mean_cosine = 1, top1 = 1;
+  int distinct = 0;
+};
+
+Scores score(const Rows& got, const Rows& want) {
+  Scores s;
+  s.min_cosine = std::numeric_limits<double>::infinity();
+  double sum = 0;
+  int agree = 0;
+  std::set<std::ptrdiff_t> classes;
+  for (size_t i = 0; i < want.rows.size(); ++i) {
+    const auto& p = got.rows[i];
+    const auto& q = want.rows[i];
+    double dot = 0, np = 0, nq = 0;
+    for (size_t c = 0; c < q.size(); ++c) {
+      dot += p[c] * q[c];
+      np += p[c] * p[c];
+      nq += q[c] * q[c];
+    }
+    const double cosine = np > 0 && nq > 0 ? dot / std::sqrt(np * nq) : (np == nq ? 1.0 : 0.0);
+    s.min_cosine = std::min(s.min_cosine, cosine);
+    sum += cosine;
+    const std::ptrdiff_t want_class = std::max_element(q.begin(), q.end()) - q.begin();
+    classes.insert(want_class);
+    agree += std::max_element(p.begin(), p.end()) - p.begin() == want_class;
+  }
+  const double n = static_cast<double>(std::max<size_t>(want.rows.size(), 1));
+  s.mean_cosine = sum / n;
+  s.top1 = agree / n;
+  s.distinct = static_cast<int>(classes.size());
+  return s;
+}
+
+}  // namespace
+
+Agreement compare_logits(const std::vector<executor::HostTensor>& got,
+                         const std::vector<executor::HostTensor>& want) {
+  if (got.size() != want.size()) {
+    throw Error(cat("cannot compare ", got.size(), " outputs with ", want.size()));
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].shape != want[i].shape) {
+      throw Error(cat("cannot compare outputs of shapes ", got[i].shape.to_string(), " and ",
+                      want[i].shape.to_string()));
+    }
+  }
+  Rows g = rows_of(got), w = rows_of(want);
+  Agreement a;
+  a.samples = static_cast<int>(w.rows.size());
+  if (a.samples == 0) return a;
+  const Scores raw = score(g, w);
+  a.min_cosine = raw.min_cosine;
+  a.mean_cosine = raw.mean_cosine;
+  a.top1 = raw.top1;
+  a.distinct_top1 = raw.distinct;
+  centre(g);
+  centre(w);
+  const Scores centred = score(g, w);
+  a.centred_min_cosine = centred.min_cosine;
+  a.centred_mean_cosine = centred.mean_cosine;
+  a.centred_top1 = centred.top1;
+  a.centred_distinct_top1 = centred.distinct;
   return a;
 }
 

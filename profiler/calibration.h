@@ -50,6 +50,13 @@ struct Agreement {
   /// Distinct arg-max classes among the reference outputs (a check where every sample has the
   /// same top-1 class says little about top-1 agreement).
   int distinct_top1 = 0;
+  /// The same on the input-dependent part of the outputs: each sample's logits minus the mean
+  /// logits over all samples (of its own set). With random weights the raw logits are dominated
+  /// by what every input shares (one class wins for all), which the raw metrics cannot see past.
+  double centred_min_cosine = 1;
+  double centred_mean_cosine = 1;
+  double centred_top1 = 1;
+  int centred_distinct_top1 = 0;
 };
 
 /// Compares outputs sample by sample (first graph output of each; rank 2, N x classes: each row

@@ -456,7 +456,11 @@ class CudaBackend : public Backend {
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
         if (d.dtype != DataType::kF32 && d.dtype != DataType::kF16) {
-          return cat("the CUDA backend runs f32 and f16 tensors (got ", graph::to_string(d.dtype), ")");
+          return graph::is_int8(d.dtype)
+                     ? cat("the CUDA backend has no int8 kernels yet (got ", d.describe(),
+                           "); run --dtype int8 on the CPU backend, or f16 here")
+                     : cat("the CUDA backend runs f32 and f16 tensors (got ",
+                           graph::to_string(d.dtype), ")");
         }
         if (d.shape.rank() == 4 && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
           return cat("layout ", graph::to_string(d.layout), " is not available on CUDA (use nchw or nhwc)");
