@@ -1,5 +1,7 @@
 #include "cli/backend_options.h"
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -7,6 +9,7 @@
 
 #include "common/strings.h"
 #include "graph/quantize.h"
+#include "graph/weights.h"
 #include "profiler/measured_layout_cost_model.h"
 #include "scheduler/layout_optimizer.h"
 #include "scheduler/schedule.h"
@@ -101,6 +104,49 @@ std::string describe_uniform(const std::vector<graph::Layout>& layouts, const gr
   }
   return "uniform";
 }
+// Median time of a sequential run of `graph` under each layout assignment: plans built once,
+// then runs interleaved round by round (a noisy machine slows all of them alike).
+std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
+                                  const executor::PlanOptions& base,
+                                  const std::vector<std::vector<graph::Layout>>& assignments) {
+  constexpr int kWarmup = 2;
+  constexpr int kRounds = 11;
+  scheduler::Schedule sequential;
+  for (const graph::Op& op : graph.ops()) {
+    sequential.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
+  }
+  const graph::WeightStore weights = graph::random_weights(graph, 1);
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : graph.inputs()) {
+    inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
+  }
+  std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
+  std::vector<std::unique_ptr<executor::Executor>> runs;
+  for (const auto& layouts : assignments) {
+    executor::PlanOptions p = base;
+    p.value_layouts = layouts;
+    plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, sequential, weights, backend, p));
+    runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
+    runs.back()->set_inputs(inputs);
+    for (int i = 0; i < kWarmup; ++i) runs.back()->execute();
+  }
+  std::vector<std::vector<double>> samples(assignments.size());
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      runs[k]->execute();
+      samples[k].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<double> medians;
+  for (auto& s : samples) {
+    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
+    medians.push_back(s[s.size() / 2]);
+  }
+  return medians;
+}
+
 }  // namespace
 
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
@@ -181,26 +227,11 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
     std::optional<double> verdict = cache->find(key);
     std::vector<double> ms(options_to_check.size(), std::numeric_limits<double>::infinity());
     if (!verdict) {
-      scheduler::Schedule sequential;
-      for (const graph::Op& op : graph.ops()) {
-        sequential.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
-      }
-      executor::StreamPool streams(backend);
-      profiler::MeasureOptions e2e = measure;
-      e2e.repeats = 3;
-      e2e.sample_ms = 0;  // one run per sample
-      constexpr int kRounds = 2;
-      for (int round = 0; round < kRounds; ++round) {
-        for (size_t k = 0; k < options_to_check.size(); ++k) {
-          executor::PlanOptions p = plan;
-          p.value_layouts = options_to_check[k];
-          ms[k] = std::min(ms[k], profiler::time_plan(backend, streams, graph, sequential, p, e2e));
-        }
-      }
+      ms = end_to_end_ms(backend, graph, plan, options_to_check);
       verdict = static_cast<double>(std::min_element(ms.begin(), ms.end()) - ms.begin());
       cache->insert(key, *verdict);
       cache->save();
-      std::cerr << "layouts: end to end (sequential):";
+      std::cerr << "layouts: end to end (sequential, median of 11 interleaved runs):";
       for (size_t k = 0; k < ms.size(); ++k) {
         std::cerr << " " << (k == 0 ? std::string("per-value") : describe_uniform(options_to_check[k], graph))
                   << " " << fixed(ms[k], 3) << " ms";
