@@ -211,41 +211,62 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
             << " cached, " << fixed(model.measuring_seconds(), 1) << " s)\n";
   plan.value_layouts = chosen.value_layouts;
   // The DP adds up ops timed alone; inside the network, caches and conversions can make another
-  // choice win. Keep the per-value plan only if it runs at least as fast end to end as every
-  // uniform layout (sequential schedule, interleaved timings; the verdict is cached).
-  std::vector<std::vector<graph::Layout>> options_to_check{chosen.value_layouts};
+  // choice win, and on a shared machine the differences between good layouts are within the
+  // noise. So the options are run end to end (sequential schedule, interleaved, two blocks of
+  // runs): the backend's preferred uniform layout stays unless another option (the per-value
+  // choice or another uniform layout) beats it by kMargin in both blocks. The verdict is cached.
+  constexpr double kMargin = 0.03;
+  std::vector<std::vector<graph::Layout>> options_to_check;
+  std::vector<std::string> names;
   for (graph::Layout l : search.candidates) {
     std::vector<graph::Layout> uniform = chosen.value_layouts;
     for (size_t v = 0; v < graph.num_values(); ++v)
       if (chosen_by_plan(v)) uniform[v] = l;
-    if (uniform != chosen.value_layouts) options_to_check.push_back(std::move(uniform));
+    options_to_check.push_back(std::move(uniform));
+    names.emplace_back(graph::to_string(l));
   }
-  if (options_to_check.size() > 1) {
-    const std::string key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
-                                graph::compute_type(graph), ";", join_layouts(search.candidates),
-                                ";streams=", plan.max_streams);
-    std::optional<double> verdict = cache->find(key);
-    std::vector<double> ms(options_to_check.size(), std::numeric_limits<double>::infinity());
-    if (!verdict) {
-      ms = end_to_end_ms(backend, graph, plan, options_to_check);
-      verdict = static_cast<double>(std::min_element(ms.begin(), ms.end()) - ms.begin());
-      cache->insert(key, *verdict);
-      cache->save();
-      std::cerr << "layouts: end to end (sequential, median of 11 interleaved runs):";
-      for (size_t k = 0; k < ms.size(); ++k) {
-        std::cerr << " " << (k == 0 ? std::string("per-value") : describe_uniform(options_to_check[k], graph))
-                  << " " << fixed(ms[k], 3) << " ms";
+  if (std::find(options_to_check.begin(), options_to_check.end(), chosen.value_layouts) ==
+      options_to_check.end()) {
+    options_to_check.push_back(chosen.value_layouts);
+    names.emplace_back("per-value");
+  }
+  const std::string key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
+                              graph::compute_type(graph), ";", join_layouts(search.candidates),
+                              ";streams=", plan.max_streams);
+  std::optional<double> verdict = options_to_check.size() > 1 ? cache->find(key) : 0.0;
+  if (!verdict) {
+    constexpr int kBlocks = 2;
+    std::vector<std::vector<double>> blocks;
+    for (int b = 0; b < kBlocks; ++b) blocks.push_back(end_to_end_ms(backend, graph, plan, options_to_check));
+    size_t best = 0;
+    double best_total = std::numeric_limits<double>::infinity();
+    for (size_t k = 1; k < options_to_check.size(); ++k) {
+      bool clearly = true;
+      double total = 0;
+      for (const auto& ms : blocks) {
+        clearly = clearly && ms[k] < (1.0 - kMargin) * ms[0];
+        total += ms[k];
       }
-      std::cerr << "\n";
-    }
-    const auto winner = static_cast<size_t>(*verdict);
-    if (winner < options_to_check.size()) {
-      plan.value_layouts = options_to_check[winner];
-      if (winner != 0) {
-        std::cerr << "layouts: using uniform " << describe_uniform(plan.value_layouts, graph)
-                  << ", faster end to end than the per-value choice\n";
+      if (clearly && total < best_total) {
+        best = k;
+        best_total = total;
       }
     }
+    verdict = static_cast<double>(best);
+    cache->insert(key, *verdict);
+    cache->save();
+    std::cerr << "layouts: end to end (sequential, medians of 11 interleaved runs, 2 blocks):";
+    for (size_t k = 0; k < options_to_check.size(); ++k) {
+      std::cerr << " " << names[k];
+      for (const auto& ms : blocks) std::cerr << (&ms == &blocks[0] ? " " : "/") << fixed(ms[k], 2);
+    }
+    std::cerr << " ms\n";
+  }
+  const auto winner = static_cast<size_t>(*verdict);
+  if (winner < options_to_check.size()) {
+    plan.value_layouts = options_to_check[winner];
+    std::cerr << "layouts: using " << (names[winner] == "per-value" ? "the per-value choice" : "uniform " + names[winner])
+              << (winner == 0 ? " (nothing beat it by 3% in both blocks)\n" : "\n");
   }
   // Schedules searched from now on are measured in these layouts.
   if (session.measured) session.measured->set_value_layouts(plan.value_layouts);
