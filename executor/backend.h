@@ -166,6 +166,13 @@ struct BackendConfig {
 /// norm) has none, "" otherwise.
 std::string weights_reason(const KernelSpec& spec);
 
+/// For `supports()` of a spec with 8-bit tensors: "" when it follows the quantisation contract
+/// (graph/quantize.h) that every backend shares, otherwise why not. Convolutions, linear layers
+/// and additions read 8-bit inputs and write any type (f32 when a sigmoid is fused); pooling,
+/// ReLU, pad, flatten, split, slice and concat keep one type and scale; identity converts
+/// anything; every other kind computes in f32 only.
+std::string quantised_reason(const KernelSpec& spec);
+
 /// The error `create_kernel()` throws for a spec the backend cannot run:
 /// "<backend> cannot run op 'name' (kind): reason".
 BackendError unsupported(const std::string& backend, const KernelSpec& spec, const std::string& why);

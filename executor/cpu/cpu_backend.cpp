@@ -406,7 +406,7 @@ class CpuBackend : public Backend {
       }
     }
     if (any_int8) {
-      if (const std::string why = int8_reason(spec); !why.empty()) return why;
+      if (const std::string why = quantised_reason(spec); !why.empty()) return why;
     }
     switch (spec.kind) {
       case OpKind::kAvgPool: {
@@ -499,55 +499,6 @@ class CpuBackend : public Backend {
   }
 
  private:
-  // Which quantised specs oneDNN runs here (see graph/quantize.h for the model).
-  static std::string int8_reason(const KernelSpec& spec) {
-    const auto activation_of = [&]() {
-      if (spec.kind == OpKind::kConv2d) return std::get<graph::Conv2dAttrs>(spec.attrs).activation;
-      if (spec.kind == OpKind::kLinear) return std::get<graph::LinearAttrs>(spec.attrs).activation;
-      return std::get<graph::AddAttrs>(spec.attrs).activation;
-    };
-    switch (spec.kind) {
-      case OpKind::kConv2d:
-      case OpKind::kLinear:
-      case OpKind::kAdd:
-        for (const TensorDesc& src : spec.srcs) {
-          if (!quantised(src)) {
-            return cat("a quantised ", graph::to_string(spec.kind), " reads 8-bit inputs only (input is ",
-                       graph::to_string(src.dtype), "): quantise it with an identity op first");
-          }
-        }
-        if (activation_of() == Activation::kSigmoid && quantised(spec.dsts[0])) {
-          return "a fused sigmoid needs an f32 output (it acts on real values)";
-        }
-        return "";
-      case OpKind::kIdentity:
-        return "";  // a conversion: any types and scales
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool:
-      case OpKind::kGlobalAvgPool:
-      case OpKind::kRelu:
-      case OpKind::kPad:
-      case OpKind::kFlatten:
-      case OpKind::kSplit:
-      case OpKind::kSlice:
-      case OpKind::kConcat:
-        for (const auto* list : {&spec.srcs, &spec.dsts}) {
-          for (const TensorDesc& d : *list) {
-            if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
-              return cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
-                         "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
-                         "): requantise with an identity op first");
-            }
-          }
-        }
-        return "";
-      default:
-        return cat(graph::to_string(spec.kind), " runs in f32 only on the CPU backend (got ",
-                   graph::to_string(spec.srcs.empty() ? spec.dsts[0].dtype : spec.srcs[0].dtype),
-                   "): dequantise its input first");
-    }
-  }
-
   static std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
     std::string line;
@@ -587,12 +538,12 @@ class CpuBackend : public Backend {
   }
 
   void add_eltwise(DnnlKernel& k, Activation act, const memory::desc& desc, int src_slot,
-                   int dst_slot_index) {
+                   int dst_slot_index, float relu6_max = kRelu6Max) {
     dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
     float alpha = 0, beta = 0;
     if (act == Activation::kRelu6) {
       alg = dnnl::algorithm::eltwise_clip;
-      beta = kRelu6Max;
+      beta = relu6_max;
     } else if (act == Activation::kSigmoid) {
       alg = dnnl::algorithm::eltwise_logistic;
     }
@@ -906,7 +857,9 @@ class CpuBackend : public Backend {
     const bool relu_by_saturation =
         a.activation == Activation::kRelu && spec.dsts[0].dtype == DataType::kU8;
     if (a.activation != Activation::kNone && !relu_by_saturation) {
-      add_eltwise(k, a.activation, dst, dst_slot(0), dst_slot(0));  // in place
+      // In place, in the destination's units (a quantised ReLU6 clips at 6 / scale).
+      add_eltwise(k, a.activation, dst, dst_slot(0), dst_slot(0),
+                  quantised(spec.dsts[0]) ? kRelu6Max / spec.dsts[0].scale : kRelu6Max);
     }
     return pd.impl_info_str();
   }

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -59,11 +60,31 @@ using graph::TensorDesc;
 constexpr int kAlgoCandidates = 8;
 constexpr int kMaxAddPerLaunch = 8;
 
-Elem elem_of(DataType t) { return t == DataType::kF16 ? Elem::kF16 : Elem::kF32; }
+Elem elem_of(DataType t) {
+  switch (t) {
+    case DataType::kF16:
+      return Elem::kF16;
+    case DataType::kU8:
+      return Elem::kU8;
+    case DataType::kI8:
+      return Elem::kI8;
+    default:
+      return Elem::kF32;
+  }
+}
 
 cudnnDataType_t cudnn_type(DataType t) {
   return t == DataType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
+
+constexpr float kRelu6Max = 6.0f;
+constexpr int64_t kInt8ChannelMultiple = 4;  // cuDNN's int8 NHWC convolutions need C % 4 == 0
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+size_t align_bytes(size_t x) { return (x + 255) / 256 * 256; }
+
+// The real value of a quantised element is scale · q; f32 tensors have scale 1.
+float real_scale(const TensorDesc& d) { return graph::is_int8(d.dtype) ? d.scale : 1.0f; }
 
 Dims4 dims_of(const TensorDesc& d) {
   Dims4 r;
@@ -414,6 +435,130 @@ class ConvKernel : public CudaKernel {
   bool fused_ = false;
 };
 
+// A quantised convolution: cuDNN's int8 NHWC convolution (u8/i8 input, per-output-channel i8
+// weights, s32 accumulation, f32 output: INT8_EXT_CONFIG) into a workspace, then an epilogue that
+// adds the bias (in accumulator units), applies the per-channel requantisation scale and the
+// activation, and rounds into the 8-bit (or f32) output. Channels are padded to multiples of 4:
+// zero filters for the output, a zero-filled copy of the input when its channels are not.
+class Int8ConvKernel : public CudaKernel {
+ public:
+  Int8ConvKernel(const KernelSpec& spec, CudaStream& setup) : CudaKernel("cudnn int8") {
+    const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+    const TensorDesc& src = spec.srcs[0];
+    const TensorDesc& dst = spec.dsts[0];
+    src_elem_ = elem_of(src.dtype);
+    dst_elem_ = elem_of(dst.dtype);
+    src_dims_ = dims_of(src);
+    dst_dims_ = dims_of(dst);
+    activation_ = act_of(a.activation);
+    const int64_t cin = a.in_channels, cin4 = round_up(cin, kInt8ChannelMultiple);
+    const int64_t k = a.out_channels, k4 = round_up(k, kInt8ChannelMultiple);
+    padded_dims_ = src_dims_;
+    padded_dims_.c = cin4;
+    acc_dims_ = dst_dims_;
+    acc_dims_.c = k4;
+    acc_dims_.nhwc = true;
+    pad_input_ = cin4 != cin;
+    STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
+        x_.get(), CUDNN_TENSOR_NHWC, src.dtype == DataType::kU8 ? CUDNN_DATA_UINT8 : CUDNN_DATA_INT8,
+        static_cast<int>(src_dims_.n), static_cast<int>(cin4), static_cast<int>(src_dims_.h),
+        static_cast<int>(src_dims_.w)));
+    STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
+        y_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(dst_dims_.n),
+        static_cast<int>(k4), static_cast<int>(dst_dims_.h), static_cast<int>(dst_dims_.w)));
+    STAGECRAFT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
+    STAGECRAFT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_INT8, CUDNN_TENSOR_NHWC,
+                                                      static_cast<int>(k4), static_cast<int>(cin4),
+                                                      static_cast<int>(a.kernel.h),
+                                                      static_cast<int>(a.kernel.w)));
+    STAGECRAFT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
+    STAGECRAFT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        conv_, static_cast<int>(a.padding.top), static_cast<int>(a.padding.left),
+        static_cast<int>(a.stride.h), static_cast<int>(a.stride.w), static_cast<int>(a.dilation.h),
+        static_cast<int>(a.dilation.w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_INT32));
+
+    // Weights: symmetric per output channel, OHWI with zero padding to k4 x kh x kw x cin4.
+    const std::vector<float>& w = spec.weights->weight;
+    const int64_t kh = a.kernel.h, kw = a.kernel.w;
+    std::vector<int8_t> q(static_cast<size_t>(k4 * kh * kw * cin4), 0);
+    std::vector<float> scale(static_cast<size_t>(k)), bias;
+    const float in_scale = real_scale(src);
+    for (int64_t o = 0; o < k; ++o) {
+      float m = 0;
+      for (int64_t i = 0; i < cin * kh * kw; ++i) m = std::max(m, std::fabs(w[static_cast<size_t>(o * cin * kh * kw + i)]));
+      const float ws = m > 0 ? m / 127.0f : 1.0f;
+      for (int64_t i = 0; i < cin; ++i)
+        for (int64_t y = 0; y < kh; ++y)
+          for (int64_t x = 0; x < kw; ++x) {
+            const float v = w[static_cast<size_t>(((o * cin + i) * kh + y) * kw + x)] / ws;
+            q[static_cast<size_t>(((o * kh + y) * kw + x) * cin4 + i)] =
+                static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.0f, 127.0f));
+          }
+      const float dst_scale = !graph::is_int8(dst.dtype)       ? 1.0f
+                              : spec.dst_channel_scales.empty() ? dst.scale
+                                                                : spec.dst_channel_scales[static_cast<size_t>(o)];
+      scale[static_cast<size_t>(o)] = in_scale * ws / dst_scale;
+      if (a.bias) bias.push_back(spec.weights->bias[static_cast<size_t>(o)] / (in_scale * ws));
+    }
+    relu6_max_ = graph::is_int8(dst.dtype) ? kRelu6Max / dst.scale : kRelu6Max;
+    weights_ = std::make_shared<CudaBuffer>(q.size());
+    STAGECRAFT_CUDA_CHECK(cudaMemcpy(weights_->data(), q.data(), q.size(), cudaMemcpyHostToDevice));
+    scale_ = DeviceFloats(scale);
+    bias_ = DeviceFloats(bias);
+    (void)setup;
+
+    algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    STAGECRAFT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(setup.cudnn(), x_.get(), w_, conv_,
+                                                                   y_.get(), algo_, &conv_workspace_));
+    acc_bytes_ = static_cast<size_t>(acc_dims_.n * acc_dims_.h * acc_dims_.w * acc_dims_.c) * sizeof(float);
+    padded_bytes_ = pad_input_ ? static_cast<size_t>(padded_dims_.n * padded_dims_.h * padded_dims_.w * cin4) : 0;
+    workspace_ = align_bytes(conv_workspace_) + align_bytes(acc_bytes_) + align_bytes(padded_bytes_);
+  }
+  ~Int8ConvKernel() override {
+    cudnnDestroyConvolutionDescriptor(conv_);
+    cudnnDestroyFilterDescriptor(w_);
+  }
+  Int8ConvKernel(const Int8ConvKernel&) = delete;
+  Int8ConvKernel& operator=(const Int8ConvKernel&) = delete;
+
+ protected:
+  void run(CudaStream& s) override {
+    char* base = static_cast<char*>(workspace_ptr_);
+    void* conv_ws = base;
+    auto* acc = reinterpret_cast<float*>(base + align_bytes(conv_workspace_));
+    void* padded = base + align_bytes(conv_workspace_) + align_bytes(acc_bytes_);
+    const void* x = srcs_[0].data;
+    if (pad_input_) {
+      STAGECRAFT_CUDA_CHECK(cudaMemsetAsync(padded, 0, padded_bytes_, s.get()));
+      cuda::launch_copy_channels(src_elem_, x, src_dims_, 0, padded, padded_dims_, 0, src_dims_.c,
+                                 s.get());
+      STAGECRAFT_CUDA_LAUNCHED();
+      x = padded;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    STAGECRAFT_CUDNN_CHECK(cudnnConvolutionForward(s.cudnn(), &one, x_.get(), x, w_, weights_->data(),
+                                                   conv_, algo_, conv_ws, conv_workspace_, &zero,
+                                                   y_.get(), acc));
+    cuda::launch_requantize(acc, acc_dims_, bias_.get(), scale_.get(), activation_, relu6_max_,
+                            dst_elem_, dsts_[0].data, dst_dims_, s.get());
+    STAGECRAFT_CUDA_LAUNCHED();
+  }
+
+ private:
+  Elem src_elem_ = Elem::kU8, dst_elem_ = Elem::kU8;
+  Dims4 src_dims_, dst_dims_, padded_dims_, acc_dims_;
+  Act activation_ = Act::kNone;
+  float relu6_max_ = kRelu6Max;
+  bool pad_input_ = false;
+  TensorDescriptor x_, y_;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t conv_workspace_ = 0, acc_bytes_ = 0, padded_bytes_ = 0;
+  std::shared_ptr<CudaBuffer> weights_;
+  DeviceFloats scale_, bias_;
+};
+
 class CudaBackend : public Backend {
  public:
   explicit CudaBackend(const BackendConfig& config) : config_(config) {
@@ -440,7 +585,9 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_fingerprint() const override { return fingerprint_; }
   int parallelism() const override { return prop_.multiProcessorCount; }
-  Layout preferred_layout(DataType /*compute*/) const override { return Layout::kNCHW; }
+  Layout preferred_layout(DataType compute) const override {
+    return graph::is_int8(compute) ? Layout::kNHWC : Layout::kNCHW;
+  }
 
   std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<CudaBuffer>(bytes); }
   void upload(void* dst, const void* src, size_t bytes) override {
@@ -453,19 +600,22 @@ class CudaBackend : public Backend {
   std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
 
   std::string supports(const KernelSpec& spec) const override {
+    bool any_int8 = false;
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
-        if (d.dtype != DataType::kF32 && d.dtype != DataType::kF16) {
-          return graph::is_int8(d.dtype)
-                     ? cat("the CUDA backend has no int8 kernels yet (got ", d.describe(),
-                           "); run --dtype int8 on the CPU backend, or f16 here")
-                     : cat("the CUDA backend runs f32 and f16 tensors (got ",
-                           graph::to_string(d.dtype), ")");
+        if (d.dtype != DataType::kF32 && d.dtype != DataType::kF16 && !graph::is_int8(d.dtype)) {
+          return cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
+                     graph::to_string(d.dtype), ")");
         }
         if (d.shape.rank() == 4 && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
           return cat("layout ", graph::to_string(d.layout), " is not available on CUDA (use nchw or nhwc)");
         }
+        any_int8 = any_int8 || graph::is_int8(d.dtype);
       }
+    }
+    if (any_int8) {
+      if (std::string why = quantised_reason(spec); !why.empty()) return why;
+      if (const std::string why = int8_reason(spec); !why.empty()) return why;
     }
     // Own kernels index every tensor with one geometry: element-wise ops, pooling and batch norm
     // read and write one layout.
@@ -492,6 +642,24 @@ class CudaBackend : public Backend {
     return weights_reason(spec);
   }
 
+  // What this backend adds to the shared int8 contract.
+  static std::string int8_reason(const KernelSpec& spec) {
+    if (spec.kind == OpKind::kConv2d) {
+      const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+      if (a.groups != 1) return "grouped int8 convolutions are not supported on CUDA (run them in f32)";
+      if (spec.srcs[0].layout != Layout::kNHWC) {
+        return "cuDNN's int8 convolutions read nhwc: use --layout nhwc (the default for int8)";
+      }
+    }
+    if (spec.kind == OpKind::kAdd && spec.srcs.size() > static_cast<size_t>(kMaxAddPerLaunch)) {
+      return cat("a quantised add of more than ", kMaxAddPerLaunch, " inputs is not supported");
+    }
+    if (spec.kind == OpKind::kPad && std::get<graph::PadAttrs>(spec.attrs).value != 0) {
+      return "quantised padding with a value other than 0 is not supported";
+    }
+    return "";
+  }
+
   std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override {
     if (const std::string why = supports(spec); !why.empty()) throw unsupported("cuda", spec, why);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -501,6 +669,9 @@ class CudaBackend : public Backend {
   std::unique_ptr<Kernel> create_copy(const TensorDesc& src, const TensorDesc& dst) override {
     const Elem e = elem_of(src.dtype);
     const Dims4 sd = dims_of(src), dd = dims_of(dst);
+    if (src.dtype != dst.dtype || real_scale(src) != real_scale(dst)) {
+      return converter(src, dst);
+    }
     return std::make_unique<FnKernel>(
         "copy", [e, sd, dd](CudaStream& s, const auto& in, const auto& out, void*) {
           cuda::launch_copy_channels(e, in[0].data, sd, 0, out[0].data, dd, 0, sd.c, s.get());
@@ -549,6 +720,54 @@ class CudaBackend : public Backend {
   }
 
  private:
+  // A copy that changes element type or scale (quantise, dequantise, requantise) and maybe layout.
+  static std::unique_ptr<Kernel> converter(const TensorDesc& src, const TensorDesc& dst) {
+    const Elem se = elem_of(src.dtype), de = elem_of(dst.dtype);
+    const Dims4 sd = dims_of(src), dd = dims_of(dst);
+    const float factor = real_scale(src) / real_scale(dst);
+    return std::make_unique<FnKernel>(
+        "convert", [=](CudaStream& s, const auto& in, const auto& out, void*) {
+          cuda::launch_convert(se, in[0].data, sd, de, out[0].data, dd, factor, s.get());
+        });
+  }
+
+  // A quantised linear layer: computed in f32 (dequantised input, f32 weights, cuBLAS), then
+  // quantised into an 8-bit output. Linear layers are a sliver of a CNN's work.
+  std::unique_ptr<Kernel> int8_linear(const KernelSpec& spec) {
+    KernelSpec f32 = spec;
+    f32.srcs[0].dtype = DataType::kF32;
+    f32.srcs[0].scale = 1.0f;
+    f32.dsts[0].dtype = DataType::kF32;
+    f32.dsts[0].scale = 1.0f;
+    std::shared_ptr<Kernel> gemm(build(f32).release());
+    const TensorDesc src = spec.srcs[0], dst = spec.dsts[0];
+    const size_t in_bytes = align_bytes(static_cast<size_t>(f32.srcs[0].bytes()));
+    const bool quantised_out = graph::is_int8(dst.dtype);
+    const size_t out_bytes = quantised_out ? align_bytes(static_cast<size_t>(f32.dsts[0].bytes())) : 0;
+    const size_t gemm_ws = gemm->workspace_bytes();
+    auto dequantise = converter(src, f32.srcs[0]);
+    auto quantise = converter(f32.dsts[0], dst);
+    std::shared_ptr<Kernel> deq(dequantise.release()), req(quantise.release());
+    return std::make_unique<FnKernel>(
+        "dequantise + cublas f32 + quantise",
+        [=](CudaStream& s, const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,
+            void* ws) {
+          char* base = static_cast<char*>(ws);
+          TensorRef x{base, f32.srcs[0]};
+          TensorRef y{quantised_out ? base + in_bytes : dsts[0].data, f32.dsts[0]};
+          void* gemm_space = base + in_bytes + out_bytes;
+          deq->bind({srcs[0]}, {x}, nullptr);
+          deq->launch(s);
+          gemm->bind({x}, {y}, gemm_space);
+          gemm->launch(s);
+          if (quantised_out) {
+            req->bind({y}, {dsts[0]}, nullptr);
+            req->launch(s);
+          }
+        },
+        in_bytes + out_bytes + gemm_ws);
+  }
+
   std::unique_ptr<Kernel> build(const KernelSpec& spec) {
     const Elem e = elem_of(spec.srcs[0].dtype);
     const Dims4 in = dims_of(spec.srcs[0]);
@@ -556,8 +775,10 @@ class CudaBackend : public Backend {
     using Refs = const std::vector<TensorRef>&;
     switch (spec.kind) {
       case OpKind::kConv2d:
+        if (graph::is_int8(spec.srcs[0].dtype)) return std::make_unique<Int8ConvKernel>(spec, *setup_);
         return std::make_unique<ConvKernel>(spec, *setup_, algos_.get(), config_);
       case OpKind::kLinear: {
+        if (graph::is_int8(spec.srcs[0].dtype)) return int8_linear(spec);
         const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
         const bool half = e == Elem::kF16;
         DeviceFloats staged(spec.weights->weight);
@@ -649,6 +870,24 @@ class CudaBackend : public Backend {
       case OpKind::kAdd: {
         const Act act = act_of(std::get<graph::AddAttrs>(spec.attrs).activation);
         const int64_t n = spec.dsts[0].shape.numel();
+        if (graph::is_int8(spec.srcs[0].dtype)) {
+          // dst = act(sum (src scale / dst scale) · src), in the destination's units.
+          std::vector<Elem> elems;
+          std::vector<float> factors;
+          for (const auto& d : spec.srcs) {
+            elems.push_back(elem_of(d.dtype));
+            factors.push_back(real_scale(d) / real_scale(spec.dsts[0]));
+          }
+          const Elem de = elem_of(spec.dsts[0].dtype);
+          const float relu6_max = kRelu6Max / real_scale(spec.dsts[0]);
+          return std::make_unique<FnKernel>("own int8", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+            std::vector<const void*> ptrs;
+            for (const auto& r : srcs) ptrs.push_back(r.data);
+            cuda::launch_add_scaled(ptrs.data(), elems.data(), factors.data(),
+                                    static_cast<int>(ptrs.size()), de, dsts[0].data, n, act,
+                                    relu6_max, s.get());
+          });
+        }
         return std::make_unique<FnKernel>("own", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
           // Up to 8 inputs per launch; longer sums accumulate into the output.
           std::vector<const void*> ptrs;
@@ -677,9 +916,14 @@ class CudaBackend : public Backend {
           }
         });
       }
+      case OpKind::kIdentity:
+        if (spec.srcs[0].dtype != spec.dsts[0].dtype ||
+            real_scale(spec.srcs[0]) != real_scale(spec.dsts[0])) {
+          return converter(spec.srcs[0], spec.dsts[0]);
+        }
+        [[fallthrough]];
       case OpKind::kSplit:
-      case OpKind::kSlice:
-      case OpKind::kIdentity: {
+      case OpKind::kSlice: {
         std::vector<Dims4> parts;
         for (const auto& d : spec.dsts) parts.push_back(dims_of(d));
         const int64_t begin =

@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include <cfloat>
+#include <cstdint>
 
 #include "executor/cuda/kernels.h"
 
@@ -17,6 +18,27 @@ __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; 
 __device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
 __device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
+__device__ __forceinline__ float load(const uint8_t* p, int64_t i) { return static_cast<float>(p[i]); }
+__device__ __forceinline__ float load(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
+__device__ __forceinline__ void store(uint8_t* p, int64_t i, float v) {
+  p[i] = static_cast<uint8_t>(fminf(fmaxf(rintf(v), 0.f), 255.f));
+}
+__device__ __forceinline__ void store(int8_t* p, int64_t i, float v) {
+  p[i] = static_cast<int8_t>(fminf(fmaxf(rintf(v), -128.f), 127.f));
+}
+
+__device__ __forceinline__ float load_any(const void* p, int elem, int64_t i) {
+  switch (elem) {
+    case 1:
+      return load(static_cast<const __half*>(p), i);
+    case 2:
+      return load(static_cast<const uint8_t*>(p), i);
+    case 3:
+      return load(static_cast<const int8_t*>(p), i);
+    default:
+      return load(static_cast<const float*>(p), i);
+  }
+}
 
 __device__ __forceinline__ float activate(float v, Act act) {
   switch (act) {
@@ -183,6 +205,49 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) store(out, j, __expf(load(in, j) - m) / sum);
 }
 
+template <class TS, class TD>
+__global__ void convert_kernel(const TS* src, Dims4 sd, TD* dst, Dims4 dd, float factor) {
+  const int64_t total = sd.n * sd.c * sd.h * sd.w;
+  GRID_LOOP(i, total) {
+    const int64_t w = i % sd.w, h = (i / sd.w) % sd.h, c = (i / (sd.w * sd.h)) % sd.c,
+                  n = i / (sd.w * sd.h * sd.c);
+    store(dst, offset(dd, n, c, h, w), load(src, offset(sd, n, c, h, w)) * factor);
+  }
+}
+
+struct ScaledInputs {
+  const void* p[kMaxAddInputs];
+  int elem[kMaxAddInputs];
+  float factor[kMaxAddInputs];
+};
+
+__device__ __forceinline__ float activate_clipped(float v, Act act, float relu6_max) {
+  return act == Act::kRelu6 ? fminf(fmaxf(v, 0.f), relu6_max) : activate(v, act);
+}
+
+template <class T>
+__global__ void add_scaled_kernel(ScaledInputs in, int count, T* y, int64_t n, Act act,
+                                  float relu6_max) {
+  GRID_LOOP(i, n) {
+    float v = 0.f;
+    for (int k = 0; k < count; ++k) v += in.factor[k] * load_any(in.p[k], in.elem[k], i);
+    store(y, i, activate_clipped(v, act, relu6_max));
+  }
+}
+
+template <class T>
+__global__ void requantize_kernel(const float* acc, Dims4 ad, const float* bias, const float* scale,
+                                  Act act, float relu6_max, T* y, Dims4 yd) {
+  const int64_t total = yd.n * yd.c * yd.h * yd.w;
+  GRID_LOOP(i, total) {
+    const int64_t k = i % yd.c, w = (i / yd.c) % yd.w, h = (i / (yd.c * yd.w)) % yd.h,
+                  n = i / (yd.c * yd.w * yd.h);
+    float v = acc[((n * ad.h + h) * ad.w + w) * ad.c + k];
+    if (bias) v += bias[k];
+    store(y, offset(yd, n, k, h, w), activate_clipped(v * scale[k], act, relu6_max));
+  }
+}
+
 __global__ void float_to_half_kernel(const float* src, __half* dst, int64_t n) {
   GRID_LOOP(i, n) { dst[i] = __float2half(src[i]); }
 }
@@ -194,11 +259,56 @@ __global__ void float_to_half_kernel(const float* src, __half* dst, int64_t n) {
     if ((e) == Elem::kF16) {                                \
       using T = __half;                                     \
       __VA_ARGS__;                                          \
+    } else if ((e) == Elem::kU8) {                          \
+      using T = uint8_t;                                    \
+      __VA_ARGS__;                                          \
+    } else if ((e) == Elem::kI8) {                          \
+      using T = int8_t;                                     \
+      __VA_ARGS__;                                          \
     } else {                                                \
       using T = float;                                      \
       __VA_ARGS__;                                          \
     }                                                       \
   } while (0)
+
+namespace {
+
+template <class TS>
+void convert_from(const TS* src, const Dims4& sd, Elem de, void* dst, const Dims4& dd, float factor,
+                  cudaStream_t s) {
+  const int64_t n = sd.n * sd.c * sd.h * sd.w;
+  DISPATCH(de, (convert_kernel<TS, T><<<blocks_for(n), kThreads, 0, s>>>(src, sd, static_cast<T*>(dst),
+                                                                        dd, factor)));
+}
+
+}  // namespace
+
+void launch_convert(Elem src_elem, const void* src, const Dims4& src_dims, Elem dst_elem, void* dst,
+                    const Dims4& dst_dims, float factor, cudaStream_t s) {
+  DISPATCH(src_elem, convert_from<T>(static_cast<const T*>(src), src_dims, dst_elem, dst, dst_dims,
+                                     factor, s));
+}
+
+void launch_add_scaled(const void* const* srcs, const Elem* elems, const float* factors, int count,
+                       Elem dst_elem, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
+  ScaledInputs in{};
+  const int used = count < kMaxAddInputs ? count : kMaxAddInputs;
+  for (int k = 0; k < used; ++k) {
+    in.p[k] = srcs[k];
+    in.elem[k] = static_cast<int>(elems[k]);
+    in.factor[k] = factors[k];
+  }
+  DISPATCH(dst_elem, (add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+                         in, used, static_cast<T*>(y), n, act, relu6_max)));
+}
+
+void launch_requantize(const float* acc, const Dims4& acc_dims, const float* bias,
+                       const float* scale, Act act, float relu6_max, Elem dst_elem, void* y,
+                       const Dims4& y_dims, cudaStream_t s) {
+  const int64_t n = y_dims.n * y_dims.c * y_dims.h * y_dims.w;
+  DISPATCH(dst_elem, (requantize_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+                         acc, acc_dims, bias, scale, act, relu6_max, static_cast<T*>(y), y_dims)));
+}
 
 void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, cudaStream_t s) {
   const int64_t n = d.n * d.c * d.h * d.w;

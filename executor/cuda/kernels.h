@@ -9,8 +9,10 @@
 
 namespace stagecraft::executor::cuda {
 
-/// Element type of a tensor handled by the own kernels.
-enum class Elem : int { kF32 = 0, kF16 = 1 };
+/// Element type of a tensor handled by the own kernels. 8-bit tensors hold quantised values:
+/// kernels that keep the scale (pooling, copies, pad, ReLU) work on the integers directly (reads
+/// as float, writes rounded to nearest and saturated); conversions take a factor.
+enum class Elem : int { kF32 = 0, kF16 = 1, kU8 = 2, kI8 = 3 };
 /// Activation codes (same order as graph::Activation).
 enum class Act : int { kNone = 0, kRelu = 1, kRelu6 = 2, kSigmoid = 3 };
 /// Pooling modes.
@@ -50,6 +52,19 @@ void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& ou
                 int left, float value, cudaStream_t s);
 /// Softmax over the columns of each row.
 void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
+/// dst = factor · src element by element, between element types (rounded and saturated into 8-bit
+/// types) and layouts of the same logical shape: quantise, dequantise, requantise.
+void launch_convert(Elem src_elem, const void* src, const Dims4& src_dims, Elem dst_elem, void* dst,
+                    const Dims4& dst_dims, float factor, cudaStream_t s);
+/// y = act(sum of factors[k] · srcs[k]) over n elements, inputs of any element types (at most 8).
+void launch_add_scaled(const void* const* srcs, const Elem* elems, const float* factors, int count,
+                       Elem dst_elem, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s);
+/// The epilogue of a quantised convolution: y[n,h,w,k] = act((acc[n,h,w,k] + bias[k]) · scale[k])
+/// for k < out_channels, where acc is NHWC f32 with `acc_channels` (>= out_channels, padded)
+/// channels; ReLU6 clips at relu6_max (6 / the output scale for 8-bit outputs); bias may be null.
+void launch_requantize(const float* acc, const Dims4& acc_dims, const float* bias,
+                       const float* scale, Act act, float relu6_max, Elem dst_elem, void* y,
+                       const Dims4& y_dims, cudaStream_t s);
 /// dst[i] = (half) src[i].
 void launch_float_to_half(const float* src, void* dst, int64_t n, cudaStream_t s);
 

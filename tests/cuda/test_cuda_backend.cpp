@@ -9,6 +9,8 @@
 #include "executor/devices.h"
 #include "executor/plan.h"
 #include "graph/passes.h"
+#include "graph/quantize.h"
+#include "profiler/calibration.h"
 #include "support/models.h"
 
 namespace stagecraft::executor {
@@ -151,6 +153,65 @@ TEST(CudaBackend, UnsupportedLayoutsAreNamed) {
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("nChw16c"), std::string::npos) << e.what();
   }
+}
+
+// int8: the CUDA backend's quantised kernels (cuDNN int8 convolutions, own requantising
+// epilogue, conversions, pooling and copies on 8-bit tensors) against the CPU backend's, on the
+// same quantised graph. Both round to nearest; the only differences are float rounding in the
+// epilogues, so each 8-bit tensor may differ by a step now and then and the logits by little.
+class CudaInt8Networks : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaInt8Networks, QuantisedScheduleMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string name = GetParam();
+  const Model f32 = stagecraft::testing::network(name, name == std::string("inception_v3") ? 139 : 64);
+  profiler::CalibrationOptions options;
+  options.samples = 2;
+  const graph::Graph q =
+      graph::quantize(f32.graph, profiler::calibrate(f32.graph, f32.weights, cpu(), options));
+  const Model m{q, f32.weights};
+  for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
+    const Schedule s = stagecraft::testing::analytic_schedule(q, strategy);
+    const auto want = run_on(cpu(), m, s, graph::Layout::kNHWC);
+    for (bool graph_mode : {true, false}) {
+      const auto got = run_on(gpu(), m, s, graph::Layout::kNHWC, graph_mode);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_LT(relative_error(got[i], want[i]), 0.05)
+            << name << " " << scheduler::to_string(strategy) << (graph_mode ? " graph" : " stream");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, CudaInt8Networks,
+                         ::testing::Values("squeezenet1_1", "inception_v3", "resnet50"));
+
+TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
+  SKIP_WITHOUT_GPU();
+  KernelSpec spec;
+  spec.kind = graph::OpKind::kConv2d;
+  graph::Conv2dAttrs a;
+  a.in_channels = 8;
+  a.out_channels = 8;
+  a.kernel = graph::Hw::square(1);
+  a.groups = 8;
+  spec.attrs = a;
+  graph::OpWeights w;
+  w.weight.assign(8, 1.0f);
+  spec.weights = &w;
+  graph::TensorDesc d = graph::make_desc(graph::Shape{1, 8, 4, 4}, graph::DataType::kU8);
+  d.scale = 0.1f;
+  d.layout = graph::Layout::kNHWC;
+  spec.srcs = {d};
+  spec.dsts = {d};
+  EXPECT_NE(gpu().supports(spec).find("grouped"), std::string::npos) << gpu().supports(spec);
+  a.groups = 1;
+  w.weight.assign(64, 1.0f);
+  spec.attrs = a;
+  spec.srcs[0].layout = spec.dsts[0].layout = graph::Layout::kNCHW;
+  EXPECT_NE(gpu().supports(spec).find("nhwc"), std::string::npos) << gpu().supports(spec);
+  EXPECT_EQ(gpu().preferred_layout(graph::DataType::kU8), graph::Layout::kNHWC);
 }
 
 }  // namespace
