@@ -16,6 +16,7 @@
 #include "executor/plan.h"
 #include "executor/trace.h"
 #include "graph/onnx/tensor_files.h"
+#include "graph/quantize.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
 
@@ -104,7 +105,8 @@ void run_run(const RunOptions& o) {
   if (is_schedule_file(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
   if (session.cache) session.cache->save();
   const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
-  std::cout << model.graph.name() << " (batch " << batch << ") on " << session.backend->name()
+  std::cout << model.graph.name() << " (batch " << batch << ", " << graph::compute_type(model.graph)
+            << ") on " << session.backend->name()
             << ": schedule " << schedule.meta.search.strategy << " with " << schedule.stages.size()
             << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
             << schedule.meta.cost_model << ")\n";
@@ -181,6 +183,7 @@ struct BenchRow {
   double median = 0, p10 = 0, p90 = 0, predicted = 0, search_s = 0, speedup = 1;
   size_t measured = 0, hits = 0;
   int64_t batch = 1;
+  std::string dtype = "f32";
 };
 
 void run_bench(const BenchOptions& o) {
@@ -220,6 +223,7 @@ void run_bench(const BenchOptions& o) {
       row.network = network;
       row.strategy = v.name;
       row.batch = batch;
+      row.dtype = graph::compute_type(model.graph);
       row.stages = schedules.back().stages.size();
       row.predicted = schedules.back().meta.predicted_ms;
       row.search_s = schedules.back().meta.search_seconds;
@@ -298,19 +302,19 @@ void run_bench(const BenchOptions& o) {
   // CSV and JSON beside each other in --out.
   std::filesystem::create_directories(o.out);
   std::ostringstream csv, json;
-  csv << "network,batch,schedule,stages,median_ms,p10_ms,p90_ms,images_per_s,speedup,"
+  csv << "network,batch,dtype,schedule,stages,median_ms,p10_ms,p90_ms,images_per_s,speedup,"
          "predicted_ms,search_s,measured,cache_hits\n";
   json << "{\n  \"device\": \"" << session.backend->device_fingerprint() << "\",\n  \"backend\": \""
        << session.backend->name() << "\",\n  \"iterations\": " << o.iters << ",\n  \"results\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const double ips = static_cast<double>(r.batch) * 1e3 / r.median;
-    csv << r.network << "," << r.batch << "," << r.strategy << "," << r.stages << ","
+    csv << r.network << "," << r.batch << "," << r.dtype << "," << r.strategy << "," << r.stages << ","
         << fixed(r.median, 4) << "," << fixed(r.p10, 4) << "," << fixed(r.p90, 4) << ","
         << fixed(ips, 2) << "," << fixed(r.speedup, 4) << "," << fixed(r.predicted, 4) << ","
         << fixed(r.search_s, 3) << "," << r.measured << "," << r.hits << "\n";
     json << (i ? "," : "") << "\n    {\"network\": \"" << r.network << "\", \"batch\": " << r.batch
-         << ", \"schedule\": \"" << r.strategy << "\", \"stages\": " << r.stages
+         << ", \"dtype\": \"" << r.dtype << "\", \"schedule\": \"" << r.strategy << "\", \"stages\": " << r.stages
          << ", \"median_ms\": " << fixed(r.median, 4) << ", \"p10_ms\": " << fixed(r.p10, 4)
          << ", \"p90_ms\": " << fixed(r.p90, 4) << ", \"images_per_s\": " << fixed(ips, 2)
          << ", \"speedup\": " << fixed(r.speedup, 4) << ", \"predicted_ms\": "

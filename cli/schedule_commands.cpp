@@ -171,6 +171,7 @@ void run_show(ShowOptions o) {
   const scheduler::ScheduleMeta meta = scheduler::read_schedule_meta(o.path);
   if (o.source.spec.empty()) o.source.spec = meta.network;
   if (o.source.batch == 0) o.source.batch = meta.batch;
+  if (o.source.dtype == "f32" && meta.dtype != "f32") o.source.dtype = meta.dtype;  // the file's
   const graph::Graph g = load_source(o.source);
   const Schedule s = scheduler::load_schedule(o.path, g);
   print_summary(s);
@@ -224,6 +225,9 @@ void add_schedule_commands(CLI::App& app) {
   show->add_option("--input-size", s->source.input_size, "input size of a built-in network");
   show->add_option("--seed", s->source.seed, "seed of randomly wired networks");
   show->add_flag("--summary", s->summary_only, "only the summary, no stage table");
+  show->add_option("--calibration", s->source.calibration,
+                   "int8 schedules: the calibration the graph was quantised with (default: "
+                   "calibrate now; the ops are the same either way)");
   show->add_option("--dot", s->dot, "draw the schedule to this dot file");
   show->callback([s] { run_show(*s); });
 }

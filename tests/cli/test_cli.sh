@@ -82,6 +82,9 @@ expect_ok run-int8-inline 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --in
 grep -q 'int8: calibrated' "$work/err" && pass || fail "run-int8-inline: no calibration line: $(head -c 300 "$work/err")"
 expect_ok schedule-int8 'int8|i8|u8|predicted' -- schedule squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" -q -o "$work/q.yaml"
 expect_ok run-int8-file 'plan: [0-9]+ kernels' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule "$work/q.yaml" --iters 1 --warmup 0
+expect_ok show-int8 'int8' -- show "$work/q.yaml" --input-size 48 --calibration "$work/sq.calib.yaml" --summary
+expect_ok bench-int8 'dp-both' -- bench squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --iters 1 --warmup 0 --out "$work/bench8"
+grep -q ',int8,dp-both,' "$work/bench8/bench.csv" && pass || fail "bench CSV has no int8 rows: $(head -c 300 "$work/bench8/bench.csv")"
 expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
 expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
 expect_error int8-blocked-layout 'quantised convolutions run in nhwc' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
