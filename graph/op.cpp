@@ -126,7 +126,10 @@ struct SignatureWriter {
   }
   void operator()(const char* name, const std::vector<int64_t>& v, FieldRule) {
     std::string text;
-    for (size_t i = 0; i < v.size(); ++i) text += (i ? "," : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) text += ',';
+      text += std::to_string(v[i]);
+    }
     put(name, text);
   }
   void put(const char* name, const std::string& value) {

@@ -171,7 +171,9 @@ TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
       }
     }
   }
-  if (name == "inception_v3") EXPECT_GT(merges, 0u) << "no merged int8 convolution was checked";
+  if (name == "inception_v3") {
+    EXPECT_GT(merges, 0u) << "no merged int8 convolution was checked";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Networks, QuantisedNetwork,
