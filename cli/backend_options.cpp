@@ -22,7 +22,7 @@ void BackendOptions::add_options(CLI::App& command, bool backend_default_cpu) {
   command.add_option("--cache-dir", cache_dir,
                      "profile cache directory (default: $STAGECRAFT_CACHE_DIR or "
                      "~/.cache/stagecraft)");
-  command.add_option("--layout", layout, "activation layout: nchw | nhwc | nChw8c | nChw16c, or "
+  command.add_option("--layout,--layouts", layout, "activation layout: nchw | nhwc | nChw8c | nChw16c, or "
                                          "auto (a layout per tensor, chosen by measuring; "
                                          "default: the backend's preferred)");
   command.add_option("--streams", max_streams, "stream slots of the plan (default 8)")

@@ -40,3 +40,14 @@ fi
 echo
 echo "== $network: search, run and compare schedules on $backend"
 "$stagecraft" bench "$network" --backend "$backend" --out "$out/bench"
+echo
+echo "== $network in int8 on $backend: calibrate (ranges of every tensor), then the same comparison"
+"$stagecraft" calibrate "$network" --samples 8 --check 20 -o "$out/$network.calib.yaml"
+if ! "$stagecraft" bench "$network" --backend "$backend" --dtype int8 \
+     --calibration "$out/$network.calib.yaml" --out "$out/bench-int8"; then
+  echo "(int8 on $backend failed: see the error above; the CPU backend runs int8 too)"
+fi
+if python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install -q matplotlib >/dev/null 2>&1; then
+  python3 "$(dirname "${BASH_SOURCE[0]}")/plot_bench.py" "$out/bench.png" "$out/bench" "$out/bench-int8" \
+    --title "$network on $backend: f32 and int8 schedules" || echo "(no plot: see the error above)"
+fi
