@@ -10,6 +10,7 @@
 #include "graph/dot.h"
 #include "graph/onnx/onnx_io.h"
 #include "graph/passes.h"
+#include "graph/quantize.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
 
@@ -78,6 +79,14 @@ void run_graph(const GraphOptions& options) {
             << " MACs, " << si_count(static_cast<double>(s.params)) << " params\n";
   std::cout << s.blocks << " blocks, largest " << s.largest_block << " ops, max width "
             << s.max_width << "\n";
+  if (graph::is_quantised(g)) {
+    size_t int8_values = 0;
+    for (size_t v = 0; v < g.num_values(); ++v) {
+      int8_values += graph::is_int8(g.value(static_cast<graph::ValueId>(v)).desc.dtype);
+    }
+    std::cout << "int8: " << int8_values << " of " << g.num_values()
+              << " tensors are 8-bit (the others f32); conversions are identity ops\n";
+  }
   if (options.show_blocks) {
     TextTable table({"block", "ops", "width", "first op", "last op"},
                     {TextTable::kRight, TextTable::kRight, TextTable::kRight});

@@ -94,7 +94,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
 }  // namespace
 
 graph::Graph load_source(const GraphSource& source) {
-  if (source.dtype == "int8") {
+  if (source.dtype == "int8" || !source.calibration.empty()) {
     if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
     return load_model(source).graph;
   }
@@ -104,10 +104,15 @@ graph::Graph load_source(const GraphSource& source) {
 
 Model load_f32_model(GraphSource source) {
   source.dtype = "f32";
+  source.calibration.clear();
   return load_model(source);
 }
 
 Model load_model(const GraphSource& source) {
+  if (source.dtype != "int8" && !source.calibration.empty()) {
+    throw UsageError(cat("--calibration ", source.calibration, " applies to --dtype int8 (the "
+                         "graph computes in ", source.dtype, ")"));
+  }
   if (source.dtype == "int8") {
     if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
     Model model = load_f32_model(source);

@@ -85,6 +85,8 @@ expect_ok run-int8-file 'plan: [0-9]+ kernels' -- run squeezenet1_1 --input-size
 expect_ok show-int8 'int8' -- show "$work/q.yaml" --input-size 48 --calibration "$work/sq.calib.yaml" --summary
 expect_ok bench-int8 'dp-both' -- bench squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --iters 1 --warmup 0 --out "$work/bench8"
 grep -q ',int8,dp-both,' "$work/bench8/bench.csv" && pass || fail "bench CSV has no int8 rows: $(head -c 300 "$work/bench8/bench.csv")"
+expect_ok graph-int8 'int8: [0-9]+ of [0-9]+ tensors are 8-bit' -- graph squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml"
+expect_error calibration-without-int8 'applies to --dtype int8' -- run squeezenet1_1 --input-size 48 --calibration "$work/sq.calib.yaml"
 expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
 expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
 expect_error int8-blocked-layout 'quantised convolutions run in nhwc' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
