@@ -435,11 +435,13 @@ class ConvKernel : public CudaKernel {
   bool fused_ = false;
 };
 
-// A quantised convolution: cuDNN's int8 NHWC convolution (u8/i8 input, per-output-channel i8
+// A quantised convolution: cuDNN's int8 NHWC convolution (i8 input, per-output-channel i8
 // weights, s32 accumulation, f32 output: INT8_EXT_CONFIG) into a workspace, then an epilogue that
 // adds the bias (in accumulator units), applies the per-channel requantisation scale and the
 // activation, and rounds into the 8-bit (or f32) output. Channels are padded to multiples of 4:
-// zero filters for the output, a zero-filled copy of the input when its channels are not.
+// zero filters for the output, a zero-filled copy of the input when its channels are not. cuDNN
+// takes unsigned 8-bit inputs only in its vectorised NCHW_VECT_C configurations, so a u8 input is
+// halved into i8 on the way into that copy (its scale doubled: one bit of resolution less).
 class Int8ConvKernel : public CudaKernel {
  public:
   Int8ConvKernel(const KernelSpec& spec, CudaStream& setup) : CudaKernel("cudnn int8") {
@@ -458,9 +460,10 @@ class Int8ConvKernel : public CudaKernel {
     acc_dims_ = dst_dims_;
     acc_dims_.c = k4;
     acc_dims_.nhwc = true;
-    pad_input_ = cin4 != cin;
+    halve_input_ = src.dtype == DataType::kU8;
+    pad_input_ = cin4 != cin || halve_input_;
     STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-        x_.get(), CUDNN_TENSOR_NHWC, src.dtype == DataType::kU8 ? CUDNN_DATA_UINT8 : CUDNN_DATA_INT8,
+        x_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_INT8,
         static_cast<int>(src_dims_.n), static_cast<int>(cin4), static_cast<int>(src_dims_.h),
         static_cast<int>(src_dims_.w)));
     STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
@@ -482,7 +485,7 @@ class Int8ConvKernel : public CudaKernel {
     const int64_t kh = a.kernel.h, kw = a.kernel.w;
     std::vector<int8_t> q(static_cast<size_t>(k4 * kh * kw * cin4), 0);
     std::vector<float> scale(static_cast<size_t>(k)), bias;
-    const float in_scale = real_scale(src);
+    const float in_scale = real_scale(src) * (halve_input_ ? 2.0f : 1.0f);
     for (int64_t o = 0; o < k; ++o) {
       float m = 0;
       for (int64_t i = 0; i < cin * kh * kw; ++i) m = std::max(m, std::fabs(w[static_cast<size_t>(o * cin * kh * kw + i)]));
@@ -529,9 +532,11 @@ class Int8ConvKernel : public CudaKernel {
     void* padded = base + align_bytes(conv_workspace_) + align_bytes(acc_bytes_);
     const void* x = srcs_[0].data;
     if (pad_input_) {
-      STAGECRAFT_CUDA_CHECK(cudaMemsetAsync(padded, 0, padded_bytes_, s.get()));
-      cuda::launch_copy_channels(src_elem_, x, src_dims_, 0, padded, padded_dims_, 0, src_dims_.c,
-                                 s.get());
+      if (padded_dims_.c != src_dims_.c) {
+        STAGECRAFT_CUDA_CHECK(cudaMemsetAsync(padded, 0, padded_bytes_, s.get()));
+      }
+      cuda::launch_convert(src_elem_, x, src_dims_, Elem::kI8, padded, padded_dims_,
+                           halve_input_ ? 0.5f : 1.0f, s.get());
       STAGECRAFT_CUDA_LAUNCHED();
       x = padded;
     }
@@ -550,6 +555,7 @@ class Int8ConvKernel : public CudaKernel {
   Act activation_ = Act::kNone;
   float relu6_max_ = kRelu6Max;
   bool pad_input_ = false;
+  bool halve_input_ = false;
   TensorDescriptor x_, y_;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
