@@ -46,6 +46,17 @@ expect_error() {
   pass
 }
 
+# make_npy PATH D0 D1 D2 D3: a float32 C-order .npy of zeros with that shape.
+make_npy() {
+  local path=$1 n=$(( $2 * $3 * $4 * $5 ))
+  local dict="{'descr': '<f4', 'fortran_order': False, 'shape': ($2, $3, $4, $5), }"
+  local total=$(( 10 + ${#dict} + 1 ))
+  local pad=$(( (64 - total % 64) % 64 ))
+  local header="$dict$(printf '%*s' "$pad" '')"
+  local len=$(( ${#header} + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((len % 256)))\\x$(printf %02x $((len / 256)))"; printf '%s\n' "$header"; head -c $((n * 4)) /dev/zero; } > "$path"
+}
+
 # ---- happy paths
 expect_ok networks-table 'inception_v3 +299 +121 +94 +5\.71G' -- networks
 expect_ok graph-summary 'resnet50: input 1x3x224x224 f32 nchw, 73 ops \(53 convolutions\)' -- graph resnet50
@@ -87,6 +98,10 @@ expect_ok bench-int8 'dp-both' -- bench squeezenet1_1 --input-size 48 --dtype in
 grep -q ',int8,dp-both,' "$work/bench8/bench.csv" && pass || fail "bench CSV has no int8 rows: $(head -c 300 "$work/bench8/bench.csv")"
 expect_ok graph-int8 'int8: [0-9]+ of [0-9]+ tensors are 8-bit' -- graph squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml"
 expect_error calibration-without-int8 'applies to --dtype int8' -- run squeezenet1_1 --input-size 48 --calibration "$work/sq.calib.yaml"
+make_npy "$work/x48.npy" 1 3 48 48
+make_npy "$work/x32.npy" 1 3 32 32
+expect_ok calibrate-files 'on 2 supplied input\(s\)' -- calibrate squeezenet1_1 --input-size 48 --input "$work/x48.npy" --input "$work/x48.npy" -o "$work/files.calib.yaml"
+expect_error calibrate-file-shape 'does not match the graph input 1x3x48x48' -- calibrate squeezenet1_1 --input-size 48 --input "$work/x32.npy"
 expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
 expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
 expect_error int8-blocked-layout 'quantised convolutions run in nhwc' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
