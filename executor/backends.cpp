@@ -3,6 +3,7 @@
 #include "executor/backend.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/devices.h"
+#include "graph/quantize.h"
 
 #ifdef STAGECRAFT_HAVE_CUDA
 #include "executor/cuda/cuda_backend.h"
@@ -26,46 +27,35 @@ std::string quantised_reason(const KernelSpec& spec) {
     if (spec.kind == OpKind::kLinear) return std::get<graph::LinearAttrs>(spec.attrs).activation;
     return std::get<graph::AddAttrs>(spec.attrs).activation;
   };
-  switch (spec.kind) {
-    case OpKind::kConv2d:
-    case OpKind::kLinear:
-    case OpKind::kAdd:
-      for (const TensorDesc& src : spec.srcs) {
-        if (!quantised(src)) {
-          return cat("a quantised ", graph::to_string(spec.kind), " reads 8-bit inputs only (input is ",
-                     graph::to_string(src.dtype), "): quantise it with an identity op first");
-        }
+  if (graph::rescales(spec.kind)) {
+    for (const TensorDesc& src : spec.srcs) {
+      if (!quantised(src)) {
+        return cat("a quantised ", graph::to_string(spec.kind), " reads 8-bit inputs only (input is ",
+                   graph::to_string(src.dtype), "): quantise it with an identity op first");
       }
-      if (activation_of() == Activation::kSigmoid && quantised(spec.dsts[0])) {
-        return "a fused sigmoid needs an f32 output (it acts on real values)";
-      }
-      return "";
-    case OpKind::kIdentity:
-      return "";  // a conversion: any types and scales
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kGlobalAvgPool:
-    case OpKind::kRelu:
-    case OpKind::kPad:
-    case OpKind::kFlatten:
-    case OpKind::kSplit:
-    case OpKind::kSlice:
-    case OpKind::kConcat:
-      for (const auto* list : {&spec.srcs, &spec.dsts}) {
-        for (const TensorDesc& d : *list) {
-          if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
-            return cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
-                       "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
-                       "): requantise with an identity op first");
-          }
-        }
-      }
-      return "";
-    default:
-      return cat(graph::to_string(spec.kind), " runs in f32 only (got ",
-                 graph::to_string(spec.srcs.empty() ? spec.dsts[0].dtype : spec.srcs[0].dtype),
-                 "): dequantise its input first");
+    }
+    if (activation_of() == Activation::kSigmoid && quantised(spec.dsts[0])) {
+      return "a fused sigmoid needs an f32 output (it acts on real values)";
+    }
+    return "";
   }
+  if (spec.kind == OpKind::kIdentity) return "";  // a conversion: any types and scales
+  // Concatenations keep one scale too: the quantiser gives their parts the output's.
+  if (graph::keeps_scale(spec.kind) || spec.kind == OpKind::kConcat) {
+    for (const auto* list : {&spec.srcs, &spec.dsts}) {
+      for (const TensorDesc& d : *list) {
+        if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
+          return cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
+                     "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
+                     "): requantise with an identity op first");
+        }
+      }
+    }
+    return "";
+  }
+  return cat(graph::to_string(spec.kind), " runs in f32 only (got ",
+             graph::to_string(spec.srcs.empty() ? spec.dsts[0].dtype : spec.srcs[0].dtype),
+             "): dequantise its input first");
 }
 
 BackendError unsupported(const std::string& backend, const KernelSpec& spec, const std::string& why) {

@@ -20,30 +20,6 @@ constexpr double kU8Max = 255.0;
 constexpr double kI8Max = 127.0;
 constexpr double kTinyRange = 1e-8;  // a value that is all zeros still gets a usable scale
 
-// Kinds whose output keeps the input's type and scale (no arithmetic on magnitudes that could
-// leave the input's range, or a range kept by construction).
-bool keeps_scale(OpKind kind) {
-  switch (kind) {
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-    case OpKind::kGlobalAvgPool:
-    case OpKind::kRelu:
-    case OpKind::kPad:
-    case OpKind::kFlatten:
-    case OpKind::kSplit:
-    case OpKind::kSlice:
-    case OpKind::kIdentity:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Kinds that compute in int8 and write any output scale (requantisation in their epilogue).
-bool rescales(OpKind kind) {
-  return kind == OpKind::kConv2d || kind == OpKind::kLinear || kind == OpKind::kAdd;
-}
-
 Activation fused_activation(const Op& op) {
   if (op.kind == OpKind::kConv2d) return op.attrs_as<Conv2dAttrs>().activation;
   if (op.kind == OpKind::kLinear) return op.attrs_as<LinearAttrs>().activation;
@@ -238,6 +214,27 @@ double number(const std::string& path, const YAML::Node& map, const char* key) {
 }
 
 }  // namespace
+
+bool keeps_scale(OpKind kind) {
+  switch (kind) {
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kRelu:
+    case OpKind::kPad:
+    case OpKind::kFlatten:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kIdentity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool rescales(OpKind kind) {
+  return kind == OpKind::kConv2d || kind == OpKind::kLinear || kind == OpKind::kAdd;
+}
 
 bool is_quantised(const Graph& graph) {
   for (size_t v = 0; v < graph.num_values(); ++v) {

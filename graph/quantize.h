@@ -61,6 +61,14 @@ struct QuantizeReport {
   size_t scale_classes = 0;  ///< values sharing one scale through concatenations, counted once
 };
 
+/// Kinds whose quantised output keeps the input's element type and scale: max/avg/global pooling,
+/// ReLU, pad, flatten, split, slice and identity (no arithmetic that could leave the input's range).
+bool keeps_scale(OpKind kind);
+
+/// Kinds that compute in int8 and write any output scale, requantising in their epilogue:
+/// convolution, linear layer, addition.
+bool rescales(OpKind kind);
+
 /// Whether any value of the graph is quantised (u8/i8): such graphs compute in int8.
 bool is_quantised(const Graph& graph);
 

@@ -163,6 +163,14 @@ Requantisation requantisation(const KernelSpec& spec, const std::vector<float>& 
   return r;
 }
 
+// The quantised weights and the epilogue of a conv or linear layer with `out` output channels.
+std::pair<QuantisedWeights, Requantisation> quantised_parameters(const KernelSpec& spec, int64_t out,
+                                                                 bool bias) {
+  QuantisedWeights qw = quantise_weights(spec.weights->weight, out);
+  Requantisation quant = requantisation(spec, qw.scales, bias ? spec.weights->bias : std::vector<float>{});
+  return {std::move(qw), std::move(quant)};
+}
+
 dnnl::primitive_attr make_quantised_attr(Activation act, const Requantisation& r) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -774,9 +782,7 @@ class CpuBackend : public Backend {
                    a.bias, nullptr, nullptr);
       return pd.impl_info_str();
     }
-    const QuantisedWeights qw = quantise_weights(spec.weights->weight, a.out_channels);
-    const Requantisation quant = requantisation(spec, qw.scales, a.bias ? spec.weights->bias
-                                                                         : std::vector<float>{});
+    const auto [qw, quant] = quantised_parameters(spec, a.out_channels, a.bias);
     const dnnl::convolution_forward::primitive_desc pd = conv_pd(spec, &quant);
     add_weighted(k, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(), scratch(pd),
                  a.bias, &quant, &qw);
@@ -804,9 +810,7 @@ class CpuBackend : public Backend {
                    a.bias, nullptr, nullptr);
       return pd.impl_info_str();
     }
-    const QuantisedWeights qw = quantise_weights(spec.weights->weight, a.out_features);
-    const Requantisation quant = requantisation(spec, qw.scales, a.bias ? spec.weights->bias
-                                                                         : std::vector<float>{});
+    const auto [qw, quant] = quantised_parameters(spec, a.out_features, a.bias);
     dnnl::inner_product_forward::primitive_desc pd(d, make_quantised_attr(a.activation, quant),
                                                    engine_);
     add_weighted(k, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(), scratch(pd),
