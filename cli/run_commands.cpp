@@ -95,8 +95,9 @@ void print_plan(const executor::ExecutionPlan& plan) {
 }
 
 void run_run(const RunOptions& o) {
-  const Model model = load_model(o.source);
+  // The backend first: a missing device is one error line before any work (int8 calibration).
   Session session = Session::open(o.backend, o.cost_model);
+  const Model model = load_model(o.source);
   if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
   // Layouts first (a search then measures stages in them), then the schedule.
   executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);

@@ -115,8 +115,8 @@ void print_summary(const Schedule& s) {
 }
 
 void run_schedule(const ScheduleOptions& o) {
+  Session session = Session::open(o.backend, o.cost_model);  // a missing device fails first
   const graph::Graph g = load_source(o.source);
-  Session session = Session::open(o.backend, o.cost_model);
   scheduler::CostModel& model = *session.model;
   scheduler::SearchOptions options;
   options.strategy = scheduler::parse_strategy(o.strategy);

@@ -102,6 +102,9 @@ make_npy "$work/x48.npy" 1 3 48 48
 make_npy "$work/x32.npy" 1 3 32 32
 expect_ok calibrate-files 'on 2 supplied input\(s\)' -- calibrate squeezenet1_1 --input-size 48 --input "$work/x48.npy" --input "$work/x48.npy" -o "$work/files.calib.yaml"
 expect_error calibrate-file-shape 'does not match the graph input 1x3x48x48' -- calibrate squeezenet1_1 --input-size 48 --input "$work/x32.npy"
+if ! "$bin" devices | grep -q '^ *0 '; then
+  expect_error int8-cuda-without-gpu 'cuda' -- run squeezenet1_1 --input-size 48 --dtype int8 --backend cuda
+fi
 expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
 expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
 expect_error int8-blocked-layout 'quantised convolutions run in nhwc' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
