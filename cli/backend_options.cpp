@@ -208,7 +208,8 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
               << fixed(scheduler::layout_plan_cost(graph, model, uniform), 3) << " ms";
   }
   std::cerr << " (" << model.measurements() << " measured, " << model.cache_hits()
-            << " cached, " << fixed(model.measuring_seconds(), 1) << " s)\n";
+            << " cached, " << fixed(model.measuring_seconds(), 1) << " s; " << chosen.states
+            << " DP states, " << chosen.dominated << " dominated)\n";
   plan.value_layouts = chosen.value_layouts;
   // The DP adds up ops timed alone; inside the network, caches and conversions can make another
   // choice win, and on a shared machine the differences between good layouts are within the

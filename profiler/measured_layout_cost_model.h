@@ -36,7 +36,7 @@ class MeasuredLayoutCostModel : public scheduler::LayoutCostModel {
                graph::Layout output) override;
 
   /// Time of converting a tensor of `desc`'s shape from layout `from` to `to` (ms).
-  double conversion_ms(const graph::TensorDesc& desc, graph::Layout from, graph::Layout to);
+  double conversion_ms(const graph::TensorDesc& desc, graph::Layout from, graph::Layout to) override;
 
   /// Calls `progress(measurements, measuring seconds)` after every measurement (for progress lines).
   void set_progress(std::function<void(size_t, double)> progress) { progress_ = std::move(progress); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -65,6 +66,22 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
     fixed[v] = desc.shape.rank() == 4 ? desc.layout : Layout::kNC;
   }
 
+  // Reads of every value (one per input slot: each converts on its own), for the dominance
+  // test's "remaining readers".
+  std::vector<std::vector<OpId>> readers(graph.num_values());
+  for (const auto& op : graph.ops())
+    for (ValueId v : op.inputs) readers[v].push_back(op.id);
+  std::map<std::tuple<ValueId, Layout, Layout>, double> conversions;  // memo of the model's
+  const auto conversion = [&](ValueId v, Layout from, Layout to) {
+    if (from == to) return 0.0;
+    const auto key = std::make_tuple(v, from, to);
+    auto it = conversions.find(key);
+    if (it == conversions.end()) {
+      it = conversions.emplace(key, model.conversion_ms(graph.value(v).desc, from, to)).first;
+    }
+    return it->second;
+  };
+
   std::vector<ValueId> live;                  // values with a chosen layout crossing the cut
   std::vector<std::vector<State>> cuts(n + 1);
   std::vector<std::vector<ValueId>> live_at(n + 1);
@@ -116,6 +133,34 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
     plan.states += kept.size();
     if (!options.exhaustive) {
       std::sort(kept.begin(), kept.end(), [](const State& a, const State& b) { return a.cost < b.cost; });
+      if (options.dominance) {
+        // How many readers each live value has after this op.
+        std::vector<double> remaining(next_live.size(), 0);
+        for (size_t k = 0; k < next_live.size(); ++k) {
+          for (OpId r : readers[next_live[k]]) remaining[k] += r > id ? 1 : 0;
+        }
+        std::vector<State> undominated;
+        for (State& b : kept) {
+          bool dominated = false;
+          const size_t checks = std::min(undominated.size(), options.dominance_checks);
+          for (size_t ai = 0; ai < checks && !dominated; ++ai) {
+            const State& a = undominated[ai];
+            double bound = a.cost;
+            for (size_t k = 0; k < next_live.size() && bound <= b.cost; ++k) {
+              if (a.layouts[k] != b.layouts[k]) {
+                bound += remaining[k] * conversion(next_live[k], a.layouts[k], b.layouts[k]);
+              }
+            }
+            dominated = bound <= b.cost;
+          }
+          if (dominated) {
+            ++plan.dominated;
+          } else {
+            undominated.push_back(std::move(b));
+          }
+        }
+        kept = std::move(undominated);
+      }
       const double limit = kept.front().cost * options.prune_factor;
       size_t keep = 1;
       while (keep < kept.size() && keep < options.max_states && kept[keep].cost <= limit) ++keep;

@@ -6,9 +6,12 @@
 /// inputs and of its output (the cost model prices any conversion the kernel needs). Ops are
 /// visited in topological order; the cut after op i is crossed by the values still read later;
 /// a state is the tuple of their layouts. Transition: choose op i+1's output layout and pay its
-/// cost given the state's input layouts. Pruning: drop states costlier than `prune_factor` × the
-/// best state of the cut and keep at most `max_states` (the cheapest); `exhaustive` keeps every
-/// state (the optimum). The result is read back through predecessor links.
+/// cost given the state's input layouts. Pruning: drop a state dominated by a cheaper one (state A
+/// dominates B when A's cost plus converting each value where they differ, once for each of its
+/// remaining readers, is at most B's cost: every continuation of B is then open to A for no more,
+/// exact when converting and then reading costs at least reading directly), drop states costlier
+/// than `prune_factor` × the best state of the cut, and keep at most `max_states` (the cheapest);
+/// `exhaustive` keeps every state (the optimum). The result is read back through predecessor links.
 /// Complexity: O(ops × states × candidates) cost queries (cached by the model).
 ///
 /// Example:
@@ -17,6 +20,7 @@
 ///   LayoutPlan plan = optimize_layouts(graph, model, options);
 ///   plan_options.value_layouts = plan.value_layouts;
 
+#include <limits>
 #include <vector>
 
 #include "graph/graph.h"
@@ -31,6 +35,12 @@ class LayoutCostModel {
   /// conversions the kernel needs included; infinity when it cannot run.
   virtual double op_ms(const graph::Graph& graph, graph::OpId id,
                        const std::vector<graph::Layout>& inputs, graph::Layout output) = 0;
+  /// Time of converting a tensor of `desc` from layout `from` to `to` (ms), for dominance
+  /// pruning; infinity (the default) when unknown, which disables it.
+  virtual double conversion_ms(const graph::TensorDesc& desc, graph::Layout from, graph::Layout to) {
+    (void)desc;
+    return from == to ? 0.0 : std::numeric_limits<double>::infinity();
+  }
 };
 
 /// Settings of the layout search.
@@ -38,6 +48,8 @@ struct LayoutOptions {
   std::vector<graph::Layout> candidates;  ///< layouts a rank-4 op output may take
   double prune_factor = 1.25;             ///< drop states costlier than this × the best
   size_t max_states = 1024;               ///< keep at most this many states per cut
+  bool dominance = true;                  ///< drop dominated states (see the file comment)
+  size_t dominance_checks = 64;           ///< compare each state with at most this many cheaper ones
   bool exhaustive = false;                ///< keep every state (small graphs)
 };
 
@@ -46,6 +58,7 @@ struct LayoutPlan {
   std::vector<graph::Layout> value_layouts;  ///< per value id (graph inputs keep theirs)
   double predicted_ms = 0;                   ///< sum of op costs
   size_t states = 0;                         ///< states explored
+  size_t dominated = 0;                      ///< states dropped as dominated
 };
 
 /// Chooses a layout per value (see the file comment). Throws Error when no assignment can run.

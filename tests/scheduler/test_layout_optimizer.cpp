@@ -1,6 +1,7 @@
 // The layout DP against exhaustive enumeration of every assignment on small random graphs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "common/hash.h"
@@ -30,6 +31,36 @@ class RandomLayoutCost : public LayoutCostModel {
   }
 
  private:
+  uint64_t salt_;
+};
+
+// Costs where converting and then reading never beats reading directly: an op pays a base cost
+// for its output layout plus, per input, a conversion to its output's layout priced by a metric
+// (weight of the tensor x distance between layouts on a line). Dominance pruning is exact here.
+class ConvertingLayoutCost : public LayoutCostModel {
+ public:
+  explicit ConvertingLayoutCost(uint64_t salt) : salt_(salt) {}
+  double op_ms(const graph::Graph& g, graph::OpId id, const std::vector<Layout>& inputs,
+               Layout output) override {
+    Fnv1a h;
+    h.add_int(salt_);
+    h.add_int(static_cast<uint64_t>(id));
+    h.add_int(static_cast<uint64_t>(output));
+    double cost = 0.1 + static_cast<double>(h.digest() % 1000) / 1000.0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      cost += conversion_ms(g.value(g.op(id).inputs[i]).desc, inputs[i], output);
+    }
+    return cost;
+  }
+  double conversion_ms(const graph::TensorDesc& desc, Layout from, Layout to) override {
+    const double weight = 0.05 * static_cast<double>(desc.shape[1] % 7 + 1);
+    return weight * std::abs(position(from) - position(to));
+  }
+
+ private:
+  static double position(Layout l) {
+    return l == Layout::kNHWC ? 1.0 : l == Layout::kNChw16c ? 2.0 : 0.0;
+  }
   uint64_t salt_;
 };
 
@@ -81,6 +112,46 @@ TEST_P(RandomLayoutGraphs, ExhaustiveDpEqualsEnumerationAndPruningNeverWins) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomLayoutGraphs, ::testing::Range(0, 100));
+
+class DominanceGraphs : public ::testing::TestWithParam<int> {};
+
+TEST_P(DominanceGraphs, DominancePruningKeepsTheOptimumWhenConvertingNeverHelps) {
+  testing::Rng rng(1900 + GetParam());
+  const graph::Graph g = testing::random_dag(rng, 4 + rng.below(5), 1 + rng.below(4));
+  const std::vector<Layout> candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
+  ConvertingLayoutCost model(GetParam());
+  LayoutOptions options;
+  options.candidates = candidates;
+  options.exhaustive = true;
+  const LayoutPlan exact = optimize_layouts(g, model, options);
+  EXPECT_NEAR(exact.predicted_ms, exhaustive_best(g, model, candidates), 1e-9);
+  // Dominance alone (no factor, no cap): the same optimum with fewer states.
+  options.exhaustive = false;
+  options.prune_factor = std::numeric_limits<double>::infinity();
+  options.max_states = std::numeric_limits<size_t>::max();
+  const LayoutPlan pruned = optimize_layouts(g, model, options);
+  EXPECT_NEAR(pruned.predicted_ms, exact.predicted_ms, 1e-9);
+  EXPECT_NEAR(layout_plan_cost(g, model, pruned.value_layouts), pruned.predicted_ms, 1e-9);
+  EXPECT_LE(pruned.states, exact.states);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, DominanceGraphs, ::testing::Range(0, 60));
+
+TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
+  // Not vacuous: dominance drops states (and keeps the optimum).
+  testing::Rng rng(7);
+  const graph::Graph g = testing::random_dag(rng, 9, 3);
+  ConvertingLayoutCost model(7);
+  LayoutOptions options;
+  options.candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
+  options.prune_factor = std::numeric_limits<double>::infinity();
+  const LayoutPlan pruned = optimize_layouts(g, model, options);
+  options.dominance = false;
+  const LayoutPlan plain = optimize_layouts(g, model, options);
+  EXPECT_GT(pruned.dominated, 0u);
+  EXPECT_LT(pruned.states, plain.states);
+  EXPECT_NEAR(pruned.predicted_ms, plain.predicted_ms, 1e-9);
+}
 
 TEST(LayoutOptimizer, NoCandidatesIsAnError) {
   testing::Rng rng(1);
