@@ -94,16 +94,6 @@ std::string join_layouts(const std::vector<graph::Layout>& layouts) {
   return out;
 }
 
-// The name of the layout of a uniform assignment (its first rank-4 op output's).
-std::string describe_uniform(const std::vector<graph::Layout>& layouts, const graph::Graph& graph) {
-  for (size_t v = 0; v < graph.num_values(); ++v) {
-    const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
-    if (value.producer != graph::kNoOp && value.desc.shape.rank() == 4) {
-      return std::string(graph::to_string(layouts[v]));
-    }
-  }
-  return "uniform";
-}
 // Median time of a sequential run of `graph` under each layout assignment: plans built once,
 // then runs interleaved round by round (a noisy machine slows all of them alike).
 std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
@@ -111,10 +101,7 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
                                   const std::vector<std::vector<graph::Layout>>& assignments) {
   constexpr int kWarmup = 2;
   constexpr int kRounds = 11;
-  scheduler::Schedule sequential;
-  for (const graph::Op& op : graph.ops()) {
-    sequential.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
-  }
+  const scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
   const graph::WeightStore weights = graph::random_weights(graph, 1);
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : graph.inputs()) {

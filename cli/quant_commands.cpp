@@ -11,6 +11,7 @@
 #include "graph/onnx/tensor_files.h"
 #include "graph/quantize.h"
 #include "profiler/calibration.h"
+#include "scheduler/schedule.h"
 
 namespace stagecraft::cli {
 
@@ -26,12 +27,6 @@ struct CalibrateOptions {
   int check = 0;
   std::string layout;
 };
-
-scheduler::Schedule sequential_schedule(const graph::Graph& g) {
-  scheduler::Schedule s;
-  for (const graph::Op& op : g.ops()) s.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
-  return s;
-}
 
 void run_calibrate(const CalibrateOptions& o) {
   if (o.source.dtype != "f32") {
@@ -88,9 +83,9 @@ void run_calibrate(const CalibrateOptions& o) {
     if (!l || graph::layout_rank(*l) != 4) throw UsageError(cat("--layout: unknown layout '", o.layout, "'"));
     plan_options.layout = l;
   }
-  executor::ExecutionPlan f32_plan(model.graph, sequential_schedule(model.graph), model.weights,
+  executor::ExecutionPlan f32_plan(model.graph, scheduler::sequential_schedule(model.graph), model.weights,
                                    *cpu, plan_options);
-  executor::ExecutionPlan int8_plan(q, sequential_schedule(q), model.weights, *cpu, plan_options);
+  executor::ExecutionPlan int8_plan(q, scheduler::sequential_schedule(q), model.weights, *cpu, plan_options);
   executor::Executor f32_run(f32_plan);
   executor::Executor int8_run(int8_plan);
   std::vector<executor::HostTensor> want, got;

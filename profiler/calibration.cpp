@@ -58,9 +58,7 @@ graph::Calibration calibrate(const graph::Graph& graph, const graph::WeightStore
   }
 
   const graph::Graph all = every_value_out(graph);
-  scheduler::Schedule sequential;
-  for (const graph::Op& op : all.ops()) sequential.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
-  executor::ExecutionPlan plan(all, sequential, weights, backend);
+  executor::ExecutionPlan plan(all, scheduler::sequential_schedule(all), weights, backend);
   executor::Executor executor(plan);
 
   graph::Calibration cal;

@@ -23,6 +23,12 @@ Stage Stage::concurrent(std::vector<std::vector<OpId>> groups) {
   return stage;
 }
 
+Schedule sequential_schedule(const graph::Graph& graph) {
+  Schedule s;
+  for (OpId id : graph.topological_order()) s.stages.push_back(Stage::concurrent({{id}}));
+  return s;
+}
+
 Stage Stage::merge(const std::vector<OpId>& convs) {
   Stage stage;
   stage.kind = StageKind::kMerge;

@@ -109,9 +109,7 @@ class SequentialScheduler : public Scheduler {
   std::string name() const override { return "sequential"; }
   Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
     const auto start = Clock::now();
-    std::vector<Stage> stages;
-    for (OpId id : graph.topological_order()) stages.push_back(Stage::concurrent({{id}}));
-    return finish(graph, model, options_, std::move(stages), start, stats);
+    return finish(graph, model, options_, sequential_schedule(graph).stages, start, stats);
   }
 
  private:

@@ -29,10 +29,7 @@ constexpr double kF16Tolerance = 5e-2;
     if (q.devices.empty()) GTEST_SKIP() << "no usable GPU: " << q.reason; \
   } while (0)
 
-Backend& cpu() {
-  static std::unique_ptr<Backend> backend = make_backend("cpu");
-  return *backend;
-}
+constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
 Backend& gpu() {
   static std::unique_ptr<Backend> backend = [] {

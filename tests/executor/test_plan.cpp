@@ -38,10 +38,7 @@ using stagecraft::testing::Model;
 using stagecraft::testing::model_of;
 using stagecraft::testing::network;
 
-Backend& cpu() {
-  static std::unique_ptr<Backend> backend = make_backend("cpu");
-  return *backend;
-}
+constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
 Schedule schedule_of(const graph::Graph& g, Strategy strategy,
                      scheduler::DpMode mode = scheduler::DpMode::kBoth) {

@@ -24,16 +24,9 @@ using stagecraft::testing::Model;
 using stagecraft::testing::model_of;
 using stagecraft::testing::network;
 
-Backend& cpu() {
-  static std::unique_ptr<Backend> backend = make_backend("cpu");
-  return *backend;
-}
+constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
-Schedule sequential(const graph::Graph& g) {
-  Schedule s;
-  for (const graph::Op& op : g.ops()) s.stages.push_back(scheduler::Stage::concurrent({{op.id}}));
-  return s;
-}
+using scheduler::sequential_schedule;
 
 std::vector<HostTensor> run(const graph::Graph& g, const graph::WeightStore& w, const Schedule& s,
                             const std::vector<HostTensor>& inputs, PlanOptions options = {}) {
@@ -81,9 +74,9 @@ TEST(QuantisedKernels, ConvolutionMatchesF32PerChannel) {
     for (bool bias : {false, true}) {
       const Model m = one_conv(act, bias);
       const auto inputs = inputs_of(m.graph);
-      const auto want = run(m.graph, m.weights, sequential(m.graph), inputs);
+      const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
       const graph::Graph q = quantised(m);
-      const auto got = run(q, m.weights, sequential(q), inputs);
+      const auto got = run(q, m.weights, sequential_schedule(q), inputs);
       const std::string what = cat(graph::to_string(act), bias ? " with bias" : "");
       // Channel by channel: every channel keeps ~1% accuracy, small ones included.
       const graph::Shape& s = want[0].shape;
@@ -119,10 +112,10 @@ TEST(QuantisedKernels, EveryInt8OpKindAgreesWithF32) {
   const auto prob = b.softmax(logits);
   const Model m = model_of(std::move(b).finish({prob}));
   const auto inputs = inputs_of(m.graph);
-  const auto want = run(m.graph, m.weights, sequential(m.graph), inputs);
+  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
   const graph::Graph q = quantised(m);
   EXPECT_TRUE(graph::is_quantised(q));
-  const auto got = run(q, m.weights, sequential(q), inputs);
+  const auto got = run(q, m.weights, sequential_schedule(q), inputs);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(q.value(q.outputs()[0]).desc.dtype, graph::DataType::kF32);
   EXPECT_LT(relative_error(got[0], want[0]), 0.05);
@@ -152,7 +145,7 @@ TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
   const graph::Graph q = quantised(m, 2);
   const graph::Graph all = all_values_out(q);
   const auto inputs = inputs_of(q);
-  const auto want = run(all, m.weights, sequential(all), inputs);
+  const auto want = run(all, m.weights, sequential_schedule(all), inputs);
   size_t merges = 0;
   for (Strategy strategy : {Strategy::kGreedy, Strategy::kDp}) {
     for (scheduler::DpMode mode : {scheduler::DpMode::kMerge, scheduler::DpMode::kConcurrent,
@@ -189,8 +182,8 @@ INSTANTIATE_TEST_SUITE_P(Networks, QuantisedNetwork,
                                            QuantisedCase{"googlenet", 1},
                                            QuantisedCase{"randwire_small", 1},
                                            QuantisedCase{"inception_v3", 2}),
-                         [](const ::testing::TestParamInfo<QuantisedCase>& info) {
-                           return cat(info.param.name, "_batch", info.param.batch);
+                         [](const ::testing::TestParamInfo<QuantisedCase>& c) {
+                           return cat(c.param.name, "_batch", c.param.batch);
                          });
 
 TEST(QuantisedNetwork, InceptionLogitsAgreeWithF32) {
@@ -199,8 +192,8 @@ TEST(QuantisedNetwork, InceptionLogitsAgreeWithF32) {
   std::vector<HostTensor> got, want;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const auto inputs = inputs_of(m.graph, seed * 101);
-    want.push_back(run(m.graph, m.weights, sequential(m.graph), inputs)[0]);
-    got.push_back(run(q, m.weights, sequential(q), inputs)[0]);
+    want.push_back(run(m.graph, m.weights, sequential_schedule(m.graph), inputs)[0]);
+    got.push_back(run(q, m.weights, sequential_schedule(q), inputs)[0]);
   }
   const profiler::Agreement a = profiler::compare_logits(got, want);
   EXPECT_GT(a.min_cosine, 0.99);
@@ -289,7 +282,7 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   PlanOptions blocked;
   blocked.layout = graph::Layout::kNChw16c;
   try {
-    run(q, m.weights, sequential(q), inputs_of(q), blocked);
+    run(q, m.weights, sequential_schedule(q), inputs_of(q), blocked);
     FAIL() << "an int8 convolution in nChw16c was accepted";
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("nhwc"), std::string::npos) << e.what();

@@ -19,10 +19,7 @@ namespace {
 
 using stagecraft::testing::Model;
 
-executor::Backend& cpu() {
-  static std::unique_ptr<executor::Backend> backend = executor::make_backend("cpu");
-  return *backend;
-}
+constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
 std::vector<executor::HostTensor> run_cpu(const Model& m) {
   executor::ExecutionPlan plan(

@@ -7,6 +7,11 @@
 
 namespace stagecraft::testing {
 
+executor::Backend& cpu_backend() {
+  static std::unique_ptr<executor::Backend> backend = executor::make_backend("cpu");
+  return *backend;
+}
+
 using networks::NetBuilder;
 using networks::square_conv;
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/backend.h"
 #include "executor/tensor.h"
 #include "graph/graph.h"
 #include "graph/weights.h"
@@ -12,6 +13,9 @@
 #include "scheduler/search.h"
 
 namespace stagecraft::testing {
+
+/// The CPU backend, created once for the whole test program.
+executor::Backend& cpu_backend();
 
 /// An inference graph with its (folded) weights.
 struct Model {
