@@ -47,7 +47,7 @@ if ! "$stagecraft" bench "$network" --backend "$backend" --dtype int8 \
      --calibration "$out/$network.calib.yaml" --out "$out/bench-int8"; then
   echo "(int8 on $backend failed: see the error above; the CPU backend runs int8 too)"
 fi
-if python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install -q matplotlib >/dev/null 2>&1; then
-  python3 "$(dirname "${BASH_SOURCE[0]}")/plot_bench.py" "$out/bench.png" "$out/bench" "$out/bench-int8" \
+if py=$(ensure_venv matplotlib 2>/dev/null | tail -n 1) && [ -n "$py" ]; then
+  "$py" "$(dirname "${BASH_SOURCE[0]}")/plot_bench.py" "$out/bench.png" "$out/bench" "$out/bench-int8" \
     --title "$network on $backend: f32 and int8 schedules" || echo "(no plot: see the error above)"
 fi

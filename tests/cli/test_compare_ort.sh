@@ -13,20 +13,14 @@ trap 'rm -rf "$work"' EXIT
 export STAGECRAFT_CACHE_DIR="$work/cache"
 export OMP_WAIT_POLICY=passive
 
-# The script installs what it lacks itself; try it here first so that a failed install is a skip
-# with its reason rather than a failure.
-if ! python3 -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
-  echo "installing numpy onnx onnxruntime with pip"
-  if ! python3 -m pip install --quiet numpy onnx onnxruntime >"$work/pip.log" 2>&1; then
-    echo "SKIP: pip cannot install numpy/onnx/onnxruntime:"
-    tail -n 15 "$work/pip.log"
-    exit 77
-  fi
-  if ! python3 -c 'import numpy, onnx, onnxruntime' 2>"$work/import.log"; then
-    echo "SKIP: numpy/onnx/onnxruntime installed but not importable:"
-    tail -n 15 "$work/import.log"
-    exit 77
-  fi
+# numpy/onnx/onnxruntime come from the project's virtual environment (scripts/common.sh), made
+# and filled here when needed, so that a failed install is a skip with its reason.
+source "$here/../../scripts/common.sh"
+set +e +o pipefail  # common.sh sets -e; this script checks exit codes itself
+if ! py=$(ensure_venv numpy onnx onnxruntime 2>"$work/pip.log" | tail -n 1) || [ -z "$py" ]; then
+  echo "SKIP: cannot set up numpy/onnx/onnxruntime in a virtual environment:"
+  tail -n 15 "$work/pip.log"
+  exit 77
 fi
 
 models=()
@@ -43,7 +37,7 @@ export_model googlenet 64
 export_model resnet50 64
 export_model inception_v3 75
 
-python3 "$script" --quick --schedules sequential,greedy,dp --stagecraft "$bin" \
+"$py" "$script" --quick --schedules sequential,greedy,dp --stagecraft "$bin" \
   --out "$work/report.md" "${models[@]}" >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out"
