@@ -6,12 +6,12 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/strings.h"
 #include "graph/quantize.h"
 #include "graph/weights.h"
-#include "profiler/measured_layout_cost_model.h"
-#include "scheduler/layout_optimizer.h"
+#include "profiler/layout_search.h"
 #include "scheduler/schedule.h"
 
 namespace stagecraft::cli {
@@ -36,6 +36,10 @@ executor::ExecutorOptions BackendOptions::executor_options() const {
   executor::ExecutorOptions options;
   options.graph = !stream_mode;
   return options;
+}
+
+std::string BackendOptions::cache_dir_or_default() const {
+  return cache_dir.empty() ? profiler::ProfileCache::default_dir() : cache_dir;
 }
 
 executor::BackendConfig BackendOptions::backend_config() const {
@@ -71,9 +75,8 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
   context.measure.plan = options.plan_options();
   context.measure.executor = options.executor_options();
   if (model.rfind("measured", 0) == 0 && session.backend) {
-    session.cache = std::make_unique<profiler::ProfileCache>(
-        options.cache_dir.empty() ? profiler::ProfileCache::default_dir() : options.cache_dir,
-        session.backend->device_fingerprint());
+    session.cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
+                                                             session.backend->device_fingerprint());
     context.cache = session.cache.get();
   }
   session.model = profiler::make_cost_model(model, context);
@@ -81,184 +84,52 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
   return session;
 }
 
-}  // namespace stagecraft::cli
-
-namespace stagecraft::cli {
-
-namespace {
-constexpr double kProgressEveryS = 10;
-
-std::string join_layouts(const std::vector<graph::Layout>& layouts) {
-  std::string out;
-  for (graph::Layout l : layouts) out += cat(out.empty() ? "" : ",", graph::to_string(l));
-  return out;
-}
-
-// Median time of a sequential run of `graph` under each layout assignment: plans built once,
-// then runs interleaved round by round (a noisy machine slows all of them alike).
-std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
-                                  const executor::PlanOptions& base,
-                                  const std::vector<std::vector<graph::Layout>>& assignments) {
-  constexpr int kWarmup = 2;
-  constexpr int kRounds = 11;
-  const scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
-  const graph::WeightStore weights = graph::random_weights(graph, 1);
-  std::vector<executor::HostTensor> inputs;
-  for (graph::ValueId v : graph.inputs()) {
-    inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
-  }
-  std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
-  std::vector<std::unique_ptr<executor::Executor>> runs;
-  for (const auto& layouts : assignments) {
-    executor::PlanOptions p = base;
-    p.value_layouts = layouts;
-    plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, sequential, weights, backend, p));
-    runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
-    runs.back()->set_inputs(inputs);
-    for (int i = 0; i < kWarmup; ++i) runs.back()->execute();
-  }
-  std::vector<std::vector<double>> samples(assignments.size());
-  for (int round = 0; round < kRounds; ++round) {
-    for (size_t k = 0; k < runs.size(); ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      runs[k]->execute();
-      samples[k].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  std::vector<double> medians;
-  for (auto& s : samples) {
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
-    medians.push_back(s[s.size() / 2]);
-  }
-  return medians;
-}
-
-}  // namespace
-
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
                                        Session& session) {
   executor::PlanOptions plan = options.plan_options();
   if (!options.auto_layout() || !session.backend) return plan;
-  executor::Backend& backend = *session.backend;
   std::unique_ptr<profiler::ProfileCache> own_cache;
   profiler::ProfileCache* cache = session.cache.get();
   if (!cache) {
-    own_cache = std::make_unique<profiler::ProfileCache>(
-        options.cache_dir.empty() ? profiler::ProfileCache::default_dir() : options.cache_dir,
-        backend.device_fingerprint());
+    own_cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
+                                                         session.backend->device_fingerprint());
     cache = own_cache.get();
   }
-  profiler::MeasureOptions measure;
-  measure.plan = plan;
-  measure.executor = options.executor_options();
-  profiler::MeasuredLayoutCostModel model(backend, cache, measure);
-  scheduler::LayoutOptions search;
-  // The backend's preferred layout first: the other layouts of an op then give up after one run
-  // when they are far slower.
-  search.candidates = {executor::activation_layout(backend, graph, executor::PlanOptions{})};
-  // Quantised convolutions have fast kernels in one layout only (nhwc on the CPU).
-  std::vector<graph::Layout> others;
-  if (!graph::is_quantised(graph)) others = {graph::Layout::kNHWC, graph::Layout::kNCHW};
-  if (backend.name() == "cpu" && !graph::is_quantised(graph)) others.push_back(graph::Layout::kNChw16c);
-  for (graph::Layout l : others)
-    if (l != search.candidates[0]) search.candidates.push_back(l);
-  double next_report_s = kProgressEveryS;
-  model.set_progress([&](size_t measured, double seconds) {
-    if (seconds < next_report_s) return;
-    next_report_s = seconds + kProgressEveryS;
-    std::cerr << "layouts: " << measured << " op/layout combinations measured in "
-              << fixed(seconds, 0) << " s...\n";
-  });
-  std::cerr << "layouts: measuring " << graph.num_ops() << " ops in "
-            << search.candidates.size() << " candidate layouts...\n";
-  const scheduler::LayoutPlan chosen = scheduler::optimize_layouts(graph, model, search);
-  cache->save();
-  // Uniform assignments under the same model, for comparison.
-  std::map<graph::Layout, size_t> counts;
-  const auto chosen_by_plan = [&](size_t v) {
-    const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
-    return value.producer != graph::kNoOp && value.desc.shape.rank() == 4;
-  };
-  for (size_t v = 0; v < graph.num_values(); ++v) {
-    if (chosen_by_plan(v)) ++counts[chosen.value_layouts[v]];
-  }
-  std::cerr << "layouts: predicted " << fixed(chosen.predicted_ms, 3) << " ms (sum of ops) with";
-  for (const auto& [layout, n] : counts) std::cerr << " " << n << " " << graph::to_string(layout);
-  std::cerr << "; uniform:";
-  for (graph::Layout l : search.candidates) {
-    std::vector<graph::Layout> uniform = chosen.value_layouts;
-    for (size_t v = 0; v < graph.num_values(); ++v) {
-      if (chosen_by_plan(v)) uniform[v] = l;
-    }
-    std::cerr << " " << graph::to_string(l) << " "
-              << fixed(scheduler::layout_plan_cost(graph, model, uniform), 3) << " ms";
-  }
-  std::cerr << " (" << model.measurements() << " measured, " << model.cache_hits()
-            << " cached, " << fixed(model.measuring_seconds(), 1) << " s; " << chosen.states
-            << " DP states, " << chosen.dominated << " dominated)\n";
-  plan.value_layouts = chosen.value_layouts;
-  // The DP adds up ops timed alone; inside the network, caches and conversions can make another
-  // choice win, and on a shared machine the differences between good layouts are within the
-  // noise. So the options are run end to end (sequential schedule, interleaved, two blocks of
-  // runs): the backend's preferred uniform layout stays unless another option (the per-value
-  // choice or another uniform layout) beats it by kMargin in both blocks. The verdict is cached.
-  constexpr double kMargin = 0.03;
-  std::vector<std::vector<graph::Layout>> options_to_check;
-  std::vector<std::string> names;
-  for (graph::Layout l : search.candidates) {
-    std::vector<graph::Layout> uniform = chosen.value_layouts;
-    for (size_t v = 0; v < graph.num_values(); ++v)
-      if (chosen_by_plan(v)) uniform[v] = l;
-    options_to_check.push_back(std::move(uniform));
-    names.emplace_back(graph::to_string(l));
-  }
-  if (std::find(options_to_check.begin(), options_to_check.end(), chosen.value_layouts) ==
-      options_to_check.end()) {
-    options_to_check.push_back(chosen.value_layouts);
-    names.emplace_back("per-value");
-  }
-  const std::string key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
-                              graph::compute_type(graph), ";", join_layouts(search.candidates),
-                              ";streams=", plan.max_streams);
-  std::optional<double> verdict = options_to_check.size() > 1 ? cache->find(key) : 0.0;
-  if (!verdict) {
-    constexpr int kBlocks = 2;
-    std::vector<std::vector<double>> blocks;
-    for (int b = 0; b < kBlocks; ++b) blocks.push_back(end_to_end_ms(backend, graph, plan, options_to_check));
-    size_t best = 0;
-    double best_total = std::numeric_limits<double>::infinity();
-    for (size_t k = 1; k < options_to_check.size(); ++k) {
-      bool clearly = true;
-      double total = 0;
-      for (const auto& ms : blocks) {
-        clearly = clearly && ms[k] < (1.0 - kMargin) * ms[0];
-        total += ms[k];
-      }
-      if (clearly && total < best_total) {
-        best = k;
-        best_total = total;
-      }
-    }
-    verdict = static_cast<double>(best);
-    cache->insert(key, *verdict);
-    cache->save();
-    std::cerr << "layouts: end to end (sequential, medians of 11 interleaved runs, 2 blocks):";
-    for (size_t k = 0; k < options_to_check.size(); ++k) {
-      std::cerr << " " << names[k];
-      for (const auto& ms : blocks) std::cerr << (&ms == &blocks[0] ? " " : "/") << fixed(ms[k], 2);
-    }
-    std::cerr << " ms\n";
-  }
-  const auto winner = static_cast<size_t>(*verdict);
-  if (winner < options_to_check.size()) {
-    plan.value_layouts = options_to_check[winner];
-    std::cerr << "layouts: using " << (names[winner] == "per-value" ? "the per-value choice" : "uniform " + names[winner])
-              << (winner == 0 ? " (nothing beat it by 3% in both blocks)\n" : "\n");
-  }
+  profiler::LayoutSearchOptions search;
+  search.measure.plan = plan;
+  search.measure.executor = options.executor_options();
+  search.log = &std::cerr;
+  plan.value_layouts = profiler::choose_layouts(*session.backend, graph, *cache, search).value_layouts;
   // Schedules searched from now on are measured in these layouts.
   if (session.measured) session.measured->set_value_layouts(plan.value_layouts);
   return plan;
+}
+
+std::string report_fallbacks(const BackendOptions& options, const executor::ExecutionPlan& plan) {
+  const auto& fallbacks = plan.fallbacks();
+  if (fallbacks.empty()) return "";
+  constexpr size_t kNamed = 4;
+  // Group by where the ops run: "nChw8c: a, b, c (+12 more)".
+  std::map<std::string, std::vector<std::string>> by_target;
+  for (const auto& f : fallbacks) {
+    by_target[f.used ? std::string(graph::to_string(*f.used)) : "the reference kernel"].push_back(f.op);
+  }
+  std::string where;
+  for (const auto& [target, ops] : by_target) {
+    std::vector<std::string> named(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(std::min(kNamed, ops.size())));
+    where += cat(where.empty() ? "" : "; ", ops.size(), " in ", target, " (", join(named, ", "),
+                 ops.size() > kNamed ? cat(", +", ops.size() - kNamed, " more") : std::string(), ")");
+  }
+  const std::string wanted(graph::to_string(fallbacks.front().wanted));
+  static std::set<std::string> warned;
+  if (!options.layout.empty() && !options.auto_layout() && warned.insert(options.layout).second) {
+    std::cerr << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
+              << " op(s) have only a reference kernel in " << wanted << " on this "
+              << (plan.backend().name() == "cpu" ? "CPU" : "device") << " ("
+              << plan.backend().description() << "); they run " << where
+              << " with conversions around them. First reason: " << fallbacks.front().reason << "\n";
+  }
+  return cat(fallbacks.size(), " op(s) without a native kernel in their layout: ", where);
 }
 
 void record_layouts(const BackendOptions& options, const executor::PlanOptions& plan,

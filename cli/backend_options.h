@@ -6,7 +6,7 @@
 #include <string>
 
 #include "executor/backend.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "profiler/cost_models.h"
 #include "profiler/profile_cache.h"
 
@@ -32,6 +32,8 @@ struct BackendOptions {
   executor::ExecutorOptions executor_options() const;
   /// Backend settings from --cache-dir and --tf32.
   executor::BackendConfig backend_config() const;
+  /// --cache-dir, or the default ($STAGECRAFT_CACHE_DIR or ~/.cache/stagecraft).
+  std::string cache_dir_or_default() const;
 };
 
 /// A backend and, when measuring, its profile cache and cost model.
@@ -52,6 +54,12 @@ struct Session {
 /// measures stages in these layouts: call it before searching.
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
                                        Session& session);
+
+/// Reports the ops of `plan` that do not run in their planned layout: with a layout the user
+/// forced (--layout L), one warning line on stderr naming the ops, the layout and where they run
+/// instead (once per process and layout); otherwise nothing (the plan line says it). Returns a
+/// short note for the plan line ("" when every op runs as planned).
+std::string report_fallbacks(const BackendOptions& options, const executor::ExecutionPlan& plan);
 
 /// Records the layouts of `plan` in a schedule that was searched with them (meta.layout: the
 /// uniform layout's name, or "auto" with the per-value layouts).

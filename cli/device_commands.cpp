@@ -1,8 +1,10 @@
-// `stagecraft devices`: the GPUs this build can use, or why there are none.
+// `stagecraft devices`: the CPU backend (ISA oneDNN uses, default layout) and the GPUs this build
+// can use, or why there are none.
 #include <iostream>
 
 #include "cli/commands.h"
 #include "common/strings.h"
+#include "executor/backend.h"
 #include "executor/devices.h"
 
 namespace stagecraft::cli {
@@ -15,6 +17,7 @@ std::string version_string(int64_t version, int64_t major_div, int64_t minor_div
 }
 
 void run_devices() {
+  std::cout << "CPU backend: " << executor::make_backend("cpu")->description() << "\n";
   const executor::DeviceQuery q = executor::query_cuda_devices();
   std::cout << "CUDA backend: " << (q.compiled ? "built" : "not built") << "\n";
   if (q.compiled) {
@@ -39,7 +42,8 @@ void run_devices() {
 }  // namespace
 
 void add_device_commands(CLI::App& app) {
-  app.add_subcommand("devices", "List the GPUs this build can use, or say why there are none")
+  app.add_subcommand("devices", "The CPU backend's instruction set and default layout; the GPUs this "
+                                "build can use, or why there are none")
       ->callback([] { run_devices(); });
 }
 

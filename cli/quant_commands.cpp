@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/source.h"
 #include "common/strings.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "graph/onnx/tensor_files.h"
 #include "graph/quantize.h"
 #include "profiler/calibration.h"

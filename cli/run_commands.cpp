@@ -13,7 +13,7 @@
 #include "cli/source.h"
 #include "common/files.h"
 #include "common/strings.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "executor/trace.h"
 #include "graph/onnx/tensor_files.h"
 #include "graph/quantize.h"
@@ -83,11 +83,12 @@ struct RunOptions {
   std::vector<std::string> output_files;
 };
 
-void print_plan(const executor::ExecutionPlan& plan) {
+void print_plan(const executor::ExecutionPlan& plan, const BackendOptions& options) {
   const auto& m = plan.memory();
+  const std::string moved = report_fallbacks(options, plan);
   std::cout << "  plan: " << plan.kernels().size() << " kernels on " << plan.num_streams()
             << " stream(s), " << plan.num_events() << " events, layout "
-            << graph::to_string(plan.layout()) << "; activations "
+            << plan.layout_summary() << (moved.empty() ? "" : " (" + moved + ")") << "; activations "
             << byte_size(static_cast<double>(m.activation_bytes)) << " with reuse ("
             << byte_size(static_cast<double>(m.activation_bytes_without_reuse)) << " without), "
             << m.views << " views, " << m.copies << " copies, workspace "
@@ -112,7 +113,7 @@ void run_run(const RunOptions& o) {
             << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
             << schedule.meta.cost_model << ")\n";
   executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend, plan_options);
-  print_plan(plan);
+  print_plan(plan, o.backend);
   executor::Executor executor(plan, nullptr, o.backend.executor_options());
   std::vector<executor::HostTensor> inputs;
   if (!o.input_files.empty() && o.input_files.size() != model.graph.inputs().size()) {
@@ -241,6 +242,7 @@ void run_bench(const BenchOptions& o) {
     for (const Schedule& s : schedules) {
       plans.push_back(std::make_unique<executor::ExecutionPlan>(
           model.graph, s, model.weights, *session.backend, plan_options));
+      report_fallbacks(o.backend, *plans.back());
       executors.push_back(std::make_unique<executor::Executor>(*plans.back(), nullptr,
                                                                o.backend.executor_options()));
       executors.back()->set_inputs(inputs);

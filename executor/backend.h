@@ -3,15 +3,16 @@
 /// events and kernels; the execution plan and the profiler use nothing else, so a backend plugs in
 /// by implementing these interfaces. Headers here are free of oneDNN and CUDA types.
 ///
-/// Life cycle of a kernel (after XNNPACK/oneDNN): describe (KernelSpec) → ask `supports` (yes, or
-/// a reason) → `create_kernel` once (weights packed, algorithm chosen, workspace sized) → `bind`
-/// tensors and workspace → `launch` on a stream any number of times (asynchronous).
+/// Life cycle of a kernel (after XNNPACK/oneDNN): describe (KernelSpec) → ask `supports` (native,
+/// reference-only, or unsupported with a reason) → `create_kernel` once (weights packed,
+/// algorithm chosen, workspace sized) → `bind` tensors and workspace → `launch` on a stream any
+/// number of times (asynchronous).
 ///
 /// Example:
 ///   auto backend = make_backend("cpu");
 ///   auto stream = backend->create_stream();
-///   KernelSpec spec{op, srcs, dsts, &weights, /*threads=*/2};
-///   if (auto why = backend->supports(spec); !why.empty()) throw ...;
+///   KernelSpec spec{.kind = OpKind::kRelu, .srcs = {desc}, .dsts = {desc}, .name = "relu"};
+///   if (Support s = backend->supports(spec); !s.runnable()) throw unsupported("cpu", spec, s);
 ///   auto kernel = backend->create_kernel(spec);
 ///   kernel->bind({src}, {dst}, workspace);
 ///   kernel->launch(*stream);
@@ -33,6 +34,48 @@ namespace stagecraft::executor {
 class BackendError : public Error {
  public:
   using Error::Error;
+};
+
+/// How well a backend runs a kernel.
+enum class SupportLevel {
+  kNative,       ///< an optimised kernel
+  kReference,    ///< only a slow reference implementation (correct, often 10-1000x slower)
+  kUnsupported,  ///< cannot run it
+};
+
+/// Why a kernel is not native, for callers that act on it without parsing the message.
+enum class SupportReason {
+  kNone,           ///< native
+  kReferenceOnly,  ///< the library has only its reference implementation for these descriptors
+  kDataType,       ///< an element type the backend does not compute in
+  kLayout,         ///< a layout (or mix of layouts) the kernel cannot read or write
+  kAttributes,     ///< an attribute value the kernel does not implement
+  kWeights,        ///< parameters missing
+  kQuantisation,   ///< breaks the int8 contract (graph/quantize.h)
+  kLibrary,        ///< the library refused the descriptors
+};
+
+/// The answer of Backend::supports(): a level, a reason code and a message for people ("" when
+/// native). Like oneDNN's primitive descriptors, "cannot" is an answer, not an error.
+struct Support {
+  SupportLevel level = SupportLevel::kNative;
+  SupportReason reason = SupportReason::kNone;
+  std::string message;  ///< what is missing and, where there is one, what to do
+
+  /// An optimised kernel exists.
+  static Support native() { return {}; }
+  /// Only a reference implementation (`message` names it).
+  static Support reference(std::string message) {
+    return {SupportLevel::kReference, SupportReason::kReferenceOnly, std::move(message)};
+  }
+  /// Cannot run, for `reason`.
+  static Support unsupported(SupportReason reason, std::string message) {
+    return {SupportLevel::kUnsupported, reason, std::move(message)};
+  }
+  /// Whether an optimised kernel exists.
+  bool is_native() const { return level == SupportLevel::kNative; }
+  /// Whether the backend can run it at all (natively or by reference).
+  bool runnable() const { return level != SupportLevel::kUnsupported; }
 };
 
 /// Device memory (host memory for the CPU backend).
@@ -110,6 +153,23 @@ class Kernel {
   virtual std::string implementation() const = 0;
 };
 
+/// What a backend can do.
+struct Capabilities {
+  /// Element types its kernels compute in (kF32 always; kF16; kU8/kI8 for quantised graphs).
+  std::vector<graph::DataType> compute_types = {graph::DataType::kF32};
+  /// Rank-4 activation layouts its kernels run natively in, fastest first (for f32). The layout
+  /// search tries these; the plan falls back to them when a kernel is reference-only.
+  std::vector<graph::Layout> layouts;
+  /// Whether work can be captured and replayed (CUDA Graphs).
+  bool capture = false;
+  /// Whether concurrent streams divide one pool of cores (the CPU): a kernel then gets fewer
+  /// threads beside other streams, and concurrent stages pay for it.
+  bool streams_share_cores = false;
+
+  /// Whether `type` is among compute_types (kU8 and kI8 count as each other).
+  bool computes(graph::DataType type) const;
+};
+
 /// A backend: memory, streams, events and kernels of one device.
 class Backend {
  public:
@@ -133,16 +193,22 @@ class Backend {
   virtual std::unique_ptr<Stream> create_stream() = 0;
   /// A new event.
   virtual std::unique_ptr<Event> create_event() = 0;
-  /// "" when the backend can run `spec`, otherwise the reason it cannot.
-  virtual std::string supports(const KernelSpec& spec) const = 0;
-  /// Creates a kernel; throws BackendError (with the reason) when unsupported.
+  /// Whether and how well the backend runs `spec` (see Support).
+  virtual Support supports(const KernelSpec& spec) const = 0;
+  /// Creates a kernel (a reference one too); throws BackendError (with the reason) when
+  /// unsupported.
   virtual std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) = 0;
   /// Copies a dense tensor between layouts (`src` and `dst` may differ only in layout), enqueued
   /// on `stream`; used for graph inputs/outputs and layout conversions.
   virtual std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& src,
                                               const graph::TensorDesc& dst) = 0;
+  /// What the backend can do (asked instead of guessing from its name).
+  virtual const Capabilities& capabilities() const = 0;
+  /// One line for people: the device, its instruction set or compute capability, the libraries
+  /// and the default layout.
+  virtual std::string description() const = 0;
   /// Whether capture() can record work (false: it returns nullptr).
-  virtual bool can_capture() const { return false; }
+  bool can_capture() const { return capabilities().capture; }
   /// Records everything `enqueue` launches on `origin` and `others` (which join the capture
   /// from `origin`) into a replayable unit. Returns nullptr when the backend cannot capture; the
   /// caller then launches directly.
@@ -160,22 +226,11 @@ struct BackendConfig {
   std::string cache_dir;                 ///< where per-device caches go ("" = the default)
   bool tf32 = false;                     ///< CUDA: allow TF32 tensor-core math for f32
   size_t workspace_limit = 256u << 20;   ///< CUDA: largest convolution workspace considered
-}; 
-
-/// For `supports()`: "no weights given" when an op that needs parameters (conv, linear, batch
-/// norm) has none, "" otherwise.
-std::string weights_reason(const KernelSpec& spec);
-
-/// For `supports()` of a spec with 8-bit tensors: "" when it follows the quantisation contract
-/// (graph/quantize.h) that every backend shares, otherwise why not. Convolutions, linear layers
-/// and additions read 8-bit inputs and write any type (f32 when a sigmoid is fused); pooling,
-/// ReLU, pad, flatten, split, slice and concat keep one type and scale; identity converts
-/// anything; every other kind computes in f32 only.
-std::string quantised_reason(const KernelSpec& spec);
+};
 
 /// The error `create_kernel()` throws for a spec the backend cannot run:
 /// "<backend> cannot run op 'name' (kind): reason".
-BackendError unsupported(const std::string& backend, const KernelSpec& spec, const std::string& why);
+BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why);
 
 /// Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> backend_names();

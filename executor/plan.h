@@ -4,14 +4,22 @@
 /// device-wide synchronisation between stages), and a memory plan that places channel slices and
 /// concatenations as views wherever the layout allows and reuses buffers by liveness.
 ///
+/// It is built by passes over one plan representation (executor/plan/plan_ir.h), each in its own
+/// file: layouts (descriptors, a native layout for every kernel, input conversions) → placement
+/// (tasks, views, launch order, streams, threads) → synchronisation (events, happens-before) →
+/// memory (liveness, reuse, addresses) → kernels (created, workspaces, bound).
+///
 /// Inputs: a validated schedule of the graph. Output: kernels in launch order. Streams: group g of
 /// a stage runs on stream g mod max_streams; a stage with G groups gives each of its kernels
 /// parallelism / min(G, max_streams) threads. Memory: a buffer is reused only when every access to
 /// its previous tenant happens before (same stream, or through an event) every write of the new.
+/// Layouts: where the backend has only a reference kernel for an op in its planned layout, the op
+/// runs in a layout with a native kernel and conversions around it (PlanOptions::reference_kernels),
+/// and the plan reports it (fallbacks()).
 ///
-/// Example:
+/// Example (the executor runs it, executor/executor.h):
 ///   ExecutionPlan plan(graph, schedule, weights, *backend);
-///   Executor executor(*backend, plan);
+///   Executor executor(plan);
 ///   std::vector<HostTensor> outputs = executor.run({input});
 
 #include <memory>
@@ -44,6 +52,25 @@ struct PlanOptions {
   /// (the layout profiler): inputs are treated as op outputs, converted per consumer only when
   /// its kernel cannot read them in their layout, as the plan does for op outputs.
   bool convert_inputs = true;
+  /// What to do where the backend has only a reference kernel for an op in its planned layouts.
+  enum class ReferenceKernels {
+    kAvoid,   ///< run the op in the first layout of Backend::capabilities().layouts with a native
+              ///< kernel, converting around it (reference only where none has one)
+    kRefuse,  ///< throw BackendError (the layout profiler: such a layout is not an option)
+    kAllow,   ///< run the reference kernel (tests of the kernels themselves)
+  };
+  ReferenceKernels reference_kernels = ReferenceKernels::kAvoid;
+  /// Bytes of guard after every buffer, filled with a pattern that guards_intact() checks (tests:
+  /// kernels must never write outside their tensors). 0: none.
+  size_t guard_bytes = 0;
+};
+
+/// An op that does not run in the layout the plan was asked for.
+struct LayoutFallback {
+  std::string op;                     ///< op name (or "merge(...)")
+  graph::Layout wanted;               ///< its planned output layout
+  std::optional<graph::Layout> used;  ///< the layout it runs in; empty: in `wanted`, by reference
+  std::string reason;                 ///< the backend's answer for `wanted`
 };
 
 /// The rank-4 activation layout a plan of `graph` uses: `options.layout`, else the backend's
@@ -102,92 +129,36 @@ class ExecutionPlan {
   const std::vector<TensorRef>& outputs() const { return outputs_; }
   /// The backend the plan was built for.
   Backend& backend() const { return backend_; }
-  /// The activation layout used.
+  /// The activation layout asked for (uniform, or the default of per-value layouts).
   graph::Layout layout() const { return layout_; }
+  /// Ops run in another layout than planned (or by reference); see PlanOptions::reference_kernels.
+  const std::vector<LayoutFallback>& fallbacks() const { return fallbacks_; }
+  /// The layouts of the rank-4 op outputs as run, e.g. "nChw8c" or "114 nhwc + 5 nChw16c".
+  const std::string& layout_summary() const { return layout_summary_; }
+  /// With PlanOptions::guard_bytes: whether every guard still holds its pattern (no kernel wrote
+  /// past the end of a buffer); lists the overwritten ones in `damaged` when given.
+  bool guards_intact(std::vector<std::string>* damaged = nullptr) const;
 
  private:
-  struct Builder;
+  friend class PlanBuilder;
   Backend& backend_;
   graph::Layout layout_;
   std::vector<PlannedKernel> kernels_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  std::vector<graph::OpWeights> merged_weights_;
+  std::vector<std::unique_ptr<graph::OpWeights>> merged_weights_;  // kernels point into them
   std::vector<TensorRef> inputs_;
   std::vector<TensorRef> outputs_;
   int num_streams_ = 1;
   int num_events_ = 0;
   MemoryReport memory_;
-};
-
-/// Timing of one kernel in one run (for traces).
-struct KernelTiming {
-  size_t kernel = 0;    ///< index in ExecutionPlan::kernels()
-  double start_us = 0;  ///< from the start of the run
-  double end_us = 0;
-};
-
-/// Streams kept across executors (the profiler runs thousands of small plans: creating worker
-/// threads for each would cost more than the stages it times).
-class StreamPool {
- public:
-  /// A pool of streams of `backend`.
-  explicit StreamPool(Backend& backend) : backend_(backend) {}
-  /// Stream `i`, created on first use.
-  Stream& get(size_t i);
-
- private:
-  Backend& backend_;
-  std::vector<std::unique_ptr<Stream>> streams_;
-};
-
-/// How an executor launches a plan.
-struct ExecutorOptions {
-  /// Capture the whole run once and replay it (CUDA Graph) when the backend can; otherwise, or
-  /// when false, launch kernel by kernel on the streams ("stream mode").
-  bool graph = true;
-};
-
-/// Runs a plan on its backend: streams and events, uploads and downloads.
-class Executor {
- public:
-  /// Streams and events for `plan` (which must outlive the executor); streams come from `pool`
-  /// when given (it must outlive the executor), else the executor creates its own.
-  explicit Executor(ExecutionPlan& plan, StreamPool* pool = nullptr,
-                    ExecutorOptions options = {});
-  ~Executor();
-
-  /// Uploads inputs (logical NCHW/NC, one per graph input), runs once, returns the outputs.
-  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
-  /// Uploads inputs without running.
-  void set_inputs(const std::vector<HostTensor>& inputs);
-  /// Launches every kernel (or replays the captured run) and blocks until all streams are done.
-  /// With `timings`, runs in stream mode and records when each kernel started and ended (host
-  /// callbacks on the streams; for traces, not for timing).
-  void execute(std::vector<KernelTiming>* timings = nullptr);
-  /// Whether runs are replayed from a capture (known after the first execute).
-  bool captured() const { return captured_ != nullptr; }
-  /// Downloads the outputs of the last run.
-  std::vector<HostTensor> outputs() const;
-  /// Launches all kernels `times` times back to back, with an event barrier across streams
-  /// between repetitions (no host synchronisation), then blocks until done; returns the mean
-  /// time of one repetition (ms). Used to time stages without the cost of waking the host.
-  double execute_repeated(int times);
-  /// Time of each kernel run alone: `repeats` back-to-back launches on its stream, one
-  /// synchronisation, per-launch mean (ms). Run once first so that inputs hold data.
-  std::vector<double> isolated_kernel_ms(int repeats);
-
- private:
-  ExecutionPlan& plan_;
-  std::vector<std::unique_ptr<Stream>> owned_;
-  std::vector<Stream*> streams_;
-  std::vector<std::unique_ptr<Event>> events_;
-  std::vector<std::unique_ptr<Event>> barrier_;  // one per stream, for execute_repeated
-  ExecutorOptions options_;
-  bool capture_tried_ = false;
-  std::unique_ptr<CapturedWork> captured_;
-
-  void enqueue(std::vector<KernelTiming>* timings);
-  bool replay();  // launches the captured run if there is (or can be) one
+  std::vector<LayoutFallback> fallbacks_;
+  std::string layout_summary_;
+  struct Guard {
+    const unsigned char* begin;  // first guard byte (just past the buffer)
+    size_t bytes;
+    std::string what;
+  };
+  std::vector<Guard> guards_;
 };
 
 }  // namespace stagecraft::executor

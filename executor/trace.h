@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/plan.h"
+#include "executor/executor.h"
 
 namespace stagecraft::executor {
 

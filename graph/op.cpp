@@ -103,6 +103,19 @@ Activation activation_of_kind(OpKind kind) {
   }
 }
 
+Activation fused_activation(OpKind kind, const OpAttrs& attrs) {
+  switch (kind) {
+    case OpKind::kConv2d:
+      return std::get<Conv2dAttrs>(attrs).activation;
+    case OpKind::kLinear:
+      return std::get<LinearAttrs>(attrs).activation;
+    case OpKind::kAdd:
+      return std::get<AddAttrs>(attrs).activation;
+    default:
+      return Activation::kNone;
+  }
+}
+
 namespace {
 
 struct SignatureWriter {

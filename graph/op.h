@@ -273,6 +273,8 @@ OpAttrs default_attrs(OpKind kind);
 bool attrs_match(OpKind kind, const OpAttrs& attrs);
 /// The activation an element-wise op computes (kNone for other kinds).
 Activation activation_of_kind(OpKind kind);
+/// The activation fused into a conv, linear or add (kNone for other kinds).
+Activation fused_activation(OpKind kind, const OpAttrs& attrs);
 
 /// An operator: a kind, its attributes, the values it reads and the values it produces.
 struct Op {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "common/strings.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 
 namespace stagecraft::profiler {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "executor/backend.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "profiler/profile_cache.h"
 #include "scheduler/cost_model.h"
 

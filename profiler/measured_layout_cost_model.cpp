@@ -73,8 +73,9 @@ double MeasuredLayoutCostModel::cached(const std::string& key,
   ++measurements_;
   measuring_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Infinite answers stay in this run only: a later backend version may support the layout.
-  if (cache_ && ms < kInfinity) cache_->insert(key, ms);
+  // Infinite answers (no native kernel in these layouts) are cached too: the device fingerprint
+  // names the library version and instruction set they depend on.
+  if (cache_) cache_->insert(key, ms);
   if (progress_) progress_(measurements_, measuring_seconds_);
   return memo_[key] = ms;
 }
@@ -147,6 +148,9 @@ double MeasuredLayoutCostModel::time_one_op(const graph::Graph& sub, Layout outp
   plan.plain_outputs = false;
   plan.inputs_may_be_views = true;
   plan.convert_inputs = false;  // inputs stand for op outputs: converted only where needed
+  // A layout whose kernel is reference-only is not an option (the plan would run the op in
+  // another layout): BackendError, which prices it at infinity without timing it.
+  plan.reference_kernels = executor::PlanOptions::ReferenceKernels::kRefuse;
   return time_plan(backend_, streams_, sub, schedule, plan, measure);
 }
 

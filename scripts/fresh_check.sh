@@ -75,6 +75,14 @@ deb $mirror bookworm-updates main
 deb ${mirror%/debian*}/debian-security bookworm-security main
 EOT
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's network settings, which a fresh machine on the same network has too: extra CA
+# certificates (a TLS-inspecting egress proxy; the ca-certificates package adds them to the bundle
+# when the README's command installs it) and pip's configuration.
+if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+[ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   mount --bind "/$m" "$root/$m"
@@ -111,8 +119,8 @@ fi
 echo "fresh_check: ./scripts/test.sh"
 test_status=0
 in_root "./scripts/test.sh" >"$root.test.log" 2>&1 || test_status=$?
-grep -E "tests passed|tests failed out of|^stagecraft: (build|skipped)|passed, .* failed|^  " \
-  "$root.test.log" | grep -v "^  [0-9]" | tail -n 40
+sed -n '/^stagecraft: skipped tests and why/,$p' "$root.test.log" | tail -n 40
+grep -E "tests passed|tests failed out of" "$root.test.log" | tail -n 1
 grep -A200 "The following tests FAILED" "$root.test.log" | head -40 || true
 echo "fresh_check: test command exit $test_status after $(( $(date +%s) - start )) s in all;" \
      "logs: $root.test.log $root.demo.log"

@@ -15,13 +15,15 @@ built=$(date +%s)
 summary="$BUILD_DIR/ctest-summary.txt"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS" | tee "$summary"
 done_at=$(date +%s)
-# Say why each skipped test was skipped (GoogleTest writes the reason under "Skipped").
+# Say why each skipped test was skipped: GoogleTest writes the reason under "Skipped", the
+# script tests a "SKIP:" line.
 log="$BUILD_DIR/Testing/Temporary/LastTest.log"
-if grep -q "^\[  SKIPPED \]" "$log" 2>/dev/null; then
+if grep -q -e "^\[  SKIPPED \]" -e "^SKIP: " "$log" 2>/dev/null; then
   echo "stagecraft: skipped tests and why:"
   grep -B1 -A1 -h "^.*: Skipped$" "$log" | grep -v -e "^--$" -e ": Skipped$" -e "^\[ RUN" |
     sort -u | sed 's/^/  /'
   grep -hE "^\[  SKIPPED \] .* \([0-9]+ ms\)$" "$log" | sort -u | sed 's/^/  /'
+  awk '/^[0-9]+\/[0-9]+ Test: /{name=$3} /^SKIP: /{print "  " name ": " substr($0, 7)}' "$log"
 fi
 echo "stagecraft: build $((built - start)) s, tests $((done_at - built)) s"
 # The closing line: counts from ctest's summary.

@@ -16,6 +16,7 @@
 #include "common/value_cache.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/kernels.h"
+#include "executor/op_rules.h"
 
 namespace stagecraft::executor {
 
@@ -605,23 +606,36 @@ class CudaBackend : public Backend {
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStream>(); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
 
-  std::string supports(const KernelSpec& spec) const override {
-    bool any_int8 = false;
+  std::string description() const override {
+    return cat("cuda: ", prop_.name, " (sm_", prop_.major, prop_.minor, ", ", prop_.multiProcessorCount,
+               " SMs), cuDNN ", cudnnGetVersion(), config_.tf32 ? ", TF32 allowed" : ", f32 strict",
+               ", default layout ", graph::to_string(preferred_layout(DataType::kF32)));
+  }
+
+  const Capabilities& capabilities() const override { return caps_; }
+
+  Support supports(const KernelSpec& spec) const override {
+    const auto no = [](SupportReason reason, std::string message) {
+      return Support::unsupported(reason, std::move(message));
+    };
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
         if (d.dtype != DataType::kF32 && d.dtype != DataType::kF16 && !graph::is_int8(d.dtype)) {
-          return cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
-                     graph::to_string(d.dtype), ")");
+          return no(SupportReason::kDataType,
+                    cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
+                        graph::to_string(d.dtype), ")"));
         }
         if (d.shape.rank() == 4 && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
-          return cat("layout ", graph::to_string(d.layout), " is not available on CUDA (use nchw or nhwc)");
+          return no(SupportReason::kLayout, cat("layout ", graph::to_string(d.layout),
+                                                " is not available on CUDA (use nchw or nhwc)"));
         }
-        any_int8 = any_int8 || graph::is_int8(d.dtype);
       }
     }
-    if (any_int8) {
-      if (std::string why = quantised_reason(spec); !why.empty()) return why;
-      if (const std::string why = int8_reason(spec); !why.empty()) return why;
+    if (has_int8(spec)) {
+      if (Support s = quantised_support(spec); !s.runnable()) return s;
+      if (const std::string why = int8_reason(spec); !why.empty()) {
+        return no(SupportReason::kQuantisation, why);
+      }
     }
     // Own kernels index every tensor with one geometry: element-wise ops, pooling and batch norm
     // read and write one layout.
@@ -632,20 +646,21 @@ class CudaBackend : public Backend {
     if (one_layout && !spec.dsts.empty()) {
       for (const auto& src : spec.srcs) {
         if (src.shape.rank() == 4 && src.layout != spec.dsts[0].layout) {
-          return "sources and destination must have the same layout";
+          return no(SupportReason::kLayout, "sources and destination must have the same layout");
         }
       }
     }
     if (spec.kind == OpKind::kConv2d) {
       const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
       if (a.padding.top != a.padding.bottom || a.padding.left != a.padding.right) {
-        return "asymmetric convolution padding is not supported by cuDNN's convolution API";
+        return no(SupportReason::kAttributes,
+                  "asymmetric convolution padding is not supported by cuDNN's convolution API");
       }
       if (spec.srcs[0].layout != spec.dsts[0].layout) {
-        return "source and destination must have the same layout";
+        return no(SupportReason::kLayout, "source and destination must have the same layout");
       }
     }
-    return weights_reason(spec);
+    return weights_support(spec);
   }
 
   // What this backend adds to the shared int8 contract.
@@ -667,7 +682,7 @@ class CudaBackend : public Backend {
   }
 
   std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override {
-    if (const std::string why = supports(spec); !why.empty()) throw unsupported("cuda", spec, why);
+    if (Support why = supports(spec); !why.runnable()) throw unsupported("cuda", spec, why);
     std::lock_guard<std::mutex> lock(mutex_);
     return build(spec);
   }
@@ -683,8 +698,6 @@ class CudaBackend : public Backend {
           cuda::launch_copy_channels(e, in[0].data, sd, 0, out[0].data, dd, 0, sd.c, s.get());
         });
   }
-
-  bool can_capture() const override { return true; }
 
   std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
                                         const std::function<void()>& enqueue) override {
@@ -970,6 +983,10 @@ class CudaBackend : public Backend {
   }
 
   BackendConfig config_;
+  Capabilities caps_{{DataType::kF32, DataType::kF16, DataType::kU8, DataType::kI8},
+                     {Layout::kNCHW, Layout::kNHWC},
+                     /*capture=*/true,
+                     /*streams_share_cores=*/false};
   cudaDeviceProp prop_{};
   std::unique_ptr<CudaStream> setup_;  // weight uploads and algorithm timing
   std::unique_ptr<ValueCache> algos_;

@@ -7,7 +7,7 @@
 #include "common/strings.h"
 #include "executor/backend.h"
 #include "executor/devices.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
 #include "profiler/calibration.h"
@@ -202,12 +202,14 @@ TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
   d.layout = graph::Layout::kNHWC;
   spec.srcs = {d};
   spec.dsts = {d};
-  EXPECT_NE(gpu().supports(spec).find("grouped"), std::string::npos) << gpu().supports(spec);
+  EXPECT_NE(gpu().supports(spec).message.find("grouped"), std::string::npos)
+      << gpu().supports(spec).message;
   a.groups = 1;
   w.weight.assign(64, 1.0f);
   spec.attrs = a;
   spec.srcs[0].layout = spec.dsts[0].layout = graph::Layout::kNCHW;
-  EXPECT_NE(gpu().supports(spec).find("nhwc"), std::string::npos) << gpu().supports(spec);
+  EXPECT_NE(gpu().supports(spec).message.find("nhwc"), std::string::npos)
+      << gpu().supports(spec).message;
   EXPECT_EQ(gpu().preferred_layout(graph::DataType::kU8), graph::Layout::kNHWC);
 }
 

@@ -7,7 +7,7 @@
 
 #include "common/strings.h"
 #include "executor/backend.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "graph/errors.h"
 #include "graph/quantize.h"
 #include "networks/builder.h"
@@ -278,15 +278,29 @@ TEST(Calibration, BadRequestsAreClearErrors) {
 TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   const Model m = one_conv(graph::Activation::kRelu, true);
   const graph::Graph q = quantised(m);
-  // Blocked activations have only oneDNN's reference int8 convolution: refused, with the way out.
+  // Blocked activations have only oneDNN's reference int8 convolution: refused when reference
+  // kernels are refused (naming the way out), else run in nhwc with conversions and reported.
   PlanOptions blocked;
   blocked.layout = graph::Layout::kNChw16c;
+  blocked.reference_kernels = PlanOptions::ReferenceKernels::kRefuse;
   try {
     run(q, m.weights, sequential_schedule(q), inputs_of(q), blocked);
     FAIL() << "an int8 convolution in nChw16c was accepted";
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("nhwc"), std::string::npos) << e.what();
   }
+  blocked.reference_kernels = PlanOptions::ReferenceKernels::kAvoid;
+  ExecutionPlan plan(q, sequential_schedule(q), m.weights, cpu(), blocked);
+  ASSERT_EQ(plan.fallbacks().size(), 1u);
+  EXPECT_EQ(plan.fallbacks()[0].wanted, graph::Layout::kNChw16c);
+  EXPECT_EQ(plan.fallbacks()[0].used, graph::Layout::kNHWC);
+  Executor executor(plan);
+  PlanOptions nhwc;
+  nhwc.layout = graph::Layout::kNHWC;
+  const auto want = run(q, m.weights, sequential_schedule(q), inputs_of(q), nhwc);
+  const auto got = executor.run(inputs_of(q));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].data, want[i].data);
   // A kernel spec the CPU cannot run in int8.
   KernelSpec spec;
   spec.kind = graph::OpKind::kSoftmax;
@@ -294,7 +308,9 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   u8.scale = 0.1f;
   spec.srcs = {u8};
   spec.dsts = {u8};
-  EXPECT_NE(cpu().supports(spec).find("f32 only"), std::string::npos) << cpu().supports(spec);
+  EXPECT_EQ(cpu().supports(spec).reason, SupportReason::kQuantisation);
+  EXPECT_NE(cpu().supports(spec).message.find("f32 only"), std::string::npos)
+      << cpu().supports(spec).message;
   spec.kind = graph::OpKind::kMaxPool;
   graph::MaxPoolAttrs mp;
   spec.attrs = mp;
@@ -304,7 +320,9 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   b.scale = 2.0f;
   spec.srcs = {a};
   spec.dsts = {b};
-  EXPECT_NE(cpu().supports(spec).find("requantise"), std::string::npos) << cpu().supports(spec);
+  EXPECT_EQ(cpu().supports(spec).reason, SupportReason::kQuantisation);
+  EXPECT_NE(cpu().supports(spec).message.find("requantise"), std::string::npos)
+      << cpu().supports(spec).message;
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "executor/plan.h"
+#include "executor/executor.h"
 #include "graph/errors.h"
 #include "graph/onnx/onnx_io.h"
 #include "graph/onnx/tensor_files.h"

@@ -56,6 +56,30 @@ graph::Graph every_op_graph(int64_t batch) {
   return std::move(b).finish({sm, flat2});
 }
 
+graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size) {
+  NetBuilder b("channel_tail", batch, 3, size, size);
+  auto x = b.input();
+  auto c = b.relu(b.conv(x, square_conv(width, 3, 1, 1, true), "stem"), "stem_relu");
+  auto p = b.relu(b.conv(c, square_conv(width, 1, 1, 0, true), "pointwise"), "pw_relu");
+  auto sum2 = b.relu(b.add({c, p}, "add2"), "add2_relu");  // binary add + activation
+  networks::ConvSpec dw = square_conv(width, 3, 1, 1);
+  dw.groups = width;
+  auto d = b.conv(sum2, dw, "depthwise");
+  auto n = b.bn(d, 1e-3, "bn");
+  auto sum3 = b.relu(b.add({n, c, p}, "add3"), "add3_relu");  // n-ary add + activation
+  auto grouped_in = b.conv(sum3, square_conv(32, 1), "to32");
+  networks::ConvSpec grouped = square_conv(32, 3, 1, 1);
+  grouped.groups = 8;  // 4 channels per group, as ResNeXt's first stage
+  auto g = b.relu(b.conv(grouped_in, grouped, "grouped"), "grouped_relu");
+  auto mp = b.max_pool(sum3, 3, 1, 1, false, "maxpool");
+  auto ap = b.avg_pool(sum3, 3, 1, 1, /*count_include_pad=*/false, false, "avgpool");
+  auto parts = b.split(b.add({mp, ap}, "pool_sum"), {width / 3, width - width / 3}, "split");
+  auto cat = b.concat({parts[1], g, parts[0]}, "concat");
+  auto gap = b.global_avg_pool(cat, "gap");
+  auto fc = b.linear(b.flatten(gap, "flatten"), 10, true, "fc");
+  return std::move(b).finish({fc, cat});
+}
+
 std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed) {
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : g.inputs()) {

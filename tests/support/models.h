@@ -33,6 +33,12 @@ Model network(const std::string& name, int64_t size, int64_t batch = 1);
 /// a 3-input add, split, slice, a cropping pad, depthwise conv, softmax, two outputs).
 graph::Graph every_op_graph(int64_t batch);
 
+/// Ops whose channel counts do not fill blocks of 8 or 16 (`width` channels, e.g. 12, 78 or 308,
+/// at `size` x `size`): convolutions (plain, grouped with 4-channel groups, depthwise), additions
+/// of two and three inputs with and without an activation, pooling, batch norm, unaligned split
+/// and concatenation, global pooling. For layout and guard-byte checks.
+graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
+
 /// Random inputs for every graph input.
 std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed = 7);
 

@@ -1,0 +1,150 @@
+// Data movement on oneDNN: concatenation, split and channel slices, identity (a copy that may
+// change layout, element type and scale), zero padding and cropping, flatten. The plan makes most
+// of these views; these kernels run where it cannot.
+#include <algorithm>
+
+#include "common/strings.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+using dnnl::memory;
+using graph::OpKind;
+
+dnnl::concat::primitive_desc concat_pd(const KernelSpec& spec, const DnnlContext& ctx) {
+  std::vector<memory::desc> srcs;
+  for (const auto& d : spec.srcs) srcs.push_back(md(d));
+  return {md(spec.dsts[0]), 1, srcs, ctx.engine, make_attr()};
+}
+
+// oneDNN's concat has only its reference kernel when parts do not start on a channel block of a
+// blocked destination; the parts then go into a plain (nchw) temporary at their channel offsets,
+// which one reorder turns into the destination (all optimised reorders).
+std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  const auto pd = concat_pd(spec, ctx);
+  const std::string impl = pd.impl_info_str();
+  if (implementation_support(impl, "").is_native() || spec.dsts[0].shape.rank() != 4) {
+    DnnlKernel::StepSpec step{dnnl::concat(pd), {{DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}};
+    for (size_t i = 0; i < spec.srcs.size(); ++i) {
+      step.args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), static_cast<int>(i),
+                           md(spec.srcs[i])});
+    }
+    k.add(std::move(step), scratch(pd));
+    return impl;
+  }
+  const graph::TensorDesc& out = spec.dsts[0];
+  const memory::desc plain = plain_md(out.shape, out.dtype);
+  k.reserve_temp(plain.get_size());
+  int64_t c0 = 0;
+  for (size_t i = 0; i < spec.srcs.size(); ++i) {
+    const memory::desc part = plain.submemory_desc(dims_of(spec.srcs[i].shape), {0, c0, 0, 0});
+    k.add_reorder(ctx, md(spec.srcs[i]), static_cast<int>(i), part, DnnlKernel::kTemp);
+    c0 += spec.srcs[i].shape[1];
+  }
+  k.add_reorder(ctx, plain, DnnlKernel::kTemp, md(out), dst_slot(0));
+  return "reorder via nchw";
+}
+
+// Split and slice: whether every output starts and ends on a channel block of the source (then
+// each is a reorder from a sub-memory; otherwise through a plain copy first).
+bool block_aligned(const KernelSpec& spec, int64_t begin) {
+  const int64_t block = graph::channel_block(spec.srcs[0].layout);
+  bool aligned = true;
+  for (int64_t c0 = begin; const auto& d : spec.dsts) {
+    aligned = aligned && (block == 0 || (c0 % block == 0 && d.shape[1] % block == 0));
+    c0 += d.shape[1];
+  }
+  return aligned;
+}
+
+int64_t slice_begin(const KernelSpec& spec) {
+  return spec.kind == OpKind::kSlice ? std::get<graph::SliceAttrs>(spec.attrs).begin : 0;
+}
+
+std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  const graph::TensorDesc& in = spec.srcs[0];
+  int64_t begin = slice_begin(spec);
+  const bool aligned = block_aligned(spec, begin);
+  memory::desc src = md(in);
+  int src_slot = 0;
+  if (!aligned) {
+    const memory::desc plain = plain_md(in.shape, in.dtype);
+    k.reserve_temp(plain.get_size());
+    k.add_reorder(ctx, src, 0, plain, DnnlKernel::kTemp);
+    src = plain;
+    src_slot = DnnlKernel::kTemp;
+  }
+  for (size_t i = 0; i < spec.dsts.size(); ++i) {
+    const graph::Shape& s = spec.dsts[i].shape;
+    const memory::desc sub = src.submemory_desc(dims_of(s), {0, begin, 0, 0});
+    k.add_reorder(ctx, sub, src_slot, md(spec.dsts[i]), dst_slot(static_cast<int>(i)));
+    begin += s[1];
+  }
+  return aligned ? "reorder" : "reorder via nchw";
+}
+
+std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  // Zero the destination, then copy the overlapping window (negative pads crop).
+  const auto& p = std::get<graph::PadAttrs>(spec.attrs).pads;
+  const graph::Shape& in = spec.srcs[0].shape;
+  const int64_t src_top = std::max<int64_t>(0, -p.top), dst_top = std::max<int64_t>(0, p.top);
+  const int64_t src_left = std::max<int64_t>(0, -p.left), dst_left = std::max<int64_t>(0, p.left);
+  const int64_t rows = std::min(in[2] - src_top, spec.dsts[0].shape[2] - dst_top);
+  const int64_t cols = std::min(in[3] - src_left, spec.dsts[0].shape[3] - dst_left);
+  const memory::dims window{in[0], in[1], rows, cols};
+  const memory::desc src = md(spec.srcs[0]).submemory_desc(window, {0, 0, src_top, src_left});
+  const memory::desc dst = md(spec.dsts[0]).submemory_desc(window, {0, 0, dst_top, dst_left});
+  k.add_reorder(ctx, src, 0, dst, dst_slot(0), /*zero_dst=*/0);
+  return "reorder";
+}
+
+Support check(const KernelSpec& spec, DnnlContext& ctx) {
+  switch (spec.kind) {
+    case OpKind::kPad:
+      if (std::get<graph::PadAttrs>(spec.attrs).value != 0) {
+        return Support::unsupported(SupportReason::kAttributes,
+                                    "padding with a value other than 0 is not supported");
+      }
+      return Support::native();
+    case OpKind::kConcat:
+      // The reference kernel is replaced by reorders through nchw (build_concat) in rank 4.
+      if (spec.dsts[0].shape.rank() == 4) return Support::native();
+      return implementation_support(concat_pd(spec, ctx).impl_info_str(),
+                                    cat("concat in ", graph::to_string(spec.dsts[0].layout)));
+    default:
+      return Support::native();  // reorders: oneDNN has optimised ones for every layout pair here
+  }
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  switch (spec.kind) {
+    case OpKind::kConcat:
+      return build_concat(k, spec, ctx);
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+      return build_split(k, spec, ctx);
+    case OpKind::kPad:
+      return build_pad(k, spec, ctx);
+    case OpKind::kFlatten:
+      // Reorder into the plain nchw order, which is the N×(C·H·W) matrix.
+      k.add_reorder(ctx, md(spec.srcs[0]), 0, plain_md(spec.srcs[0].shape, spec.srcs[0].dtype),
+                    dst_slot(0));
+      return "reorder";
+    default:  // identity
+      k.add_reorder(ctx, md(spec.srcs[0]), 0, md(spec.dsts[0]), dst_slot(0), SIZE_MAX,
+                    rescale_attr(spec.srcs[0], spec.dsts[0]));
+      return "reorder";
+  }
+}
+
+}  // namespace
+
+const OpFamily kDataMovementFamily{"data movement",
+                                   {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice,
+                                    OpKind::kIdentity, OpKind::kPad, OpKind::kFlatten},
+                                   check,
+                                   build};
+
+}  // namespace stagecraft::executor::cpu

@@ -1,0 +1,235 @@
+#include "executor/cpu/dnnl_kernel.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/strings.h"
+#include "executor/cpu/cpu_stream.h"
+
+namespace stagecraft::executor::cpu {
+
+using dnnl::memory;
+using graph::Activation;
+using graph::DataType;
+using graph::Layout;
+using graph::TensorDesc;
+
+memory::data_type dnnl_type(DataType type) {
+  switch (type) {
+    case DataType::kF32:
+      return memory::data_type::f32;
+    case DataType::kF16:
+      return memory::data_type::f16;
+    case DataType::kI8:
+      return memory::data_type::s8;
+    case DataType::kU8:
+      return memory::data_type::u8;
+    case DataType::kI32:
+      return memory::data_type::s32;
+  }
+  return memory::data_type::undef;
+}
+
+memory::format_tag dnnl_tag(Layout layout) {
+  switch (layout) {
+    case Layout::kNCHW:
+      return memory::format_tag::nchw;
+    case Layout::kNHWC:
+      return memory::format_tag::nhwc;
+    case Layout::kNChw8c:
+      return memory::format_tag::nChw8c;
+    case Layout::kNChw16c:
+      return memory::format_tag::nChw16c;
+    case Layout::kNC:
+      return memory::format_tag::nc;
+    case Layout::kNCHWVectC:
+      return memory::format_tag::undef;
+  }
+  return memory::format_tag::undef;
+}
+
+memory::dims dims_of(const graph::Shape& shape) {
+  return memory::dims(shape.dims().begin(), shape.dims().end());
+}
+
+memory::desc md(const TensorDesc& d) {
+  return memory::desc(dims_of(d.shape), dnnl_type(d.dtype), dnnl_tag(d.layout));
+}
+
+memory::desc plain_md(const graph::Shape& shape, DataType type) {
+  return memory::desc(dims_of(shape), dnnl_type(type),
+                      shape.rank() == 2 ? memory::format_tag::nc : memory::format_tag::nchw);
+}
+
+bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }
+
+void add_activation(dnnl::post_ops& ops, Activation act, float relu6_max) {
+  switch (act) {
+    case Activation::kNone:
+      return;
+    case Activation::kRelu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      return;
+    case Activation::kRelu6:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, relu6_max);
+      return;
+    case Activation::kSigmoid:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
+      return;
+  }
+}
+
+dnnl::primitive_attr make_attr(Activation act) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (act != Activation::kNone) {
+    dnnl::post_ops ops;
+    add_activation(ops, act);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+dnnl::primitive_attr make_quantised_attr(Activation act, const Requantisation& r) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, r.output_scales);  // per channel (dimension 1 of dst)
+  if (act != Activation::kNone) {
+    dnnl::post_ops ops;
+    add_activation(ops, act, r.relu6_max);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+dnnl::primitive_attr rescale_attr(const TensorDesc& src, const TensorDesc& dst) {
+  dnnl::primitive_attr attr = make_attr();
+  const float factor = src.scale / dst.scale;
+  if ((quantised(src) || quantised(dst)) && factor != 1.0f) attr.set_output_scales(0, {factor});
+  return attr;
+}
+
+Support implementation_support(const std::string& impl, const std::string& what) {
+  // oneDNN names its reference implementations "ref:any", "ref_int8:any", "gemm:ref", ...
+  if (impl.rfind("ref", 0) == 0 || impl.find(":ref") != std::string::npos) {
+    return Support::reference(cat("oneDNN has only its slow reference kernel (", impl, ") for ",
+                                  what));
+  }
+  return Support::native();
+}
+
+ThreadScope::ThreadScope(int threads) : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(threads);
+}
+ThreadScope::~ThreadScope() { omp_set_num_threads(saved_); }
+
+memory copy_vector(const dnnl::engine& engine, const std::vector<float>& data) {
+  memory m({{static_cast<memory::dim>(data.size())}, memory::data_type::f32, memory::format_tag::x},
+           engine);
+  std::memcpy(m.get_data_handle(), data.data(), data.size() * sizeof(float));
+  return m;
+}
+
+void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& spec,
+                       dnnl::primitive primitive, const memory::desc& w_user_f32,
+                       const memory::desc& w_packed, size_t scratchpad, bool bias,
+                       const Requantisation* quant, const QuantisedWeights* qw) {
+  const memory::desc src = md(spec.srcs[0]);
+  const memory::desc dst = md(spec.dsts[0]);
+  DnnlKernel::StepSpec step{std::move(primitive),
+                            {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}};
+  if (qw) {
+    const size_t rank = w_user_f32.dims().size();
+    const memory::desc w_user(w_user_f32.dims(), memory::data_type::s8,
+                              rank == 5   ? memory::format_tag::goihw
+                              : rank == 4 ? memory::format_tag::oihw
+                                          : memory::format_tag::oi);
+    step.constants.emplace(DNNL_ARG_WEIGHTS, pack(ctx, w_user, w_packed, qw->values));
+    if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(ctx.engine, quant->bias));
+  } else {
+    step.constants.emplace(DNNL_ARG_WEIGHTS, pack(ctx, w_user_f32, w_packed, spec.weights->weight));
+    if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(ctx.engine, spec.weights->bias));
+  }
+  kernel.add(std::move(step), scratchpad);
+}
+
+void DnnlKernel::add(StepSpec step, size_t scratchpad) {
+  scratch_ = std::max(scratch_, (scratchpad + kAlignment - 1) / kAlignment * kAlignment);
+  specs_.push_back(std::move(step));
+}
+
+void DnnlKernel::add_reorder(DnnlContext& ctx, const memory::desc& src, int src_slot,
+                             const memory::desc& dst, int dst_slot_index, size_t zero_dst,
+                             const dnnl::primitive_attr& attr) {
+  dnnl::reorder::primitive_desc pd(ctx.engine, src, ctx.engine, dst, attr);
+  add({dnnl::reorder(pd),
+       {{DNNL_ARG_SRC, src_slot, src}, {DNNL_ARG_DST, dst_slot_index, dst}},
+       {},
+       true,
+       zero_dst},
+      scratch(pd));
+}
+
+void DnnlKernel::add_eltwise(DnnlContext& ctx, Activation act, const memory::desc& desc,
+                             int src_slot, int dst_slot_index, float relu6_max) {
+  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+  float beta = 0;
+  if (act == Activation::kRelu6) {
+    alg = dnnl::algorithm::eltwise_clip;
+    beta = relu6_max;
+  } else if (act == Activation::kSigmoid) {
+    alg = dnnl::algorithm::eltwise_logistic;
+  }
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, desc, 0.0f, beta);
+  dnnl::eltwise_forward::primitive_desc pd(d, make_attr(), ctx.engine);
+  add({dnnl::eltwise_forward(pd),
+       {{DNNL_ARG_SRC, src_slot, desc}, {DNNL_ARG_DST, dst_slot_index, desc}}},
+      scratch(pd));
+}
+
+void DnnlKernel::bind(const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,
+                      void* workspace) {
+  steps_.clear();
+  zero_.clear();
+  for (const StepSpec& spec : specs_) {
+    Step step{spec.primitive, spec.constants};
+    for (const ArgSpec& a : spec.args) {
+      void* data = a.slot == kTemp ? static_cast<char*>(workspace) + scratch_
+                   : a.slot >= 0   ? srcs.at(static_cast<size_t>(a.slot)).data
+                                   : dsts.at(static_cast<size_t>(-1 - a.slot)).data;
+      step.args.emplace(a.arg, memory(a.desc, engine_, data));
+    }
+    if (spec.uses_scratchpad && scratch_ > 0) {
+      const memory::desc scratchpad({static_cast<memory::dim>(scratch_)}, memory::data_type::u8,
+                                    memory::format_tag::x);
+      step.args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine_, workspace));
+    }
+    if (spec.zero_dst != SIZE_MAX) {
+      const TensorRef& d = dsts.at(spec.zero_dst);
+      zero_.push_back({steps_.size(), d.data, static_cast<size_t>(d.desc.bytes())});
+    }
+    steps_.push_back(std::move(step));
+  }
+}
+
+void DnnlKernel::launch(Stream& stream) {
+  auto& s = static_cast<CpuStream&>(stream);
+  s.enqueue([this, &s] {
+    s.place(threads_);
+    run(s.dnnl_stream());
+  });
+}
+
+void DnnlKernel::run(dnnl::stream& stream) {
+  omp_set_num_threads(threads_);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (const Zero& z : zero_)
+      if (z.before_step == i) std::memset(z.data, 0, z.bytes);
+    steps_[i].primitive.execute(stream, steps_[i].args);
+  }
+  stream.wait();
+}
+
+}  // namespace stagecraft::executor::cpu

@@ -1,0 +1,166 @@
+#pragma once
+// Internal to the CPU backend: oneDNN descriptors and attributes of our tensors, and DnnlKernel,
+// a kernel made of oneDNN primitives ("steps") run in order on a stream's worker thread, with
+// arguments bound late (sources, destinations, a temporary inside the workspace, constants).
+// Only this folder sees oneDNN types.
+
+#include <dnnl.hpp>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "executor/backend.h"
+#include "executor/kernel_math.h"
+
+namespace stagecraft::executor::cpu {
+
+/// Alignment of buffers, scratchpads and temporaries.
+inline constexpr size_t kAlignment = 64;
+
+/// What kernel builders need: the engine, and a stream for packing weights at creation.
+struct DnnlContext {
+  dnnl::engine engine;
+  dnnl::stream setup;  ///< packs weights (blocking) while kernels are created
+};
+
+// ---- Descriptors ---------------------------------------------------------------------------
+
+dnnl::memory::data_type dnnl_type(graph::DataType type);
+/// The oneDNN tag of a layout; undef for layouts the CPU does not have.
+dnnl::memory::format_tag dnnl_tag(graph::Layout layout);
+dnnl::memory::dims dims_of(const graph::Shape& shape);
+/// The oneDNN memory descriptor of a tensor.
+dnnl::memory::desc md(const graph::TensorDesc& d);
+/// Logical NCHW (rank 4) or NC (rank 2) descriptor of a shape (for reorders).
+dnnl::memory::desc plain_md(const graph::Shape& shape, graph::DataType type);
+bool quantised(const graph::TensorDesc& d);
+
+// ---- Attributes ----------------------------------------------------------------------------
+
+/// Appends `act` as an eltwise post-op; ReLU6 clips at `relu6_max` (the bound in the
+/// destination's units).
+void add_activation(dnnl::post_ops& ops, graph::Activation act, float relu6_max = kRelu6Max);
+/// Attributes with a user scratchpad and `act` as a post-op.
+dnnl::primitive_attr make_attr(graph::Activation act = graph::Activation::kNone);
+/// Attributes of an int8 conv or linear layer: per-channel output scales and the activation.
+dnnl::primitive_attr make_quantised_attr(graph::Activation act, const Requantisation& r);
+/// Reorder attributes converting between element types and scales (real values kept).
+dnnl::primitive_attr rescale_attr(const graph::TensorDesc& src, const graph::TensorDesc& dst);
+
+/// Native, or reference-only when `impl` (oneDNN's implementation name) is a reference one.
+/// `what` describes the op for the message ("a f32 convolution reading nChw16c").
+Support implementation_support(const std::string& impl, const std::string& what);
+
+/// Sets the OpenMP thread count of the calling thread for the scope (primitive creation reads it).
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+// ---- Constants ------------------------------------------------------------------------------
+
+/// Copies `data` (in the plain layout `user`) into a new memory of layout `packed`.
+template <class T>
+dnnl::memory pack(DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::memory::desc& packed,
+                  const std::vector<T>& data) {
+  dnnl::memory src(user, ctx.engine, const_cast<T*>(data.data()));
+  dnnl::memory dst(packed, ctx.engine);
+  dnnl::reorder(src, dst).execute(ctx.setup, src, dst);
+  ctx.setup.wait();
+  return dst;
+}
+
+/// A new 1-D f32 memory holding `data`.
+dnnl::memory copy_vector(const dnnl::engine& engine, const std::vector<float>& data);
+
+// ---- Kernels --------------------------------------------------------------------------------
+
+/// The destination slot `i` in an ArgSpec (sources are slots 0, 1, ...).
+constexpr int dst_slot(int i) { return -1 - i; }
+
+/// A kernel made of oneDNN primitives run in order on the stream's worker. Arguments are
+/// described by (oneDNN argument, slot) pairs resolved at bind time.
+class DnnlKernel : public Kernel {
+ public:
+  /// The kernel's own temporary tensor (inside its workspace, after the scratchpad).
+  static constexpr int kTemp = INT_MIN;
+  struct ArgSpec {
+    int arg;                  ///< DNNL_ARG_*
+    int slot;                 ///< >= 0: source slot; dst_slot(i): destination i; kTemp
+    dnnl::memory::desc desc;  ///< how the step sees the tensor (may be a sub-memory)
+  };
+  struct StepSpec {
+    dnnl::primitive primitive;
+    std::vector<ArgSpec> args;
+    std::unordered_map<int, dnnl::memory> constants;  ///< packed weights, bias, statistics
+    bool uses_scratchpad = true;
+    size_t zero_dst = SIZE_MAX;  ///< when set: zero this destination slot before the step
+  };
+
+  DnnlKernel(dnnl::engine engine, int threads) : engine_(std::move(engine)), threads_(threads) {}
+
+  void set_implementation(std::string impl) { impl_ = std::move(impl); }
+  /// Appends a step that needs `scratchpad` bytes of scratch memory.
+  void add(StepSpec step, size_t scratchpad);
+  /// Reserves a temporary tensor inside the workspace (after the scratchpad).
+  void reserve_temp(size_t bytes) { temp_ = std::max(temp_, bytes); }
+  /// Appends a reorder from `src` (slot `src_slot`) to `dst` (slot `dst_slot_index`).
+  void add_reorder(DnnlContext& ctx, const dnnl::memory::desc& src, int src_slot,
+                   const dnnl::memory::desc& dst, int dst_slot_index, size_t zero_dst = SIZE_MAX,
+                   const dnnl::primitive_attr& attr = make_attr());
+  /// Appends an eltwise step computing `act` from slot `src_slot` into `dst_slot_index`.
+  void add_eltwise(DnnlContext& ctx, graph::Activation act, const dnnl::memory::desc& desc,
+                   int src_slot, int dst_slot_index, float relu6_max = kRelu6Max);
+
+  size_t workspace_bytes() const override { return scratch_ + temp_; }
+  std::string implementation() const override { return impl_; }
+  void bind(const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,
+            void* workspace) override;
+  void launch(Stream& stream) override;
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::unordered_map<int, dnnl::memory> args;
+  };
+  struct Zero {
+    size_t before_step;
+    void* data;
+    size_t bytes;
+  };
+  void run(dnnl::stream& stream);
+
+  dnnl::engine engine_;
+  int threads_;
+  std::string impl_;
+  size_t scratch_ = 0;  // scratchpad bytes (aligned); the temporary follows it
+  size_t temp_ = 0;
+  std::vector<StepSpec> specs_;
+  std::vector<Step> steps_;
+  std::vector<Zero> zero_;
+};
+
+/// Appends the step of a conv or linear primitive reading source slot 0 and writing destination 0,
+/// with its weights packed from `w_user_f32` (plain oihw/goihw/oi f32) into `w_packed`: as given,
+/// or quantised per output channel (`qw`, with `quant` giving the bias in accumulator units).
+void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& spec,
+                       dnnl::primitive primitive, const dnnl::memory::desc& w_user_f32,
+                       const dnnl::memory::desc& w_packed, size_t scratchpad, bool bias,
+                       const Requantisation* quant, const QuantisedWeights* qw);
+
+/// Scratchpad bytes of a primitive descriptor.
+template <class Pd>
+size_t scratch(const Pd& pd) {
+  return pd.scratchpad_desc().get_size();
+}
+
+}  // namespace stagecraft::executor::cpu

@@ -1,0 +1,64 @@
+// Linear layers (fully connected) on oneDNN's inner product: f32 with the activation fused, or
+// int8 with per-channel i8 weights and the requantisation fused.
+#include "common/strings.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::inner_product_forward::desc linear_desc(const KernelSpec& spec) {
+  const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
+  const memory::desc src = md(spec.srcs[0]);
+  const memory::desc dst = md(spec.dsts[0]);
+  const memory::desc w_any({a.out_features, a.in_features},
+                           quantised(spec.srcs[0]) ? memory::data_type::s8 : memory::data_type::f32,
+                           memory::format_tag::any);
+  const memory::desc b_md({a.out_features}, memory::data_type::f32, memory::format_tag::x);
+  return a.bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src, w_any,
+                                                    b_md, dst)
+                : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src, w_any,
+                                                    dst);
+}
+
+dnnl::inner_product_forward::primitive_desc linear_pd(const KernelSpec& spec, const DnnlContext& ctx,
+                                                      const Requantisation* quant = nullptr) {
+  const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
+  if (!quantised(spec.srcs[0])) return {linear_desc(spec), make_attr(a.activation), ctx.engine};
+  Requantisation unit;
+  if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_features), 1.0f);
+  return {linear_desc(spec), make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine};
+}
+
+Support check(const KernelSpec& spec, DnnlContext& ctx) {
+  return implementation_support(linear_pd(spec, ctx).impl_info_str(),
+                                cat("a ", graph::to_string(spec.srcs[0].dtype), " linear layer"));
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
+  const memory::desc w_user({a.out_features, a.in_features}, memory::data_type::f32,
+                            memory::format_tag::oi);
+  if (!quantised(spec.srcs[0])) {
+    const auto pd = linear_pd(spec, ctx);
+    add_weighted_step(k, ctx, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(),
+                      scratch(pd), a.bias, nullptr, nullptr);
+    return pd.impl_info_str();
+  }
+  const QuantisedWeights qw = quantise_per_channel(spec.weights->weight, a.out_features);
+  const Requantisation quant =
+      requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
+                     a.bias ? spec.weights->bias : std::vector<float>{}, spec.dst_channel_scales);
+  const auto pd = linear_pd(spec, ctx, &quant);
+  add_weighted_step(k, ctx, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(),
+                    scratch(pd), a.bias, &quant, &qw);
+  return pd.impl_info_str();
+}
+
+}  // namespace
+
+const OpFamily kLinearFamily{"linear", {graph::OpKind::kLinear}, check, build};
+
+}  // namespace stagecraft::executor::cpu

@@ -1,0 +1,165 @@
+// The executor: streams, events, uploads and downloads, launches and replays of a plan.
+#include "executor/executor.h"
+
+#include <chrono>
+
+#include "common/strings.h"
+#include "executor/host_transfer.h"
+
+namespace stagecraft::executor {
+
+Stream& StreamPool::get(size_t i) {
+  while (streams_.size() <= i) streams_.push_back(backend_.create_stream());
+  return *streams_[i];
+}
+
+Executor::Executor(ExecutionPlan& plan, StreamPool* pool, ExecutorOptions options)
+    : plan_(plan), options_(options) {
+  for (int s = 0; s < plan.num_streams(); ++s) {
+    if (pool) {
+      streams_.push_back(&pool->get(static_cast<size_t>(s)));
+    } else {
+      owned_.push_back(plan.backend().create_stream());
+      streams_.push_back(owned_.back().get());
+    }
+  }
+  for (int e = 0; e < plan.num_events(); ++e) events_.push_back(plan.backend().create_event());
+}
+
+Executor::~Executor() {
+  // Streams must be idle before kernels (owned by the plan) can go away.
+  for (Stream* s : streams_) {
+    try {
+      s->synchronize();
+    } catch (...) {
+    }
+  }
+}
+
+void Executor::set_inputs(const std::vector<HostTensor>& inputs) {
+  const auto& refs = plan_.inputs();
+  if (inputs.size() != refs.size()) {
+    throw BackendError(cat("the graph takes ", refs.size(), " input(s), got ", inputs.size()));
+  }
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (inputs[i].shape != refs[i].desc.shape ||
+        inputs[i].data.size() != static_cast<size_t>(refs[i].desc.shape.numel())) {
+      throw BackendError(cat("input ", i, " has shape ", inputs[i].shape.to_string(),
+                             " but the graph expects ", refs[i].desc.shape.to_string()));
+    }
+    upload_tensor(plan_.backend(), refs[i], inputs[i]);
+  }
+}
+
+void Executor::enqueue(std::vector<KernelTiming>* timings) {
+  const auto& kernels = plan_.kernels();
+  const auto start = std::chrono::steady_clock::now();
+  if (timings) timings->assign(kernels.size(), KernelTiming{});
+  auto now_us = [start] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const PlannedKernel& k = kernels[i];
+    Stream& stream = *streams_[k.stream];
+    for (int e : k.waits) stream.wait(*events_[e]);
+    if (timings) {
+      KernelTiming* slot = &(*timings)[i];
+      slot->kernel = i;
+      stream.host_callback([slot, now_us] { slot->start_us = now_us(); });
+    }
+    k.kernel->launch(stream);
+    if (timings) {
+      KernelTiming* slot = &(*timings)[i];
+      stream.host_callback([slot, now_us] { slot->end_us = now_us(); });
+    }
+    if (k.record >= 0) stream.record(*events_[k.record]);
+  }
+}
+
+bool Executor::replay() {
+  if (!options_.graph || !plan_.backend().can_capture()) return false;
+  if (!capture_tried_) {
+    capture_tried_ = true;
+    // One ordinary run first: libraries allocate workspaces and load kernels lazily on their first
+    // call, which must not happen while a capture records.
+    enqueue(nullptr);
+    for (Stream* s : streams_) s->synchronize();
+    std::vector<Stream*> others(streams_.begin() + 1, streams_.end());
+    captured_ = plan_.backend().capture(*streams_[0], others, [this] { enqueue(nullptr); });
+  }
+  if (!captured_) return false;
+  captured_->launch(*streams_[0]);
+  return true;
+}
+
+void Executor::execute(std::vector<KernelTiming>* timings) {
+  if (timings || !replay()) enqueue(timings);
+  for (Stream* s : streams_) s->synchronize();
+}
+
+double Executor::execute_repeated(int times) {
+  const auto& kernels = plan_.kernels();
+  if (barrier_.empty() && streams_.size() > 1) {
+    for (size_t s = 0; s < streams_.size(); ++s) barrier_.push_back(plan_.backend().create_event());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options_.graph && (captured_ || !capture_tried_)) {
+    // Replays on the origin stream follow each other: no barrier needed.
+    bool replayed = true;
+    for (int r = 0; r < times && replayed; ++r) replayed = replay();
+    if (replayed) {
+      for (Stream* s : streams_) s->synchronize();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                 .count() /
+             std::max(1, times);
+    }
+  }
+  for (int r = 0; r < times; ++r) {
+    for (const PlannedKernel& k : kernels) {
+      Stream& stream = *streams_[k.stream];
+      for (int e : k.waits) stream.wait(*events_[e]);
+      k.kernel->launch(stream);
+      if (k.record >= 0) stream.record(*events_[k.record]);
+    }
+    if (streams_.size() > 1) {  // every stream waits for all others before the next repetition
+      for (size_t s = 0; s < streams_.size(); ++s) streams_[s]->record(*barrier_[s]);
+      for (size_t s = 0; s < streams_.size(); ++s)
+        for (size_t o = 0; o < streams_.size(); ++o)
+          if (o != s) streams_[s]->wait(*barrier_[o]);
+    }
+  }
+  for (Stream* s : streams_) s->synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         std::max(1, times);
+}
+
+std::vector<double> Executor::isolated_kernel_ms(int repeats) {
+  std::vector<double> result;
+  for (const PlannedKernel& k : plan_.kernels()) {
+    Stream& stream = *streams_[k.stream];
+    k.kernel->launch(stream);  // warm
+    stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < repeats; ++i) k.kernel->launch(stream);
+    stream.synchronize();
+    result.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+        repeats);
+  }
+  return result;
+}
+
+std::vector<HostTensor> Executor::outputs() const {
+  std::vector<HostTensor> result;
+  for (const TensorRef& ref : plan_.outputs()) result.push_back(download_tensor(plan_.backend(), ref));
+  return result;
+}
+
+std::vector<HostTensor> Executor::run(const std::vector<HostTensor>& inputs) {
+  set_inputs(inputs);
+  execute();
+  return outputs();
+}
+
+}  // namespace stagecraft::executor

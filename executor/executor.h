@@ -1,0 +1,89 @@
+#pragma once
+/// The executor: runs an ExecutionPlan on its backend — streams and events, uploads of the inputs
+/// and downloads of the outputs, kernel by kernel or by replaying a captured run (CUDA Graph).
+///
+/// Example:
+///   ExecutionPlan plan(graph, schedule, weights, *backend);
+///   Executor executor(plan);
+///   std::vector<HostTensor> outputs = executor.run({input});
+///   double ms = executor.execute_repeated(10);  // mean of 10 back-to-back runs
+
+#include <memory>
+#include <vector>
+
+#include "executor/plan.h"
+
+namespace stagecraft::executor {
+
+/// Timing of one kernel in one run (for traces).
+struct KernelTiming {
+  size_t kernel = 0;    ///< index in ExecutionPlan::kernels()
+  double start_us = 0;  ///< from the start of the run
+  double end_us = 0;
+};
+
+/// Streams kept across executors (the profiler runs thousands of small plans: creating worker
+/// threads for each would cost more than the stages it times).
+class StreamPool {
+ public:
+  /// A pool of streams of `backend`.
+  explicit StreamPool(Backend& backend) : backend_(backend) {}
+  /// Stream `i`, created on first use.
+  Stream& get(size_t i);
+
+ private:
+  Backend& backend_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+/// How an executor launches a plan.
+struct ExecutorOptions {
+  /// Capture the whole run once and replay it (CUDA Graph) when the backend can; otherwise, or
+  /// when false, launch kernel by kernel on the streams ("stream mode").
+  bool graph = true;
+};
+
+/// Runs a plan on its backend: streams and events, uploads and downloads.
+class Executor {
+ public:
+  /// Streams and events for `plan` (which must outlive the executor); streams come from `pool`
+  /// when given (it must outlive the executor), else the executor creates its own.
+  explicit Executor(ExecutionPlan& plan, StreamPool* pool = nullptr,
+                    ExecutorOptions options = {});
+  ~Executor();
+
+  /// Uploads inputs (logical NCHW/NC, one per graph input), runs once, returns the outputs.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+  /// Uploads inputs without running.
+  void set_inputs(const std::vector<HostTensor>& inputs);
+  /// Launches every kernel (or replays the captured run) and blocks until all streams are done.
+  /// With `timings`, runs in stream mode and records when each kernel started and ended (host
+  /// callbacks on the streams; for traces, not for timing).
+  void execute(std::vector<KernelTiming>* timings = nullptr);
+  /// Whether runs are replayed from a capture (known after the first execute).
+  bool captured() const { return captured_ != nullptr; }
+  /// Downloads the outputs of the last run.
+  std::vector<HostTensor> outputs() const;
+  /// Launches all kernels `times` times back to back, with an event barrier across streams
+  /// between repetitions (no host synchronisation), then blocks until done; returns the mean
+  /// time of one repetition (ms). Used to time stages without the cost of waking the host.
+  double execute_repeated(int times);
+  /// Time of each kernel run alone: `repeats` back-to-back launches on its stream, one
+  /// synchronisation, per-launch mean (ms). Run once first so that inputs hold data.
+  std::vector<double> isolated_kernel_ms(int repeats);
+
+ private:
+  ExecutionPlan& plan_;
+  std::vector<std::unique_ptr<Stream>> owned_;
+  std::vector<Stream*> streams_;
+  std::vector<std::unique_ptr<Event>> events_;
+  std::vector<std::unique_ptr<Event>> barrier_;  // one per stream, for execute_repeated
+  ExecutorOptions options_;
+  bool capture_tried_ = false;
+  std::unique_ptr<CapturedWork> captured_;
+
+  void enqueue(std::vector<KernelTiming>* timings);
+  bool replay();  // launches the captured run if there is (or can be) one
+};
+
+}  // namespace stagecraft::executor

@@ -1,0 +1,89 @@
+#include "executor/host_transfer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "common/half.h"
+#include "common/strings.h"
+
+namespace stagecraft::executor {
+
+namespace {
+
+// Host tensors are f32; f16 tensors are converted on the host on the way in and out, 8-bit
+// tensors quantised (round to nearest, saturate) and dequantised with their scale.
+template <class T>
+std::vector<T> quantise_host(const std::vector<float>& data, float scale) {
+  std::vector<T> q(data.size());
+  const float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  for (size_t i = 0; i < q.size(); ++i) {
+    q[i] = static_cast<T>(std::clamp(std::nearbyint(data[i] / scale), lo, hi));
+  }
+  return q;
+}
+
+template <class T>
+void dequantise_host(Backend& backend, const TensorRef& ref, std::vector<float>& out) {
+  std::vector<T> q(out.size());
+  backend.download(q.data(), ref.data, q.size());
+  for (size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * ref.desc.scale;
+}
+
+}  // namespace
+
+void upload_tensor(Backend& backend, const TensorRef& ref, const HostTensor& t) {
+  switch (ref.desc.dtype) {
+    case graph::DataType::kU8: {
+      const auto q = quantise_host<uint8_t>(t.data, ref.desc.scale);
+      backend.upload(ref.data, q.data(), q.size());
+      return;
+    }
+    case graph::DataType::kI8: {
+      const auto q = quantise_host<int8_t>(t.data, ref.desc.scale);
+      backend.upload(ref.data, q.data(), q.size());
+      return;
+    }
+    case graph::DataType::kF32:
+      backend.upload(ref.data, t.data.data(), t.data.size() * sizeof(float));
+      return;
+    case graph::DataType::kF16: {
+      std::vector<uint16_t> half(t.data.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_half(t.data[i]);
+      backend.upload(ref.data, half.data(), half.size() * sizeof(uint16_t));
+      return;
+    }
+    default:
+      throw BackendError(cat("cannot upload a host tensor into a ",
+                             graph::to_string(ref.desc.dtype), " tensor"));
+  }
+}
+
+HostTensor download_tensor(Backend& backend, const TensorRef& ref) {
+  HostTensor t{ref.desc.shape, std::vector<float>(static_cast<size_t>(ref.desc.shape.numel()))};
+  switch (ref.desc.dtype) {
+    case graph::DataType::kF32:
+      backend.download(t.data.data(), ref.data, t.data.size() * sizeof(float));
+      break;
+    case graph::DataType::kF16: {
+      std::vector<uint16_t> half(t.data.size());
+      backend.download(half.data(), ref.data, half.size() * sizeof(uint16_t));
+      for (size_t i = 0; i < half.size(); ++i) t.data[i] = half_to_float(half[i]);
+      break;
+    }
+    case graph::DataType::kU8:
+      dequantise_host<uint8_t>(backend, ref, t.data);
+      break;
+    case graph::DataType::kI8:
+      dequantise_host<int8_t>(backend, ref, t.data);
+      break;
+    default:
+      throw BackendError(cat("cannot download a ", graph::to_string(ref.desc.dtype),
+                             " tensor into a host tensor"));
+  }
+  return t;
+}
+
+
+}  // namespace stagecraft::executor

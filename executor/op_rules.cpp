@@ -1,0 +1,88 @@
+#include "executor/op_rules.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+#include "graph/quantize.h"
+
+namespace stagecraft::executor {
+
+using graph::OpKind;
+using graph::TensorDesc;
+
+bool Capabilities::computes(graph::DataType type) const {
+  const auto has = [&](graph::DataType t) {
+    return std::find(compute_types.begin(), compute_types.end(), t) != compute_types.end();
+  };
+  return has(type) || (graph::is_int8(type) && (has(graph::DataType::kU8) || has(graph::DataType::kI8)));
+}
+
+Support weights_support(const KernelSpec& spec) {
+  const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
+                     spec.kind == OpKind::kBatchNorm;
+  if (needs && spec.weights == nullptr) {
+    return Support::unsupported(SupportReason::kWeights, "no weights given");
+  }
+  return Support::native();
+}
+
+bool has_int8(const KernelSpec& spec) {
+  const auto int8 = [](const TensorDesc& d) { return graph::is_int8(d.dtype); };
+  return std::any_of(spec.srcs.begin(), spec.srcs.end(), int8) ||
+         std::any_of(spec.dsts.begin(), spec.dsts.end(), int8);
+}
+
+Support quantised_support(const KernelSpec& spec) {
+  using graph::Activation;
+  const auto quantised = [](const TensorDesc& d) { return graph::is_int8(d.dtype); };
+  const auto no = [](std::string message) {
+    return Support::unsupported(SupportReason::kQuantisation, std::move(message));
+  };
+  if (graph::rescales(spec.kind)) {
+    for (const TensorDesc& src : spec.srcs) {
+      if (!quantised(src)) {
+        return no(cat("a quantised ", graph::to_string(spec.kind), " reads 8-bit inputs only (input is ",
+                      graph::to_string(src.dtype), "): quantise it with an identity op first"));
+      }
+    }
+    const Activation act = graph::fused_activation(spec.kind, spec.attrs);
+    if (act == Activation::kSigmoid && quantised(spec.dsts[0])) {
+      return no("a fused sigmoid needs an f32 output (it acts on real values)");
+    }
+    return Support::native();
+  }
+  if (spec.kind == OpKind::kIdentity) return Support::native();  // a conversion: any types and scales
+  // Concatenations keep one scale too: the quantiser gives their parts the output's.
+  if (graph::keeps_scale(spec.kind) || spec.kind == OpKind::kConcat) {
+    for (const auto* list : {&spec.srcs, &spec.dsts}) {
+      for (const TensorDesc& d : *list) {
+        if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
+          return no(cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
+                        "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
+                        "): requantise with an identity op first"));
+        }
+      }
+    }
+    return Support::native();
+  }
+  return no(cat(graph::to_string(spec.kind), " runs in f32 only (got ",
+                graph::to_string(spec.srcs.empty() ? spec.dsts[0].dtype : spec.srcs[0].dtype),
+                "): dequantise its input first"));
+}
+
+Support same_layout_support(const KernelSpec& spec) {
+  for (const TensorDesc& src : spec.srcs) {
+    if (src.layout != spec.dsts[0].layout) {
+      return Support::unsupported(SupportReason::kLayout,
+                                  "sources and destination must have the same layout");
+    }
+  }
+  return Support::native();
+}
+
+BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why) {
+  return BackendError(cat(backend, " cannot run op '", spec.name, "' (", graph::to_string(spec.kind),
+                          "): ", why.message));
+}
+
+}  // namespace stagecraft::executor

@@ -1,0 +1,213 @@
+// Plan pass 1: layouts. Every value gets its descriptor (the per-value or uniform layout of rank-4
+// op outputs), every kernel a layout with a native implementation where the planned one has only
+// a reference one (legalise_layouts), and graph inputs a converted copy where their readers need
+// one (convert_inputs).
+#include <algorithm>
+#include <map>
+
+#include "common/strings.h"
+#include "executor/plan/plan_ir.h"
+#include "graph/quantize.h"
+
+namespace stagecraft::executor::planning {
+
+using graph::Layout;
+using graph::OpId;
+using graph::OpKind;
+using graph::TensorDesc;
+using graph::ValueId;
+using scheduler::StageKind;
+
+void describe_values(PlanIR& ir) {
+  const graph::Graph& g = ir.g;
+  const auto& value_layouts = ir.options.value_layouts;
+  if (!value_layouts.empty() && value_layouts.size() != g.num_values()) {
+    throw BackendError(cat("the layout plan has ", value_layouts.size(), " entries for a graph of ",
+                           g.num_values(), " values"));
+  }
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const graph::Value& value = g.value(static_cast<ValueId>(v));
+    TensorDesc d = value.desc;
+    if (value.producer != graph::kNoOp) {
+      const Layout chosen = value_layouts.empty() ? ir.layout : value_layouts[v];
+      if (d.shape.rank() == 4 && graph::layout_rank(chosen) != 4) {
+        throw BackendError(cat("the layout plan gives value '", value.name, "' the layout ",
+                               graph::to_string(chosen), ", which is not 4-D"));
+      }
+      d.layout = d.shape.rank() == 4 ? chosen : Layout::kNC;
+    }
+    ir.new_value(d);
+    ir.alias.push_back(static_cast<int>(v));
+  }
+  for (ValueId v : g.inputs()) ir.values[v].pinned = true;
+}
+
+namespace {
+
+// Ops whose kernels legalise_layouts checks. Split, slice, identity and flatten become views or
+// reorders, which every layout pair has.
+bool checked(OpKind kind) {
+  switch (kind) {
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kIdentity:
+    case OpKind::kFlatten:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// One kernel to legalise: an op, or the merged convolution of a merge stage.
+struct Unit {
+  std::vector<OpId> ops;  // the op, or the convolutions of a merge (first one first)
+  std::string name;
+};
+
+// The spec of `unit` with its rank-4 output in `out`, reading its inputs in their current layouts
+// or, with `converted`, its rank-4 inputs in `out` (the plan converts them where a kernel cannot
+// read them as they are).
+KernelSpec spec_for(const PlanIR& ir, const Unit& unit, Layout out, bool converted) {
+  const graph::Op& op = ir.g.op(unit.ops[0]);
+  KernelSpec spec;
+  spec.kind = op.kind;
+  spec.attrs = op.attrs;
+  spec.weights = ir.weights.find(op.name);
+  spec.name = unit.name;
+  spec.threads = ir.parallelism;
+  for (ValueId v : op.inputs) {
+    TensorDesc d = ir.values[v].desc;
+    if (converted && d.shape.rank() == 4) d.layout = out;
+    spec.srcs.push_back(d);
+  }
+  for (ValueId v : op.outputs) {
+    TensorDesc d = ir.values[v].desc;
+    if (d.shape.rank() == 4) d.layout = out;
+    spec.dsts.push_back(d);
+  }
+  if (unit.ops.size() > 1) {  // merged: the stacked output channels
+    const graph::Conv2dAttrs merged = scheduler::merged_conv_attrs(ir.g, unit.ops);
+    spec.attrs = merged;
+    spec.dsts[0] = with_channels(spec.dsts[0], merged.out_channels);
+  }
+  return spec;
+}
+
+// Whether the backend runs `unit` natively with its output in `out`; `why` gets its answer for
+// the spec as planned.
+bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why) {
+  // (A merged convolution is checked with its first part's weights: supports() looks at
+  // descriptors, and the plan makes the merged weights later.)
+  const KernelSpec direct = spec_for(ir, unit, out, false);
+  Support s = ir.backend.supports(direct);
+  if (why) *why = s;
+  if (s.is_native()) return true;
+  const KernelSpec converted = spec_for(ir, unit, out, true);
+  if (converted.srcs == direct.srcs) return false;
+  const Support c = ir.backend.supports(converted);
+  // With its inputs converted the answer is about the kernel itself: the better reason.
+  if (why && (c.runnable() || s.reason == SupportReason::kLayout)) *why = c;
+  return c.is_native();
+}
+
+void set_output_layout(PlanIR& ir, const Unit& unit, Layout layout) {
+  for (OpId id : unit.ops) {
+    for (ValueId v : ir.g.op(id).outputs) {
+      if (ir.values[v].desc.shape.rank() == 4) ir.values[v].desc.layout = layout;
+    }
+  }
+}
+
+}  // namespace
+
+void legalise_layouts(PlanIR& ir) {
+  using RK = PlanOptions::ReferenceKernels;
+  if (ir.options.reference_kernels == RK::kAllow) return;
+  const graph::Graph& g = ir.g;
+  std::vector<int> merge_of(g.num_ops(), -1);
+  for (size_t s = 0; s < ir.schedule.stages.size(); ++s) {
+    if (ir.schedule.stages[s].kind != StageKind::kMerge) continue;
+    for (OpId id : ir.schedule.stages[s].ops()) merge_of[id] = static_cast<int>(s);
+  }
+  std::vector<bool> done(g.num_ops(), false);
+  for (const graph::Op& op : g.ops()) {
+    if (done[op.id] || !checked(op.kind) || op.outputs.empty()) continue;
+    if (ir.values[op.outputs[0]].desc.shape.rank() != 4) continue;
+    Unit unit;
+    if (merge_of[op.id] >= 0) {
+      unit.ops = ir.schedule.stages[static_cast<size_t>(merge_of[op.id])].ops();
+      std::vector<std::string> names;
+      for (OpId id : unit.ops) names.push_back(g.op(id).name);
+      unit.name = cat("merge(", join(names, ", "), ")");
+    } else {
+      unit.ops = {op.id};
+      unit.name = op.name;
+    }
+    for (OpId id : unit.ops) done[id] = true;
+    const Layout wanted = ir.values[op.outputs[0]].desc.layout;
+    Support planned;
+    if (native_in(ir, unit, wanted, &planned)) continue;
+    if (!planned.runnable() && planned.reason != SupportReason::kLayout) continue;  // an error later
+    if (ir.options.reference_kernels == RK::kRefuse) {
+      throw BackendError(cat(ir.backend.name(), " has no native kernel for op '", unit.name, "' in ",
+                             graph::to_string(wanted), ": ", planned.message));
+    }
+    // The layouts to try: the backend's preferred one for the op's element type, then its list.
+    std::vector<Layout> candidates{ir.backend.preferred_layout(ir.values[op.outputs[0]].desc.dtype)};
+    for (Layout l : ir.backend.capabilities().layouts) {
+      if (std::find(candidates.begin(), candidates.end(), l) == candidates.end()) candidates.push_back(l);
+    }
+    bool moved = false;
+    for (Layout l : candidates) {
+      if (l == wanted || !native_in(ir, unit, l, nullptr)) continue;
+      set_output_layout(ir, unit, l);
+      ir.fallbacks.push_back({unit.name, wanted, l, planned.message});
+      moved = true;
+      break;
+    }
+    if (!moved && planned.runnable()) ir.fallbacks.push_back({unit.name, wanted, std::nullopt, planned.message});
+  }
+}
+
+namespace {
+
+// Whether convolution `op` can read graph input `input` in the input's own layout (the usual
+// first layer: NCHW in, blocked out).
+bool conv_reads_directly(const PlanIR& ir, const graph::Op& op, ValueId input) {
+  KernelSpec spec;
+  spec.kind = op.kind;
+  spec.attrs = op.attrs;
+  spec.srcs = {ir.values[input].desc};
+  spec.dsts = {ir.values[op.outputs[0]].desc};
+  spec.weights = ir.weights.find(op.name);
+  spec.name = op.name;
+  spec.threads = ir.parallelism;
+  return ir.backend.supports(spec).is_native();
+}
+
+}  // namespace
+
+void convert_inputs(PlanIR& ir) {
+  const graph::Graph& g = ir.g;
+  for (ValueId v : g.inputs()) {
+    const TensorDesc d = ir.values[v].desc;
+    if (d.shape.rank() != 4 || d.layout == ir.layout || !ir.options.convert_inputs) continue;
+    // Convolutions read a graph input in its own layout when the backend can (the usual first
+    // layer); concatenations copy their parts anyway. Everything else reads a converted copy.
+    bool needs = false;
+    for (OpId reader : g.consumers(v)) {
+      const graph::Op& op = g.op(reader);
+      if (op.kind == OpKind::kConcat) continue;
+      if (op.kind == OpKind::kConv2d && conv_reads_directly(ir, op, v)) continue;
+      needs = true;
+      if (op.kind == OpKind::kConv2d) ir.convert_for_conv.insert(v);
+    }
+    if (!needs) continue;
+    TensorDesc converted = d;
+    converted.layout = ir.layout;
+    ir.alias[v] = ir.new_value(converted);
+    ir.tasks.push_back(ir.copy_task(v, ir.alias[v], "convert " + g.value(v).name));
+  }
+}
+
+}  // namespace stagecraft::executor::planning

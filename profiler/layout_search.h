@@ -1,0 +1,64 @@
+#pragma once
+/// The `--layout auto` policy: a layout per tensor for running a graph on a backend.
+///
+/// Inputs: a graph, a backend, a profile cache. Output: per-value layouts (PlanOptions::
+/// value_layouts). Steps: (1) the layout DP (scheduler/layout_optimizer.h) on op latencies
+/// measured per layout on the backend (MeasuredLayoutCostModel; a layout whose kernel is
+/// reference-only is priced at infinity without being timed); (2) because ops timed alone mislead
+/// (in inception_v3 the per-op sums favour nhwc while the whole network runs faster blocked), the
+/// DP's per-value choice and every uniform candidate are run end to end (sequential schedule,
+/// interleaved, two blocks of runs); the backend's preferred uniform layout stays unless another
+/// option beats it by `margin` in both blocks. The verdict is cached with the measurements.
+/// Complexity: ops × candidates measurements when the cache is cold, none when warm, plus the
+/// end-to-end runs (once per graph and settings).
+///
+/// Example:
+///   LayoutSearchOptions options;
+///   options.log = &std::cerr;
+///   LayoutChoice choice = choose_layouts(*backend, graph, cache, options);
+///   plan_options.value_layouts = choice.value_layouts;
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "executor/executor.h"
+#include "profiler/measured_cost_model.h"
+#include "profiler/profile_cache.h"
+
+namespace stagecraft::profiler {
+
+/// Settings of the layout search.
+struct LayoutSearchOptions {
+  /// As the graph will run (streams, executor mode); layouts are ignored.
+  MeasureOptions measure;
+  /// Candidate layouts of rank-4 op outputs; empty: the backend's native layouts (its
+  /// preferred one first), only the preferred one for quantised graphs.
+  std::vector<graph::Layout> candidates;
+  /// How much faster (fraction) another option must run end to end, in both blocks, to replace
+  /// the backend's preferred uniform layout.
+  double margin = 0.03;
+  /// Interleaved end-to-end runs per block (medians compared).
+  int rounds = 11;
+  /// Progress lines and the summary go here (none when null).
+  std::ostream* log = nullptr;
+  /// Seconds between progress lines while measuring.
+  double progress_every_s = 10;
+};
+
+/// The chosen layouts.
+struct LayoutChoice {
+  std::vector<graph::Layout> value_layouts;  ///< per value (PlanOptions::value_layouts)
+  std::string name;            ///< "uniform nChw8c" or "per-value"
+  double predicted_ms = 0;     ///< the DP's sum of op latencies for its per-value choice
+  size_t measurements = 0;     ///< op/layout combinations measured now (cache misses)
+  double measuring_s = 0;      ///< seconds spent measuring them
+  bool verdict_cached = false;  ///< whether the end-to-end verdict came from the cache
+};
+
+/// Chooses a layout per value of `graph` for `backend` (see the file comment); measurements and
+/// the verdict go to `cache`.
+LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
+                            const LayoutSearchOptions& options);
+
+}  // namespace stagecraft::profiler

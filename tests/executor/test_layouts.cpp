@@ -1,0 +1,153 @@
+// Layouts on the CPU: every layout gives the NCHW result (channel counts that do not fill blocks,
+// every network), no kernel writes outside its buffer (guard bytes), reference-only kernels are
+// run in a layout with a native kernel and reported, and grouped convolutions never fall to the
+// reference kernel. PlanRun on the machine's ISA and again capped at AVX2 (ctest entries "*/avx2").
+#include <gtest/gtest.h>
+
+#include "common/strings.h"
+#include "executor/executor.h"
+#include "support/models.h"
+
+namespace stagecraft::executor {
+namespace {
+
+using graph::Layout;
+using stagecraft::testing::Model;
+using RK = PlanOptions::ReferenceKernels;
+
+constexpr double kTolerance = 1e-5;
+constexpr size_t kGuardBytes = 256;
+constexpr auto& cpu = stagecraft::testing::cpu_backend;
+
+scheduler::Schedule sequential(const graph::Graph& g) {
+  return stagecraft::testing::analytic_schedule(g, scheduler::Strategy::kSequential);
+}
+
+struct PlanRun {
+  std::vector<HostTensor> outputs;
+  std::vector<LayoutFallback> fallbacks;
+  std::vector<std::string> damaged;  // guards overwritten
+  std::vector<std::string> implementations;
+};
+
+PlanRun run(const Model& m, const scheduler::Schedule& s, Layout layout, RK reference) {
+  PlanOptions options;
+  options.layout = layout;
+  options.reference_kernels = reference;
+  options.guard_bytes = kGuardBytes;
+  options.reuse_memory = false;  // every tensor its own buffer: a guard right after each
+  ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
+  Executor executor(plan);
+  PlanRun r;
+  r.outputs = executor.run(stagecraft::testing::inputs_of(m.graph));
+  plan.guards_intact(&r.damaged);
+  r.fallbacks = plan.fallbacks();
+  for (const PlannedKernel& k : plan.kernels()) r.implementations.push_back(k.label + ": " + k.kernel->implementation());
+  return r;
+}
+
+void expect_same(const PlanRun& got, const std::vector<HostTensor>& want, const std::string& where) {
+  ASSERT_EQ(got.outputs.size(), want.size()) << where;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_LT(relative_error(got.outputs[i], want[i]), kTolerance) << where << ", output " << i;
+  }
+  EXPECT_TRUE(got.damaged.empty()) << where << ": a kernel wrote past the end of "
+                                   << join(got.damaged, ", ");
+}
+
+bool native_layout(Layout l) {
+  const auto& layouts = cpu().capabilities().layouts;
+  return std::find(layouts.begin(), layouts.end(), l) != layouts.end();
+}
+
+// oneDNN 2.6's binary kernel with an eltwise post-op wrote past its destination and computed wrong
+// values in nChw16c with 78 or 308 channels on AVX2; reference kernels must be right too.
+TEST(LayoutKernels, ChannelTailsGiveTheNchwResultInEveryLayoutWithoutWritingOutside) {
+  struct Case {
+    int64_t width, size;
+  };
+  for (const Case c : {Case{12, 7}, Case{78, 6}, Case{308, 4}}) {
+    const Model m = stagecraft::testing::model_of(stagecraft::testing::channel_tail_graph(1, c.width, c.size));
+    const scheduler::Schedule s = sequential(m.graph);
+    const PlanRun want = run(m, s, Layout::kNCHW, RK::kAllow);
+    EXPECT_TRUE(want.damaged.empty()) << join(want.damaged, ", ");
+    for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      for (RK reference : {RK::kAllow, RK::kAvoid}) {
+        const std::string where = cat(c.width, " channels in ", graph::to_string(layout),
+                                      reference == RK::kAllow ? " (reference kernels allowed)" : "");
+        expect_same(run(m, s, layout, reference), want.outputs, where);
+      }
+    }
+  }
+}
+
+TEST(LayoutKernels, ReferenceOnlyKernelsRunInANativeLayoutAndAreReported) {
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::channel_tail_graph(1, 20, 6));
+  const scheduler::Schedule s = sequential(m.graph);
+  const PlanRun want = run(m, s, Layout::kNCHW, RK::kAllow);
+  for (Layout layout : {Layout::kNChw8c, Layout::kNChw16c, Layout::kNHWC}) {
+    const PlanRun got = run(m, s, layout, RK::kAvoid);
+    expect_same(got, want.outputs, std::string(graph::to_string(layout)));
+    // Nothing runs by reference where the backend lists the layout as native.
+    for (const std::string& impl : got.implementations) {
+      EXPECT_EQ(impl.find(": ref"), std::string::npos) << graph::to_string(layout) << ": " << impl;
+    }
+    if (native_layout(layout)) {
+      // The grouped convolution with 4-channel groups has only a reference kernel in blocked
+      // layouts; it is regrouped (wider groups, block-diagonal weights) instead of moved.
+      for (const LayoutFallback& f : got.fallbacks) {
+        ADD_FAILURE() << graph::to_string(layout) << " is native here, yet '" << f.op
+                      << "' moved: " << f.reason;
+      }
+    } else {
+      // A layout without native kernels on this ISA (nChw16c below AVX-512): convolutions move to
+      // a native layout, each reported with the backend's reason.
+      ASSERT_FALSE(got.fallbacks.empty()) << graph::to_string(layout);
+      for (const LayoutFallback& f : got.fallbacks) {
+        EXPECT_EQ(f.wanted, layout);
+        ASSERT_TRUE(f.used.has_value()) << f.op;
+        EXPECT_TRUE(native_layout(*f.used)) << f.op;
+        EXPECT_NE(f.reason.find("reference"), std::string::npos) << f.reason;
+      }
+      PlanOptions refuse;
+      refuse.layout = layout;
+      refuse.reference_kernels = RK::kRefuse;
+      EXPECT_THROW(ExecutionPlan(m.graph, s, m.weights, cpu(), refuse), BackendError);
+    }
+  }
+}
+
+TEST(LayoutKernels, GroupedConvolutionsNeverRunTheReferenceKernel) {
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::channel_tail_graph(1, 16, 8));
+  const scheduler::Schedule s = sequential(m.graph);
+  for (Layout layout : cpu().capabilities().layouts) {
+    const PlanRun got = run(m, s, layout, RK::kAllow);  // no fallback: the kernel itself must be native
+    bool found = false;
+    for (const std::string& impl : got.implementations) {
+      if (impl.rfind("grouped:", 0) != 0) continue;
+      found = true;
+      EXPECT_EQ(impl.find("ref"), std::string::npos) << graph::to_string(layout) << ": " << impl;
+    }
+    EXPECT_TRUE(found);
+  }
+}
+
+// Every network at reduced size, sequential: each layout gives the NCHW result.
+class EveryLayout : public ::testing::TestWithParam<stagecraft::testing::NetworkCase> {};
+
+TEST_P(EveryLayout, GivesTheNchwResult) {
+  const auto& c = GetParam();
+  const Model m = stagecraft::testing::network(c.name, c.size, c.batch);
+  const scheduler::Schedule s = sequential(m.graph);
+  const PlanRun want = run(m, s, Layout::kNCHW, RK::kAvoid);
+  for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+    expect_same(run(m, s, layout, RK::kAvoid), want.outputs, cat(c.name, " ", graph::to_string(layout)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, EveryLayout,
+                         ::testing::ValuesIn(stagecraft::testing::network_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace stagecraft::executor
