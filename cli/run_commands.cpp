@@ -8,8 +8,11 @@
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/backend_options.h"
 #include "cli/commands.h"
+#include "cli/search_flags.h"
 #include "cli/source.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -17,6 +20,7 @@
 #include "executor/trace.h"
 #include "graph/onnx/tensor_files.h"
 #include "graph/quantize.h"
+#include "profiler/timing.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
 
@@ -24,29 +28,7 @@ namespace stagecraft::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using scheduler::Schedule;
-
-constexpr double kP10 = 0.10;
-constexpr double kP90 = 0.90;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
-struct SearchFlags {
-  std::string mode = "both";
-  int max_group_size = 3;
-  int max_num_groups = 8;
-};
 
 bool is_schedule_file(const std::string& spec) {
   return spec != "sequential" && spec != "greedy" && spec != "dp";
@@ -62,12 +44,7 @@ Schedule obtain_schedule(const std::string& spec, const graph::Graph& g, Session
     }
     return scheduler::load_schedule(spec, g);
   }
-  scheduler::SearchOptions options;
-  options.strategy = scheduler::parse_strategy(spec);
-  options.mode = scheduler::parse_dp_mode(flags.mode);
-  options.max_group_size = flags.max_group_size;
-  options.max_num_groups = flags.max_num_groups;
-  return scheduler::make_scheduler(options)->schedule(g, *session.model, stats);
+  return scheduler::make_scheduler(flags.options(spec))->schedule(g, *session.model, stats);
 }
 
 struct RunOptions {
@@ -75,7 +52,6 @@ struct RunOptions {
   BackendOptions backend;
   SearchFlags search;
   std::string schedule = "dp";
-  std::string cost_model;
   int warmup = 3;
   int iters = 20;
   std::string trace;
@@ -97,7 +73,7 @@ void print_plan(const executor::ExecutionPlan& plan, const BackendOptions& optio
 
 void run_run(const RunOptions& o) {
   // The backend first: a missing device is one error line before any work (int8 calibration).
-  Session session = Session::open(o.backend, o.cost_model);
+  Session session = Session::open(o.backend, o.search.cost_model);
   const Model model = load_model(o.source);
   if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
   // Layouts first (a search then measures stages in them), then the schedule.
@@ -146,20 +122,13 @@ void run_run(const RunOptions& o) {
       std::cout << "wrote " << o.output_files[i] << " (" << outputs[i].shape.to_string() << ")\n";
     }
   }
-  for (int i = 0; i < o.warmup; ++i) executor.execute();
-  std::vector<double> times;
-  for (int i = 0; i < o.iters; ++i) {
-    const auto t0 = Clock::now();
-    executor.execute();
-    times.push_back(ms_since(t0));
-  }
-  const double median = percentile(times, 0.5);
+  const profiler::LatencySummary t =
+      profiler::summarise(profiler::interleaved_ms({&executor}, o.warmup, o.iters)[0]);
   std::cout << "  launch: " << (executor.captured() ? "CUDA Graph replay" : "kernel by kernel on streams")
             << "\n";
-  std::cout << "  latency: median " << fixed(median, 3) << " ms, p10 "
-            << fixed(percentile(times, kP10), 3) << " ms, p90 " << fixed(percentile(times, kP90), 3)
-            << " ms over " << o.iters << " runs; " << fixed(static_cast<double>(batch) * 1e3 / median, 1)
-            << " images/s\n";
+  std::cout << "  latency: median " << fixed(t.median, 3) << " ms, p10 " << fixed(t.p10, 3)
+            << " ms, p90 " << fixed(t.p90, 3) << " ms over " << o.iters << " runs; "
+            << fixed(static_cast<double>(batch) * 1e3 / t.median, 1) << " images/s\n";
   if (!o.trace.empty()) {
     std::vector<executor::KernelTiming> timings;
     executor.execute(&timings);
@@ -189,7 +158,7 @@ struct BenchRow {
 };
 
 void run_bench(const BenchOptions& o) {
-  Session session = Session::open(o.backend, "");
+  Session session = Session::open(o.backend, o.search.cost_model);
   if (!session.backend) throw UsageError("bench needs a backend (--backend cpu)");
   struct Variant {
     const char* name;
@@ -213,8 +182,7 @@ void run_bench(const BenchOptions& o) {
     // Layouts first: the searches then measure stages in them.
     const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Variant& v : variants) {
-      SearchFlags flags = o.search;
-      flags.mode = v.mode;
+      const SearchFlags flags = o.search.with_mode(v.mode);
       const size_t measured0 = session.measured ? session.measured->measurements() : 0;
       const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
       std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
@@ -235,6 +203,7 @@ void run_bench(const BenchOptions& o) {
     }
     std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
     std::vector<std::unique_ptr<executor::Executor>> executors;
+    std::vector<executor::Executor*> timed;
     std::vector<executor::HostTensor> inputs;
     for (graph::ValueId v : model.graph.inputs()) {
       inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
@@ -246,21 +215,15 @@ void run_bench(const BenchOptions& o) {
       executors.push_back(std::make_unique<executor::Executor>(*plans.back(), nullptr,
                                                                o.backend.executor_options()));
       executors.back()->set_inputs(inputs);
-      for (int i = 0; i < o.warmup; ++i) executors.back()->execute();
+      timed.push_back(executors.back().get());
     }
     std::cerr << "bench: " << network << ": timing " << o.iters << " interleaved rounds...\n";
-    std::vector<std::vector<double>> times(schedules.size());
-    for (int it = 0; it < o.iters; ++it) {
-      for (size_t k = 0; k < executors.size(); ++k) {
-        const auto t0 = Clock::now();
-        executors[k]->execute();
-        times[k].push_back(ms_since(t0));
-      }
-    }
+    const auto times = profiler::interleaved_ms(timed, o.warmup, o.iters);
     for (size_t k = 0; k < net_rows.size(); ++k) {
-      net_rows[k].median = percentile(times[k], 0.5);
-      net_rows[k].p10 = percentile(times[k], kP10);
-      net_rows[k].p90 = percentile(times[k], kP90);
+      const profiler::LatencySummary t = profiler::summarise(times[k]);
+      net_rows[k].median = t.median;
+      net_rows[k].p10 = t.p10;
+      net_rows[k].p90 = t.p90;
     }
     for (auto& row : net_rows) row.speedup = net_rows[0].median / row.median;
     if (o.overhead) {
@@ -274,7 +237,7 @@ void run_bench(const BenchOptions& o) {
         for (const auto& t : timings) busy += (t.end_us - t.start_us) / 1e3;
         in_run.push_back(busy);
       }
-      const double busy = percentile(in_run, 0.5);
+      const double busy = profiler::percentile(in_run, 0.5);
       const auto isolated = executors[0]->isolated_kernel_ms(10);
       double alone = 0;
       for (double ms : isolated) alone += ms;
@@ -304,39 +267,32 @@ void run_bench(const BenchOptions& o) {
 
   // CSV and JSON beside each other in --out.
   std::filesystem::create_directories(o.out);
-  std::ostringstream csv, json;
+  std::ostringstream csv;
   csv << "network,batch,dtype,schedule,stages,median_ms,p10_ms,p90_ms,images_per_s,speedup,"
          "predicted_ms,search_s,measured,cache_hits\n";
-  json << "{\n  \"device\": \"" << session.backend->device_fingerprint() << "\",\n  \"backend\": \""
-       << session.backend->name() << "\",\n  \"iterations\": " << o.iters << ",\n  \"results\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& r : rows) {
     const double ips = static_cast<double>(r.batch) * 1e3 / r.median;
     csv << r.network << "," << r.batch << "," << r.dtype << "," << r.strategy << "," << r.stages << ","
         << fixed(r.median, 4) << "," << fixed(r.p10, 4) << "," << fixed(r.p90, 4) << ","
         << fixed(ips, 2) << "," << fixed(r.speedup, 4) << "," << fixed(r.predicted, 4) << ","
         << fixed(r.search_s, 3) << "," << r.measured << "," << r.hits << "\n";
-    json << (i ? "," : "") << "\n    {\"network\": \"" << r.network << "\", \"batch\": " << r.batch
-         << ", \"dtype\": \"" << r.dtype << "\", \"schedule\": \"" << r.strategy << "\", \"stages\": " << r.stages
-         << ", \"median_ms\": " << fixed(r.median, 4) << ", \"p10_ms\": " << fixed(r.p10, 4)
-         << ", \"p90_ms\": " << fixed(r.p90, 4) << ", \"images_per_s\": " << fixed(ips, 2)
-         << ", \"speedup\": " << fixed(r.speedup, 4) << ", \"predicted_ms\": "
-         << fixed(r.predicted, 4) << ", \"search_s\": " << fixed(r.search_s, 3)
-         << ", \"measured\": " << r.measured << ", \"cache_hits\": " << r.hits << "}";
+    results.push_back({{"network", r.network}, {"batch", r.batch}, {"dtype", r.dtype},
+                       {"schedule", r.strategy}, {"stages", r.stages}, {"median_ms", r.median},
+                       {"p10_ms", r.p10}, {"p90_ms", r.p90}, {"images_per_s", ips},
+                       {"speedup", r.speedup}, {"predicted_ms", r.predicted},
+                       {"search_s", r.search_s}, {"measured", r.measured}, {"cache_hits", r.hits}});
   }
-  json << "\n  ]\n}\n";
+  const nlohmann::json json = {{"device", session.backend->device_fingerprint()},
+                               {"description", session.backend->description()},
+                               {"backend", session.backend->name()},
+                               {"iterations", o.iters},
+                               {"results", results}};
   const std::string csv_path = (std::filesystem::path(o.out) / "bench.csv").string();
   const std::string json_path = (std::filesystem::path(o.out) / "bench.json").string();
   write_text_file(csv_path, csv.str());
-  write_text_file(json_path, json.str());
+  write_text_file(json_path, json.dump(2) + "\n");
   std::cout << "wrote " << csv_path << " and " << json_path << "\n";
-}
-
-void add_search_flags(CLI::App& cmd, SearchFlags& flags) {
-  cmd.add_option("-r,--max-group-size", flags.max_group_size, "ops per group (default 3)")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("-s,--max-num-groups", flags.max_num_groups, "groups per stage (default 8)")
-      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace
@@ -349,10 +305,7 @@ void add_run_commands(CLI::App& app) {
   o->backend.add_options(*run, /*backend_default_cpu=*/true);
   run->add_option("--schedule", o->schedule,
                   "a schedule file, or sequential | greedy | dp (searched now; default dp)");
-  run->add_option("--mode", o->search.mode, "dp stage kinds: both | merge | concurrent")
-      ->check(CLI::IsMember({"both", "merge", "concurrent"}));
-  add_search_flags(*run, o->search);
-  run->add_option("--cost-model", o->cost_model, "for a search: measured (default) | analytic:DEVICE");
+  o->search.add_options(*run);
   run->add_option("--warmup", o->warmup, "untimed runs first (default 3)")->check(CLI::NonNegativeNumber);
   run->add_option("--iters", o->iters, "timed runs (default 20)")->check(CLI::PositiveNumber);
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of one run to this file");
@@ -373,7 +326,7 @@ void add_run_commands(CLI::App& app) {
   bench->add_option("--seed", b->source.seed, "seed of weights and randomly wired networks");
   b->source.add_dtype_options(*bench);
   b->backend.add_options(*bench, /*backend_default_cpu=*/true);
-  add_search_flags(*bench, b->search);
+  b->search.add_options(*bench);
   bench->add_option("--warmup", b->warmup, "untimed runs of each schedule first (default 3)")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--iters", b->iters, "interleaved timed rounds (default 20)")

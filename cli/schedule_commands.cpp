@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/backend_options.h"
+#include "cli/search_flags.h"
 #include "cli/commands.h"
 #include "cli/source.h"
 #include "common/files.h"
@@ -27,12 +28,7 @@ constexpr double kQuietSearchSeconds = 1.0;  // searches shorter than this print
 struct ScheduleOptions {
   GraphSource source;
   std::string strategy = "dp";
-  std::string mode = "both";
-  int max_group_size = 3;
-  int max_num_groups = 8;
-  bool unpruned = false;
-  double max_part_transitions = 2e5;
-  std::string cost_model;  // "" = measured with --backend, analytic:v100 without
+  SearchFlags search;
   BackendOptions backend;
   std::string output;
   std::string dot;
@@ -115,16 +111,10 @@ void print_summary(const Schedule& s) {
 }
 
 void run_schedule(const ScheduleOptions& o) {
-  Session session = Session::open(o.backend, o.cost_model);  // a missing device fails first
+  Session session = Session::open(o.backend, o.search.cost_model);  // a missing device fails first
   const graph::Graph g = load_source(o.source);
   scheduler::CostModel& model = *session.model;
-  scheduler::SearchOptions options;
-  options.strategy = scheduler::parse_strategy(o.strategy);
-  options.mode = scheduler::parse_dp_mode(o.mode);
-  options.max_group_size = o.max_group_size;
-  options.max_num_groups = o.max_num_groups;
-  options.pruned = !o.unpruned;
-  options.max_part_transitions = o.max_part_transitions;
+  scheduler::SearchOptions options = o.search.options(o.strategy);
   auto printer = std::make_shared<ProgressPrinter>(o.quiet);
   options.on_progress = [printer](const scheduler::SearchProgress& p) { (*printer)(p); };
   if (o.backend.auto_layout() && !session.backend) {
@@ -193,21 +183,7 @@ void add_schedule_commands(CLI::App& app) {
   o->source.add_options(*cmd);
   cmd->add_option("--strategy", o->strategy, "sequential | greedy | dp")
       ->check(CLI::IsMember({"sequential", "greedy", "dp"}));
-  cmd->add_option("--mode", o->mode, "dp stage kinds: both | merge | concurrent")
-      ->check(CLI::IsMember({"both", "merge", "concurrent"}));
-  cmd->add_option("-r,--max-group-size", o->max_group_size, "ops per group (default 3)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("-s,--max-num-groups", o->max_num_groups,
-                  "groups (streams) per stage (default 8)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_flag("--unpruned", o->unpruned,
-                "search every ending and group partition (small graphs only)");
-  cmd->add_option("--max-part-transitions", o->max_part_transitions,
-                  "split wider blocks into parts above this estimate (default 2e5)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--cost-model", o->cost_model,
-                  "measured (on --backend; the default when one is given) | analytic:DEVICE "
-                  "(configs/devices/; default analytic:v100 without a backend)");
+  o->search.add_options(*cmd);
   o->backend.add_options(*cmd, /*backend_default_cpu=*/false);
   cmd->add_option("-o,--output", o->output, "write the schedule to this YAML file");
   cmd->add_option("--dot", o->dot, "draw the schedule (stages as clusters) to this dot file");

@@ -222,8 +222,9 @@ class Backend {
 };
 
 /// Settings of a backend.
+/// The CPU backend rejects `tf32` and says once that it ignores `workspace_limit`.
 struct BackendConfig {
-  std::string cache_dir;                 ///< where per-device caches go ("" = the default)
+  std::string cache_dir;                 ///< CUDA: where the algorithm cache goes ("" = the default)
   bool tf32 = false;                     ///< CUDA: allow TF32 tensor-core math for f32
   size_t workspace_limit = 256u << 20;   ///< CUDA: largest convolution workspace considered
 };

@@ -1,7 +1,6 @@
 #include "profiler/layout_search.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "graph/quantize.h"
 #include "graph/weights.h"
 #include "profiler/measured_layout_cost_model.h"
+#include "profiler/timing.h"
 #include "scheduler/layout_optimizer.h"
 #include "scheduler/schedule.h"
 
@@ -64,27 +64,18 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
   }
   std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
   std::vector<std::unique_ptr<executor::Executor>> runs;
+  std::vector<executor::Executor*> executors;
   for (const auto& layouts : assignments) {
     executor::PlanOptions p = base;
     p.value_layouts = layouts;
     plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, sequential, weights, backend, p));
     runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
     runs.back()->set_inputs(inputs);
-    for (int i = 0; i < kWarmupRuns; ++i) runs.back()->execute();
-  }
-  std::vector<std::vector<double>> samples(assignments.size());
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t k = 0; k < runs.size(); ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      runs[k]->execute();
-      samples[k].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    executors.push_back(runs.back().get());
   }
   std::vector<double> medians;
-  for (auto& s : samples) {
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
-    medians.push_back(s[s.size() / 2]);
+  for (const auto& samples : interleaved_ms(executors, kWarmupRuns, rounds)) {
+    medians.push_back(summarise(samples).median);
   }
   return medians;
 }

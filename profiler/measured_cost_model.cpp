@@ -75,8 +75,9 @@ MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* c
   constexpr double kCpuConcurrencyMargin = 0.5;
   constexpr double kDefaultConcurrencyMargin = 0.1;
   if (!options_.concurrency_margin) {
-    options_.concurrency_margin =
-        backend.name() == "cpu" ? kCpuConcurrencyMargin : kDefaultConcurrencyMargin;
+    options_.concurrency_margin = backend.capabilities().streams_share_cores
+                                      ? kCpuConcurrencyMargin
+                                      : kDefaultConcurrencyMargin;
   }
 }
 

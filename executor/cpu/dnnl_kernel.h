@@ -99,6 +99,11 @@ class DnnlKernel : public Kernel {
     dnnl::memory::desc desc;  ///< how the step sees the tensor (may be a sub-memory)
   };
   struct StepSpec {
+    StepSpec(dnnl::primitive p, std::vector<ArgSpec> a,
+             std::unordered_map<int, dnnl::memory> c = {}, bool scratchpad = true,
+             size_t zero = SIZE_MAX)
+        : primitive(std::move(p)), args(std::move(a)), constants(std::move(c)),
+          uses_scratchpad(scratchpad), zero_dst(zero) {}
     dnnl::primitive primitive;
     std::vector<ArgSpec> args;
     std::unordered_map<int, dnnl::memory> constants;  ///< packed weights, bias, statistics

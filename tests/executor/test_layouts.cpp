@@ -147,7 +147,7 @@ TEST_P(EveryLayout, GivesTheNchwResult) {
 
 INSTANTIATE_TEST_SUITE_P(Networks, EveryLayout,
                          ::testing::ValuesIn(stagecraft::testing::network_cases()),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param) { return std::string(param.param.name); });
 
 }  // namespace
 }  // namespace stagecraft::executor
