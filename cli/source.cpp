@@ -27,7 +27,8 @@ void GraphSource::add_options(CLI::App& command, bool onnx_flag) {
   command.add_option("--batch", batch, "batch size (default: the network's or file's own, 1)")
       ->check(CLI::PositiveNumber);
   command.add_option("--input-size", input_size,
-                     "input height = width of a built-in network (default: its own)")
+                     "input height = width of a built-in network or an ONNX model (default: its "
+                     "own; required for an ONNX model with symbolic H, W)")
       ->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
   command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
@@ -61,11 +62,11 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
   if (source.spec.empty()) throw UsageError("name a network, a graph file or an ONNX model");
   graph::Graph g;
   if (is_onnx(source.spec)) {
-    if (source.input_size != 0) {
-      throw UsageError(cat("--input-size applies to built-in networks only, not to '", source.spec, "'"));
-    }
+    // The shapes are fixed before constant folding: a model exported with dynamic axes gets the
+    // batch and input size given here (computed paddings and reshapes then fold).
     graph::OnnxImportOptions options;
     options.batch = source.batch;
+    options.input_size = source.input_size;
     graph::OnnxModel m = graph::import_onnx(source.spec, options);
     g = std::move(m.graph);
     if (onnx_weights) *onnx_weights = std::move(m.weights);

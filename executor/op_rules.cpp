@@ -46,8 +46,9 @@ Support quantised_support(const KernelSpec& spec) {
       }
     }
     const Activation act = graph::fused_activation(spec.kind, spec.attrs);
-    if (act == Activation::kSigmoid && quantised(spec.dsts[0])) {
-      return no("a fused sigmoid needs an f32 output (it acts on real values)");
+    if (!graph::scales_with_units(act) && quantised(spec.dsts[0])) {
+      return no(cat("a fused ", graph::to_string(act),
+                    " needs an f32 output (it acts on real values)"));
     }
     return Support::native();
   }

@@ -1,6 +1,8 @@
 #include "graph/op.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdio>
 
 namespace stagecraft::graph {
@@ -15,6 +17,17 @@ struct ActivationInfo {
 constexpr ActivationInfo kActivations[] = {
 #define STAGECRAFT_X(value, name) {Activation::value, name},
     STAGECRAFT_ACTIVATIONS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+struct BinaryOpInfo {
+  BinaryOp op;
+  std::string_view name;
+};
+
+constexpr BinaryOpInfo kBinaryOps[] = {
+#define STAGECRAFT_X(value, name) {BinaryOp::value, name},
+    STAGECRAFT_BINARY_OPS(STAGECRAFT_X)
 #undef STAGECRAFT_X
 };
 
@@ -45,6 +58,26 @@ std::vector<std::string> activation_names() {
   std::vector<std::string> names;
   for (const auto& info : kActivations) names.emplace_back(info.name);
   return names;
+}
+
+std::string_view to_string(BinaryOp op) { return kBinaryOps[static_cast<int>(op)].name; }
+
+std::optional<BinaryOp> parse_binary_op(std::string_view name) {
+  for (const auto& info : kBinaryOps)
+    if (info.name == name) return info.op;
+  return std::nullopt;
+}
+
+std::vector<std::string> binary_op_names() {
+  std::vector<std::string> names;
+  for (const auto& info : kBinaryOps) names.emplace_back(info.name);
+  return names;
+}
+
+std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank) {
+  std::vector<int64_t> dims = attrs.constant;
+  if (dims.size() < rank) dims.insert(dims.begin(), rank - dims.size(), 1);
+  return dims;
 }
 
 std::string_view to_string(OpKind kind) { return kOpKinds[static_cast<int>(kind)].name; }
@@ -90,7 +123,7 @@ bool attrs_match(OpKind kind, const OpAttrs& attrs) {
   return false;
 }
 
-Activation activation_of_kind(OpKind kind) {
+Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
   switch (kind) {
     case OpKind::kRelu:
       return Activation::kRelu;
@@ -98,22 +131,71 @@ Activation activation_of_kind(OpKind kind) {
       return Activation::kRelu6;
     case OpKind::kSigmoid:
       return Activation::kSigmoid;
+    case OpKind::kHardSwish:
+      return Activation::kHardSwish;
+    case OpKind::kSilu:
+      return Activation::kSilu;
+    case OpKind::kHardSigmoid: {
+      const auto* a = std::get_if<HardSigmoidAttrs>(&attrs);
+      const bool pytorch = a == nullptr || (a->alpha == kHardSigmoidAlpha && a->beta == kHardSigmoidBeta);
+      return pytorch ? Activation::kHardSigmoid : Activation::kNone;
+    }
     default:
       return Activation::kNone;
   }
 }
 
+Activation* fused_activation_field(OpAttrs& attrs) {
+  return std::visit(
+      [](auto& a) -> Activation* {
+        if constexpr (requires { a.activation; }) {
+          return &a.activation;
+        } else {
+          return nullptr;
+        }
+      },
+      attrs);
+}
+
 Activation fused_activation(OpKind kind, const OpAttrs& attrs) {
   switch (kind) {
     case OpKind::kConv2d:
-      return std::get<Conv2dAttrs>(attrs).activation;
     case OpKind::kLinear:
-      return std::get<LinearAttrs>(attrs).activation;
     case OpKind::kAdd:
-      return std::get<AddAttrs>(attrs).activation;
+    case OpKind::kBinary:
+      return std::visit(
+          [](const auto& a) {
+            if constexpr (requires { a.activation; }) {
+              return a.activation;
+            } else {
+              return Activation::kNone;
+            }
+          },
+          attrs);
     default:
       return Activation::kNone;
   }
+}
+
+float apply_activation(Activation act, float x) {
+  const auto relu6 = [](float v) { return std::min(6.0f, std::max(0.0f, v)); };
+  switch (act) {
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return std::max(0.0f, x);
+    case Activation::kRelu6:
+      return relu6(x);
+    case Activation::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case Activation::kHardSigmoid:
+      return relu6(x + 3.0f) / 6.0f;
+    case Activation::kHardSwish:
+      return x * relu6(x + 3.0f) / 6.0f;
+    case Activation::kSilu:
+      return x / (1.0f + std::exp(-x));
+  }
+  return x;
 }
 
 namespace {
@@ -128,6 +210,9 @@ struct SignatureWriter {
     put(name, buffer);
   }
   void operator()(const char* name, const Activation& v, FieldRule) {
+    put(name, std::string(to_string(v)));
+  }
+  void operator()(const char* name, const BinaryOp& v, FieldRule) {
     put(name, std::string(to_string(v)));
   }
   void operator()(const char* name, const Hw& v, FieldRule) {

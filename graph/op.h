@@ -28,12 +28,17 @@ using ValueId = int32_t;
 /// "No op": the producer of a graph input.
 inline constexpr OpId kNoOp = -1;
 
-/// Element-wise activation fused into the epilogue of a conv, linear or add.
+/// Element-wise activation fused into the epilogue of a conv, linear, add or binary op.
+/// hard_sigmoid is PyTorch's: relu6(x + 3) / 6; hard_swish = x · hard_sigmoid(x);
+/// silu (swish) = x · sigmoid(x).
 #define STAGECRAFT_ACTIVATIONS(X) \
   X(kNone, "none")                \
   X(kRelu, "relu")                \
   X(kRelu6, "relu6")              \
-  X(kSigmoid, "sigmoid")
+  X(kSigmoid, "sigmoid")          \
+  X(kHardSigmoid, "hard_sigmoid") \
+  X(kHardSwish, "hard_swish")     \
+  X(kSilu, "silu")
 
 /// A fused activation function.
 enum class Activation : uint8_t {
@@ -48,6 +53,27 @@ std::string_view to_string(Activation activation);
 std::optional<Activation> parse_activation(std::string_view name);
 /// Every activation name.
 std::vector<std::string> activation_names();
+
+/// The operation of a binary element-wise op.
+#define STAGECRAFT_BINARY_OPS(X) \
+  X(kAdd, "add")                 \
+  X(kSub, "sub")                 \
+  X(kMul, "mul")                 \
+  X(kDiv, "div")
+
+/// An element-wise binary operation.
+enum class BinaryOp : uint8_t {
+#define STAGECRAFT_X(value, name) value,
+  STAGECRAFT_BINARY_OPS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+/// Name used in files ("mul").
+std::string_view to_string(BinaryOp op);
+/// Parses a name; nullopt when unknown.
+std::optional<BinaryOp> parse_binary_op(std::string_view name);
+/// Every binary operation name.
+std::vector<std::string> binary_op_names();
 
 /// A (height, width) pair: kernel, stride or dilation.
 struct Hw {
@@ -225,9 +251,70 @@ struct ScaleAttrs {
   bool operator==(const ScaleAttrs&) const = default;
 };
 
+/// PyTorch's HardSigmoid slope (1/6) and offset (1/2).
+inline constexpr double kHardSigmoidAlpha = 1.0 / 6.0;
+inline constexpr double kHardSigmoidBeta = 0.5;
+
+/// Hard sigmoid: y = clamp(alpha · x + beta, 0, 1) (ONNX HardSigmoid; PyTorch's by default).
+struct HardSigmoidAttrs {
+  double alpha = kHardSigmoidAlpha;  ///< slope
+  double beta = kHardSigmoidBeta;    ///< offset
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("alpha", a.alpha, FieldRule::kOptional);
+    v("beta", a.beta, FieldRule::kOptional);
+  }
+  bool operator==(const HardSigmoidAttrs&) const = default;
+};
+
+/// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
+/// not): per-channel scales, squeeze-and-excitation gates. With `constant` set, b is not an input
+/// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
+/// first (c - a, c / a).
+struct BinaryAttrs {
+  BinaryOp op = BinaryOp::kMul;                 ///< the operation
+  std::vector<int64_t> constant;                ///< shape of a constant operand; empty: two inputs
+  bool constant_first = false;                  ///< the constant is the first operand
+  Activation activation = Activation::kNone;    ///< fused activation
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("op", a.op, FieldRule::kRequired);
+    v("constant", a.constant, FieldRule::kOptional);
+    v("constant_first", a.constant_first, FieldRule::kOptional);
+    v("activation", a.activation, FieldRule::kOptional);
+  }
+  bool operator==(const BinaryAttrs&) const = default;
+};
+
+/// The shape of a binary op's constant at `rank` (leading 1s added, as NumPy aligns trailing
+/// dimensions).
+std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank);
+
+/// Reshape keeping the batch: the output is [N, dims...] with the same elements in plain (NCHW or
+/// NC) order; rank 2 or 4 in and out ([N, C, 1, 1] <-> [N, C], flattening, unflattening).
+struct ReshapeAttrs {
+  std::vector<int64_t> dims;  ///< output dimensions after the batch (1 or 3 of them)
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("dims", a.dims, FieldRule::kRequired);
+  }
+  bool operator==(const ReshapeAttrs&) const = default;
+};
+
+/// Channel shuffle (ShuffleNet): channels viewed as [groups, C / groups], transposed, flattened:
+/// output channel k · groups + g is input channel g · (C / groups) + k.
+struct ChannelShuffleAttrs {
+  int64_t groups = 1;  ///< the number of groups
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("groups", a.groups, FieldRule::kRequired);
+  }
+  bool operator==(const ChannelShuffleAttrs&) const = default;
+};
+
 /// The one list of op kinds: enum value, name in files, attribute type.
 /// Concat, Split and Slice work on the channel axis; Softmax on the feature axis of an N×C tensor;
-/// Flatten turns N×C×H×W into N×(C·H·W).
+/// Flatten turns N×C×H×W into N×(C·H·W); the global pools reduce H and W to 1.
 #define STAGECRAFT_OP_KINDS(X)                         \
   X(kConv2d, "conv2d", Conv2dAttrs)                    \
   X(kBatchNorm, "batch_norm", BatchNormAttrs)          \
@@ -246,7 +333,14 @@ struct ScaleAttrs {
   X(kFlatten, "flatten", NoAttrs)                      \
   X(kLinear, "linear", LinearAttrs)                    \
   X(kSoftmax, "softmax", NoAttrs)                      \
-  X(kScale, "scale", ScaleAttrs)
+  X(kScale, "scale", ScaleAttrs)                       \
+  X(kHardSigmoid, "hard_sigmoid", HardSigmoidAttrs)    \
+  X(kHardSwish, "hard_swish", NoAttrs)                 \
+  X(kSilu, "silu", NoAttrs)                            \
+  X(kBinary, "binary", BinaryAttrs)                    \
+  X(kGlobalMaxPool, "global_max_pool", NoAttrs)        \
+  X(kReshape, "reshape", ReshapeAttrs)                 \
+  X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -257,7 +351,8 @@ enum class OpKind : uint8_t {
 
 /// Typed attributes of any kind (the alternative must match the op's kind).
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
-                             AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs>;
+                             AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
+                             HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);
@@ -271,10 +366,15 @@ std::vector<OpKind> all_op_kinds();
 OpAttrs default_attrs(OpKind kind);
 /// Whether `attrs` holds the type `kind` takes.
 bool attrs_match(OpKind kind, const OpAttrs& attrs);
-/// The activation an element-wise op computes (kNone for other kinds).
-Activation activation_of_kind(OpKind kind);
-/// The activation fused into a conv, linear or add (kNone for other kinds).
+/// The activation an element-wise op computes (kNone for other kinds; a hard_sigmoid op only
+/// with PyTorch's slope and offset, which is what the fused activation means).
+Activation activation_of_kind(OpKind kind, const OpAttrs& attrs = NoAttrs{});
+/// The activation fused into a conv, linear, add or binary op (kNone for other kinds).
 Activation fused_activation(OpKind kind, const OpAttrs& attrs);
+/// The fused activation of an op, writable (nullptr for kinds without one).
+Activation* fused_activation_field(OpAttrs& attrs);
+/// act(x) on the host (reference semantics shared by tests, the analytic model and exporters).
+float apply_activation(Activation act, float x);
 
 /// An operator: a kind, its attributes, the values it reads and the values it produces.
 struct Op {

@@ -15,6 +15,15 @@ struct Decision {
   bool drop = false;
   ValueId alias = -1;                // old value that replaces the dropped op's output
   std::optional<OpAttrs> new_attrs;  // for kept ops
+  std::optional<OpKind> new_kind;    // for kept ops (with new_attrs of that kind)
+  std::optional<std::vector<ValueId>> new_inputs;  // for kept ops (old values)
+
+  static Decision dropped(ValueId alias) {
+    Decision d;
+    d.drop = true;
+    d.alias = alias;
+    return d;
+  }
 };
 
 // Rebuilds `graph` applying per-op decisions; dropped ops forward their output to an alias.
@@ -37,8 +46,9 @@ Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_
       continue;
     }
     std::vector<ValueId> inputs;
-    for (ValueId v : op.inputs) inputs.push_back(resolve(v));
-    const OpId id = out.add_op(op.name, op.kind, d.new_attrs ? *d.new_attrs : op.attrs, inputs);
+    for (ValueId v : d.new_inputs ? *d.new_inputs : op.inputs) inputs.push_back(resolve(v));
+    const OpId id = out.add_op(op.name, d.new_kind.value_or(op.kind),
+                               d.new_attrs ? *d.new_attrs : op.attrs, inputs);
     for (size_t i = 0; i < op.outputs.size(); ++i) map[op.outputs[i]] = out.op(id).outputs[i];
   }
   for (ValueId v : graph.outputs()) out.add_output(resolve(v));
@@ -71,7 +81,7 @@ Graph fold_batch_norm(const Graph& graph, PassLog* log) {
     if (kept.new_attrs) conv = std::get<Conv2dAttrs>(*kept.new_attrs);
     conv.bias = true;
     kept.new_attrs = conv;
-    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->folded.push_back({graph.op(*producer).name, op.name});
   }
   return rebuild(graph, decisions);
@@ -80,7 +90,7 @@ Graph fold_batch_norm(const Graph& graph, PassLog* log) {
 Graph fuse_activations(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
-    const Activation act = activation_of_kind(op.kind);
+    const Activation act = activation_of_kind(op.kind, op.attrs);
     if (act == Activation::kNone) continue;
     const auto producer = sole_producer(graph, op);
     if (!producer) continue;
@@ -99,8 +109,34 @@ Graph fuse_activations(const Graph& graph, PassLog* log) {
         attrs);
     if (!fused) continue;
     decisions[p.id].new_attrs = attrs;
-    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->fused.push_back({p.name, op.name});
+  }
+  return rebuild(graph, decisions);
+}
+
+Graph recognise_gated_activations(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kBinary || op.inputs.size() != 2) continue;
+    const auto& a = op.attrs_as<BinaryAttrs>();
+    if (a.op != BinaryOp::kMul || a.activation != Activation::kNone) continue;
+    for (size_t slot = 0; slot < 2; ++slot) {
+      const ValueId gate = op.inputs[slot];
+      const ValueId x = op.inputs[1 - slot];
+      const OpId g = graph.value(gate).producer;
+      if (g == kNoOp || graph.op(g).inputs.size() != 1 || graph.op(g).inputs[0] != x) continue;
+      if (graph.consumers(gate).size() != 1 || graph.is_output(gate) || decisions[g].drop) continue;
+      const Activation gate_act = activation_of_kind(graph.op(g).kind, graph.op(g).attrs);
+      const OpKind fused = gate_act == Activation::kSigmoid       ? OpKind::kSilu
+                           : gate_act == Activation::kHardSigmoid ? OpKind::kHardSwish
+                                                                  : OpKind::kIdentity;
+      if (fused == OpKind::kIdentity || graph.value(x).desc.shape != graph.value(gate).desc.shape) continue;
+      decisions[g] = Decision::dropped(x);
+      decisions[op.id] = Decision{false, -1, OpAttrs{NoAttrs{}}, fused, std::vector<ValueId>{x}};
+      if (log) log->recognised.push_back({op.name, graph.op(g).name, std::string(to_string(fused))});
+      break;
+    }
   }
   return rebuild(graph, decisions);
 }
@@ -111,14 +147,15 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
     if (op.kind != OpKind::kIdentity) continue;
     // A graph input passed straight to a graph output keeps its identity: outputs must be ops.
     if (graph.is_output(op.outputs[0]) && graph.value(op.inputs[0]).producer == kNoOp) continue;
-    decisions[op.id] = Decision{true, op.inputs[0], std::nullopt};
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->removed.push_back(op.name);
   }
   return rebuild(graph, decisions);
 }
 
 Graph prepare_for_inference(const Graph& graph, PassLog* log) {
-  return remove_identities(fuse_activations(fold_batch_norm(graph, log), log), log);
+  return remove_identities(
+      fuse_activations(recognise_gated_activations(fold_batch_norm(graph, log), log), log), log);
 }
 
 }  // namespace stagecraft::graph

@@ -25,25 +25,37 @@ struct FusedActivation {
   std::string activation;  ///< name of the activation op (removed)
 };
 
+/// A gated activation recognised: x · gate(x) became one op.
+struct RecognisedActivation {
+  std::string mul;   ///< name of the multiplication (kept, now the activation)
+  std::string gate;  ///< name of the sigmoid or hard sigmoid (removed)
+  std::string kind;  ///< "silu" or "hard_swish"
+};
+
 /// What the inference passes changed.
 struct PassLog {
-  std::vector<FoldedBatchNorm> folded;  ///< batch norms folded into convolutions
-  std::vector<FusedActivation> fused;   ///< activations fused into producers
-  std::vector<std::string> removed;     ///< identity ops removed
+  std::vector<FoldedBatchNorm> folded;        ///< batch norms folded into convolutions
+  std::vector<RecognisedActivation> recognised;  ///< x · sigmoid(x) and x · hard_sigmoid(x)
+  std::vector<FusedActivation> fused;         ///< activations fused into producers
+  std::vector<std::string> removed;           ///< identity ops removed
 };
 
 /// Folds every batch norm whose input is a convolution read by nothing else into that
 /// convolution (which gains a bias). Batch norms after other ops stay.
 Graph fold_batch_norm(const Graph& graph, PassLog* log = nullptr);
 
-/// Fuses ReLU, ReLU6 and Sigmoid into a preceding conv, linear or add that has no activation yet
-/// and whose output is read by nothing else.
+/// Recognises x · sigmoid(x) as one SiLU op and x · hard_sigmoid(x) (PyTorch's) as one hard swish
+/// (how exporters write them), when the gate is read by the multiplication alone.
+Graph recognise_gated_activations(const Graph& graph, PassLog* log = nullptr);
+
+/// Fuses ReLU, ReLU6, Sigmoid, HardSigmoid (PyTorch's), HardSwish and SiLU into a preceding conv,
+/// linear, add or binary op that has no activation yet and whose output is read by nothing else.
 Graph fuse_activations(const Graph& graph, PassLog* log = nullptr);
 
 /// Removes identity ops, rewiring their readers to the identity's input.
 Graph remove_identities(const Graph& graph, PassLog* log = nullptr);
 
-/// fold_batch_norm, then fuse_activations, then remove_identities.
+/// fold_batch_norm, recognise_gated_activations, fuse_activations, then remove_identities.
 Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr);
 
 /// The same graph with every input's batch dimension set to `batch` and shapes inferred again.

@@ -20,12 +20,7 @@ constexpr double kU8Max = 255.0;
 constexpr double kI8Max = 127.0;
 constexpr double kTinyRange = 1e-8;  // a value that is all zeros still gets a usable scale
 
-Activation fused_activation(const Op& op) {
-  if (op.kind == OpKind::kConv2d) return op.attrs_as<Conv2dAttrs>().activation;
-  if (op.kind == OpKind::kLinear) return op.attrs_as<LinearAttrs>().activation;
-  if (op.kind == OpKind::kAdd) return op.attrs_as<AddAttrs>().activation;
-  return Activation::kNone;
-}
+Activation fused_activation(const Op& op) { return graph::fused_activation(op.kind, op.attrs); }
 
 class UnionFind {
  public:
@@ -161,7 +156,7 @@ class Quantizer {
   QType output_type(const Op& op, ValueId v, const TensorDesc& input) const {
     if (keeps_scale(op.kind)) return QType{input.dtype, input.scale};
     if (rescales(op.kind) &&
-        (g_.is_output(v) || fused_activation(op) == Activation::kSigmoid)) {
+        (g_.is_output(v) || !scales_with_units(fused_activation(op)))) {
       return QType{};  // f32 epilogue: the sigmoid (or the caller) sees real values
     }
     return class_type_[v];
@@ -214,6 +209,10 @@ double number(const std::string& path, const YAML::Node& map, const char* key) {
 }
 
 }  // namespace
+
+bool scales_with_units(Activation act) {
+  return act == Activation::kNone || act == Activation::kRelu || act == Activation::kRelu6;
+}
 
 bool keeps_scale(OpKind kind) {
   switch (kind) {

@@ -68,6 +68,10 @@ bool keeps_scale(OpKind kind);
 /// Kinds that compute in int8 and write any output scale, requantising in their epilogue:
 /// convolution, linear layer, addition.
 bool rescales(OpKind kind);
+/// Whether `act` can run on quantised values in their own units (none, ReLU, and ReLU6 with its
+/// bound rescaled); the others (sigmoid, hard sigmoid, hard swish, SiLU) act on real values, so
+/// a kernel that fuses one writes f32.
+bool scales_with_units(Activation act);
 
 /// Whether any value of the graph is quantised (u8/i8): such graphs compute in int8.
 bool is_quantised(const Graph& graph);

@@ -1,5 +1,7 @@
 #include "graph/shape_inference.h"
 
+#include <algorithm>
+
 #include "common/strings.h"
 #include "graph/errors.h"
 
@@ -145,6 +147,66 @@ std::vector<TensorDesc> infer_split(const Checker& check, const SplitAttrs& a,
   return outputs;
 }
 
+// The shape of a broadcast binary op's operands and result (NumPy rules: trailing dimensions
+// aligned, each pair equal or one of them 1).
+Shape broadcast_shape(const Checker& check, const Shape& a, std::vector<int64_t> b) {
+  check.require(b.size() <= a.rank(), cat("the second operand ", Shape(b).to_string(),
+                                          " has a higher rank than the first ", a.to_string()));
+  b.insert(b.begin(), a.rank() - b.size(), 1);
+  std::vector<int64_t> out(a.dims().begin(), a.dims().end());
+  for (size_t i = 0; i < out.size(); ++i) {
+    check.require(b[i] == out[i] || b[i] == 1 || out[i] == 1,
+                  cat("shapes ", a.to_string(), " and ", Shape(b).to_string(),
+                      " do not broadcast (dimension ", i, ")"));
+    out[i] = std::max(out[i], b[i]);
+  }
+  return Shape(out);
+}
+
+std::vector<TensorDesc> infer_binary(const Checker& check, const BinaryAttrs& a,
+                                     const std::vector<TensorDesc>& inputs) {
+  const bool constant = !a.constant.empty();
+  check.arity(inputs, constant ? 1 : 2, constant ? 1 : 2);
+  const TensorDesc& x = inputs[0];
+  check.require(x.shape.rank() == 2 || x.shape.rank() == 4,
+                cat("input must have rank 2 or 4, got ", x.shape.to_string()));
+  if (constant) {
+    for (int64_t d : a.constant) check.require(d >= 1, cat("constant dimensions must be >= 1"));
+    const Shape out = broadcast_shape(check, x.shape, a.constant);
+    check.require(out == x.shape, cat("the constant ", Shape(a.constant).to_string(),
+                                      " must broadcast to the input ", x.shape.to_string()));
+    return {x};
+  }
+  check.require(!a.constant_first, "constant_first needs a constant");
+  check.require(inputs[1].shape.rank() == x.shape.rank(),
+                cat("inputs must have the same rank, got ", x.shape.to_string(), " and ",
+                    inputs[1].shape.to_string()));
+  check_same_dtype(check, inputs);
+  const std::vector<int64_t> b(inputs[1].shape.dims().begin(), inputs[1].shape.dims().end());
+  return {with_shape(x, broadcast_shape(check, x.shape, b))};
+}
+
+std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& a,
+                                      const TensorDesc& x) {
+  check.require(x.shape.rank() == 2 || x.shape.rank() == 4,
+                cat("input must have rank 2 or 4, got ", x.shape.to_string()));
+  check.require(a.dims.size() == 1 || a.dims.size() == 3,
+                cat("dims must give 1 or 3 dimensions after the batch (rank 2 or 4), got ",
+                    a.dims.size()));
+  int64_t n = 1;
+  for (int64_t d : a.dims) {
+    check.require(d >= 1, cat("dims must be >= 1"));
+    n *= d;
+  }
+  const int64_t batch = x.shape[0];
+  check.require(n * batch == x.shape.numel(),
+                cat("cannot reshape ", x.shape.to_string(), " (", x.shape.numel() / batch,
+                    " elements per sample) to ", n, " elements per sample"));
+  std::vector<int64_t> dims{batch};
+  dims.insert(dims.end(), a.dims.begin(), a.dims.end());
+  return {with_shape(x, Shape(dims))};
+}
+
 }  // namespace
 
 int64_t window_output_size(int64_t size, int64_t pad_begin, int64_t pad_end, int64_t kernel,
@@ -185,15 +247,35 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kSigmoid:
     case OpKind::kIdentity:
     case OpKind::kScale:
+    case OpKind::kHardSwish:
+    case OpKind::kSilu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
+    case OpKind::kHardSigmoid:
+      check.arity(inputs, 1, 1);
+      check.require(op.attrs_as<HardSigmoidAttrs>().alpha != 0, "alpha must not be 0");
+      return {inputs[0]};
+    case OpKind::kBinary:
+      return infer_binary(check, op.attrs_as<BinaryAttrs>(), inputs);
+    case OpKind::kReshape:
+      check.arity(inputs, 1, 1);
+      return infer_reshape(check, op.attrs_as<ReshapeAttrs>(), inputs[0]);
+    case OpKind::kChannelShuffle: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const int64_t g = op.attrs_as<ChannelShuffleAttrs>().groups;
+      check.require(g >= 1 && inputs[0].shape[1] % g == 0,
+                    cat("groups ", g, " must divide the ", inputs[0].shape[1], " channels"));
+      return {inputs[0]};
+    }
     case OpKind::kMaxPool:
       check.arity(inputs, 1, 1);
       return infer_pool(check, op.attrs_as<MaxPoolAttrs>(), inputs[0]);
     case OpKind::kAvgPool:
       check.arity(inputs, 1, 1);
       return infer_pool(check, op.attrs_as<AvgPoolAttrs>(), inputs[0]);
-    case OpKind::kGlobalAvgPool: {
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kGlobalMaxPool: {
       check.arity(inputs, 1, 1);
       check.rank(inputs[0], 4);
       const Shape& s = inputs[0].shape;

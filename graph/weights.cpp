@@ -40,6 +40,13 @@ std::pair<size_t, size_t> weight_shape(const Graph& graph, OpId id) {
     return {static_cast<size_t>(a.in_features * a.out_features),
             a.bias ? static_cast<size_t>(a.out_features) : 0};
   }
+  if (op.kind == OpKind::kBinary) {
+    const auto& a = op.attrs_as<BinaryAttrs>();
+    if (a.constant.empty()) return {0, 0};
+    size_t n = 1;
+    for (int64_t d : a.constant) n *= static_cast<size_t>(d);
+    return {n, 0};
+  }
   return {0, 0};
 }
 
@@ -57,6 +64,9 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
       OpWeights& entry = store[op.name];
       entry.weight = uniform(rng, w, -bound, bound);
       if (b > 0) entry.bias = uniform(rng, b, -kBiasScale, kBiasScale);
+    } else if (op.kind == OpKind::kBinary && weight_shape(graph, op.id).first > 0) {
+      // Constants of scale-like size, away from 0 (they may divide).
+      store[op.name].weight = uniform(rng, weight_shape(graph, op.id).first, 0.5, 1.5);
     } else if (op.kind == OpKind::kBatchNorm) {
       const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
       OpWeights& entry = store[op.name];

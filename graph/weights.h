@@ -23,7 +23,8 @@ namespace stagecraft::graph {
 
 /// Parameters of one op, in logical layouts.
 struct OpWeights {
-  std::vector<float> weight;  ///< conv: O × (I/groups) × KH × KW; linear: out × in
+  std::vector<float> weight;  ///< conv: O × (I/groups) × KH × KW; linear: out × in; binary: its
+                              ///< constant operand (row-major, BinaryAttrs::constant)
   std::vector<float> bias;    ///< conv, linear: per output channel (empty when the op has none)
   std::vector<float> gamma;   ///< batch norm: scale per channel
   std::vector<float> beta;    ///< batch norm: shift per channel

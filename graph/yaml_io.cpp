@@ -24,7 +24,8 @@ constexpr int kFormatVersion = 1;
 
 // ---- Generic attribute field access ------------------------------------------------------------
 
-using FieldPtr = std::variant<int64_t*, bool*, double*, Activation*, Hw*, Pads*, std::vector<int64_t>*>;
+using FieldPtr = std::variant<int64_t*, bool*, double*, Activation*, BinaryOp*, Hw*, Pads*,
+                              std::vector<int64_t>*>;
 
 struct Field {
   const char* name;
@@ -71,7 +72,7 @@ void emit_field(YAML::Emitter& out, const FieldPtr& ptr) {
           out << (*p ? "true" : "false");
         } else if constexpr (std::is_same_v<T, double>) {
           out << format_double(*p);
-        } else if constexpr (std::is_same_v<T, Activation>) {
+        } else if constexpr (std::is_same_v<T, Activation> || std::is_same_v<T, BinaryOp>) {
           out << std::string(to_string(*p));
         } else if constexpr (std::is_same_v<T, Hw>) {
           if (p->h == p->w) out << p->h;
@@ -180,6 +181,14 @@ class Reader {
                              join(activation_names(), ", "), ")"));
             }
             *p = *act;
+          } else if constexpr (std::is_same_v<T, BinaryOp>) {
+            const std::string name = scalar(node, what);
+            const auto op = parse_binary_op(name);
+            if (!op) {
+              fail(node, cat(what, ": unknown binary operation '", name, "' (known: ",
+                             join(binary_op_names(), ", "), ")"));
+            }
+            *p = *op;
           } else if constexpr (std::is_same_v<T, Hw>) {
             if (node.IsScalar()) {
               *p = Hw::square(integer(node, what));

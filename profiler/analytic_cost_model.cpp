@@ -115,14 +115,16 @@ KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::
       return streaming(out_elements, out_elements * a.kernel.h * a.kernel.w, in_bytes + out_bytes);
     }
     case OpKind::kGlobalAvgPool:
+    case OpKind::kGlobalMaxPool:
       return streaming(static_cast<double>(in[0].shape.numel()), 0, in_bytes + out_bytes);
     case OpKind::kConcat:
     case OpKind::kSplit:
     case OpKind::kSlice:
     case OpKind::kFlatten:
+    case OpKind::kReshape:
     case OpKind::kIdentity:
       return KernelEstimate{};  // views: producers write into, and readers read from, slices
-    default:  // batch norm, activations, add, pad, softmax: element-wise
+    default:  // batch norm, activations, add, binary, shuffle, pad, softmax: element-wise
       return streaming(out_elements, out_elements * static_cast<double>(in.size()),
                        in_bytes + out_bytes);
   }

@@ -229,7 +229,8 @@ namespace cpu {
 
 const OpFamily& family_of(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
-                                              &kElementwiseFamily, &kDataMovementFamily};
+                                              &kElementwiseFamily, &kBinaryFamily,
+                                              &kDataMovementFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

@@ -5,6 +5,7 @@
 
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
+#include "executor/op_rules.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -86,8 +87,20 @@ std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx)
 }
 
 std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
-  // Zero the destination, then copy the overlapping window (negative pads crop).
-  const auto& p = std::get<graph::PadAttrs>(spec.attrs).pads;
+  // Fill the destination (zero it, or copy a constant tensor of the fill value made at creation:
+  // a reorder keeps the padding lanes of blocked layouts zero), then copy the overlapping window
+  // (negative pads crop).
+  const auto& a = std::get<graph::PadAttrs>(spec.attrs);
+  const auto& p = a.pads;
+  if (a.value != 0) {
+    const memory::desc full = md(spec.dsts[0]);
+    const std::vector<float> fill(static_cast<size_t>(spec.dsts[0].shape.numel()),
+                                  static_cast<float>(a.value));
+    memory filled = pack(ctx, plain_md(spec.dsts[0].shape, spec.dsts[0].dtype), full, fill);
+    dnnl::reorder::primitive_desc pd(ctx.engine, full, ctx.engine, full, make_attr());
+    k.add({dnnl::reorder(pd), {{DNNL_ARG_DST, dst_slot(0), full}}, {{DNNL_ARG_SRC, filled}}},
+          scratch(pd));
+  }
   const graph::Shape& in = spec.srcs[0].shape;
   const int64_t src_top = std::max<int64_t>(0, -p.top), dst_top = std::max<int64_t>(0, p.top);
   const int64_t src_left = std::max<int64_t>(0, -p.left), dst_left = std::max<int64_t>(0, p.left);
@@ -96,18 +109,51 @@ std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const memory::dims window{in[0], in[1], rows, cols};
   const memory::desc src = md(spec.srcs[0]).submemory_desc(window, {0, 0, src_top, src_left});
   const memory::desc dst = md(spec.dsts[0]).submemory_desc(window, {0, 0, dst_top, dst_left});
-  k.add_reorder(ctx, src, 0, dst, dst_slot(0), /*zero_dst=*/0);
+  k.add_reorder(ctx, src, 0, dst, dst_slot(0), /*zero_dst=*/a.value != 0 ? SIZE_MAX : 0);
   return "reorder";
+}
+
+// Reshape keeping the batch: the elements in plain order do not move, so it is a reorder into
+// plain order (when the source is blocked), the bytes read as the new shape, and a reorder into
+// the destination's layout (when that is blocked); the plan makes it a view when both are plain.
+std::string build_reshape(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+  const graph::TensorDesc& in = spec.srcs[0];
+  const graph::TensorDesc& out = spec.dsts[0];
+  const memory::desc in_plain = plain_md(in.shape, in.dtype);
+  const memory::desc out_plain = plain_md(out.shape, out.dtype);
+  const bool in_is_plain = md(in) == in_plain, out_is_plain = md(out) == out_plain;
+  if (in_is_plain) {
+    k.add_reorder(ctx, out_plain, 0, md(out), dst_slot(0));  // the source read as the new shape
+  } else if (out_is_plain) {
+    k.add_reorder(ctx, md(in), 0, in_plain, dst_slot(0));  // written in plain order
+  } else {
+    k.reserve_temp(in_plain.get_size());
+    k.add_reorder(ctx, md(in), 0, in_plain, DnnlKernel::kTemp);
+    k.add_reorder(ctx, out_plain, DnnlKernel::kTemp, md(out), dst_slot(0));
+  }
+  return "reorder";
+}
+
+dnnl::shuffle_forward::primitive_desc shuffle_pd(const KernelSpec& spec, const DnnlContext& ctx) {
+  // oneDNN's group size is the number of channels in a group of its view, C / groups of ours.
+  const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
+  dnnl::shuffle_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), 1,
+                                spec.srcs[0].shape[1] / groups);
+  return {d, ctx.engine, make_attr()};
 }
 
 Support check(const KernelSpec& spec, DnnlContext& ctx) {
   switch (spec.kind) {
     case OpKind::kPad:
-      if (std::get<graph::PadAttrs>(spec.attrs).value != 0) {
+      if (std::get<graph::PadAttrs>(spec.attrs).value != 0 && spec.dsts[0].dtype != graph::DataType::kF32) {
         return Support::unsupported(SupportReason::kAttributes,
-                                    "padding with a value other than 0 is not supported");
+                                    "quantised padding with a value other than 0 is not supported");
       }
       return Support::native();
+    case OpKind::kChannelShuffle:
+      if (Support s = same_layout_support(spec); !s.runnable()) return s;
+      return implementation_support(shuffle_pd(spec, ctx).impl_info_str(),
+                                    cat("channel shuffle in ", graph::to_string(spec.dsts[0].layout)));
     case OpKind::kConcat:
       // The reference kernel is replaced by reorders through nchw (build_concat) in rank 4.
       if (spec.dsts[0].shape.rank() == 4) return Support::native();
@@ -127,6 +173,15 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
       return build_split(k, spec, ctx);
     case OpKind::kPad:
       return build_pad(k, spec, ctx);
+    case OpKind::kReshape:
+      return build_reshape(k, spec, ctx);
+    case OpKind::kChannelShuffle: {
+      const auto pd = shuffle_pd(spec, ctx);
+      k.add({dnnl::shuffle_forward(pd),
+             {{DNNL_ARG_SRC, 0, md(spec.srcs[0])}, {DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}},
+            scratch(pd));
+      return pd.impl_info_str();
+    }
     case OpKind::kFlatten:
       // Reorder into the plain nchw order, which is the N×(C·H·W) matrix.
       k.add_reorder(ctx, md(spec.srcs[0]), 0, plain_md(spec.srcs[0].shape, spec.srcs[0].dtype),
@@ -143,7 +198,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 
 const OpFamily kDataMovementFamily{"data movement",
                                    {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice,
-                                    OpKind::kIdentity, OpKind::kPad, OpKind::kFlatten},
+                                    OpKind::kIdentity, OpKind::kPad, OpKind::kFlatten,
+                                    OpKind::kReshape, OpKind::kChannelShuffle},
                                    check,
                                    build};
 

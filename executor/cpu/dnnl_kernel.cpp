@@ -65,20 +65,30 @@ memory::desc plain_md(const graph::Shape& shape, DataType type) {
 
 bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }
 
-void add_activation(dnnl::post_ops& ops, Activation act, float relu6_max) {
+std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
   switch (act) {
     case Activation::kNone:
-      return;
+      return {};
     case Activation::kRelu:
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      return;
+      return {{dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}};
     case Activation::kRelu6:
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, relu6_max);
-      return;
+      return {{dnnl::algorithm::eltwise_clip, 0.0f, relu6_max}};
     case Activation::kSigmoid:
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
-      return;
+      return {{dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f}};
+    case Activation::kHardSigmoid:  // relu6(x + 3) / 6 = clip(x / 6 + 1 / 2, 0, 1)
+      return {{dnnl::algorithm::eltwise_linear, static_cast<float>(graph::kHardSigmoidAlpha),
+               static_cast<float>(graph::kHardSigmoidBeta)},
+              {dnnl::algorithm::eltwise_clip, 0.0f, 1.0f}};
+    case Activation::kHardSwish:
+      return {{dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}};
+    case Activation::kSilu:
+      return {{dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}};
   }
+  return {};
+}
+
+void add_activation(dnnl::post_ops& ops, Activation act, float relu6_max) {
+  for (const EltwiseStep& e : eltwise_steps(act, relu6_max)) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
 }
 
 dnnl::primitive_attr make_attr(Activation act) {
@@ -155,9 +165,10 @@ void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& s
   kernel.add(std::move(step), scratchpad);
 }
 
-void DnnlKernel::add(StepSpec step, size_t scratchpad) {
+void DnnlKernel::add(StepSpec step, size_t scratchpad, std::string impl) {
   scratch_ = std::max(scratch_, (scratchpad + kAlignment - 1) / kAlignment * kAlignment);
   specs_.push_back(std::move(step));
+  impls_.push_back(std::move(impl));
 }
 
 void DnnlKernel::add_reorder(DnnlContext& ctx, const memory::desc& src, int src_slot,
@@ -174,19 +185,23 @@ void DnnlKernel::add_reorder(DnnlContext& ctx, const memory::desc& src, int src_
 
 void DnnlKernel::add_eltwise(DnnlContext& ctx, Activation act, const memory::desc& desc,
                              int src_slot, int dst_slot_index, float relu6_max) {
-  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
-  float beta = 0;
-  if (act == Activation::kRelu6) {
-    alg = dnnl::algorithm::eltwise_clip;
-    beta = relu6_max;
-  } else if (act == Activation::kSigmoid) {
-    alg = dnnl::algorithm::eltwise_logistic;
-  }
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, desc, 0.0f, beta);
-  dnnl::eltwise_forward::primitive_desc pd(d, make_attr(), ctx.engine);
+  add_eltwise_steps(ctx, eltwise_steps(act, relu6_max), desc, src_slot, dst_slot_index);
+}
+
+void DnnlKernel::add_eltwise_steps(DnnlContext& ctx, const std::vector<EltwiseStep>& steps,
+                                   const memory::desc& desc, int src_slot, int dst_slot_index) {
+  if (steps.empty()) return;
+  // The first step is the primitive, the others its post-ops.
+  dnnl::primitive_attr attr = make_attr();
+  dnnl::post_ops ops;
+  for (size_t i = 1; i < steps.size(); ++i) ops.append_eltwise(1.0f, steps[i].alg, steps[i].alpha, steps[i].beta);
+  attr.set_post_ops(ops);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, steps[0].alg, desc,
+                                steps[0].alpha, steps[0].beta);
+  dnnl::eltwise_forward::primitive_desc pd(d, attr, ctx.engine);
   add({dnnl::eltwise_forward(pd),
        {{DNNL_ARG_SRC, src_slot, desc}, {DNNL_ARG_DST, dst_slot_index, desc}}},
-      scratch(pd));
+      scratch(pd), pd.impl_info_str());
 }
 
 void DnnlKernel::bind(const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,

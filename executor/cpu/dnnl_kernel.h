@@ -40,7 +40,15 @@ bool quantised(const graph::TensorDesc& d);
 
 // ---- Attributes ----------------------------------------------------------------------------
 
-/// Appends `act` as an eltwise post-op; ReLU6 clips at `relu6_max` (the bound in the
+/// One oneDNN eltwise operation.
+struct EltwiseStep {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+/// The eltwise operations computing `act` (hard sigmoid takes two); ReLU6 clips at `relu6_max`.
+std::vector<EltwiseStep> eltwise_steps(graph::Activation act, float relu6_max = kRelu6Max);
+
+/// Appends `act` as eltwise post-ops; ReLU6 clips at `relu6_max` (the bound in the
 /// destination's units).
 void add_activation(dnnl::post_ops& ops, graph::Activation act, float relu6_max = kRelu6Max);
 /// Attributes with a user scratchpad and `act` as a post-op.
@@ -114,8 +122,11 @@ class DnnlKernel : public Kernel {
   DnnlKernel(dnnl::engine engine, int threads) : engine_(std::move(engine)), threads_(threads) {}
 
   void set_implementation(std::string impl) { impl_ = std::move(impl); }
-  /// Appends a step that needs `scratchpad` bytes of scratch memory.
-  void add(StepSpec step, size_t scratchpad);
+  /// Appends a step that needs `scratchpad` bytes of scratch memory; `impl` names its oneDNN
+  /// implementation (for step_implementation()).
+  void add(StepSpec step, size_t scratchpad, std::string impl = "");
+  /// The implementation name given with step `i` ("" when none was).
+  const std::string& step_implementation(size_t i) const { return impls_.at(i); }
   /// Reserves a temporary tensor inside the workspace (after the scratchpad).
   void reserve_temp(size_t bytes) { temp_ = std::max(temp_, bytes); }
   /// Appends a reorder from `src` (slot `src_slot`) to `dst` (slot `dst_slot_index`).
@@ -125,6 +136,10 @@ class DnnlKernel : public Kernel {
   /// Appends an eltwise step computing `act` from slot `src_slot` into `dst_slot_index`.
   void add_eltwise(DnnlContext& ctx, graph::Activation act, const dnnl::memory::desc& desc,
                    int src_slot, int dst_slot_index, float relu6_max = kRelu6Max);
+  /// Appends one eltwise step computing `steps` (the first as the primitive, the rest as
+  /// post-ops) from slot `src_slot` into `dst_slot_index`.
+  void add_eltwise_steps(DnnlContext& ctx, const std::vector<EltwiseStep>& steps,
+                         const dnnl::memory::desc& desc, int src_slot, int dst_slot_index);
 
   size_t workspace_bytes() const override { return scratch_ + temp_; }
   std::string implementation() const override { return impl_; }
@@ -150,6 +165,7 @@ class DnnlKernel : public Kernel {
   size_t scratch_ = 0;  // scratchpad bytes (aligned); the temporary follows it
   size_t temp_ = 0;
   std::vector<StepSpec> specs_;
+  std::vector<std::string> impls_;  // per step
   std::vector<Step> steps_;
   std::vector<Zero> zero_;
 };

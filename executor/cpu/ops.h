@@ -31,8 +31,10 @@ const OpFamily& family_of(graph::OpKind kind);
 // The families (one file each).
 extern const OpFamily kConvolutionFamily;  // conv2d
 extern const OpFamily kLinearFamily;       // linear
-extern const OpFamily kPoolingFamily;      // max_pool, avg_pool, global_avg_pool
-extern const OpFamily kElementwiseFamily;  // relu, relu6, sigmoid, scale, batch_norm, add, softmax
-extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten
+extern const OpFamily kPoolingFamily;      // max_pool, avg_pool, global_avg_pool, global_max_pool
+extern const OpFamily kElementwiseFamily;  // activations, scale, batch_norm, softmax
+extern const OpFamily kBinaryFamily;       // add, binary
+extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten, reshape,
+                                            // channel_shuffle
 
 }  // namespace stagecraft::executor::cpu

@@ -1,4 +1,4 @@
-// Pooling on oneDNN: max, average (with or without the padding counted) and global average.
+// Pooling on oneDNN: max, average (with or without the padding counted), global average and max.
 #include <algorithm>
 
 #include "common/strings.h"
@@ -30,10 +30,11 @@ Window window_of(const KernelSpec& spec) {
                                   : dnnl::algorithm::pooling_avg_exclude_padding,
               a.kernel, a.stride, a.padding};
     }
-    default: {  // global average
+    default: {  // global average or max
       const graph::Shape& s = spec.srcs[0].shape;
-      return {dnnl::algorithm::pooling_avg_exclude_padding, graph::Hw{s[2], s[3]}, graph::Hw{1, 1},
-              graph::Pads{}};
+      return {spec.kind == graph::OpKind::kGlobalMaxPool ? dnnl::algorithm::pooling_max
+                                                         : dnnl::algorithm::pooling_avg_exclude_padding,
+              graph::Hw{s[2], s[3]}, graph::Hw{1, 1}, graph::Pads{}};
     }
   }
 }
@@ -86,7 +87,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 
 const OpFamily kPoolingFamily{
     "pooling",
-    {graph::OpKind::kMaxPool, graph::OpKind::kAvgPool, graph::OpKind::kGlobalAvgPool},
+    {graph::OpKind::kMaxPool, graph::OpKind::kAvgPool, graph::OpKind::kGlobalAvgPool,
+     graph::OpKind::kGlobalMaxPool},
     check,
     build};
 

@@ -44,14 +44,15 @@ void describe_values(PlanIR& ir) {
 
 namespace {
 
-// Ops whose kernels legalise_layouts checks. Split, slice, identity and flatten become views or
-// reorders, which every layout pair has.
+// Ops whose kernels legalise_layouts checks. Split, slice, identity, flatten and reshape become
+// views or reorders, which every layout pair has.
 bool checked(OpKind kind) {
   switch (kind) {
     case OpKind::kSplit:
     case OpKind::kSlice:
     case OpKind::kIdentity:
     case OpKind::kFlatten:
+    case OpKind::kReshape:
       return false;
     default:
       return true;

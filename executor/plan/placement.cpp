@@ -235,12 +235,14 @@ class Placement {
         }
         return;
       }
-      case OpKind::kFlatten: {
+      case OpKind::kFlatten:
+      case OpKind::kReshape: {
+        // A reshape keeps the elements in plain order: a view when source and result are plain.
         const int in = ir_.src_value(op, 0);
         const TensorDesc& d = ir_.values[in].desc;
-        if ((d.layout == Layout::kNCHW || d.layout == Layout::kNC) &&
-            d.dtype == ir_.values[op.outputs[0]].desc.dtype) {
-          ir_.make_view(op.outputs[0], in, 0);  // plain order is already the N×(C·H·W) matrix
+        const TensorDesc& out = ir_.values[op.outputs[0]].desc;
+        if (plain_layout(d) && plain_layout(out) && d.dtype == out.dtype && d.scale == out.scale) {
+          ir_.make_view(op.outputs[0], in, 0);  // plain order is already the new shape
           return;
         }
         break;

@@ -19,7 +19,8 @@ namespace stagecraft::graph {
 
 /// Import settings.
 struct OnnxImportOptions {
-  int64_t batch = 0;  ///< value for a symbolic batch dimension (required when it is symbolic)
+  int64_t batch = 0;       ///< batch size (required when the model's is symbolic; 0 = the model's)
+  int64_t input_size = 0;  ///< height = width of 4-D inputs (0 = the model's; required when symbolic)
 };
 
 /// An imported model: the graph and its weights.

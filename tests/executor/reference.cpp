@@ -65,6 +65,12 @@ double activate(double x, Activation activation) {
       return std::clamp(x, 0.0, kRelu6Max);
     case Activation::kSigmoid:
       return 1.0 / (1.0 + std::exp(-x));
+    case Activation::kHardSigmoid:
+      return std::clamp(x + 3.0, 0.0, kRelu6Max) / 6.0;
+    case Activation::kHardSwish:
+      return x * std::clamp(x + 3.0, 0.0, kRelu6Max) / 6.0;
+    case Activation::kSilu:
+      return x / (1.0 + std::exp(-x));
   }
   return x;
 }
@@ -264,6 +270,83 @@ HostTensor add(const std::vector<const HostTensor*>& srcs, const graph::AddAttrs
   return dst;
 }
 
+HostTensor global_max_pool(const HostTensor& src) {
+  const Nchw in(src.shape);
+  HostTensor dst = zeros(Shape{in.n, in.c, 1, 1});
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t c = 0; c < in.c; ++c) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t y = 0; y < in.h; ++y) {
+        for (int64_t x = 0; x < in.w; ++x) m = std::max(m, src.data[in.at(n, c, y, x)]);
+      }
+      dst.data[static_cast<size_t>(n * in.c + c)] = m;
+    }
+  }
+  return dst;
+}
+
+// a OP b with NumPy broadcasting (same rank; b's dimensions equal to a's or 1, or the other way),
+// then the activation. With a constant, b is the constant (or a, with constant_first).
+HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::BinaryAttrs& a,
+                  const graph::WeightStore& weights, const Op& op) {
+  HostTensor constant;
+  const HostTensor* first = srcs[0];
+  const HostTensor* second = srcs.size() > 1 ? srcs[1] : nullptr;
+  if (!a.constant.empty()) {
+    const OpWeights* w = weights.find(op.name);
+    if (!w) throw GraphError(cat("op '", op.name, "' (binary): no constant"));
+    constant = HostTensor{Shape(graph::constant_shape(a, first->shape.rank())), w->weight};
+    second = &constant;
+    if (a.constant_first) std::swap(first, second);
+  }
+  const size_t rank = first->shape.rank();
+  std::vector<int64_t> out_dims(rank);
+  for (size_t d = 0; d < rank; ++d) out_dims[d] = std::max(first->shape[d], second->shape[d]);
+  HostTensor dst = zeros(Shape(out_dims));
+  const auto index = [&](const Shape& s, int64_t flat) {
+    int64_t offset = 0, stride = 1, rest = flat;
+    std::vector<int64_t> coord(rank);
+    for (size_t d = rank; d-- > 0;) {
+      coord[d] = rest % out_dims[d];
+      rest /= out_dims[d];
+    }
+    for (size_t d = rank; d-- > 0;) {
+      offset += (s[d] == 1 ? 0 : coord[d]) * stride;
+      stride *= s[d];
+    }
+    return static_cast<size_t>(offset);
+  };
+  for (int64_t i = 0; i < dst.shape.numel(); ++i) {
+    const double x = first->data[index(first->shape, i)];
+    const double y = second->data[index(second->shape, i)];
+    double r = 0;
+    switch (a.op) {
+      case graph::BinaryOp::kAdd: r = x + y; break;
+      case graph::BinaryOp::kSub: r = x - y; break;
+      case graph::BinaryOp::kMul: r = x * y; break;
+      case graph::BinaryOp::kDiv: r = x / y; break;
+    }
+    dst.data[static_cast<size_t>(i)] = static_cast<float>(activate(r, a.activation));
+  }
+  return dst;
+}
+
+// ShuffleNet's channel shuffle: out channel k * groups + g is in channel g * (C / groups) + k.
+HostTensor channel_shuffle(const HostTensor& src, int64_t groups) {
+  const Nchw in(src.shape);
+  HostTensor dst = zeros(src.shape);
+  const int64_t per = in.c / groups, plane = in.h * in.w;
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t k = 0; k < per; ++k) {
+        const auto from = src.data.begin() + static_cast<ptrdiff_t>(in.at(n, g * per + k, 0, 0));
+        std::copy(from, from + plane, dst.data.begin() + static_cast<ptrdiff_t>(in.at(n, k * groups + g, 0, 0)));
+      }
+    }
+  }
+  return dst;
+}
+
 // Channels [begin, end) of a rank-4 tensor: per batch item, one contiguous block.
 HostTensor channel_slice(const HostTensor& src, int64_t begin, int64_t end) {
   const Nchw in(src.shape);
@@ -398,6 +481,27 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {linear(x, op.attrs_as<graph::LinearAttrs>(), weights_of(weights, op))};
     case OpKind::kSoftmax:
       return {softmax(x)};
+    case OpKind::kHardSigmoid: {
+      const auto& a = op.attrs_as<graph::HardSigmoidAttrs>();
+      HostTensor y = x;
+      for (float& v : y.data) v = static_cast<float>(std::clamp(a.alpha * v + a.beta, 0.0, 1.0));
+      return {y};
+    }
+    case OpKind::kHardSwish:
+    case OpKind::kSilu:
+      return {activate_all(x, graph::activation_of_kind(op.kind))};
+    case OpKind::kBinary:
+      return {binary(srcs, op.attrs_as<graph::BinaryAttrs>(), weights, op)};
+    case OpKind::kGlobalMaxPool:
+      return {global_max_pool(x)};
+    case OpKind::kReshape: {
+      std::vector<int64_t> dims{x.shape[0]};
+      const auto& d = op.attrs_as<graph::ReshapeAttrs>().dims;
+      dims.insert(dims.end(), d.begin(), d.end());
+      return {HostTensor{Shape(dims), x.data}};  // plain order is unchanged
+    }
+    case OpKind::kChannelShuffle:
+      return {channel_shuffle(x, op.attrs_as<graph::ChannelShuffleAttrs>().groups)};
   }
   throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no reference"));
 }

@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "executor/executor.h"
+#include "reference.h"
 #include "support/models.h"
 
 namespace stagecraft::executor {
@@ -113,6 +114,28 @@ TEST(LayoutKernels, ReferenceOnlyKernelsRunInANativeLayoutAndAreReported) {
       refuse.layout = layout;
       refuse.reference_kernels = RK::kRefuse;
       EXPECT_THROW(ExecutionPlan(m.graph, s, m.weights, cpu(), refuse), BackendError);
+    }
+  }
+}
+
+// The op kinds of PyTorch-exported models (hard sigmoid, hard swish, SiLU, squeeze-and-excitation,
+// binary ops with constants, channel shuffle, global max pool, reshapes) equal the reference
+// loops in every layout, batch 1 and 2, channels filling blocks or not.
+TEST(LayoutKernels, ModernOpsEqualTheReferenceInEveryLayout) {
+  for (int64_t batch : {1, 2}) {
+    for (int64_t width : {16, 12}) {
+      const Model m = stagecraft::testing::model_of(stagecraft::testing::modern_ops_graph(batch, width));
+      const auto inputs = stagecraft::testing::inputs_of(m.graph);
+      const auto want = testing::reference_run(m.graph, m.weights, inputs);
+      const scheduler::Schedule s = sequential(m.graph);
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+        for (RK reference : {RK::kAllow, RK::kAvoid}) {
+          const std::string where = cat("batch ", batch, ", ", width, " channels, ",
+                                        graph::to_string(layout),
+                                        reference == RK::kAllow ? " (reference kernels allowed)" : "");
+          expect_same(run(m, s, layout, reference), want, where);
+        }
+      }
     }
   }
 }

@@ -90,6 +90,18 @@ TEST_P(EveryNetwork, SchedulesAndLayoutsMatchTheSequentialResult) {
   }
 }
 
+TEST(EveryScheduleOf, ModernOpsMatchesTheSequentialResult) {
+  // Squeeze-and-excitation, binary ops with constants, shuffles, reshapes: every schedule (merges,
+  // concurrent groups) gives the sequential result.
+  const Model m = model_of(stagecraft::testing::modern_ops_graph(2, 12), 3);
+  const auto want = run(m, schedule_of(m.graph, Strategy::kSequential));
+  expect_close(run(m, schedule_of(m.graph, Strategy::kGreedy)), want, "greedy");
+  for (auto mode : {scheduler::DpMode::kMerge, scheduler::DpMode::kConcurrent, scheduler::DpMode::kBoth}) {
+    expect_close(run(m, schedule_of(m.graph, Strategy::kDp, mode)), want,
+                 cat("dp-", scheduler::to_string(mode)));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Networks, EveryNetwork, ::testing::ValuesIn(stagecraft::testing::network_cases()),
     [](const auto& param_info) { return std::string(param_info.param.name); });

@@ -28,6 +28,34 @@ TEST(Passes, FoldsBatchNormAndFusesReluIntoConv) {
   ASSERT_EQ(log.fused.size(), 1u);
 }
 
+TEST(Passes, GatedActivationsAreRecognisedAndFused) {
+  // conv -> x * sigmoid(x) -> conv -> x * hard_sigmoid(x): SiLU and hard swish fused into the
+  // convolutions; a sigmoid read by anything else stays a multiplication.
+  NetBuilder nb("t", 1, 3, 8, 8);
+  ValueId c1 = nb.conv(nb.input(), networks::square_conv(4, 3, 1, 1), "c1");
+  BinaryAttrs mul;
+  mul.op = BinaryOp::kMul;
+  ValueId s1 = nb.sigmoid(c1, "sig");
+  ValueId m1 = nb.op("silu_mul", OpKind::kBinary, mul, {c1, s1});
+  ValueId c2 = nb.conv(m1, networks::square_conv(4, 1), "c2");
+  ValueId h = nb.op("hsig", OpKind::kHardSigmoid, HardSigmoidAttrs{}, {c2});
+  ValueId m2 = nb.op("hswish_mul", OpKind::kBinary, mul, {h, c2});
+  ValueId c3 = nb.conv(m2, networks::square_conv(4, 1), "c3");
+  ValueId s3 = nb.sigmoid(c3, "sig3");
+  ValueId m3 = nb.op("gated", OpKind::kBinary, mul, {c3, s3});
+  Graph g = std::move(nb).finish({m3, s3});  // s3 is also an output: not fused
+  PassLog log;
+  Graph out = prepare_for_inference(g, &log);
+  ASSERT_EQ(log.recognised.size(), 2u);
+  EXPECT_EQ(log.recognised[0].kind, "silu");
+  EXPECT_EQ(log.recognised[1].kind, "hard_swish");
+  EXPECT_EQ(out.op(*out.find_op("c1")).attrs_as<Conv2dAttrs>().activation, Activation::kSilu);
+  EXPECT_EQ(out.op(*out.find_op("c2")).attrs_as<Conv2dAttrs>().activation, Activation::kHardSwish);
+  EXPECT_FALSE(out.find_op("sig").has_value());
+  EXPECT_EQ(out.op(*out.find_op("gated")).kind, OpKind::kBinary);
+  EXPECT_EQ(count_ops(out, OpKind::kSigmoid), 1u);
+}
+
 TEST(Passes, DoesNotFoldWhenTheConvOutputIsSharedOrAGraphOutput) {
   NetBuilder nb("t", 1, 3, 8, 8);
   ValueId c = nb.conv(nb.input(), networks::square_conv(4, 1), "c");

@@ -203,9 +203,64 @@ TEST(ShapeInference, WrongArityAndMismatchedAttributes) {
             std::string::npos);
 }
 
+TEST(ShapeInference, BinaryBroadcastsLikeNumPy) {
+  BinaryAttrs mul;
+  mul.op = BinaryOp::kMul;
+  // Squeeze-and-excitation: [N, C, H, W] * [N, C, 1, 1]; either order gives the larger shape.
+  EXPECT_EQ(infer1(make_op(OpKind::kBinary, mul), {nchw(2, 8, 5, 5), nchw(2, 8, 1, 1)}),
+            (Shape{2, 8, 5, 5}));
+  EXPECT_EQ(infer1(make_op(OpKind::kBinary, mul), {nchw(2, 8, 1, 1), nchw(2, 8, 5, 5)}),
+            (Shape{2, 8, 5, 5}));
+  EXPECT_NE(error_of(make_op(OpKind::kBinary, mul, "m"), {nchw(2, 8, 5, 5), nchw(2, 4, 1, 1)})
+                .find("op 'm' (binary): shapes 2x8x5x5 and 2x4x1x1 do not broadcast (dimension 1)"),
+            std::string::npos)
+      << error_of(make_op(OpKind::kBinary, mul, "m"), {nchw(2, 8, 5, 5), nchw(2, 4, 1, 1)});
+  // A constant: lower rank aligns to the trailing dimensions; it must not grow the input.
+  BinaryAttrs scale = mul;
+  scale.constant = {8, 1, 1};
+  EXPECT_EQ(infer1(make_op(OpKind::kBinary, scale), {nchw(2, 8, 5, 5)}), (Shape{2, 8, 5, 5}));
+  scale.constant = {1, 8, 5, 6};
+  EXPECT_NE(error_of(make_op(OpKind::kBinary, scale), {nchw(2, 8, 5, 5)}).find("do not broadcast"),
+            std::string::npos);
+  scale.constant = {2, 8, 5, 5, 1};
+  EXPECT_NE(error_of(make_op(OpKind::kBinary, scale), {nchw(2, 8, 5, 5)}).find("higher rank"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kBinary, mul), {nchw(2, 8, 5, 5)}).find("takes 2 input(s)"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
+  ReshapeAttrs flat;
+  flat.dims = {200};
+  EXPECT_EQ(infer1(make_op(OpKind::kReshape, flat), {nchw(2, 8, 5, 5)}), (Shape{2, 200}));
+  ReshapeAttrs back;
+  back.dims = {8, 5, 5};
+  EXPECT_EQ(infer1(make_op(OpKind::kReshape, back), {make_desc(Shape{2, 200})}), (Shape{2, 8, 5, 5}));
+  flat.dims = {199};
+  EXPECT_NE(error_of(make_op(OpKind::kReshape, flat), {nchw(2, 8, 5, 5)}).find("cannot reshape"),
+            std::string::npos);
+  flat.dims = {8, 25};
+  EXPECT_NE(error_of(make_op(OpKind::kReshape, flat), {nchw(2, 8, 5, 5)}).find("1 or 3 dimensions"),
+            std::string::npos);
+  ChannelShuffleAttrs shuffle;
+  shuffle.groups = 4;
+  EXPECT_EQ(infer1(make_op(OpKind::kChannelShuffle, shuffle), {nchw(1, 8, 3, 3)}), (Shape{1, 8, 3, 3}));
+  shuffle.groups = 3;
+  EXPECT_NE(error_of(make_op(OpKind::kChannelShuffle, shuffle), {nchw(1, 8, 3, 3)}).find("must divide"),
+            std::string::npos);
+  EXPECT_EQ(infer1(make_op(OpKind::kGlobalMaxPool, NoAttrs{}), {nchw(2, 8, 7, 5)}), (Shape{2, 8, 1, 1}));
+  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu}) {
+    EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
+  }
+  HardSigmoidAttrs flat_slope;
+  flat_slope.alpha = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kHardSigmoid, flat_slope), {nchw(1, 3, 4, 4)}).find("alpha"),
+            std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 18u);
+  EXPECT_EQ(all_op_kinds().size(), 25u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

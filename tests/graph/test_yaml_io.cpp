@@ -25,6 +25,37 @@ void expect_same_graph(const Graph& a, const Graph& b) {
   }
 }
 
+// A graph with every kind added for PyTorch models (the test support's builder is not linked here).
+struct NetBuilderForYaml {
+  Graph graph() const {
+    Graph g("modern");
+    const ValueId x = g.add_input("x", make_desc(Shape{2, 6, 5, 5}));
+    HardSigmoidAttrs hs;
+    hs.alpha = 0.2;
+    const ValueId a = g.op(g.add_op("hs", OpKind::kHardSigmoid, hs, {x})).outputs[0];
+    const ValueId b = g.op(g.add_op("hw", OpKind::kHardSwish, NoAttrs{}, {a})).outputs[0];
+    const ValueId c = g.op(g.add_op("si", OpKind::kSilu, NoAttrs{}, {b})).outputs[0];
+    BinaryAttrs div;
+    div.op = BinaryOp::kDiv;
+    div.constant = {6, 1, 1};
+    div.constant_first = true;
+    div.activation = Activation::kHardSwish;
+    const ValueId d = g.op(g.add_op("div", OpKind::kBinary, div, {c})).outputs[0];
+    BinaryAttrs mul;
+    mul.op = BinaryOp::kMul;
+    const ValueId gap = g.op(g.add_op("gap", OpKind::kGlobalMaxPool, NoAttrs{}, {d})).outputs[0];
+    const ValueId e = g.op(g.add_op("mul", OpKind::kBinary, mul, {d, gap})).outputs[0];
+    ChannelShuffleAttrs sh;
+    sh.groups = 3;
+    const ValueId f = g.op(g.add_op("shuffle", OpKind::kChannelShuffle, sh, {e})).outputs[0];
+    ReshapeAttrs r;
+    r.dims = {150};
+    const ValueId out = g.op(g.add_op("flat", OpKind::kReshape, r, {f})).outputs[0];
+    g.add_output(out);
+    return g;
+  }
+};
+
 class NetworkRoundTrip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NetworkRoundTrip, WriteReadWriteIsByteIdentical) {
@@ -37,6 +68,30 @@ TEST_P(NetworkRoundTrip, WriteReadWriteIsByteIdentical) {
     expect_same_graph(g, back);
     EXPECT_EQ(back.name(), g.name());
     EXPECT_EQ(graph_to_yaml(back), first);
+  }
+}
+
+TEST(GraphYaml, ModernOpKindsRoundTrip) {
+  // Hard sigmoid (custom slope), hard swish, SiLU, binary ops with constants (constant_first,
+  // lower-rank constants), reshapes, channel shuffle, global max pool: byte-identical round trip.
+  NetBuilderForYaml b;
+  const Graph g = b.graph();
+  const std::string first = graph_to_yaml(g);
+  const Graph back = graph_from_yaml(first, "modern.yaml");
+  expect_same_graph(g, back);
+  EXPECT_EQ(graph_to_yaml(back), first);
+  EXPECT_NE(first.find("op: div"), std::string::npos) << first;
+  EXPECT_NE(first.find("constant_first: true"), std::string::npos);
+  EXPECT_NE(first.find("kind: channel_shuffle"), std::string::npos);
+  // A bad binary operation name is a clear error naming the known ones.
+  std::string bad = first;
+  bad.replace(bad.find("op: div"), 7, "op: pow");
+  try {
+    graph_from_yaml(bad, "modern.yaml");
+    FAIL() << "an unknown binary operation was accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown binary operation 'pow' (known: add, sub, mul, div)"),
+              std::string::npos) << e.what();
   }
 }
 

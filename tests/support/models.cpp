@@ -80,6 +80,63 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size) {
   return std::move(b).finish({fc, cat});
 }
 
+graph::Graph modern_ops_graph(int64_t batch, int64_t width) {
+  using graph::BinaryAttrs;
+  using graph::BinaryOp;
+  using graph::OpKind;
+  NetBuilder b("modern_ops", batch, 3, 9, 9);
+  auto x = b.input();
+  auto c = b.conv(x, square_conv(width, 3, 1, 1, true), "stem");
+  graph::HardSigmoidAttrs onnx_default;
+  onnx_default.alpha = 0.2;
+  auto hs = b.op("hard_sigmoid", OpKind::kHardSigmoid, onnx_default, {c});
+  auto hw = b.op("hard_swish", OpKind::kHardSwish, graph::NoAttrs{}, {b.conv(hs, square_conv(width, 1), "pw1")});
+  auto si = b.op("silu", OpKind::kSilu, graph::NoAttrs{}, {b.conv(hw, square_conv(width, 3, 1, 1), "c2")});
+  // Squeeze and excitation: global pool, N×C, two linear layers, back to N×C×1×1, gate.
+  graph::ReshapeAttrs flat;
+  flat.dims = {width};
+  auto squeezed = b.op("se_flat", OpKind::kReshape, flat, {b.global_avg_pool(si, "se_pool")});
+  auto fc1 = b.relu(b.linear(squeezed, 8, true, "se_fc1"), "se_relu");
+  auto fc2 = b.linear(fc1, width, true, "se_fc2");
+  graph::ReshapeAttrs unflat;
+  unflat.dims = {width, 1, 1};
+  auto gate = b.sigmoid(b.op("se_unflat", OpKind::kReshape, unflat, {fc2}), "se_gate");
+  BinaryAttrs mul;
+  mul.op = BinaryOp::kMul;
+  auto excited = b.op("se_mul", OpKind::kBinary, mul, {si, gate});
+  // Constants: per-channel scale and shift, a constant-first subtraction and division.
+  BinaryAttrs scale;
+  scale.op = BinaryOp::kMul;
+  scale.constant = {1, width, 1, 1};
+  auto scaled = b.op("channel_scale", OpKind::kBinary, scale, {excited});
+  BinaryAttrs shift = scale;
+  shift.op = BinaryOp::kAdd;
+  shift.constant = {width, 1, 1};  // NumPy: trailing dimensions align
+  shift.activation = graph::Activation::kRelu;
+  auto shifted = b.op("channel_shift", OpKind::kBinary, shift, {scaled});
+  BinaryAttrs minus;
+  minus.op = BinaryOp::kSub;
+  minus.constant = {1, 1, 1, 1};
+  minus.constant_first = true;
+  auto reversed = b.op("one_minus", OpKind::kBinary, minus, {shifted});
+  BinaryAttrs over;
+  over.op = BinaryOp::kDiv;
+  over.constant = {1, width, 1, 1};
+  over.constant_first = true;
+  BinaryAttrs plus_two;
+  plus_two.op = BinaryOp::kAdd;
+  plus_two.constant = {1, 1, 1, 1};
+  auto positive = b.op("away_from_zero", OpKind::kBinary, plus_two,
+                       {b.relu(reversed, "reversed_relu")});
+  auto divided = b.op("c_over_x", OpKind::kBinary, over, {positive});
+  graph::ChannelShuffleAttrs shuffle;
+  shuffle.groups = 2;
+  auto shuffled = b.op("shuffle", OpKind::kChannelShuffle, shuffle, {divided});
+  auto pooled = b.op("gmp", OpKind::kGlobalMaxPool, graph::NoAttrs{}, {shuffled});
+  auto out = b.op("flat", OpKind::kReshape, flat, {pooled});
+  return std::move(b).finish({out, hw});
+}
+
 std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed) {
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : g.inputs()) {

@@ -39,6 +39,13 @@ graph::Graph every_op_graph(int64_t batch);
 /// and concatenation, global pooling. For layout and guard-byte checks.
 graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 
+/// The op kinds PyTorch models bring beyond the classic CNNs, at `width` channels: hard sigmoid
+/// (ONNX's default slope), hard swish, SiLU, a squeeze-and-excitation gate (global pool, reshape
+/// to N×C, linear layers, reshape back, sigmoid, broadcast multiplication), binary ops with
+/// per-channel and scalar constants (also constant-first subtraction and division), a channel
+/// shuffle, a global max pool and a reshape to N×C.
+graph::Graph modern_ops_graph(int64_t batch, int64_t width);
+
 /// Random inputs for every graph input.
 std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed = 7);
 

@@ -1,0 +1,83 @@
+#pragma once
+// Internal to the ONNX importer: constant tensors and their evaluation. Once the input shapes are
+// fixed, every node whose inputs are all constants (initializers, Constant nodes, shapes of
+// tensors whose shapes are known) is evaluated at import: shape arithmetic (Shape, Gather,
+// Concat, Div, Ceil, ...), Identity and Cast of initializers, ConstantOfShape, Range, and so on.
+// Evaluation is exact for the integers of shape arithmetic (held as doubles: exact to 2^53).
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stagecraft::graph::onnx_import {
+
+/// The element kinds constant folding distinguishes.
+enum class ElemKind { kFloat, kInt, kBool };
+
+/// A dense constant tensor (row-major).
+struct ConstTensor {
+  ElemKind kind = ElemKind::kFloat;
+  int32_t onnx_type = onnx::TensorProto::FLOAT;  ///< the ONNX element type it came with
+  std::vector<int64_t> dims;                     ///< empty: a scalar
+  std::vector<double> values;
+
+  int64_t numel() const;
+  /// The values as int64 (rounded toward zero).
+  std::vector<int64_t> ints() const;
+  /// The values as float.
+  std::vector<float> floats() const;
+  static ConstTensor of_ints(std::vector<int64_t> values, std::vector<int64_t> dims);
+  static ConstTensor of_floats(std::vector<float> values, std::vector<int64_t> dims);
+};
+
+/// Reads external tensor data (what `torch.onnx.export(..., dynamo=True)` and `onnx.save(...,
+/// save_as_external_data=True)` write beside the model): files by location relative to the model's
+/// folder, each read once.
+class ExternalData {
+ public:
+  /// `model_dir`: the folder of the model file ("" for bytes without a file: external data is
+  /// then an error).
+  explicit ExternalData(std::string model_dir) : dir_(std::move(model_dir)) {}
+  /// The raw bytes of `t`'s data; nullopt with `why` set when they cannot be read.
+  std::optional<std::string> read(const onnx::TensorProto& t, std::string* why);
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::string> files_;
+};
+
+/// Reads an initializer or Constant value (external data through `external`, may be null);
+/// nullopt with `why` set for element types it cannot hold (strings, complex) or malformed data.
+std::optional<ConstTensor> from_proto(const onnx::TensorProto& t, std::string* why,
+                                      ExternalData* external = nullptr);
+
+/// A node as the folder sees it: type, attributes, constant inputs (nullptr for an omitted
+/// optional input), and the shapes of non-constant inputs where known (for Shape and Size).
+struct FoldInput {
+  const ConstTensor* constant = nullptr;           ///< the value, when constant
+  std::optional<std::vector<int64_t>> shape;       ///< the shape of a graph tensor
+};
+
+/// Evaluates `node` when every input it needs is constant (Shape and Size need only the shape).
+/// Returns the outputs; nullopt when the node cannot be folded (some input is a tensor, or the op
+/// has no constant form). Throws std::runtime_error with a short reason when the inputs are
+/// constant but invalid for the op (the importer names the node).
+std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
+                                             const std::vector<FoldInput>& inputs, int64_t opset);
+
+/// NumPy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
+                                              const std::vector<int64_t>& b);
+
+/// An attribute of `node`, or nullptr.
+const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const char* name);
+int64_t attr_int(const onnx::NodeProto& node, const char* name, int64_t fallback);
+float attr_float(const onnx::NodeProto& node, const char* name, float fallback);
+std::vector<int64_t> attr_ints(const onnx::NodeProto& node, const char* name);
+std::string attr_string(const onnx::NodeProto& node, const char* name);
+
+}  // namespace stagecraft::graph::onnx_import

@@ -1,0 +1,337 @@
+// ONNX export: a graph and its weights as an opset-17 model checked by the ONNX checker. Fused
+// activations become their own nodes after the op; binary ops with a constant get it as an
+// initializer; a channel shuffle becomes Reshape -> Transpose -> Reshape (what PyTorch writes).
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <set>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "graph/errors.h"
+#include "graph/onnx/onnx_io.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+constexpr int64_t kExportOpset = 17;
+constexpr int64_t kExportIrVersion = 8;
+constexpr float kRelu6Max = 6.0f;
+
+class Exporter {
+ public:
+  Exporter(const Graph& graph, const WeightStore& weights) : g_(graph), w_(weights) {}
+
+  std::string run() {
+    model_.set_ir_version(kExportIrVersion);
+    model_.set_producer_name("stagecraft");
+    auto* opset = model_.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(kExportOpset);
+    graph_ = model_.mutable_graph();
+    graph_->set_name(g_.name());
+    for (ValueId v : g_.inputs()) value_info(graph_->add_input(), v);
+    for (const Op& op : g_.ops()) export_op(op);
+    for (ValueId v : g_.outputs()) value_info(graph_->add_output(), v);
+    try {
+      onnx::checker::check_model(model_);
+    } catch (const std::exception& e) {
+      throw FormatError(cat("exported ONNX model does not pass the ONNX checker: ", e.what()));
+    }
+    std::string bytes;
+    model_.SerializeToString(&bytes);
+    return bytes;
+  }
+
+ private:
+  void value_info(onnx::ValueInfoProto* info, ValueId v) {
+    info->set_name(g_.value(v).name);
+    auto* t = info->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : g_.value(v).desc.shape.dims()) t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+
+  std::string floats(const std::string& name, const std::vector<float>& data, std::vector<int64_t> dims) {
+    auto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float)));
+    return name;
+  }
+
+  std::string int64s(const std::string& name, const std::vector<int64_t>& data) {
+    auto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(data.size()));
+    for (int64_t v : data) t->add_int64_data(v);
+    return name;
+  }
+
+  onnx::NodeProto* node(const std::string& type, const std::string& name,
+                        const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+    auto* n = graph_->add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return n;
+  }
+
+  static void ints(onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void integer(onnx::NodeProto* n, const char* name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void real(onnx::NodeProto* n, const char* name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+
+  const OpWeights& weights_of(const Op& op) {
+    const OpWeights* w = w_.find(op.name);
+    if (!w) throw FormatError(cat("cannot export op '", op.name, "': it has no weights"));
+    return *w;
+  }
+
+  // The name an op with a fused activation writes to (the activation becomes its own node).
+  static std::string pre_activation(Activation act, const std::string& out) {
+    return act == Activation::kNone ? out : out + "/pre_activation";
+  }
+
+  // Emits the fused activation after the op's node (nodes must stay topologically sorted).
+  void emit_activation(const Op& op, Activation act, const std::string& out) {
+    if (act == Activation::kNone) return;
+    activation(op.name + "/" + std::string(to_string(act)), act, pre_activation(act, out), out);
+  }
+
+  // The nodes computing `act` from `in` into `out`.
+  void activation(const std::string& name, Activation act, const std::string& in, const std::string& out) {
+    switch (act) {
+      case Activation::kNone:
+        node("Identity", name, {in}, {out});
+        return;
+      case Activation::kRelu:
+        node("Relu", name, {in}, {out});
+        return;
+      case Activation::kSigmoid:
+        node("Sigmoid", name, {in}, {out});
+        return;
+      case Activation::kRelu6:
+        node("Clip", name, {in, clip_bound(0), clip_bound(kRelu6Max)}, {out});
+        return;
+      case Activation::kHardSigmoid: {
+        auto* n = node("HardSigmoid", name, {in}, {out});
+        real(n, "alpha", static_cast<float>(kHardSigmoidAlpha));
+        real(n, "beta", static_cast<float>(kHardSigmoidBeta));
+        return;
+      }
+      case Activation::kHardSwish:
+        node("HardSwish", name, {in}, {out});
+        return;
+      case Activation::kSilu:  // as exporters write it: x * sigmoid(x)
+        node("Sigmoid", name + "/sigmoid", {in}, {name + "/gate"});
+        node("Mul", name, {in, name + "/gate"}, {out});
+        return;
+    }
+  }
+
+  std::string clip_bound(float v) {
+    const std::string name = v == 0 ? "stagecraft/clip_min" : "stagecraft/clip_max";
+    if (!clip_.count(name)) {
+      floats(name, {v}, {});
+      clip_.insert(name);
+    }
+    return name;
+  }
+
+  void export_op(const Op& op) {
+    std::vector<std::string> in;
+    for (ValueId v : op.inputs) in.push_back(g_.value(v).name);
+    const std::string out = g_.value(op.outputs[0]).name;
+    switch (op.kind) {
+      case OpKind::kConv2d: {
+        const auto& a = op.attrs_as<Conv2dAttrs>();
+        const auto& w = weights_of(op);
+        in.push_back(floats(op.name + "/W", w.weight, {a.out_channels, a.in_channels / a.groups, a.kernel.h, a.kernel.w}));
+        if (a.bias) in.push_back(floats(op.name + "/B", w.bias, {a.out_channels}));
+        auto* n = node("Conv", op.name, in, {pre_activation(a.activation, out)});
+        ints(n, "kernel_shape", {a.kernel.h, a.kernel.w});
+        ints(n, "strides", {a.stride.h, a.stride.w});
+        ints(n, "pads", {a.padding.top, a.padding.left, a.padding.bottom, a.padding.right});
+        ints(n, "dilations", {a.dilation.h, a.dilation.w});
+        integer(n, "group", a.groups);
+        emit_activation(op, a.activation, out);
+        return;
+      }
+      case OpKind::kBatchNorm: {
+        const auto& w = weights_of(op);
+        const int64_t c = static_cast<int64_t>(w.gamma.size());
+        for (auto [suffix, data] : {std::pair{"/scale", &w.gamma}, {"/B", &w.beta}, {"/mean", &w.mean}, {"/var", &w.var}}) {
+          in.push_back(floats(op.name + suffix, *data, {c}));
+        }
+        real(node("BatchNormalization", op.name, in, {out}), "epsilon",
+             static_cast<float>(op.attrs_as<BatchNormAttrs>().eps));
+        return;
+      }
+      case OpKind::kRelu:
+        node("Relu", op.name, in, {out});
+        return;
+      case OpKind::kRelu6:
+        node("Clip", op.name, {in[0], clip_bound(0), clip_bound(kRelu6Max)}, {out});
+        return;
+      case OpKind::kSigmoid:
+        node("Sigmoid", op.name, in, {out});
+        return;
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool: {
+        const bool max = op.kind == OpKind::kMaxPool;
+        auto* n = node(max ? "MaxPool" : "AveragePool", op.name, in, {out});
+        Hw k, s;
+        Pads p;
+        bool ceil;
+        if (max) {
+          const auto& a = op.attrs_as<MaxPoolAttrs>();
+          k = a.kernel, s = a.stride, p = a.padding, ceil = a.ceil_mode;
+        } else {
+          const auto& a = op.attrs_as<AvgPoolAttrs>();
+          k = a.kernel, s = a.stride, p = a.padding, ceil = a.ceil_mode;
+          integer(n, "count_include_pad", a.count_include_pad ? 1 : 0);
+        }
+        ints(n, "kernel_shape", {k.h, k.w});
+        ints(n, "strides", {s.h, s.w});
+        ints(n, "pads", {p.top, p.left, p.bottom, p.right});
+        integer(n, "ceil_mode", ceil ? 1 : 0);
+        return;
+      }
+      case OpKind::kGlobalAvgPool:
+        node("GlobalAveragePool", op.name, in, {out});
+        return;
+      case OpKind::kAdd: {
+        const Activation act = op.attrs_as<AddAttrs>().activation;
+        node(in.size() == 2 ? "Add" : "Sum", op.name, in, {pre_activation(act, out)});
+        emit_activation(op, act, out);
+        return;
+      }
+      case OpKind::kConcat:
+        integer(node("Concat", op.name, in, {out}), "axis", 1);
+        return;
+      case OpKind::kSplit: {
+        std::vector<std::string> outs;
+        for (ValueId v : op.outputs) outs.push_back(g_.value(v).name);
+        in.push_back(int64s(op.name + "/split", op.attrs_as<SplitAttrs>().sizes));
+        integer(node("Split", op.name, in, outs), "axis", 1);
+        return;
+      }
+      case OpKind::kSlice: {
+        const auto& a = op.attrs_as<SliceAttrs>();
+        in.push_back(int64s(op.name + "/starts", {a.begin}));
+        in.push_back(int64s(op.name + "/ends", {a.end}));
+        in.push_back(int64s(op.name + "/axes", {1}));
+        node("Slice", op.name, in, {out});
+        return;
+      }
+      case OpKind::kIdentity:
+        node("Identity", op.name, in, {out});
+        return;
+      case OpKind::kPad: {
+        const auto& a = op.attrs_as<PadAttrs>();
+        in.push_back(int64s(op.name + "/pads", {0, 0, a.pads.top, a.pads.left, 0, 0, a.pads.bottom, a.pads.right}));
+        in.push_back(floats(op.name + "/value", {static_cast<float>(a.value)}, {}));
+        node("Pad", op.name, in, {out});
+        return;
+      }
+      case OpKind::kFlatten:
+        integer(node("Flatten", op.name, in, {out}), "axis", 1);
+        return;
+      case OpKind::kLinear: {
+        const auto& a = op.attrs_as<LinearAttrs>();
+        const auto& w = weights_of(op);
+        in.push_back(floats(op.name + "/W", w.weight, {a.out_features, a.in_features}));
+        if (a.bias) in.push_back(floats(op.name + "/B", w.bias, {a.out_features}));
+        integer(node("Gemm", op.name, in, {pre_activation(a.activation, out)}), "transB", 1);
+        emit_activation(op, a.activation, out);
+        return;
+      }
+      case OpKind::kSoftmax:
+        integer(node("Softmax", op.name, in, {out}), "axis", 1);
+        return;
+      case OpKind::kScale:
+        in.push_back(floats(op.name + "/factor", {static_cast<float>(op.attrs_as<ScaleAttrs>().factor)}, {}));
+        node("Mul", op.name, in, {out});
+        return;
+      case OpKind::kHardSigmoid: {
+        const auto& a = op.attrs_as<HardSigmoidAttrs>();
+        auto* n = node("HardSigmoid", op.name, in, {out});
+        real(n, "alpha", static_cast<float>(a.alpha));
+        real(n, "beta", static_cast<float>(a.beta));
+        return;
+      }
+      case OpKind::kHardSwish:
+      case OpKind::kSilu:
+        activation(op.name, activation_of_kind(op.kind), in[0], out);
+        return;
+      case OpKind::kBinary: {
+        const auto& a = op.attrs_as<BinaryAttrs>();
+        static const char* const kTypes[] = {"Add", "Sub", "Mul", "Div"};
+        if (!a.constant.empty()) {
+          const std::string c = floats(op.name + "/constant", weights_of(op).weight, a.constant);
+          if (a.constant_first) in.insert(in.begin(), c);
+          else in.push_back(c);
+        }
+        node(kTypes[static_cast<int>(a.op)], op.name, in, {pre_activation(a.activation, out)});
+        emit_activation(op, a.activation, out);
+        return;
+      }
+      case OpKind::kGlobalMaxPool:
+        node("GlobalMaxPool", op.name, in, {out});
+        return;
+      case OpKind::kReshape: {
+        const Shape& s = g_.value(op.outputs[0]).desc.shape;
+        in.push_back(int64s(op.name + "/shape", std::vector<int64_t>(s.dims().begin(), s.dims().end())));
+        node("Reshape", op.name, in, {out});
+        return;
+      }
+      case OpKind::kChannelShuffle: {
+        const Shape& s = g_.value(op.inputs[0]).desc.shape;
+        const int64_t g = op.attrs_as<ChannelShuffleAttrs>().groups;
+        node("Reshape", op.name + "/view", {in[0], int64s(op.name + "/view_shape", {s[0], g, s[1] / g, s[2], s[3]})},
+             {op.name + "/grouped"});
+        ints(node("Transpose", op.name + "/transpose", {op.name + "/grouped"}, {op.name + "/transposed"}),
+             "perm", {0, 2, 1, 3, 4});
+        node("Reshape", op.name, {op.name + "/transposed", int64s(op.name + "/shape", {s[0], s[1], s[2], s[3]})},
+             {out});
+        return;
+      }
+    }
+  }
+
+  const Graph& g_;
+  const WeightStore& w_;
+  onnx::ModelProto model_;
+  onnx::GraphProto* graph_ = nullptr;
+  std::set<std::string> clip_;
+};
+
+}  // namespace
+
+std::string export_onnx_bytes(const Graph& graph, const WeightStore& weights) {
+  return Exporter(graph, weights).run();
+}
+
+void export_onnx(const Graph& graph, const WeightStore& weights, const std::string& path) {
+  write_text_file(path, export_onnx_bytes(graph, weights));
+}
+
+}  // namespace stagecraft::graph

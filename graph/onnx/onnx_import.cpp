@@ -1,0 +1,354 @@
+// The ONNX importer's walk over the model: inputs, constants, folding, dispatch to translators.
+#include <algorithm>
+#include <filesystem>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "graph/errors.h"
+#include "graph/onnx/onnx_importer.h"
+
+namespace stagecraft::graph {
+namespace onnx_import {
+
+namespace {
+
+constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMaxOpset = 21;
+
+std::string sanitize(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (c == ':' || c == '#' || c == ' ' || c == '\t' || c == '\n') c = '_';
+  }
+  return out;
+}
+
+std::string node_name(const onnx::NodeProto& node) {
+  return node.name().empty() ? (node.output_size() > 0 ? node.output(0) : node.op_type()) : node.name();
+}
+
+}  // namespace
+
+Importer::Importer(std::string source, const OnnxImportOptions& options, std::string model_dir)
+    : source_(std::move(source)), options_(options), external_(std::move(model_dir)) {}
+
+OnnxModel Importer::run(const std::string& bytes) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromString(bytes)) {
+    throw FormatError(cat(source_, ": not an ONNX model (the protobuf does not parse)"));
+  }
+  opset_ = 0;
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+  if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+    throw FormatError(cat(source_, ": opset ", opset_, " is not supported (supported: ", kMinOpset,
+                          " to ", kMaxOpset, ")"));
+  }
+  const onnx::GraphProto& g = model.graph();
+  graph_ = Graph(g.name().empty() ? "onnx_model" : sanitize(g.name()));
+  for (const auto& init : g.initializer()) {
+    std::string why;
+    auto t = from_proto(init, &why, &external_);
+    if (!t) throw FormatError(cat(source_, ": initializer '", init.name(), "': ", why));
+    constants_[init.name()] = std::move(*t);
+  }
+  for (const auto& node : g.node()) {
+    for (const auto& in : node.input()) reader_kinds_[in].insert(node.op_type());
+    for (const auto& out : node.output()) produced_.insert(out);
+  }
+  add_inputs(g);
+  for (const auto& node : g.node()) import_node(node);
+  for (const auto& out : g.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end()) {
+      const bool constant = constants_.count(out.name()) > 0;
+      throw FormatError(cat(source_, ": graph output '", out.name(), "' ",
+                            constant ? "is a constant (it does not depend on the input)"
+                                     : "is not produced by any node the importer could translate"));
+    }
+    graph_.add_output(it->second);
+  }
+  if (graph_.outputs().empty()) throw FormatError(cat(source_, ": the model has no outputs"));
+  return OnnxModel{std::move(graph_), std::move(weights_), opset_};
+}
+
+void Importer::fail(const onnx::NodeProto& node, const std::string& what) const {
+  throw FormatError(cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): ", what));
+}
+
+void Importer::add_inputs(const onnx::GraphProto& g) {
+  for (const auto& input : g.input()) {
+    if (constants_.count(input.name())) continue;  // an initializer listed as input
+    const auto& type = input.type().tensor_type();
+    if (type.elem_type() != onnx::TensorProto::FLOAT) {
+      throw FormatError(cat(source_, ": input '", input.name(), "' is not float32 (elem_type ",
+                            type.elem_type(), ")"));
+    }
+    const int rank = type.shape().dim_size();
+    if (rank != 4 && rank != 2) {
+      throw FormatError(cat(source_, ": input '", input.name(), "' has rank ", rank,
+                            " (supported: 4 or 2)"));
+    }
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) {
+      const auto& d = type.shape().dim(i);
+      const bool fixed = d.has_dim_value() && d.dim_value() > 0;
+      if (i == 0 && options_.batch > 0) {
+        dims.push_back(options_.batch);
+      } else if (rank == 4 && i >= 2 && options_.input_size > 0) {
+        dims.push_back(options_.input_size);
+      } else if (fixed) {
+        dims.push_back(d.dim_value());
+      } else if (i == 0) {
+        throw FormatError(cat(source_, ": input '", input.name(), "' has a symbolic batch "
+                              "dimension '", d.dim_param(), "': give the batch size (--batch N)"));
+      } else if (rank == 4 && i >= 2) {
+        throw FormatError(cat(source_, ": input '", input.name(), "' has a symbolic spatial "
+                              "dimension '", d.dim_param(), "': give the input size (--input-size H)"));
+      } else {
+        throw FormatError(cat(source_, ": input '", input.name(), "' has a dynamic dimension ", i,
+                              " ('", d.dim_param(), "'): only the batch and H, W may be symbolic"));
+      }
+    }
+    values_[input.name()] = graph_.add_input(unique(sanitize(input.name())), make_desc(Shape(dims)));
+  }
+}
+
+std::string Importer::unique(const std::string& base) {
+  std::string name = base.empty() ? "op" : base;
+  for (int i = 2; used_.count(name) || graph_.find_value(name) || graph_.find_op(name); ++i) {
+    name = cat(base, "_", i);
+  }
+  used_.insert(name);
+  return name;
+}
+
+void Importer::constant_node(const onnx::NodeProto& node) {
+  std::string why;
+  std::optional<ConstTensor> t;
+  if (const auto* a = attribute(node, "value"); a && a->has_t()) {
+    t = from_proto(a->t(), &why, &external_);
+  } else if (const auto* f = attribute(node, "value_float")) {
+    t = ConstTensor::of_floats({f->f()}, {});
+  } else if (const auto* fs = attribute(node, "value_floats")) {
+    t = ConstTensor::of_floats(std::vector<float>(fs->floats().begin(), fs->floats().end()),
+                               {fs->floats_size()});
+  } else if (const auto* i = attribute(node, "value_int")) {
+    t = ConstTensor::of_ints({i->i()}, {});
+  } else if (const auto* is = attribute(node, "value_ints")) {
+    t = ConstTensor::of_ints(std::vector<int64_t>(is->ints().begin(), is->ints().end()),
+                             {is->ints_size()});
+  } else {
+    why = "only tensor, float(s) and int(s) values are supported";
+  }
+  if (!t) fail(node, why);
+  constants_[node.output(0)] = std::move(*t);
+}
+
+std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) const {
+  std::vector<FoldInput> inputs;
+  for (const auto& name : node.input()) {
+    FoldInput in;
+    if (auto c = constants_.find(name); c != constants_.end()) {
+      in.constant = &c->second;
+    } else if (auto v = values_.find(name); v != values_.end()) {
+      in.shape = std::vector<int64_t>(graph_.value(v->second).desc.shape.dims().begin(),
+                                      graph_.value(v->second).desc.shape.dims().end());
+    } else if (auto s = pending_shuffles_.find(name); s != pending_shuffles_.end()) {
+      const Shape& x = graph_.value(s->second.input).desc.shape;
+      const int64_t g = s->second.groups;
+      in.shape = s->second.transposed ? std::vector<int64_t>{x[0], x[1] / g, g, x[2], x[3]}
+                                      : std::vector<int64_t>{x[0], g, x[1] / g, x[2], x[3]};
+    } else if (auto p = pending_pads_.find(name); p != pending_pads_.end()) {
+      const Shape& x = graph_.value(p->second.input).desc.shape;
+      const Pads& q = p->second.pads;
+      in.shape = std::vector<int64_t>{x[0], x[1], x[2] + q.top + q.bottom, x[3] + q.left + q.right};
+    } else if (!name.empty()) {
+      fail(node, unknown_input(name));
+    }
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+void Importer::import_node(const onnx::NodeProto& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    fail(node, cat("domain '", node.domain(), "' is not supported"));
+  }
+  const std::string& t = node.op_type();
+  if (t == "Constant") return constant_node(node);
+  // Anything computable now is a constant: shape arithmetic, casts and identities of constants.
+  try {
+    if (auto folded = fold(node, fold_inputs(node), opset_)) {
+      for (int i = 0; i < node.output_size() && i < static_cast<int>(folded->size()); ++i) {
+        constants_[node.output(i)] = std::move((*folded)[static_cast<size_t>(i)]);
+      }
+      return;
+    }
+  } catch (const std::runtime_error& e) {
+    fail(node, e.what());
+  }
+  if (t == "Conv") {
+    conv(node);
+  } else if (t == "BatchNormalization") {
+    batch_norm(node);
+  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish") {
+    const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid : OpKind::kHardSwish;
+    define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
+  } else if (t == "HardSigmoid") {
+    HardSigmoidAttrs a;
+    a.alpha = attr_float(node, "alpha", 0.2f);
+    a.beta = attr_float(node, "beta", 0.5f);
+    // float32 attributes: PyTorch's 1/6 arrives as 0.16666667f.
+    if (std::fabs(a.alpha - kHardSigmoidAlpha) < 1e-7) a.alpha = kHardSigmoidAlpha;
+    define(node, 0, add(node, OpKind::kHardSigmoid, a, {input(node, 0)}));
+  } else if (t == "Clip") {
+    clip(node);
+  } else if (t == "MaxPool" || t == "AveragePool") {
+    pool(node);
+  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+    define(node, 0, add(node, t == "GlobalMaxPool" ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool,
+                        NoAttrs{}, {input(node, 0)}));
+  } else if (t == "ReduceMean" || t == "ReduceMax") {
+    reduce(node);
+  } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
+    elementwise(node);
+  } else if (t == "Sum") {
+    sum(node);
+  } else if (t == "Concat") {
+    concat(node);
+  } else if (t == "Flatten") {
+    const ValueId x = input(node, 0);
+    if (attr_int(node, "axis", 1) != 1) fail(node, "only axis 1 is supported");
+    if (shape(x).rank() == 2) define(node, 0, x);
+    else define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
+  } else if (t == "Reshape") {
+    reshape(node);
+  } else if (t == "Transpose") {
+    transpose(node);
+  } else if (t == "Squeeze" || t == "Unsqueeze") {
+    squeeze(node);
+  } else if (t == "Gemm" || t == "MatMul") {
+    gemm(node);
+  } else if (t == "Softmax") {
+    softmax(node);
+  } else if (t == "Dropout" || t == "Identity") {
+    define(node, 0, input(node, 0));
+  } else if (t == "Cast") {
+    const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
+    if (to != onnx::TensorProto::FLOAT) fail(node, "only casts of tensors to float32 are supported");
+    define(node, 0, input(node, 0));
+  } else if (t == "Pad") {
+    pad(node);
+  } else if (t == "Split") {
+    split(node);
+  } else if (t == "Slice") {
+    slice(node);
+  } else {
+    fail(node, "this op is not supported");
+  }
+}
+
+bool Importer::has_input(const onnx::NodeProto& node, int slot) const {
+  return slot < node.input_size() && !node.input(slot).empty();
+}
+
+const ConstTensor* Importer::constant(const onnx::NodeProto& node, int slot) const {
+  if (!has_input(node, slot)) return nullptr;
+  auto it = constants_.find(node.input(slot));
+  return it == constants_.end() ? nullptr : &it->second;
+}
+
+std::vector<int64_t> Importer::constant_ints(const onnx::NodeProto& node, int slot,
+                                             const char* what) const {
+  const ConstTensor* c = constant(node, slot);
+  if (!c) fail(node, cat(what, " (input ", slot, ") must be a constant"));
+  return c->ints();
+}
+
+std::vector<float> Importer::constant_floats(const onnx::NodeProto& node, int slot,
+                                             const char* what) const {
+  const ConstTensor* c = constant(node, slot);
+  if (!c) fail(node, cat(what, " (input ", slot, ") must be a constant"));
+  return c->floats();
+}
+
+std::optional<float> Importer::constant_scalar(const onnx::NodeProto& node, int slot) const {
+  if (!has_input(node, slot)) return std::nullopt;
+  const auto v = constant_floats(node, slot, "the value");
+  if (v.size() != 1) fail(node, cat("input ", slot, " must be a scalar"));
+  return v[0];
+}
+
+ValueId Importer::input(const onnx::NodeProto& node, int slot) const {
+  if (!has_input(node, slot)) fail(node, cat("input ", slot, " is missing"));
+  const std::string& name = node.input(slot);
+  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  if (constants_.count(name)) {
+    fail(node, cat("input '", name, "' is a constant where a tensor is expected (unsupported)"));
+  }
+  if (pending_shuffles_.count(name)) {
+    fail(node, cat("reads the 5-D view '", name, "' of a channel shuffle in another way than "
+                   "Transpose(0, 2, 1, 3, 4) then Reshape back to 4-D (unsupported)"));
+  }
+  if (pending_pads_.count(name)) {
+    fail(node, cat("reads the padded '", name, "', whose padding could only be folded into "
+                   "convolutions or max pools"));
+  }
+  fail(node, unknown_input(name));
+}
+
+std::string Importer::unknown_input(const std::string& name) const {
+  if (produced_.count(name)) {
+    return cat("reads '", name, "', which no earlier node produces (a later one does: the graph is "
+               "not sorted or has a cycle)");
+  }
+  return cat("reads '", name, "', which is neither a graph input, an initializer nor the output of "
+             "a node (a missing initializer?)");
+}
+
+const Shape& Importer::shape(ValueId v) const { return graph_.value(v).desc.shape; }
+
+void Importer::define(const onnx::NodeProto& node, int slot, ValueId value) {
+  if (slot < node.output_size()) values_[node.output(slot)] = value;
+}
+
+ValueId Importer::add(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs,
+                      std::vector<ValueId> inputs) {
+  const std::string base = sanitize(node_name(node));
+  try {
+    const OpId id = graph_.add_op(unique(base), kind, std::move(attrs), std::move(inputs));
+    last_op_ = id;
+    return graph_.op(id).outputs[0];
+  } catch (Error& e) {
+    e.prepend(cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): "));
+    throw;
+  }
+}
+
+OpWeights& Importer::weights_of_last() { return weights_[graph_.op(last_op_).name]; }
+
+const std::set<std::string>& Importer::reader_kinds(const onnx::NodeProto& node) const {
+  static const std::set<std::string> kNone;
+  auto it = reader_kinds_.find(node.output(0));
+  return it == reader_kinds_.end() ? kNone : it->second;
+}
+
+}  // namespace onnx_import
+
+OnnxModel import_onnx_bytes(const std::string& bytes, const std::string& source,
+                            const OnnxImportOptions& options) {
+  return onnx_import::Importer(source, options).run(bytes);
+}
+
+OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return onnx_import::Importer(path, options, dir.empty() ? "." : dir).run(read_text_file(path));
+}
+
+}  // namespace stagecraft::graph

@@ -1,0 +1,523 @@
+// The ONNX importer's translators: one per op type (or family), each mapping a node whose
+// non-constant inputs are graph tensors onto graph ops, or failing with what is unsupported.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/strings.h"
+#include "graph/onnx/onnx_importer.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+constexpr float kRelu6Max = 6.0f;
+// Exporters write "minus infinity" as -inf or as the lowest float.
+constexpr float kMinusInfinityBound = -3.0e38f;
+
+bool is_minus_infinity(float v) { return v <= kMinusInfinityBound; }
+
+std::vector<int64_t> normalised_axes(std::vector<int64_t> axes, size_t rank) {
+  for (int64_t& a : axes) {
+    if (a < 0) a += static_cast<int64_t>(rank);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Pads plus(Pads a, const Pads& b) {
+  a.top += b.top;
+  a.left += b.left;
+  a.bottom += b.bottom;
+  a.right += b.right;
+  return a;
+}
+
+bool non_negative(const Pads& p) { return p.top >= 0 && p.left >= 0 && p.bottom >= 0 && p.right >= 0; }
+
+}  // namespace
+
+Pads Importer::pads_of(const onnx::NodeProto& node, const Hw& kernel, const Hw& stride,
+                       const Hw& dilation, const Shape& in) const {
+  const std::string auto_pad = attr_string(node, "auto_pad");
+  const auto p = attr_ints(node, "pads");
+  if (auto_pad.empty() || auto_pad == "NOTSET") {
+    if (p.empty()) return Pads{};
+    if (p.size() != 4) fail(node, "pads must have 4 values for a 2-D window");
+    return Pads{p[0], p[1], p[2], p[3]};
+  }
+  if (auto_pad == "VALID") return Pads{};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    fail(node, cat("auto_pad=", auto_pad, " is not supported"));
+  }
+  auto total = [](int64_t size, int64_t k, int64_t s, int64_t d) {
+    const int64_t out = (size + s - 1) / s;
+    return std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - size);
+  };
+  const int64_t th = total(in[2], kernel.h, stride.h, dilation.h);
+  const int64_t tw = total(in[3], kernel.w, stride.w, dilation.w);
+  const bool upper = auto_pad == "SAME_UPPER";
+  const int64_t top = upper ? th / 2 : th - th / 2, left = upper ? tw / 2 : tw - tw / 2;
+  return Pads{top, left, th - top, tw - left};
+}
+
+Hw Importer::hw(const onnx::NodeProto& node, const char* name, int64_t fallback) const {
+  const auto v = attr_ints(node, name);
+  if (v.empty()) return Hw{fallback, fallback};
+  if (v.size() != 2) fail(node, cat(name, " must have 2 values (2-D ops only)"));
+  return Hw{v[0], v[1]};
+}
+
+std::optional<std::vector<int64_t>> Importer::axes(const onnx::NodeProto& node, int slot) const {
+  if (attribute(node, "axes")) return attr_ints(node, "axes");
+  if (has_input(node, slot)) return constant_ints(node, slot, "axes");
+  return std::nullopt;
+}
+
+void Importer::conv(const onnx::NodeProto& node) {
+  ValueId x = kNoOp;
+  Pads extra;
+  if (auto it = pending_pads_.find(node.input(0)); it != pending_pads_.end() && !it->second.negative_infinity) {
+    x = it->second.input;  // the zero Pad before it is folded into this convolution
+    extra = it->second.pads;
+  } else {
+    x = input(node, 0);
+  }
+  const ConstTensor* w = constant(node, 1);
+  if (!w) fail(node, "the weight (input 1) must be a constant");
+  if (w->dims.size() != 4) fail(node, "only 2-D convolutions (4-D weights) are supported");
+  Conv2dAttrs a;
+  a.out_channels = w->dims[0];
+  a.groups = attr_int(node, "group", 1);
+  a.in_channels = w->dims[1] * a.groups;
+  a.kernel = Hw{w->dims[2], w->dims[3]};
+  if (const auto k = attr_ints(node, "kernel_shape");
+      !k.empty() && Hw{k[0], k.size() > 1 ? k[1] : k[0]} != a.kernel) {
+    fail(node, "kernel_shape does not match the weight");
+  }
+  a.stride = hw(node, "strides", 1);
+  a.dilation = hw(node, "dilations", 1);
+  a.padding = plus(pads_of(node, a.kernel, a.stride, a.dilation, shape(x)), extra);
+  const ConstTensor* b = constant(node, 2);
+  if (has_input(node, 2) && !b) fail(node, "the bias (input 2) must be a constant");
+  a.bias = b != nullptr;
+  const ValueId y = add(node, OpKind::kConv2d, a, {x});
+  OpWeights& ow = weights_of_last();
+  ow.weight = w->floats();
+  if (b) ow.bias = b->floats();
+  define(node, 0, y);
+}
+
+void Importer::batch_norm(const onnx::NodeProto& node) {
+  if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "training outputs are not supported");
+  const ValueId x = input(node, 0);
+  OpWeights w;
+  const char* names[] = {"scale", "bias", "mean", "var"};
+  std::vector<float>* slots[] = {&w.gamma, &w.beta, &w.mean, &w.var};
+  for (int i = 0; i < 4; ++i) *slots[i] = constant_floats(node, i + 1, names[i]);
+  BatchNormAttrs a;
+  a.eps = attr_float(node, "epsilon", 1e-5f);
+  define(node, 0, add(node, OpKind::kBatchNorm, a, {x}));
+  weights_of_last() = std::move(w);
+}
+
+void Importer::clip(const onnx::NodeProto& node) {
+  std::optional<float> lo, hi;
+  if (opset_ >= 11) {
+    lo = constant_scalar(node, 1);
+    hi = constant_scalar(node, 2);
+  } else {
+    if (attribute(node, "min")) lo = attr_float(node, "min", 0);
+    if (attribute(node, "max")) hi = attr_float(node, "max", 0);
+  }
+  const bool zero_low = lo && *lo == 0.0f;
+  if (zero_low && hi && *hi == kRelu6Max) {
+    define(node, 0, add(node, OpKind::kRelu6, NoAttrs{}, {input(node, 0)}));
+  } else if (zero_low && (!hi || std::isinf(*hi))) {
+    define(node, 0, add(node, OpKind::kRelu, NoAttrs{}, {input(node, 0)}));
+  } else {
+    fail(node, cat("only Clip(0, 6) and Clip(0, inf) are supported (got min ",
+                   lo ? cat(*lo) : "none", ", max ", hi ? cat(*hi) : "none", ")"));
+  }
+}
+
+void Importer::pool(const onnx::NodeProto& node) {
+  if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "the indices output is not supported");
+  const bool max = node.op_type() == "MaxPool";
+  ValueId x = kNoOp;
+  Pads extra;
+  if (auto it = pending_pads_.find(node.input(0)); max && it != pending_pads_.end() && it->second.negative_infinity) {
+    x = it->second.input;  // a -inf Pad is the max pool's own padding
+    extra = it->second.pads;
+  } else {
+    x = input(node, 0);
+  }
+  const Hw k = hw(node, "kernel_shape", 0);
+  if (k.h < 1) fail(node, "kernel_shape is required");
+  const Hw s = hw(node, "strides", 1);
+  if (hw(node, "dilations", 1) != Hw{1, 1}) fail(node, "dilated pooling is not supported");
+  if (attr_int(node, "storage_order", 0) != 0) fail(node, "storage_order 1 is not supported");
+  const Pads p = plus(pads_of(node, k, s, Hw{1, 1}, shape(x)), extra);
+  const bool ceil = attr_int(node, "ceil_mode", 0) != 0;
+  if (max) {
+    MaxPoolAttrs a;
+    a.kernel = k, a.stride = s, a.padding = p, a.ceil_mode = ceil;
+    define(node, 0, add(node, OpKind::kMaxPool, a, {x}));
+  } else {
+    AvgPoolAttrs a;
+    a.kernel = k, a.stride = s, a.padding = p, a.ceil_mode = ceil;
+    a.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
+    define(node, 0, add(node, OpKind::kAvgPool, a, {x}));
+  }
+}
+
+void Importer::reduce(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  const auto ax = axes(node, 1);
+  if (s.rank() != 4 || !ax || normalised_axes(*ax, 4) != std::vector<int64_t>{2, 3}) {
+    fail(node, cat("only reductions over H and W of a 4-D tensor are supported (input ",
+                   s.to_string(), ", axes [", ax ? join(*ax, ", ") : std::string("all"), "])"));
+  }
+  const bool max = node.op_type() == "ReduceMax";
+  ValueId y = add(node, max ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool, NoAttrs{}, {x});
+  if (attr_int(node, "keepdims", 1) == 0) {
+    ReshapeAttrs r;
+    r.dims = {s[1]};
+    y = add(node, OpKind::kReshape, r, {y});
+  }
+  define(node, 0, y);
+}
+
+void Importer::elementwise(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const BinaryOp op = t == "Add" ? BinaryOp::kAdd : t == "Sub" ? BinaryOp::kSub
+                      : t == "Mul" ? BinaryOp::kMul : BinaryOp::kDiv;
+  const bool commutative = op == BinaryOp::kAdd || op == BinaryOp::kMul;
+  const ConstTensor* c0 = constant(node, 0);
+  const ConstTensor* c1 = constant(node, 1);
+  if (!c0 && !c1) {
+    ValueId a = input(node, 0), b = input(node, 1);
+    if (shape(a).rank() != shape(b).rank()) {
+      fail(node, cat("operands of different ranks (", shape(a).to_string(), " and ",
+                     shape(b).to_string(), ") are not supported"));
+    }
+    if (shape(a) == shape(b) && op == BinaryOp::kAdd) {
+      define(node, 0, add(node, OpKind::kAdd, AddAttrs{}, {a, b}));
+      return;
+    }
+    // The broadcast operand second (the backends broadcast their second source).
+    const auto out = broadcast(std::vector<int64_t>(shape(a).dims().begin(), shape(a).dims().end()),
+                               std::vector<int64_t>(shape(b).dims().begin(), shape(b).dims().end()));
+    if (commutative && out && Shape(*out) != shape(a) && Shape(*out) == shape(b)) std::swap(a, b);
+    BinaryAttrs attrs;
+    attrs.op = op;
+    define(node, 0, add(node, OpKind::kBinary, attrs, {a, b}));
+    return;
+  }
+  const int slot = c0 ? 1 : 0;  // the tensor operand
+  const ConstTensor& c = c0 ? *c0 : *c1;
+  const ValueId x = input(node, slot);
+  if (c.numel() == 1 && (op == BinaryOp::kMul || (op == BinaryOp::kDiv && slot == 0))) {
+    ScaleAttrs a;
+    a.factor = op == BinaryOp::kMul ? c.values[0] : 1.0 / c.values[0];
+    define(node, 0, add(node, OpKind::kScale, a, {x}));
+    return;
+  }
+  std::vector<int64_t> dims = c.dims;
+  while (dims.size() > shape(x).rank() && dims.front() == 1) dims.erase(dims.begin());
+  if (dims.size() > shape(x).rank()) {
+    fail(node, cat("the constant [", join(c.dims, ", "), "] has a higher rank than the tensor ",
+                   shape(x).to_string()));
+  }
+  dims.insert(dims.begin(), shape(x).rank() - dims.size(), 1);
+  BinaryAttrs attrs;
+  attrs.op = op;
+  attrs.constant = dims;
+  attrs.constant_first = slot == 1 && !commutative;
+  define(node, 0, add(node, OpKind::kBinary, attrs, {x}));
+  weights_of_last().weight = c.floats();
+}
+
+void Importer::sum(const onnx::NodeProto& node) {
+  std::vector<ValueId> ins;
+  for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
+  for (ValueId v : ins) {
+    if (shape(v) != shape(ins[0])) fail(node, "only sums of same-shaped tensors are supported");
+  }
+  define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kAdd, AddAttrs{}, ins));
+}
+
+void Importer::concat(const onnx::NodeProto& node) {
+  std::vector<ValueId> ins;
+  for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
+  const int64_t rank = static_cast<int64_t>(shape(ins[0]).rank());
+  int64_t axis = attr_int(node, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis != 1 || rank != 4) fail(node, cat("only concatenation of 4-D tensors along channels (axis 1)"));
+  define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins));
+}
+
+void Importer::reshape(const onnx::NodeProto& node) {
+  std::vector<int64_t> target = constant_ints(node, 1, "the target shape");
+  const bool allowzero = attr_int(node, "allowzero", 0) != 0;
+  if (auto it = pending_shuffles_.find(node.input(0)); it != pending_shuffles_.end()) {
+    const PendingShuffle p = it->second;
+    const Shape& x = shape(p.input);
+    if (!p.transposed) fail(node, "reshapes a 5-D view without the transpose of a channel shuffle");
+    const std::vector<int64_t> view{x[0], x[1] / p.groups, p.groups, x[2], x[3]};  // the 5-D input
+    for (size_t i = 0; i < target.size() && i < view.size(); ++i) {
+      if (target[i] == 0 && !allowzero) target[i] = view[i];
+    }
+    int64_t known = 1, minus = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == -1) minus = static_cast<int64_t>(i);
+      else known *= target[i];
+    }
+    if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = x.numel() / known;
+    if (Shape(target) != x) {
+      fail(node, cat("a channel shuffle must reshape back to ", x.to_string(), ", got [",
+                     join(target, ", "), "]"));
+    }
+    ChannelShuffleAttrs a;
+    a.groups = p.groups;
+    define(node, 0, add(node, OpKind::kChannelShuffle, a, {p.input}));
+    return;
+  }
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  int64_t known = 1, minus = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowzero && i < s.rank()) target[i] = s[i];
+    if (target[i] == -1) minus = static_cast<int64_t>(i);
+    else known *= target[i];
+  }
+  if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = s.numel() / known;
+  reshape_to(node, x, target);
+}
+
+void Importer::reshape_to(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target) {
+  const Shape& s = shape(x);
+  int64_t numel = 1;
+  for (int64_t d : target) numel *= d;
+  if (numel != s.numel()) {
+    fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "), "] changes the element count"));
+  }
+  if (Shape(target) == s) {
+    define(node, 0, x);
+    return;
+  }
+  if (target.size() == 5 && s.rank() == 4 && target[0] == s[0] && target[1] * target[2] == s[1] &&
+      target[3] == s[2] && target[4] == s[3]) {
+    pending_shuffles_[node.output(0)] = PendingShuffle{x, target[1], false};
+    return;
+  }
+  if ((target.size() == 2 || target.size() == 4) && target[0] == s[0]) {
+    ReshapeAttrs a;
+    a.dims.assign(target.begin() + 1, target.end());
+    define(node, 0, add(node, OpKind::kReshape, a, {x}));
+    return;
+  }
+  fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "),
+                 "] is not supported (supported: to N×features, to N×C×H×W keeping the batch, and "
+                 "the 5-D view of a channel shuffle)"));
+}
+
+void Importer::transpose(const onnx::NodeProto& node) {
+  auto it = pending_shuffles_.find(node.input(0));
+  const std::vector<int64_t> perm = attr_ints(node, "perm");
+  if (it == pending_shuffles_.end() || it->second.transposed ||
+      perm != std::vector<int64_t>{0, 2, 1, 3, 4}) {
+    fail(node, cat("only the Transpose(0, 2, 1, 3, 4) of a channel shuffle is supported (perm [",
+                   join(perm, ", "), "])"));
+  }
+  PendingShuffle p = it->second;
+  p.transposed = true;
+  pending_shuffles_[node.output(0)] = p;
+}
+
+void Importer::squeeze(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  const bool unsqueeze = node.op_type() == "Unsqueeze";
+  const auto ax = axes(node, 1);
+  std::vector<int64_t> target;
+  if (unsqueeze) {
+    if (!ax) fail(node, "axes are required");
+    const size_t rank = s.rank() + ax->size();
+    const auto a = normalised_axes(*ax, rank);
+    size_t k = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      target.push_back(std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) ? 1 : s[k++]);
+    }
+  } else {
+    const auto a = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
+    for (size_t d = 0; d < s.rank(); ++d) {
+      const bool removed = ax ? std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) : s[d] == 1;
+      if (removed && s[d] != 1) fail(node, cat("cannot squeeze dimension ", d, " of ", s.to_string()));
+      if (!removed) target.push_back(s[d]);
+    }
+  }
+  reshape_to(node, x, target);
+}
+
+void Importer::gemm(const onnx::NodeProto& node) {
+  const bool matmul = node.op_type() == "MatMul";
+  const ValueId x = input(node, 0);
+  if (shape(x).rank() != 2) fail(node, cat("only 2-D inputs are supported (got ", shape(x).to_string(), ")"));
+  if (!matmul && (attr_int(node, "transA", 0) != 0 || attr_float(node, "alpha", 1.0f) != 1.0f ||
+                  attr_float(node, "beta", 1.0f) != 1.0f)) {
+    fail(node, "only transA=0, alpha=1, beta=1 are supported");
+  }
+  const ConstTensor* b = constant(node, 1);
+  if (!b || b->dims.size() != 2) fail(node, "the second input must be a 2-D constant");
+  const bool trans_b = !matmul && attr_int(node, "transB", 0) != 0;
+  const int64_t out = trans_b ? b->dims[0] : b->dims[1];
+  const int64_t in = trans_b ? b->dims[1] : b->dims[0];
+  std::vector<float> w = b->floats();
+  if (!trans_b) {  // [in, out] -> [out, in]
+    std::vector<float> t(w.size());
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o) t[static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * out + o)];
+    w = std::move(t);
+  }
+  const ConstTensor* c = matmul ? nullptr : constant(node, 2);
+  if (!matmul && has_input(node, 2) && !c) fail(node, "the bias (input 2) must be a constant");
+  LinearAttrs a;
+  a.in_features = in;
+  a.out_features = out;
+  a.bias = c != nullptr;
+  const ValueId y = add(node, OpKind::kLinear, a, {x});
+  OpWeights& ow = weights_of_last();
+  ow.weight = std::move(w);
+  if (c) {
+    ow.bias = c->floats();
+    if (ow.bias.size() == 1 && out > 1) ow.bias.assign(static_cast<size_t>(out), ow.bias[0]);
+    if (static_cast<int64_t>(ow.bias.size()) != out) fail(node, "the bias must have one value per output");
+  }
+  define(node, 0, y);
+}
+
+void Importer::softmax(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const int64_t rank = static_cast<int64_t>(shape(x).rank());
+  int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (rank != 2 || axis != 1) fail(node, "only softmax over the features of an N×C tensor is supported");
+  define(node, 0, add(node, OpKind::kSoftmax, NoAttrs{}, {x}));
+}
+
+void Importer::pad(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const std::string mode = attr_string(node, "mode");
+  if (!mode.empty() && mode != "constant") fail(node, cat("mode '", mode, "' is not supported"));
+  std::vector<int64_t> p;
+  float value = 0;
+  if (opset_ >= 11) {
+    p = constant_ints(node, 1, "pads");
+    if (auto v = constant_scalar(node, 2)) value = *v;
+    if (has_input(node, 3)) {  // opset 18: the axes the pads apply to
+      const auto a = normalised_axes(constant_ints(node, 3, "axes"), shape(x).rank());
+      std::vector<int64_t> full(2 * shape(x).rank(), 0);
+      for (size_t i = 0; i < a.size(); ++i) {
+        full[static_cast<size_t>(a[i])] = p[i];
+        full[static_cast<size_t>(a[i]) + shape(x).rank()] = p[i + a.size()];
+      }
+      p = full;
+    }
+  } else {
+    p = attr_ints(node, "pads");
+    value = attr_float(node, "value", 0);
+  }
+  if (shape(x).rank() != 4 || p.size() != 8 || p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0) {
+    fail(node, "only padding of H and W of a 4-D tensor is supported");
+  }
+  const Pads pads{p[2], p[3], p[6], p[7]};
+  const auto& kinds = reader_kinds(node);
+  const bool only = kinds.size() == 1 && non_negative(pads);
+  if (only && value == 0.0f && *kinds.begin() == "Conv") {
+    pending_pads_[node.output(0)] = PendingPad{x, pads, false};  // folded into the convolutions
+    return;
+  }
+  if (only && is_minus_infinity(value) && *kinds.begin() == "MaxPool") {
+    pending_pads_[node.output(0)] = PendingPad{x, pads, true};  // the max pools' own padding
+    return;
+  }
+  if (is_minus_infinity(value)) {
+    fail(node, "padding with minus infinity is supported only right before max pools");
+  }
+  PadAttrs a;
+  a.pads = pads;
+  a.value = value;
+  define(node, 0, add(node, OpKind::kPad, a, {x}));
+}
+
+void Importer::slice(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  const auto values = [&](int slot, const char* attr_name) -> std::vector<int64_t> {
+    if (opset_ < 10) return attr_ints(node, attr_name);
+    if (!has_input(node, slot)) return {};
+    return constant_ints(node, slot, attr_name);
+  };
+  const auto starts = values(1, "starts"), ends = values(2, "ends");
+  auto axes_v = values(3, "axes"), steps = values(4, "steps");
+  if (axes_v.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes_v.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes_v.size() != starts.size() || steps.size() != starts.size()) {
+    fail(node, "starts, ends, axes and steps differ in length");
+  }
+  if (s.rank() != 4) fail(node, "only slices of 4-D tensors are supported");
+  std::vector<int64_t> begin{0, 0, 0, 0}, end(s.dims().begin(), s.dims().end());
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t a = axes_v[k] < 0 ? axes_v[k] + 4 : axes_v[k];
+    if (a < 0 || a > 3) fail(node, cat("axis ", axes_v[k], " out of range"));
+    if (steps[k] != 1) fail(node, "only slices with step 1 are supported");
+    const int64_t dim = s[static_cast<size_t>(a)];
+    auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
+    begin[static_cast<size_t>(a)] = clamp(starts[k]);
+    end[static_cast<size_t>(a)] = clamp(ends[k]);
+    if (end[static_cast<size_t>(a)] <= begin[static_cast<size_t>(a)]) fail(node, "the slice is empty");
+  }
+  if (begin[0] != 0 || end[0] != s[0]) fail(node, "slicing the batch is not supported");
+  ValueId y = x;
+  if (begin[1] != 0 || end[1] != s[1]) {
+    SliceAttrs a;
+    a.begin = begin[1];
+    a.end = end[1];
+    y = add(node, OpKind::kSlice, a, {y});
+  }
+  if (begin[2] != 0 || end[2] != s[2] || begin[3] != 0 || end[3] != s[3]) {
+    PadAttrs crop;  // a spatial slice is a crop: negative padding
+    crop.pads = Pads{-begin[2], -begin[3], end[2] - s[2], end[3] - s[3]};
+    y = add(node, OpKind::kPad, crop, {y});
+  }
+  define(node, 0, y);
+}
+
+void Importer::split(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  int64_t axis = attr_int(node, "axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(shape(x).rank());
+  if (axis != 1) fail(node, "only splits along channels (axis 1) are supported");
+  std::vector<int64_t> sizes = attr_ints(node, "split");
+  if (has_input(node, 1)) sizes = constant_ints(node, 1, "split sizes");
+  const int64_t channels = shape(x)[1];
+  if (sizes.empty()) {
+    const int64_t n = attr_int(node, "num_outputs", node.output_size());
+    const int64_t each = (channels + n - 1) / n;  // opset 18: the last part may be smaller
+    for (int64_t c = 0; c < channels; c += each) sizes.push_back(std::min(each, channels - c));
+  }
+  SplitAttrs a;
+  a.sizes = sizes;
+  add(node, OpKind::kSplit, a, {x});
+  const Op& op = graph_.op(last_op_);
+  if (static_cast<size_t>(node.output_size()) != op.outputs.size()) {
+    fail(node, cat("has ", node.output_size(), " outputs for ", op.outputs.size(), " parts"));
+  }
+  for (int i = 0; i < node.output_size(); ++i) define(node, i, op.outputs.at(static_cast<size_t>(i)));
+}
+
+}  // namespace stagecraft::graph::onnx_import

@@ -1,0 +1,102 @@
+#pragma once
+// Internal to graph/onnx/: the importer. Nodes are visited in their (topological) order; a node
+// whose inputs are all constant once the input shapes are fixed is evaluated (onnx_constants.h),
+// anything else is translated into graph ops (onnx_import_ops.cpp). Patterns that span nodes are
+// kept pending until they complete: a zero or -inf Pad is folded into the convolutions or max
+// pools that read it, and Reshape(N, g, C/g, H, W) -> Transpose(0, 2, 1, 3, 4) -> Reshape(N, C,
+// H, W) becomes one channel shuffle.
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/onnx/onnx_constants.h"
+#include "graph/onnx/onnx_io.h"
+
+namespace stagecraft::graph::onnx_import {
+
+/// Translates one model; see the file comment.
+class Importer {
+ public:
+  /// `model_dir`: the folder external data is read from ("" when the model is not a file).
+  Importer(std::string source, const OnnxImportOptions& options, std::string model_dir = "");
+  OnnxModel run(const std::string& bytes);
+
+ private:
+  // A Pad waiting to be folded into its readers.
+  struct PendingPad {
+    ValueId input;
+    Pads pads;
+    bool negative_infinity;  // folds into max pools; otherwise a zero pad into convolutions
+  };
+  // A channel shuffle under way: `input` viewed as [N, groups, C / groups, H, W], then transposed.
+  struct PendingShuffle {
+    ValueId input;
+    int64_t groups;
+    bool transposed;
+  };
+
+  // ---- onnx_import.cpp: the walk, inputs, names, lookups
+  [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& what) const;
+  void add_inputs(const onnx::GraphProto& g);
+  std::string unique(const std::string& base);
+  void import_node(const onnx::NodeProto& node);
+  void constant_node(const onnx::NodeProto& node);
+  std::vector<FoldInput> fold_inputs(const onnx::NodeProto& node) const;
+  const ConstTensor* constant(const onnx::NodeProto& node, int slot) const;
+  bool has_input(const onnx::NodeProto& node, int slot) const;
+  std::vector<int64_t> constant_ints(const onnx::NodeProto& node, int slot, const char* what) const;
+  std::vector<float> constant_floats(const onnx::NodeProto& node, int slot, const char* what) const;
+  std::optional<float> constant_scalar(const onnx::NodeProto& node, int slot) const;
+  ValueId input(const onnx::NodeProto& node, int slot) const;
+  std::string unknown_input(const std::string& name) const;
+  const Shape& shape(ValueId v) const;
+  void define(const onnx::NodeProto& node, int slot, ValueId value);
+  ValueId add(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs, std::vector<ValueId> inputs);
+  OpWeights& weights_of_last();
+  const std::set<std::string>& reader_kinds(const onnx::NodeProto& node) const;
+
+  // ---- onnx_import_ops.cpp: one translator per op type
+  Pads pads_of(const onnx::NodeProto& node, const Hw& kernel, const Hw& stride, const Hw& dilation,
+               const Shape& in) const;
+  Hw hw(const onnx::NodeProto& node, const char* name, int64_t fallback) const;
+  std::optional<std::vector<int64_t>> axes(const onnx::NodeProto& node, int slot) const;
+  void conv(const onnx::NodeProto& node);
+  void batch_norm(const onnx::NodeProto& node);
+  void clip(const onnx::NodeProto& node);
+  void pool(const onnx::NodeProto& node);
+  void reduce(const onnx::NodeProto& node);
+  void elementwise(const onnx::NodeProto& node);
+  void sum(const onnx::NodeProto& node);
+  void concat(const onnx::NodeProto& node);
+  void reshape(const onnx::NodeProto& node);
+  void reshape_to(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
+  void transpose(const onnx::NodeProto& node);
+  void squeeze(const onnx::NodeProto& node);
+  void gemm(const onnx::NodeProto& node);
+  void softmax(const onnx::NodeProto& node);
+  void pad(const onnx::NodeProto& node);
+  void slice(const onnx::NodeProto& node);
+  void split(const onnx::NodeProto& node);
+
+  std::string source_;
+  OnnxImportOptions options_;
+  int64_t opset_ = 0;
+  Graph graph_;
+  WeightStore weights_;
+  OpId last_op_ = kNoOp;
+  std::map<std::string, ValueId> values_;
+  std::map<std::string, ConstTensor> constants_;
+  std::map<std::string, PendingPad> pending_pads_;
+  std::map<std::string, PendingShuffle> pending_shuffles_;
+  std::map<std::string, std::set<std::string>> reader_kinds_;
+  std::set<std::string> used_;
+  std::set<std::string> produced_;  // every node output of the model
+  ExternalData external_;
+};
+
+}  // namespace stagecraft::graph::onnx_import

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""The model zoo check: every torchvision classification CNN, exported with both PyTorch
+exporters, run through stagecraft and ONNX Runtime on the same input.
+
+For each model: random weights, batch-norm statistics calibrated on random images (a few forward
+passes in training mode with cumulative averages), then `torch.onnx.export(..., dynamo=False)`
+(TorchScript, opset 17) and `dynamo=True` (opset 18), models cached under .cache/model_zoo/. Each
+export is run by ONNX Runtime (CPU provider, all graph optimisations, one session thread per core)
+and by `stagecraft run MODEL.onnx --input x.npy --output y.npy` on the same input; the report has
+whether it loads, the largest relative error (max |a - b| / max |b|, b = ONNX Runtime), both
+latencies (medians, interleaved) and their ratio. Transformers (ViT, Swin, MaxViT) are left out.
+
+The script sets up (once) the project's virtual environment with torch, torchvision, onnx,
+onnxscript, onnxruntime and numpy (scripts/common.sh, .venv/) and re-runs itself in it.
+
+Usage: scripts/model_zoo.py [--models a,b,...] [--exporters ts,dynamo] [--iters N]
+                            [--schedule sequential|dp] [--out bench/results/model_zoo.md]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision"]
+
+# Input resolution of models whose default is not 224.
+RESOLUTION = {
+    "inception_v3": 299,
+    "efficientnet_b1": 240, "efficientnet_b2": 288, "efficientnet_b3": 300, "efficientnet_b4": 380,
+    "efficientnet_b5": 456, "efficientnet_b6": 528, "efficientnet_b7": 600,
+    "efficientnet_v2_s": 384, "efficientnet_v2_m": 480, "efficientnet_v2_l": 480,
+}
+# The families the issue names; everything else torchvision lists is reported as "other".
+FAMILIES = ("alexnet", "vgg", "resnet", "resnext", "wide_resnet", "densenet", "squeezenet",
+            "googlenet", "inception_v3", "mobilenet_v2", "mobilenet_v3", "mnasnet", "shufflenet_v2",
+            "efficientnet", "regnet")
+TRANSFORMERS = ("vit_", "swin_", "maxvit")
+
+
+def in_venv() -> bool:
+    return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+
+
+def bootstrap() -> None:
+    """Re-runs this script in the project's virtual environment, filled with PACKAGES."""
+    if in_venv():
+        try:
+            import numpy, onnx, onnxruntime, onnxscript, torch, torchvision  # noqa: F401
+            return
+        except ImportError:
+            pass
+    cmd = f'source "{ROOT}/scripts/common.sh" && ensure_venv {" ".join(PACKAGES)} | tail -n 1'
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+    python = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 0 or not python:
+        sys.exit(f"model_zoo: cannot set up the virtual environment:\n{result.stderr[-2000:]}")
+    os.execv(python, [python, __file__, *sys.argv[1:]])
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model == "unknown CPU":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line
+    except OSError:
+        pass
+    isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    return f"{model}, {isa}, {os.cpu_count()} cores"
+
+
+def classification_models(selected: list[str] | None) -> list[str]:
+    import torchvision
+    names = torchvision.models.list_models(module=torchvision.models)
+    names = [n for n in names if not n.startswith(TRANSFORMERS)]
+    if selected:
+        unknown = [n for n in selected if n not in names]
+        if unknown:
+            sys.exit(f"model_zoo: unknown models {unknown} (known: {', '.join(names)})")
+        names = [n for n in names if n in selected]
+    return names
+
+
+def calibrated_model(name: str, size: int):
+    """Random weights; batch-norm statistics from a few batches of random images."""
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    kwargs = {"weights": None}
+    if name in ("googlenet", "inception_v3"):
+        kwargs["aux_logits"] = False
+        kwargs["init_weights"] = True
+    model = getattr(torchvision.models, name)(**kwargs)
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative average
+    if bns:
+        model.train()
+        with torch.no_grad():
+            for _ in range(4):
+                model(torch.randn(8, 3, size, size))
+    return model.eval()
+
+
+def export(model, name: str, size: int, exporter: str, folder: Path) -> Path:
+    import torch
+    path = folder / f"{name}_{exporter}.onnx"
+    if path.exists():
+        return path
+    x = torch.randn(1, 3, size, size)
+    tmp = folder / f".{name}_{exporter}.tmp.onnx"
+    if exporter == "ts":
+        torch.onnx.export(model, (x,), str(tmp), opset_version=17, do_constant_folding=True,
+                          dynamo=False)
+    else:
+        torch.onnx.export(model, (x,), str(tmp), opset_version=18, dynamo=True)
+    data = Path(str(tmp) + ".data")
+    if data.exists():  # external weights: rename both, the model refers to the data file by name
+        import onnx
+        m = onnx.load(str(tmp), load_external_data=True)
+        onnx.save(m, str(path), save_as_external_data=True, location=path.name + ".data")
+        tmp.unlink()
+        data.unlink()
+    else:
+        tmp.rename(path)
+    return path
+
+
+def ort_session(path: Path):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = os.cpu_count() or 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def time_ort(session, x, iters: int) -> list[float]:
+    name = session.get_inputs()[0].name
+    for _ in range(3):
+        session.run(None, {name: x})
+    samples = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        session.run(None, {name: x})
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def run_stagecraft(binary: Path, path: Path, x_file: Path, y_file: Path, iters: int,
+                   schedule: str, cache: Path) -> tuple[float | None, str]:
+    cmd = [str(binary), "run", str(path), "--input", str(x_file), "--output", str(y_file),
+           "--iters", str(iters), "--warmup", "3", "--schedule", schedule, "--cache-dir", str(cache)]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        return None, lines[-1] if lines else f"exit {result.returncode}"
+    m = re.search(r"latency: median ([0-9.]+) ms", result.stdout)
+    return (float(m.group(1)) if m else None), ""
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", help="comma-separated torchvision model names (default: all CNNs)")
+    p.add_argument("--exporters", default="ts,dynamo", help="ts, dynamo or both (default both)")
+    p.add_argument("--iters", type=int, default=20, help="timed runs per engine (default 20)")
+    p.add_argument("--schedule", default="sequential",
+                   help="stagecraft's schedule: sequential (default) or dp (searched, slower)")
+    p.add_argument("--stagecraft", default=str(ROOT / "build" / "cli" / "stagecraft"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_zoo.md"))
+    args = p.parse_args()
+    bootstrap()
+    import numpy as np
+    import onnxruntime
+    import torch
+    import torchvision
+
+    binary = Path(args.stagecraft)
+    if not binary.exists():
+        sys.exit(f"model_zoo: {binary} does not exist: build first (./scripts/test.sh)")
+    torch.set_num_threads(os.cpu_count() or 1)
+    folder = ROOT / ".cache" / "model_zoo"
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = folder / "stagecraft-cache"
+    exporters = [e for e in args.exporters.split(",") if e]
+    names = classification_models(args.models.split(",") if args.models else None)
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="model_zoo."))
+    for name in names:
+        size = RESOLUTION.get(name, 224)
+        family = next((f for f in FAMILIES if name.startswith(f)), "other")
+        try:
+            model = calibrated_model(name, size)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            rows.append(dict(model=name, family=family, exporter="-", loads="no",
+                             note=f"model: {str(e).splitlines()[0][:150]}"))
+            continue
+        for exporter in exporters:
+            row = dict(model=name, family=family, exporter=exporter, size=size)
+            print(f"model_zoo: {name} ({exporter}, {size}x{size})", file=sys.stderr, flush=True)
+            try:
+                path = export(model, name, size, exporter, folder)
+            except Exception as e:  # noqa: BLE001
+                row.update(loads="export failed", note=str(e).splitlines()[0][:200])
+                rows.append(row)
+                continue
+            x = np.random.default_rng(1).standard_normal((1, 3, size, size)).astype(np.float32)
+            x_file, y_file = work / "x.npy", work / "y.npy"
+            np.save(x_file, x)
+            session = ort_session(path)
+            want = session.run(None, {session.get_inputs()[0].name: x})[0]
+            ort_ms, sc_ms = [], []
+            error = ""
+            for _ in range(2):  # interleaved: ORT, stagecraft, ORT, stagecraft
+                ort_ms += time_ort(session, x, args.iters // 2)
+                ms, error = run_stagecraft(binary, path, x_file, y_file, max(1, args.iters // 2),
+                                           args.schedule, cache)
+                if ms is None:
+                    break
+                sc_ms.append(ms)
+            row["ort_ms"] = statistics.median(ort_ms)
+            if not sc_ms:
+                row.update(loads="no", note=error)
+                rows.append(row)
+                continue
+            got = np.load(y_file).reshape(want.shape)
+            row.update(loads="yes", stagecraft_ms=statistics.median(sc_ms),
+                       rel_err=float(np.abs(got - want).max() / max(1e-12, np.abs(want).max())))
+            rows.append(row)
+            print(f"  rel err {row['rel_err']:.2e}, stagecraft {row['stagecraft_ms']:.2f} ms, "
+                  f"ORT {row['ort_ms']:.2f} ms", file=sys.stderr, flush=True)
+    write_report(Path(args.out), rows, args, onnxruntime.__version__, torch.__version__,
+                 torchvision.__version__)
+    (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
+    bad = [r for r in rows if r["family"] != "other" and r.get("loads") != "yes"]
+    return 1 if bad else 0
+
+
+def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_version: str,
+                 tv_version: str) -> None:
+    lines = [
+        "# Model zoo: torchvision CNNs through both PyTorch exporters, stagecraft vs ONNX Runtime",
+        "",
+        f"- date: {datetime.date.today()}; machine: {machine()}",
+        f"- torch {torch_version}, torchvision {tv_version}, ONNX Runtime {ort_version} (CPU provider, "
+        f"all graph optimisations, {os.cpu_count()} threads); stagecraft `run --schedule {args.schedule}` "
+        f"(default layout), batch 1, f32",
+        f"- command: `python3 scripts/model_zoo.py{' --models ' + args.models if args.models else ''} "
+        f"--exporters {args.exporters} --iters {args.iters} --schedule {args.schedule}`",
+        "- weights random, batch-norm statistics calibrated on random images; error = max|a - b| / "
+        "max|b| against ONNX Runtime on one random input; latencies are medians of interleaved runs",
+        "",
+        "| model | exporter | input | loads | max rel err | stagecraft ms | ORT ms | stagecraft / ORT | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        loaded = "rel_err" in r
+        cells = [r["model"], r["exporter"], str(r.get("size", "")), r.get("loads", ""),
+                 f"{r['rel_err']:.1e}" if loaded else "",
+                 f"{r['stagecraft_ms']:.2f}" if loaded else "",
+                 f"{r['ort_ms']:.2f}" if "ort_ms" in r else "",
+                 f"{r['stagecraft_ms'] / r['ort_ms']:.2f}x" if loaded else "",
+                 r.get("note", "").replace("|", "/")]
+        lines.append("| " + " | ".join(cells) + " |")
+    listed = [r for r in rows if r.get("family") != "other"]
+    loaded = [r for r in listed if r.get("loads") == "yes"]
+    if loaded:
+        worst_err = max(loaded, key=lambda r: r["rel_err"])
+        worst_ratio = max(loaded, key=lambda r: r["stagecraft_ms"] / r["ort_ms"])
+        geo = statistics.geometric_mean([r["stagecraft_ms"] / r["ort_ms"] for r in loaded])
+        lines += ["", f"Summary: {len(loaded)} of {len(listed)} exports of the listed families load; "
+                  f"largest error {worst_err['rel_err']:.1e} ({worst_err['model']} {worst_err['exporter']}); "
+                  f"slowest against ORT {worst_ratio['stagecraft_ms'] / worst_ratio['ort_ms']:.2f}x "
+                  f"({worst_ratio['model']} {worst_ratio['exporter']}); geometric mean {geo:.2f}x."]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"model_zoo: wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
