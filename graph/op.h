@@ -267,6 +267,16 @@ struct HardSigmoidAttrs {
   bool operator==(const HardSigmoidAttrs&) const = default;
 };
 
+/// Leaky ReLU: y = x for x >= 0, alpha · x otherwise.
+struct LeakyReluAttrs {
+  double alpha = 0.01;  ///< slope for negative inputs
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("alpha", a.alpha, FieldRule::kOptional);
+  }
+  bool operator==(const LeakyReluAttrs&) const = default;
+};
+
 /// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
 /// not): per-channel scales, squeeze-and-excitation gates. With `constant` set, b is not an input
 /// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
@@ -340,7 +350,8 @@ struct ChannelShuffleAttrs {
   X(kBinary, "binary", BinaryAttrs)                    \
   X(kGlobalMaxPool, "global_max_pool", NoAttrs)        \
   X(kReshape, "reshape", ReshapeAttrs)                 \
-  X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs)
+  X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs) \
+  X(kLeakyRelu, "leaky_relu", LeakyReluAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -352,7 +363,8 @@ enum class OpKind : uint8_t {
 /// Typed attributes of any kind (the alternative must match the op's kind).
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
-                             HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs>;
+                             HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
+                             LeakyReluAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

@@ -249,6 +249,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kScale:
     case OpKind::kHardSwish:
     case OpKind::kSilu:
+    case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
     case OpKind::kHardSigmoid:

@@ -1,4 +1,5 @@
-// Element-wise ops on oneDNN: activations (ReLU, ReLU6, sigmoid, hard sigmoid, hard swish, SiLU),
+// Element-wise ops on oneDNN: activations (ReLU, leaky ReLU, ReLU6, sigmoid, hard sigmoid, hard
+// swish, SiLU),
 // scaling, batch normalisation and softmax.
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
@@ -22,6 +23,9 @@ std::vector<EltwiseStep> steps_of(const KernelSpec& spec) {
     case OpKind::kScale:
       return {{dnnl::algorithm::eltwise_linear,
                static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor), 0.0f}};
+    case OpKind::kLeakyRelu:
+      return {{dnnl::algorithm::eltwise_relu,
+               static_cast<float>(std::get<graph::LeakyReluAttrs>(spec.attrs).alpha), 0.0f}};
     case OpKind::kHardSigmoid: {
       const auto& a = std::get<graph::HardSigmoidAttrs>(spec.attrs);
       return {{dnnl::algorithm::eltwise_linear, static_cast<float>(a.alpha), static_cast<float>(a.beta)},
@@ -99,6 +103,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
                                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kSilu,
+                                   OpKind::kLeakyRelu,
                                    OpKind::kBatchNorm, OpKind::kSoftmax},
                                   check,
                                   build};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -218,9 +219,15 @@ ConstTensor reduce(const ConstTensor& t, std::vector<int64_t> axes, bool keepdim
 int64_t ConstTensor::numel() const { return product(dims); }
 
 std::vector<int64_t> ConstTensor::ints() const {
+  // INT64_MAX ("to the end" in Slice) is not exact in a double: saturate instead of overflowing.
+  constexpr double kLimit = 9.2e18;
   std::vector<int64_t> out;
   out.reserve(values.size());
-  for (double v : values) out.push_back(static_cast<int64_t>(v));
+  for (double v : values) {
+    out.push_back(v >= kLimit    ? std::numeric_limits<int64_t>::max()
+                  : v <= -kLimit ? std::numeric_limits<int64_t>::min()
+                                 : static_cast<int64_t>(v));
+  }
   return out;
 }
 
@@ -530,6 +537,16 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
     out.push_back(elementwise(args, x.kind, x.onnx_type, [max](const std::vector<double>& a) {
       return max ? *std::max_element(a.begin(), a.end()) : *std::min_element(a.begin(), a.end());
     }));
+  } else if (op == "Clip") {
+    double lo = -INFINITY, hi = INFINITY;
+    if (opset < 11) {
+      lo = attr_float(node, "min", -INFINITY);
+      hi = attr_float(node, "max", INFINITY);
+    } else {
+      if (c(1)) lo = c(1)->values.at(0);
+      if (c(2)) hi = c(2)->values.at(0);
+    }
+    unary([lo, hi](double v) { return std::clamp(v, lo, hi); }, x.kind);
   } else if (op == "Where") {
     if (!c(1) || !c(2)) invalid("Where needs three operands");
     out.push_back(elementwise({&x, c(1), c(2)}, c(1)->kind, c(1)->onnx_type,

@@ -297,6 +297,10 @@ class Exporter {
       case OpKind::kGlobalMaxPool:
         node("GlobalMaxPool", op.name, in, {out});
         return;
+      case OpKind::kLeakyRelu:
+        real(node("LeakyRelu", op.name, in, {out}), "alpha",
+             static_cast<float>(op.attrs_as<LeakyReluAttrs>().alpha));
+        return;
       case OpKind::kReshape: {
         const Shape& s = g_.value(op.outputs[0]).desc.shape;
         in.push_back(int64s(op.name + "/shape", std::vector<int64_t>(s.dims().begin(), s.dims().end())));

@@ -159,11 +159,10 @@ std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) const 
     } else if (auto v = values_.find(name); v != values_.end()) {
       in.shape = std::vector<int64_t>(graph_.value(v->second).desc.shape.dims().begin(),
                                       graph_.value(v->second).desc.shape.dims().end());
-    } else if (auto s = pending_shuffles_.find(name); s != pending_shuffles_.end()) {
-      const Shape& x = graph_.value(s->second.input).desc.shape;
-      const int64_t g = s->second.groups;
-      in.shape = s->second.transposed ? std::vector<int64_t>{x[0], x[1] / g, g, x[2], x[3]}
-                                      : std::vector<int64_t>{x[0], g, x[1] / g, x[2], x[3]};
+    } else if (auto s = pending_views_.find(name); s != pending_views_.end()) {
+      in.shape = s->second.shape;
+    } else if (auto e = empty_values_.find(name); e != empty_values_.end()) {
+      in.shape = e->second;
     } else if (auto p = pending_pads_.find(name); p != pending_pads_.end()) {
       const Shape& x = graph_.value(p->second.input).desc.shape;
       const Pads& q = p->second.pads;
@@ -200,6 +199,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish") {
     const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid : OpKind::kHardSwish;
     define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
+  } else if (t == "LeakyRelu") {
+    LeakyReluAttrs a;
+    a.alpha = attr_float(node, "alpha", 0.01f);
+    define(node, 0, add(node, OpKind::kLeakyRelu, a, {input(node, 0)}));
   } else if (t == "HardSigmoid") {
     HardSigmoidAttrs a;
     a.alpha = attr_float(node, "alpha", 0.2f);
@@ -233,6 +236,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
     transpose(node);
   } else if (t == "Squeeze" || t == "Unsqueeze") {
     squeeze(node);
+  } else if (t == "Gather") {
+    gather(node);
+  } else if (t == "Reciprocal" || t == "Neg") {
+    unary(node);
   } else if (t == "Gemm" || t == "MatMul") {
     gemm(node);
   } else if (t == "Softmax") {
@@ -292,9 +299,14 @@ ValueId Importer::input(const onnx::NodeProto& node, int slot) const {
   if (constants_.count(name)) {
     fail(node, cat("input '", name, "' is a constant where a tensor is expected (unsupported)"));
   }
-  if (pending_shuffles_.count(name)) {
-    fail(node, cat("reads the 5-D view '", name, "' of a channel shuffle in another way than "
-                   "Transpose(0, 2, 1, 3, 4) then Reshape back to 4-D (unsupported)"));
+  if (empty_values_.count(name)) {
+    fail(node, cat("reads '", name, "', a slice with no channels (supported only as a part of a "
+                   "concatenation)"));
+  }
+  if (auto v = pending_views_.find(name); v != pending_views_.end()) {
+    fail(node, cat("reads '", name, "' of shape [", join(v->second.shape, ", "), "]: tensors of rank ",
+                   v->second.shape.size(), " are supported only as views reshaped back to rank 2 "
+                   "or 4, or in a channel shuffle (Reshape, Transpose(0, 2, 1, 3, 4), Reshape)"));
   }
   if (pending_pads_.count(name)) {
     fail(node, cat("reads the padded '", name, "', whose padding could only be folded into "

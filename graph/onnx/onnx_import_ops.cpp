@@ -250,7 +250,11 @@ void Importer::sum(const onnx::NodeProto& node) {
 
 void Importer::concat(const onnx::NodeProto& node) {
   std::vector<ValueId> ins;
-  for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (empty_values_.count(node.input(i))) continue;  // a part with no channels
+    ins.push_back(input(node, i));
+  }
+  if (ins.empty()) fail(node, "every part is empty");
   const int64_t rank = static_cast<int64_t>(shape(ins[0]).rank());
   int64_t axis = attr_int(node, "axis", 1);
   if (axis < 0) axis += rank;
@@ -258,107 +262,161 @@ void Importer::concat(const onnx::NodeProto& node) {
   define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins));
 }
 
+Importer::PendingView Importer::view_of(const onnx::NodeProto& node) const {
+  if (auto it = pending_views_.find(node.input(0)); it != pending_views_.end()) return it->second;
+  const ValueId x = input(node, 0);
+  return PendingView{x, std::vector<int64_t>(shape(x).dims().begin(), shape(x).dims().end()), 0};
+}
+
 void Importer::reshape(const onnx::NodeProto& node) {
   std::vector<int64_t> target = constant_ints(node, 1, "the target shape");
+  const PendingView x = view_of(node);
   const bool allowzero = attr_int(node, "allowzero", 0) != 0;
-  if (auto it = pending_shuffles_.find(node.input(0)); it != pending_shuffles_.end()) {
-    const PendingShuffle p = it->second;
-    const Shape& x = shape(p.input);
-    if (!p.transposed) fail(node, "reshapes a 5-D view without the transpose of a channel shuffle");
-    const std::vector<int64_t> view{x[0], x[1] / p.groups, p.groups, x[2], x[3]};  // the 5-D input
-    for (size_t i = 0; i < target.size() && i < view.size(); ++i) {
-      if (target[i] == 0 && !allowzero) target[i] = view[i];
-    }
-    int64_t known = 1, minus = -1;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i] == -1) minus = static_cast<int64_t>(i);
-      else known *= target[i];
-    }
-    if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = x.numel() / known;
-    if (Shape(target) != x) {
-      fail(node, cat("a channel shuffle must reshape back to ", x.to_string(), ", got [",
-                     join(target, ", "), "]"));
-    }
-    ChannelShuffleAttrs a;
-    a.groups = p.groups;
-    define(node, 0, add(node, OpKind::kChannelShuffle, a, {p.input}));
-    return;
-  }
-  const ValueId x = input(node, 0);
-  const Shape& s = shape(x);
-  int64_t known = 1, minus = -1;
+  int64_t known = 1, minus = -1, numel = 1;
+  for (int64_t d : x.shape) numel *= d;
   for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == 0 && !allowzero && i < s.rank()) target[i] = s[i];
+    if (target[i] == 0 && !allowzero && i < x.shape.size()) target[i] = x.shape[i];
     if (target[i] == -1) minus = static_cast<int64_t>(i);
     else known *= target[i];
   }
-  if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = s.numel() / known;
-  reshape_to(node, x, target);
+  if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = numel / known;
+  reshape_to(node, x, std::move(target));
 }
 
-void Importer::reshape_to(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target) {
-  const Shape& s = shape(x);
+void Importer::reshape_to(const onnx::NodeProto& node, const PendingView& x, std::vector<int64_t> target) {
+  const Shape& base = shape(x.base);
   int64_t numel = 1;
   for (int64_t d : target) numel *= d;
-  if (numel != s.numel()) {
-    fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "), "] changes the element count"));
+  if (numel != base.numel()) {
+    fail(node, cat("reshape of [", join(x.shape, ", "), "] to [", join(target, ", "),
+                   "] changes the element count"));
   }
-  if (Shape(target) == s) {
-    define(node, 0, x);
+  if (x.shuffle_groups > 0) {  // the end of a channel shuffle
+    if (Shape(target) != base) {
+      fail(node, cat("a channel shuffle must reshape back to ", base.to_string(), ", got [",
+                     join(target, ", "), "]"));
+    }
+    ChannelShuffleAttrs a;
+    a.groups = x.shuffle_groups;
+    define(node, 0, add(node, OpKind::kChannelShuffle, a, {x.base}));
     return;
   }
-  if (target.size() == 5 && s.rank() == 4 && target[0] == s[0] && target[1] * target[2] == s[1] &&
-      target[3] == s[2] && target[4] == s[3]) {
-    pending_shuffles_[node.output(0)] = PendingShuffle{x, target[1], false};
-    return;
+  if (target.empty() || target[0] != base[0]) {
+    fail(node, cat("reshape of [", join(x.shape, ", "), "] to [", join(target, ", "),
+                   "] is not supported (the batch dimension must stay first)"));
   }
-  if ((target.size() == 2 || target.size() == 4) && target[0] == s[0]) {
+  if (Shape(target) == base) {
+    define(node, 0, x.base);
+  } else if (target.size() == 2 || target.size() == 4) {
     ReshapeAttrs a;
     a.dims.assign(target.begin() + 1, target.end());
-    define(node, 0, add(node, OpKind::kReshape, a, {x}));
-    return;
+    define(node, 0, add(node, OpKind::kReshape, a, {x.base}));
+  } else {
+    pending_views_[node.output(0)] = PendingView{x.base, target, 0};  // rank 3, 5, ...
   }
-  fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "),
-                 "] is not supported (supported: to N×features, to N×C×H×W keeping the batch, and "
-                 "the 5-D view of a channel shuffle)"));
 }
 
 void Importer::transpose(const onnx::NodeProto& node) {
-  auto it = pending_shuffles_.find(node.input(0));
   const std::vector<int64_t> perm = attr_ints(node, "perm");
-  if (it == pending_shuffles_.end() || it->second.transposed ||
-      perm != std::vector<int64_t>{0, 2, 1, 3, 4}) {
-    fail(node, cat("only the Transpose(0, 2, 1, 3, 4) of a channel shuffle is supported (perm [",
-                   join(perm, ", "), "])"));
+  const PendingView x = view_of(node);
+  bool identity = !perm.empty();
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity && x.shape.size() == perm.size()) {
+    if (auto it = pending_views_.find(node.input(0)); it != pending_views_.end()) {
+      pending_views_[node.output(0)] = it->second;
+    } else {
+      define(node, 0, x.base);
+    }
+    return;
   }
-  PendingShuffle p = it->second;
-  p.transposed = true;
-  pending_shuffles_[node.output(0)] = p;
+  const Shape& base = shape(x.base);
+  const bool shuffle = perm == std::vector<int64_t>{0, 2, 1, 3, 4} && x.shuffle_groups == 0 &&
+                       base.rank() == 4 && x.shape.size() == 5 && x.shape[0] == base[0] &&
+                       x.shape[1] * x.shape[2] == base[1] && x.shape[3] == base[2] &&
+                       x.shape[4] == base[3];
+  if (!shuffle) {
+    fail(node, cat("only the Transpose(0, 2, 1, 3, 4) of a channel shuffle's 5-D view is supported "
+                   "(perm [", join(perm, ", "), "] of [", join(x.shape, ", "), "])"));
+  }
+  pending_views_[node.output(0)] =
+      PendingView{x.base, {x.shape[0], x.shape[2], x.shape[1], x.shape[3], x.shape[4]}, x.shape[1]};
 }
 
 void Importer::squeeze(const onnx::NodeProto& node) {
-  const ValueId x = input(node, 0);
-  const Shape& s = shape(x);
+  const PendingView x = view_of(node);
+  const std::vector<int64_t>& s = x.shape;
   const bool unsqueeze = node.op_type() == "Unsqueeze";
   const auto ax = axes(node, 1);
   std::vector<int64_t> target;
   if (unsqueeze) {
     if (!ax) fail(node, "axes are required");
-    const size_t rank = s.rank() + ax->size();
+    const size_t rank = s.size() + ax->size();
     const auto a = normalised_axes(*ax, rank);
     size_t k = 0;
     for (size_t d = 0; d < rank; ++d) {
       target.push_back(std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) ? 1 : s[k++]);
     }
   } else {
-    const auto a = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
-    for (size_t d = 0; d < s.rank(); ++d) {
+    const auto a = ax ? normalised_axes(*ax, s.size()) : std::vector<int64_t>{};
+    for (size_t d = 0; d < s.size(); ++d) {
       const bool removed = ax ? std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) : s[d] == 1;
-      if (removed && s[d] != 1) fail(node, cat("cannot squeeze dimension ", d, " of ", s.to_string()));
+      if (removed && s[d] != 1) fail(node, cat("cannot squeeze dimension ", d, " of [", join(s, ", "), "]"));
       if (!removed) target.push_back(s[d]);
     }
   }
-  reshape_to(node, x, target);
+  reshape_to(node, x, std::move(target));
+}
+
+void Importer::gather(const onnx::NodeProto& node) {
+  // Selecting channels of a 4-D tensor (x[:, c], x[:, [c0, c1]]): channel slices.
+  const ValueId x = input(node, 0);
+  const ConstTensor* idx = constant(node, 1);
+  int64_t axis = attr_int(node, "axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(shape(x).rank());
+  if (!idx || axis != 1 || shape(x).rank() != 4 || idx->dims.size() > 1) {
+    fail(node, "only the selection of channels of a 4-D tensor by constant indices is supported");
+  }
+  const int64_t channels = shape(x)[1];
+  std::vector<std::pair<int64_t, int64_t>> runs;  // [begin, end) of consecutive indices
+  for (int64_t c : idx->ints()) {
+    if (c < 0) c += channels;
+    if (c < 0 || c >= channels) fail(node, cat("channel index out of range [0, ", channels, ")"));
+    if (!runs.empty() && runs.back().second == c) {
+      ++runs.back().second;
+    } else {
+      runs.emplace_back(c, c + 1);
+    }
+  }
+  std::vector<ValueId> parts;
+  for (const auto& [begin, end] : runs) {
+    SliceAttrs a;
+    a.begin = begin;
+    a.end = end;
+    parts.push_back(begin == 0 && end == channels ? x : add(node, OpKind::kSlice, a, {x}));
+  }
+  const ValueId y = parts.size() == 1 ? parts[0] : add(node, OpKind::kConcat, NoAttrs{}, parts);
+  if (idx->dims.empty()) {  // a scalar index drops the channel axis: [N, H, W], a view
+    const Shape& s = shape(y);
+    pending_views_[node.output(0)] = PendingView{y, {s[0], s[2], s[3]}, 0};
+  } else {
+    define(node, 0, y);
+  }
+}
+
+void Importer::unary(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  if (node.op_type() == "Neg") {
+    ScaleAttrs a;
+    a.factor = -1.0;
+    define(node, 0, add(node, OpKind::kScale, a, {x}));
+    return;
+  }
+  BinaryAttrs a;  // Reciprocal: 1 / x
+  a.op = BinaryOp::kDiv;
+  a.constant = {1};
+  a.constant_first = true;
+  define(node, 0, add(node, OpKind::kBinary, a, {x}));
+  weights_of_last().weight = {1.0f};
 }
 
 void Importer::gemm(const onnx::NodeProto& node) {
@@ -478,10 +536,15 @@ void Importer::slice(const onnx::NodeProto& node) {
     const int64_t dim = s[static_cast<size_t>(a)];
     auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
     begin[static_cast<size_t>(a)] = clamp(starts[k]);
-    end[static_cast<size_t>(a)] = clamp(ends[k]);
-    if (end[static_cast<size_t>(a)] <= begin[static_cast<size_t>(a)]) fail(node, "the slice is empty");
+    end[static_cast<size_t>(a)] = std::max(clamp(ends[k]), begin[static_cast<size_t>(a)]);
   }
   if (begin[0] != 0 || end[0] != s[0]) fail(node, "slicing the batch is not supported");
+  if (end[1] == begin[1] && begin[2] < end[2] && begin[3] < end[3]) {
+    // No channels (x[:, c:] with c = C): nothing a graph holds; concatenations skip it.
+    empty_values_[node.output(0)] = {s[0], 0, end[2] - begin[2], end[3] - begin[3]};
+    return;
+  }
+  if (end[1] == begin[1] || end[2] == begin[2] || end[3] == begin[3]) fail(node, "the slice is empty");
   ValueId y = x;
   if (begin[1] != 0 || end[1] != s[1]) {
     SliceAttrs a;

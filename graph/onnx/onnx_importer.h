@@ -3,8 +3,10 @@
 // whose inputs are all constant once the input shapes are fixed is evaluated (onnx_constants.h),
 // anything else is translated into graph ops (onnx_import_ops.cpp). Patterns that span nodes are
 // kept pending until they complete: a zero or -inf Pad is folded into the convolutions or max
-// pools that read it, and Reshape(N, g, C/g, H, W) -> Transpose(0, 2, 1, 3, 4) -> Reshape(N, C,
-// H, W) becomes one channel shuffle.
+// pools that read it; a tensor reshaped to a rank the graph does not hold (3, 5: x[:, 0],
+// unsqueeze(-1) twice, the 5-D view of a channel shuffle) is a view of a graph value until a
+// reshape brings it back to rank 2 or 4; Reshape(N, g, C/g, H, W) -> Transpose(0, 2, 1, 3, 4) ->
+// Reshape(N, C, H, W) becomes one channel shuffle.
 
 #include <onnx/onnx_pb.h>
 
@@ -33,11 +35,12 @@ class Importer {
     Pads pads;
     bool negative_infinity;  // folds into max pools; otherwise a zero pad into convolutions
   };
-  // A channel shuffle under way: `input` viewed as [N, groups, C / groups, H, W], then transposed.
-  struct PendingShuffle {
-    ValueId input;
-    int64_t groups;
-    bool transposed;
+  // A graph value seen with another shape (same elements in plain order); after the transpose
+  // of a channel shuffle, `shuffle_groups` > 0 and the elements are permuted.
+  struct PendingView {
+    ValueId base;
+    std::vector<int64_t> shape;
+    int64_t shuffle_groups = 0;
   };
 
   // ---- onnx_import.cpp: the walk, inputs, names, lookups
@@ -74,7 +77,11 @@ class Importer {
   void sum(const onnx::NodeProto& node);
   void concat(const onnx::NodeProto& node);
   void reshape(const onnx::NodeProto& node);
-  void reshape_to(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
+  // The node's input 0 as a view (a graph value, or a pending view of one).
+  PendingView view_of(const onnx::NodeProto& node) const;
+  void reshape_to(const onnx::NodeProto& node, const PendingView& x, std::vector<int64_t> target);
+  void gather(const onnx::NodeProto& node);
+  void unary(const onnx::NodeProto& node);
   void transpose(const onnx::NodeProto& node);
   void squeeze(const onnx::NodeProto& node);
   void gemm(const onnx::NodeProto& node);
@@ -92,7 +99,8 @@ class Importer {
   std::map<std::string, ValueId> values_;
   std::map<std::string, ConstTensor> constants_;
   std::map<std::string, PendingPad> pending_pads_;
-  std::map<std::string, PendingShuffle> pending_shuffles_;
+  std::map<std::string, PendingView> pending_views_;
+  std::map<std::string, std::vector<int64_t>> empty_values_;  // slices with no channels, by name
   std::map<std::string, std::set<std::string>> reader_kinds_;
   std::set<std::string> used_;
   std::set<std::string> produced_;  // every node output of the model

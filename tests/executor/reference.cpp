@@ -502,6 +502,12 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     }
     case OpKind::kChannelShuffle:
       return {channel_shuffle(x, op.attrs_as<graph::ChannelShuffleAttrs>().groups)};
+    case OpKind::kLeakyRelu: {
+      const double alpha = op.attrs_as<graph::LeakyReluAttrs>().alpha;
+      HostTensor y = x;
+      for (float& v : y.data) v = v >= 0 ? v : static_cast<float>(alpha * v);
+      return {y};
+    }
   }
   throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no reference"));
 }

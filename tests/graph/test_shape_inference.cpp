@@ -252,6 +252,7 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu}) {
     EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   }
+  EXPECT_EQ(infer1(make_op(OpKind::kLeakyRelu, LeakyReluAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   HardSigmoidAttrs flat_slope;
   flat_slope.alpha = 0;
   EXPECT_NE(error_of(make_op(OpKind::kHardSigmoid, flat_slope), {nchw(1, 3, 4, 4)}).find("alpha"),
@@ -260,7 +261,7 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 25u);
+  EXPECT_EQ(all_op_kinds().size(), 26u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

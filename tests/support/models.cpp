@@ -126,8 +126,10 @@ graph::Graph modern_ops_graph(int64_t batch, int64_t width) {
   BinaryAttrs plus_two;
   plus_two.op = BinaryOp::kAdd;
   plus_two.constant = {1, 1, 1, 1};
+  graph::LeakyReluAttrs leaky;
+  leaky.alpha = 0.1;
   auto positive = b.op("away_from_zero", OpKind::kBinary, plus_two,
-                       {b.relu(reversed, "reversed_relu")});
+                       {b.relu(b.op("leaky", OpKind::kLeakyRelu, leaky, {reversed}), "reversed_relu")});
   auto divided = b.op("c_over_x", OpKind::kBinary, over, {positive});
   graph::ChannelShuffleAttrs shuffle;
   shuffle.groups = 2;

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Writes tests/onnx/patterns/: tiny ONNX models (a few kilobytes) exported from tiny PyTorch
+modules, one per pattern that PyTorch's exporters write for real CNNs, with both exporters
+(TorchScript `dynamo=False`, opset 17; `dynamo=True`, opset 18), an input and PyTorch's output.
+The test suite runs each through stagecraft and compares (tests/onnx/test_onnx_patterns.cpp), so
+CI covers every pattern without installing torch. ONNX Runtime checks each file here too.
+
+Usage: scripts/make_onnx_patterns.py [--out tests/onnx/patterns]   (sets up .venv with torch)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch"]
+
+
+def bootstrap() -> None:
+    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
+        try:
+            import numpy, onnx, onnxruntime, onnxscript, torch  # noqa: F401
+            return
+        except ImportError:
+            pass
+    cmd = f'source "{ROOT}/scripts/common.sh" && ensure_venv {" ".join(PACKAGES)} | tail -n 1'
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+    python = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 0 or not python:
+        sys.exit(f"make_onnx_patterns: cannot set up the virtual environment:\n{result.stderr[-2000:]}")
+    os.execv(python, [python, __file__, *sys.argv[1:]])
+
+
+def modules():
+    """name -> (module, input shape, what it exercises)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    C = 8
+
+    def bn_conv(cin, cout, k=3, stride=1, groups=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                             nn.BatchNorm2d(cout))
+
+    class SqueezeExcite(nn.Module):  # efficientnet / regnet: x * sigmoid(fc(pool(x)))
+        def __init__(self):
+            super().__init__()
+            self.conv = bn_conv(3, C)
+            self.fc1 = nn.Conv2d(C, 4, 1)
+            self.fc2 = nn.Conv2d(4, C, 1)
+
+        def forward(self, x):
+            x = F.silu(self.conv(x))
+            s = x.mean((2, 3), keepdim=True)
+            return x * torch.sigmoid(self.fc2(F.relu(self.fc1(s))))
+
+    class HardActivations(nn.Module):  # mobilenet_v3: hardswish, SE with hardsigmoid
+        def __init__(self):
+            super().__init__()
+            self.conv = bn_conv(3, C)
+            self.dw = bn_conv(C, C, groups=C)
+            self.fc1 = nn.Conv2d(C, 4, 1)
+            self.fc2 = nn.Conv2d(4, C, 1)
+
+        def forward(self, x):
+            x = F.hardswish(self.conv(x))
+            x = F.relu6(self.dw(x))
+            s = F.adaptive_avg_pool2d(x, 1)
+            return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+    class ReduceHead(nn.Module):  # mnasnet / shufflenet head: mean over H, W without keepdim
+        def __init__(self):
+            super().__init__()
+            self.conv = bn_conv(3, C)
+            self.fc = nn.Linear(C, 5)
+
+        def forward(self, x):
+            return self.fc(F.relu(self.conv(x)).mean([2, 3]))
+
+    class ChannelShuffle(nn.Module):  # shufflenet_v2 unit: chunk, branch, concat, shuffle
+        def __init__(self):
+            super().__init__()
+            self.conv = bn_conv(3, C)
+            self.branch = nn.Sequential(bn_conv(C // 2, C // 2, 1), nn.ReLU(),
+                                        bn_conv(C // 2, C // 2, 3, groups=C // 2))
+
+        def forward(self, x):
+            x = F.relu(self.conv(x))
+            a, b = x.chunk(2, dim=1)
+            x = torch.cat((a, self.branch(b)), dim=1)
+            n, c, h, w = x.size()
+            return x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+
+    class SamePadding(nn.Module):  # TF-style "same" padding computed from the input size (timm)
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, 2)
+
+        @staticmethod
+        def pad_same(x, k, s, value=0.0):
+            ih, iw = x.size()[-2:]
+            ph = max((math.ceil(ih / s) - 1) * s + k - ih, 0)
+            pw = max((math.ceil(iw / s) - 1) * s + k - iw, 0)
+            return F.pad(x, [pw // 2, pw - pw // 2, ph // 2, ph - ph // 2], value=value)
+
+        def forward(self, x):
+            x = self.conv(self.pad_same(x, 3, 2))
+            return F.max_pool2d(self.pad_same(x, 3, 2, value=-float("inf")), 3, 2)
+
+    class BroadcastConstants(nn.Module):  # per-channel affine, constant-first sub and div
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, padding=1)
+            self.scale = nn.Parameter(torch.rand(C) + 0.5)
+            self.shift = nn.Parameter(torch.rand(C))
+
+        def forward(self, x):
+            x = self.conv(x) * self.scale[None, :, None, None] + self.shift.view(1, C, 1, 1)
+            y = 1.0 - torch.sigmoid(x)
+            z = 2.0 / (y + 0.5)
+            return (z - x.mean((2, 3), keepdim=True)) / 4.0
+
+    class Reshapes(nn.Module):  # flatten / view / unsqueeze / squeeze around a classifier
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, padding=1)
+            self.fc = nn.Linear(C, C)
+
+        def forward(self, x):
+            x = F.adaptive_max_pool2d(self.conv(x), 1)
+            v = self.fc(torch.flatten(x, 1))
+            g = torch.sigmoid(v).unsqueeze(-1).unsqueeze(-1)
+            return (x * g).squeeze(3).squeeze(2)
+
+    class GroupedConvs(nn.Module):  # resnext-like grouped conv (4 channels per group), residual
+        def __init__(self):
+            super().__init__()
+            self.stem = bn_conv(3, 16)
+            self.grouped = bn_conv(16, 16, 3, groups=4)
+            self.dw = bn_conv(16, 16, 3, groups=16)
+
+        def forward(self, x):
+            x = F.relu(self.stem(x))
+            return F.relu(x + self.dw(F.relu(self.grouped(x))))
+
+    class SharedWeights(nn.Module):  # equal constants deduplicated: Identity of an initializer
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, C, 3, padding=1)
+            self.b = nn.Conv2d(C, C, 1)
+            self.c = nn.Conv2d(C, C, 1)
+            self.c.weight = self.b.weight
+            with torch.no_grad():  # equal biases: the TorchScript exporter keeps one and
+                self.b.bias.zero_()  # reads it through Identity nodes
+                self.c.bias.zero_()
+
+        def forward(self, x):
+            x = F.relu(self.a(x))
+            return self.c(F.relu(self.b(x))) + x
+
+    class SliceAndConcat(nn.Module):  # torchvision's transform_input: channel slices, scalars
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, padding=1)
+
+        def forward(self, x):
+            r = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
+            g = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
+            b = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
+            y = self.conv(torch.cat((r, g, b), 1))
+            return F.dropout(y[:, :, 1:-1, 1:-1], 0.2, training=False)
+
+    class PartialResidual(nn.Module):  # rexnet / dpn: x[:, :k] + s, x[:, k:] (to INT64_MAX), and
+        def __init__(self):              # an empty part x[:, C:]; leaky ReLU (CSP nets)
+            super().__init__()
+            self.a = nn.Conv2d(3, 6, 3, padding=1)
+            self.b = nn.Conv2d(6, 10, 1)
+
+        def forward(self, x):
+            s = F.leaky_relu(self.a(x), 0.1)
+            y = self.b(s)
+            y = torch.cat([y[:, :6] + s, y[:, 6:]], dim=1)
+            return torch.cat([y, y[:, 10:]], dim=1)
+
+    class TfSamePadding(nn.Module):  # timm's pad_same: max(..., 0) on traced sizes (Clip, Max)
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, 2)
+
+        @staticmethod
+        def get_same_padding(x: int, k: int, s: int, d: int):
+            return max((math.ceil(x / s) - 1) * s + (k - 1) * d + 1 - x, 0)
+
+        def forward(self, x):
+            ih, iw = x.size()[-2:]
+            pad_h = self.get_same_padding(ih, 3, 2, 1)
+            pad_w = self.get_same_padding(iw, 3, 2, 1)
+            x = F.pad(x, [pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2])
+            return self.conv(x)
+
+    return {
+        "partial_residual": (PartialResidual(), (1, 3, 6, 6)),
+        "tf_same_padding": (TfSamePadding(), (1, 3, 9, 9)),
+        "squeeze_excite": (SqueezeExcite(), (1, 3, 8, 8)),
+        "hard_activations": (HardActivations(), (2, 3, 8, 8)),
+        "reduce_head": (ReduceHead(), (2, 3, 8, 8)),
+        "channel_shuffle": (ChannelShuffle(), (1, 3, 8, 8)),
+        "same_padding": (SamePadding(), (1, 3, 11, 11)),
+        "broadcast_constants": (BroadcastConstants(), (1, 3, 6, 6)),
+        "reshapes": (Reshapes(), (2, 3, 6, 6)),
+        "grouped_convs": (GroupedConvs(), (1, 3, 8, 8)),
+        "shared_weights": (SharedWeights(), (1, 3, 6, 6)),
+        "slice_and_concat": (SliceAndConcat(), (1, 3, 8, 8)),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=str(ROOT / "tests" / "onnx" / "patterns"))
+    args = p.parse_args()
+    bootstrap()
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    failed = 0
+    for name, (module, shape) in modules().items():
+        module.eval()
+        for m in module.modules():  # non-trivial batch-norm statistics
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.data.uniform_(0.5, 1.5)
+                m.bias.data.uniform_(-0.2, 0.2)
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            want = module(x).numpy()
+        np.save(out / f"{name}.input.npy", x.numpy())
+        np.save(out / f"{name}.expected.npy", want)
+        for exporter in ("ts", "dynamo"):
+            path = out / f"{name}_{exporter}.onnx"
+            tmp = out / f".{name}_{exporter}.tmp.onnx"
+            if exporter == "ts":
+                torch.onnx.export(module, (x,), str(tmp), opset_version=17, do_constant_folding=True,
+                                  dynamo=False)
+            else:
+                torch.onnx.export(module, (x,), str(tmp), opset_version=18, dynamo=True)
+            model = onnx.load(str(tmp), load_external_data=True)
+            model.producer_name += f" (stagecraft pattern '{name}')"
+            onnx.save(model, str(path))  # weights inside: kilobytes
+            for extra in (tmp, Path(str(tmp) + ".data")):
+                if extra.exists():
+                    extra.unlink()
+            got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+                None, {model.graph.input[0].name: x.numpy()})[0]
+            err = float(np.abs(got - want).max() / max(1e-12, np.abs(want).max()))
+            ops = sorted({n.op_type for n in model.graph.node})
+            print(f"{path.name}: {path.stat().st_size} bytes, ORT rel err {err:.1e}, ops {', '.join(ops)}")
+            failed += err > 1e-4
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
