@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "common/strings.h"
 #include "scheduler/stage_key.h"
@@ -15,6 +16,23 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Saves the cache when the last save is this long ago, so that a search killed by a time limit
+// (a GPU lease runs commands of at most 10 minutes) leaves its measurements for the next one.
+constexpr double kSaveEveryMs = 20e3;
+
+void save_if_due(ProfileCache& cache) {
+  static std::mutex mutex;
+  static Clock::time_point last = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ms_since(last) < kSaveEveryMs) return;
+  last = Clock::now();
+  try {
+    cache.save();
+  } catch (const std::exception&) {
+    // Reported by the final save.
+  }
 }
 
 }  // namespace
@@ -122,7 +140,10 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
     }
   }
   const double ms = measure(graph, stage);
-  if (cache_) cache_->insert(key, ms);
+  if (cache_) {
+    cache_->insert(key, ms);
+    save_if_due(*cache_);
+  }
   return ms * margin;
 }
 

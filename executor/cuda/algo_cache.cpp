@@ -8,6 +8,7 @@ namespace stagecraft::executor::cuda {
 
 namespace {
 constexpr const char* kKind = "cudnn-algos";
+constexpr auto kSaveEvery = std::chrono::seconds(10);
 }  // namespace
 
 AlgorithmCache::AlgorithmCache(std::string dir) : dir_(std::move(dir)) {}
@@ -56,10 +57,16 @@ void AlgorithmCache::insert(const std::string& fingerprint, const std::string& s
   std::lock_guard<std::mutex> lock(mutex_);
   chosen_[key(fingerprint, signature)] = algo;
   if (ValueCache* f = file(fingerprint)) f->insert(signature, static_cast<double>(algo));
+  if (std::chrono::steady_clock::now() - last_save_ >= kSaveEvery) save_locked();
 }
 
 void AlgorithmCache::save() {
   std::lock_guard<std::mutex> lock(mutex_);
+  save_locked();
+}
+
+void AlgorithmCache::save_locked() {
+  last_save_ = std::chrono::steady_clock::now();
   for (auto& [fingerprint, f] : files_) {
     if (!f) continue;
     try {

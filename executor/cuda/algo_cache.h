@@ -11,6 +11,7 @@
 ///   else cache.insert(backend.device_fingerprint(), signature, search());
 ///   cache.save();
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,8 @@ class AlgorithmCache {
 
   /// The choice for `signature` on the device `fingerprint`, if any.
   std::optional<Entry> find(const std::string& fingerprint, const std::string& signature);
-  /// Records a choice (saved by save() or the destructor).
+  /// Records a choice (saved by save(), the destructor, and every few seconds, so that a process
+  /// killed by a time limit keeps most of its searches).
   void insert(const std::string& fingerprint, const std::string& signature, int algo);
   /// Writes the files of every fingerprint seen; errors are warnings.
   void save();
@@ -59,12 +61,14 @@ class AlgorithmCache {
 
  private:
   ValueCache* file(const std::string& fingerprint);  // opened on first use; null: none
+  void save_locked();
 
   std::string dir_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<ValueCache>> files_;  // by fingerprint
   std::map<std::string, int> chosen_;  // key(fingerprint, signature) -> chosen in this process
   bool warned_ = false;
+  std::chrono::steady_clock::time_point last_save_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace stagecraft::executor::cuda
