@@ -512,7 +512,7 @@ def run_entry(args, engine, precision, graph, weights, base, x, network, size, w
 
 
 def write_outputs(args, entries, incomplete: bool):
-    meta = {"device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor(),
+    meta = {"device": torch.cuda.get_device_name() if args.device == "cuda" else f"CPU ({platform.machine()}, {os.cpu_count()} threads)",
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
             "stagecraft": str(args.stagecraft), "batch": args.batch, "iters": args.iters,

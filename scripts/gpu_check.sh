@@ -174,7 +174,7 @@ phase_info() {
   add "| CUDA libraries | $(printf '%s' "$STAGECRAFT_CUDA_LIBS" | tr '\n' ';' | sed 's/;$//; s/;/<br>/g') |"
   add "| not found | ${STAGECRAFT_CUDA_MISSING:-none} |"
   add "| glibc | $glibc |"
-  add "| C++ runtime | ${STAGECRAFT_CXX_RUNTIME:-the machine's} |"
+  add "| C++ runtime | ${STAGECRAFT_CXX_RUNTIME:-system} |"
   add "| python / torch | $torch_line |"
   {
     printf '{\n  "gpu": "%s",\n  "nvidia_smi": "%s",\n' "$([ $have_gpu = 1 ] && echo yes || echo no)" "${smi//\"/\'}"

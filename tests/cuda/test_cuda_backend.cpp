@@ -394,7 +394,11 @@ TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
 // CUDA libraries tear themselves down. The test runs this program again as the child.
 TEST(CudaBackend, ExitWithALiveBackendIsClean) {
   if (std::getenv(kExitChildVariable)) {  // the child
-    static std::unique_ptr<Backend> backend = make_backend("cuda", {});
+    static std::unique_ptr<Backend> backend = [] {
+      BackendConfig config;
+      config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_exit").string();
+      return make_backend("cuda", config);
+    }();
     static const Model m = stagecraft::testing::network("squeezenet1_1", 64);
     static ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, Strategy::kGreedy), m.weights,
                               *backend);
