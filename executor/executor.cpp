@@ -2,11 +2,29 @@
 #include "executor/executor.h"
 
 #include <chrono>
+#include <iostream>
+#include <mutex>
+#include <set>
 
 #include "common/strings.h"
 #include "executor/host_transfer.h"
 
 namespace stagecraft::executor {
+
+namespace {
+
+// One warning per reason and process: the profiler builds thousands of plans, which would all fail
+// for the same reason.
+void warn_capture_failed(const std::string& reason) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!warned.insert(reason).second) return;
+  std::cerr << "stagecraft: warning: the plan cannot be captured into a CUDA Graph (" << reason
+            << "); it runs kernel by kernel on its streams\n";
+}
+
+}  // namespace
 
 Stream& StreamPool::get(size_t i) {
   while (streams_.size() <= i) streams_.push_back(backend_.create_stream());
@@ -86,7 +104,13 @@ bool Executor::replay() {
     enqueue(nullptr);
     for (Stream* s : streams_) s->synchronize();
     std::vector<Stream*> others(streams_.begin() + 1, streams_.end());
-    captured_ = plan_.backend().capture(*streams_[0], others, [this] { enqueue(nullptr); });
+    try {
+      captured_ = plan_.backend().capture(*streams_[0], others, [this] { enqueue(nullptr); });
+    } catch (const BackendError& e) {
+      // An op or library call that cannot be captured: this plan runs in stream mode.
+      captured_.reset();
+      warn_capture_failed(e.what());
+    }
   }
   if (!captured_) return false;
   captured_->launch(*streams_[0]);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "common/strings.h"
 #include "scheduler/stage_key.h"
@@ -15,6 +16,23 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Saves the cache when the last save is this long ago, so that a search killed by a time limit
+// (a GPU lease runs commands of at most 10 minutes) leaves its measurements for the next one.
+constexpr double kSaveEveryMs = 20e3;
+
+void save_if_due(ProfileCache& cache) {
+  static std::mutex mutex;
+  static Clock::time_point last = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ms_since(last) < kSaveEveryMs) return;
+  last = Clock::now();
+  try {
+    cache.save();
+  } catch (const std::exception&) {
+    // Reported by the final save.
+  }
 }
 
 }  // namespace
@@ -122,7 +140,10 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
     }
   }
   const double ms = measure(graph, stage);
-  if (cache_) cache_->insert(key, ms);
+  if (cache_) {
+    cache_->insert(key, ms);
+    save_if_due(*cache_);
+  }
   return ms * margin;
 }
 
@@ -159,6 +180,10 @@ double time_plan(executor::Backend& backend, executor::StreamPool& streams, cons
     const size_t bytes = std::min(static_cast<size_t>(ref.desc.bytes()), input.data.size() * 4);
     backend.upload(ref.data, input.data.data(), bytes);
   }
+  // The first run of a plan that is replayed from a capture includes an ordinary run (libraries
+  // load their kernels lazily) and the capture itself (issue 16, item 9): it neither counts as
+  // warm-up nor sizes the samples. Algorithms were chosen when the plan was built.
+  if (options.executor.graph && backend.can_capture()) executor.execute_repeated(1);
   double once = 0;
   for (int i = 0; i < std::max(1, options.warmup); ++i) once = executor.execute_repeated(1);
   if (once > options.give_up_ms) return once;

@@ -1,7 +1,9 @@
-// Own CUDA kernels of the CUDA backend. Arithmetic is in float whatever the storage type.
+// Own CUDA kernels of the CUDA backend: grid-stride loops over the per-element bodies of
+// element_ops.h (thread i writes destination offset i: coalesced in NCHW and NHWC), packs of 4
+// elements per thread for flat element-wise kernels on aligned tensors, 16-byte units for
+// same-layout channel copies, one warp per plane for NCHW global pooling.
 #include <cuda_fp16.h>
 
-#include <cfloat>
 #include <cstdint>
 
 #include "executor/cuda/kernels.h"
@@ -11,85 +13,99 @@ namespace stagecraft::executor::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxAddInputs = 8;
+constexpr int kWarp = 32;
+constexpr int kPack = 4;  // elements per thread in the packed element-wise kernels
 constexpr int64_t kMaxBlocks = 65535LL * 32;
-
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
-__device__ __forceinline__ float load(const uint8_t* p, int64_t i) { return static_cast<float>(p[i]); }
-__device__ __forceinline__ float load(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
-__device__ __forceinline__ void store(uint8_t* p, int64_t i, float v) {
-  p[i] = static_cast<uint8_t>(fminf(fmaxf(rintf(v), 0.f), 255.f));
-}
-__device__ __forceinline__ void store(int8_t* p, int64_t i, float v) {
-  p[i] = static_cast<int8_t>(fminf(fmaxf(rintf(v), -128.f), 127.f));
-}
-
-__device__ __forceinline__ float load_any(const void* p, int elem, int64_t i) {
-  switch (elem) {
-    case 1:
-      return load(static_cast<const __half*>(p), i);
-    case 2:
-      return load(static_cast<const uint8_t*>(p), i);
-    case 3:
-      return load(static_cast<const int8_t*>(p), i);
-    default:
-      return load(static_cast<const float*>(p), i);
-  }
-}
-
-__device__ __forceinline__ float activate(float v, Act act) {
-  switch (act) {
-    case Act::kRelu:
-      return v > 0.f ? v : 0.f;
-    case Act::kRelu6:
-      return fminf(fmaxf(v, 0.f), 6.f);
-    case Act::kSigmoid:
-      return 1.f / (1.f + __expf(-v));
-    default:
-      return v;
-  }
-}
-
-// Offset of (n, c, h, w) in a tensor of dims d.
-__device__ __forceinline__ int64_t offset(const Dims4& d, int64_t n, int64_t c, int64_t h,
-                                          int64_t w) {
-  return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;
-}
-
-__device__ __forceinline__ int64_t channel_of(const Dims4& d, int64_t i) {
-  return d.nhwc ? i % d.c : (i / (d.h * d.w)) % d.c;
-}
+constexpr unsigned kFullWarp = 0xffffffffu;
 
 int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
+  const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
 }
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 #define GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
+/// Four elements loaded and stored as one vector.
 template <class T>
-__global__ void bias_act_kernel(T* y, const float* bias, Dims4 d, Act act) {
-  const int64_t total = d.n * d.c * d.h * d.w;
-  GRID_LOOP(i, total) {
-    float v = load(y, i);
-    if (bias) v += bias[channel_of(d, i)];
-    store(y, i, activate(v, act));
+struct alignas(kPack * sizeof(T)) Pack4 {
+  T v[kPack];
+};
+
+template <class T>
+bool packable(int64_t n, const void* p) {
+  return n % kPack == 0 && aligned(p, sizeof(Pack4<T>));
+}
+
+// ---- Element-wise ------------------------------------------------------------------------------
+
+template <class T>
+__global__ void act_kernel(const T* x, T* y, int64_t n, Act act, float relu6_max) {
+  GRID_LOOP(i, n) { act_at(x, y, i, act, relu6_max); }
+}
+
+template <class T>
+__global__ void act_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, Act act,
+                                float relu6_max) {
+  GRID_LOOP(i, packs) {
+    const Pack4<T> in = x[i];
+    Pack4<T> out;
+    for (int k = 0; k < kPack; ++k) act_at(in.v, out.v, k, act, relu6_max);
+    y[i] = out;
   }
 }
 
 template <class T>
-__global__ void act_kernel(const T* x, T* y, int64_t n, Act act) {
-  GRID_LOOP(i, n) { store(y, i, activate(load(x, i), act)); }
+__global__ void scale_kernel(const T* x, T* y, int64_t n, float factor) {
+  GRID_LOOP(i, n) { scale_at(x, y, i, factor); }
 }
 
 template <class T>
-__global__ void scale_kernel(const T* x, T* y, int64_t n, float factor) {
-  GRID_LOOP(i, n) { store(y, i, load(x, i) * factor); }
+__global__ void scale_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, float factor) {
+  GRID_LOOP(i, packs) {
+    const Pack4<T> in = x[i];
+    Pack4<T> out;
+    for (int k = 0; k < kPack; ++k) scale_at(in.v, out.v, k, factor);
+    y[i] = out;
+  }
+}
+
+template <class T>
+__global__ void bias_act_kernel(T* y, const float* bias, Dims4 d, Act act, float relu6_max) {
+  GRID_LOOP(i, d.numel()) { bias_act_at(y, bias, d, i, act, relu6_max); }
+}
+
+template <class T>
+__global__ void bias_act_pack_kernel(Pack4<T>* y, const float* bias, Dims4 d, Act act,
+                                     float relu6_max) {
+  GRID_LOOP(i, d.numel() / kPack) {
+    Pack4<T> p = y[i];
+    for (int k = 0; k < kPack; ++k) {
+      store(p.v, k, bias_act_value(load(p.v, k), bias, d, i * kPack + k, act, relu6_max));
+    }
+    y[i] = p;
+  }
+}
+
+template <class T>
+__global__ void scale_shift_kernel(const T* x, T* y, const float* scale, const float* shift, Dims4 d) {
+  GRID_LOOP(i, d.numel()) { scale_shift_at(x, y, scale, shift, d, i); }
+}
+
+template <class T>
+__global__ void scale_shift_pack_kernel(const Pack4<T>* x, Pack4<T>* y, const float* scale,
+                                        const float* shift, Dims4 d) {
+  GRID_LOOP(i, d.numel() / kPack) {
+    const Pack4<T> in = x[i];
+    Pack4<T> out;
+    for (int k = 0; k < kPack; ++k) {
+      store(out.v, k, scale_shift_value(load(in.v, k), scale, shift, d, i * kPack + k));
+    }
+    y[i] = out;
+  }
 }
 
 template <class T>
@@ -98,85 +114,90 @@ struct AddInputs {
 };
 
 template <class T>
-__global__ void add_kernel(AddInputs<T> in, int count, T* y, int64_t n, Act act) {
-  GRID_LOOP(i, n) {
-    float v = 0.f;
-    for (int k = 0; k < count; ++k) v += load(in.p[k], i);
-    store(y, i, activate(v, act));
+__global__ void add_kernel(AddInputs<T> in, int count, T* y, int64_t n, Act act, float relu6_max) {
+  GRID_LOOP(i, n) { add_at(in.p, count, y, i, act, relu6_max); }
+}
+
+template <class T>
+__global__ void add_pack_kernel(AddInputs<Pack4<T>> in, int count, Pack4<T>* y, int64_t packs,
+                                Act act, float relu6_max) {
+  GRID_LOOP(i, packs) {
+    float acc[kPack] = {0.f, 0.f, 0.f, 0.f};
+    for (int k = 0; k < count; ++k) {
+      const Pack4<T> a = in.p[k][i];
+      for (int j = 0; j < kPack; ++j) acc[j] += load(a.v, j);
+    }
+    Pack4<T> out;
+    for (int j = 0; j < kPack; ++j) store(out.v, j, activate(acc[j], act, relu6_max));
+    y[i] = out;
   }
 }
 
 template <class T>
-__global__ void scale_shift_kernel(const T* x, T* y, const float* scale, const float* shift,
-                                   Dims4 d) {
-  const int64_t total = d.n * d.c * d.h * d.w;
-  GRID_LOOP(i, total) {
-    const int64_t c = channel_of(d, i);
-    store(y, i, load(x, i) * scale[c] + shift[c]);
-  }
+__global__ void add_scaled_kernel(ScaledInputs<kMaxAddInputs> in, int count, T* y, int64_t n, Act act,
+                                  float relu6_max) {
+  GRID_LOOP(i, n) { add_scaled_at(in, count, y, i, act, relu6_max); }
 }
 
+// ---- Pooling -----------------------------------------------------------------------------------
+
 template <class T>
-__global__ void pool_kernel(const T* x, T* y, Dims4 in, Dims4 out, int kh, int kw, int sh,
-                            int sw, int pt, int pl, int pb, int pr, PoolMode mode) {
-  const int64_t total = out.n * out.c * out.h * out.w;
-  GRID_LOOP(i, total) {
-    // Output coordinates in NCHW order of the linear index.
-    const int64_t ow = i % out.w, oh = (i / out.w) % out.h, c = (i / (out.w * out.h)) % out.c,
-                  n = i / (out.w * out.h * out.c);
-    const int64_t hs = oh * sh - pt, ws = ow * sw - pl;
-    const int64_t he = min(hs + kh, in.h + pb), we = min(ws + kw, in.w + pr);
-    const int64_t h0 = max(hs, int64_t{0}), w0 = max(ws, int64_t{0});
-    const int64_t h1 = min(he, in.h), w1 = min(we, in.w);
-    float acc = mode == PoolMode::kMax ? -FLT_MAX : 0.f;
-    for (int64_t h = h0; h < h1; ++h)
-      for (int64_t w = w0; w < w1; ++w) {
-        const float v = load(x, offset(in, n, c, h, w));
-        acc = mode == PoolMode::kMax ? fmaxf(acc, v) : acc + v;
-      }
-    if (mode == PoolMode::kAvgIncludePad) acc /= static_cast<float>((he - hs) * (we - ws));
-    if (mode == PoolMode::kAvgExcludePad) acc /= static_cast<float>(max((h1 - h0) * (w1 - w0), int64_t{1}));
-    store(y, offset(out, n, c, oh, ow), acc);
-  }
+__global__ void pool_kernel(const T* x, Dims4 in, T* y, Dims4 out, PoolParams p) {
+  GRID_LOOP(i, out.numel()) { pool_at(x, in, y, out, p, i); }
 }
 
 template <class T>
 __global__ void global_avg_kernel(const T* x, T* y, Dims4 in) {
-  const int64_t total = in.n * in.c;
-  GRID_LOOP(i, total) {
-    const int64_t c = i % in.c, n = i / in.c;
-    float acc = 0.f;
-    for (int64_t h = 0; h < in.h; ++h)
-      for (int64_t w = 0; w < in.w; ++w) acc += load(x, offset(in, n, c, h, w));
-    Dims4 out = in;
-    out.h = out.w = 1;
-    store(y, offset(out, n, c, 0, 0), acc / static_cast<float>(in.h * in.w));
+  GRID_LOOP(i, in.n * in.c) { global_avg_at(x, in, y, i); }
+}
+
+// NCHW: one warp per H×W plane (lanes read neighbouring addresses), reduced by shuffles. The loop
+// bound is the same for every lane of a warp, so the full-warp shuffles are safe.
+template <class T>
+__global__ void global_avg_planes_kernel(const T* x, T* y, Dims4 in) {
+  const int64_t planes = in.n * in.c;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
+  for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
+       nc < planes; nc += warps) {
+    float acc = plane_partial_sum(x, in, nc, lane, kWarp);
+    for (int o = kWarp / 2; o > 0; o /= 2) acc += __shfl_down_sync(kFullWarp, acc, o);
+    if (lane == 0) store(y, nc, acc / static_cast<float>(in.h * in.w));
   }
 }
+
+// ---- Data movement -----------------------------------------------------------------------------
 
 template <class T>
 __global__ void copy_channels_kernel(const T* src, Dims4 sd, int64_t sc0, T* dst, Dims4 dd,
                                      int64_t dc0, int64_t channels) {
-  const int64_t total = sd.n * channels * sd.h * sd.w;
-  GRID_LOOP(i, total) {
-    const int64_t w = i % sd.w, h = (i / sd.w) % sd.h, c = (i / (sd.w * sd.h)) % channels,
-                  n = i / (sd.w * sd.h * channels);
-    store(dst, offset(dd, n, dc0 + c, h, w), load(src, offset(sd, n, sc0 + c, h, w)));
+  GRID_LOOP(i, dd.n * channels * dd.h * dd.w) {
+    copy_channels_at(src, sd, sc0, dst, dd, dc0, channels, i);
   }
+}
+
+template <class U>
+__global__ void rows_copy_kernel(const U* src, U* dst, RowsCopy r) {
+  GRID_LOOP(i, r.rows * r.row_units) { rows_copy_at(src, dst, r, i); }
 }
 
 template <class T>
 __global__ void pad_kernel(const T* x, Dims4 in, T* y, Dims4 out, int top, int left, float value) {
-  const int64_t total = out.n * out.c * out.h * out.w;
-  GRID_LOOP(i, total) {
-    const int64_t w = i % out.w, h = (i / out.w) % out.h, c = (i / (out.w * out.h)) % out.c,
-                  n = i / (out.w * out.h * out.c);
-    const int64_t sh = h - top, sw = w - left;
-    const bool inside = sh >= 0 && sh < in.h && sw >= 0 && sw < in.w;
-    store(y, offset(out, n, c, h, w), inside ? load(x, offset(in, n, c, sh, sw)) : value);
-  }
+  GRID_LOOP(i, out.numel()) { pad_at(x, in, y, out, top, left, value, i); }
 }
 
+template <class TS, class TD>
+__global__ void convert_kernel(const TS* src, Dims4 sd, TD* dst, Dims4 dd, float factor) {
+  GRID_LOOP(i, dd.numel()) { convert_at(src, sd, dst, dd, factor, i); }
+}
+
+template <class T>
+__global__ void requantize_kernel(const float* acc, Dims4 ad, const float* bias, const float* scale,
+                                  Act act, float relu6_max, T* y, Dims4 yd) {
+  GRID_LOOP(i, yd.numel()) { requantize_at(acc, ad, bias, scale, act, relu6_max, y, yd, i); }
+}
+
+// One block per row: max, sum of exponentials, then the quotients.
 template <class T>
 __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
   __shared__ float scratch[kThreads];
@@ -194,7 +215,7 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
   m = scratch[0];
   __syncthreads();
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += __expf(load(in, j) - m);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(load(in, j) - m);
   scratch[threadIdx.x] = sum;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
@@ -202,54 +223,7 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
     __syncthreads();
   }
   sum = scratch[0];
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) store(out, j, __expf(load(in, j) - m) / sum);
-}
-
-template <class TS, class TD>
-__global__ void convert_kernel(const TS* src, Dims4 sd, TD* dst, Dims4 dd, float factor) {
-  const int64_t total = sd.n * sd.c * sd.h * sd.w;
-  GRID_LOOP(i, total) {
-    const int64_t w = i % sd.w, h = (i / sd.w) % sd.h, c = (i / (sd.w * sd.h)) % sd.c,
-                  n = i / (sd.w * sd.h * sd.c);
-    store(dst, offset(dd, n, c, h, w), load(src, offset(sd, n, c, h, w)) * factor);
-  }
-}
-
-struct ScaledInputs {
-  const void* p[kMaxAddInputs];
-  int elem[kMaxAddInputs];
-  float factor[kMaxAddInputs];
-};
-
-__device__ __forceinline__ float activate_clipped(float v, Act act, float relu6_max) {
-  return act == Act::kRelu6 ? fminf(fmaxf(v, 0.f), relu6_max) : activate(v, act);
-}
-
-template <class T>
-__global__ void add_scaled_kernel(ScaledInputs in, int count, T* y, int64_t n, Act act,
-                                  float relu6_max) {
-  GRID_LOOP(i, n) {
-    float v = 0.f;
-    for (int k = 0; k < count; ++k) v += in.factor[k] * load_any(in.p[k], in.elem[k], i);
-    store(y, i, activate_clipped(v, act, relu6_max));
-  }
-}
-
-template <class T>
-__global__ void requantize_kernel(const float* acc, Dims4 ad, const float* bias, const float* scale,
-                                  Act act, float relu6_max, T* y, Dims4 yd) {
-  const int64_t total = yd.n * yd.c * yd.h * yd.w;
-  GRID_LOOP(i, total) {
-    const int64_t k = i % yd.c, w = (i / yd.c) % yd.w, h = (i / (yd.c * yd.w)) % yd.h,
-                  n = i / (yd.c * yd.w * yd.h);
-    float v = acc[((n * ad.h + h) * ad.w + w) * ad.c + k];
-    if (bias) v += bias[k];
-    store(y, offset(yd, n, k, h, w), activate_clipped(v * scale[k], act, relu6_max));
-  }
-}
-
-__global__ void float_to_half_kernel(const float* src, __half* dst, int64_t n) {
-  GRID_LOOP(i, n) { dst[i] = __float2half(src[i]); }
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) store(out, j, expf(load(in, j) - m) / sum);
 }
 
 }  // namespace
@@ -273,15 +247,156 @@ __global__ void float_to_half_kernel(const float* src, __half* dst, int64_t n) {
 
 namespace {
 
+template <class T>
+void act_typed(const T* x, T* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
+  if (packable<T>(n, x) && packable<T>(n, y)) {
+    act_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, act, relu6_max);
+  } else {
+    act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act, relu6_max);
+  }
+}
+
+template <class T>
+void scale_typed(const T* x, T* y, int64_t n, float factor, cudaStream_t s) {
+  if (packable<T>(n, x) && packable<T>(n, y)) {
+    scale_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, factor);
+  } else {
+    scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, factor);
+  }
+}
+
+template <class T>
+void bias_act_typed(T* y, const float* bias, const Dims4& d, Act act, float relu6_max, cudaStream_t s) {
+  const int64_t n = d.numel();
+  if (packable<T>(n, y)) {
+    bias_act_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<Pack4<T>*>(y), bias, d, act, relu6_max);
+  } else {
+    bias_act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(y, bias, d, act, relu6_max);
+  }
+}
+
+template <class T>
+void scale_shift_typed(const T* x, T* y, const float* scale, const float* shift, const Dims4& d,
+                       cudaStream_t s) {
+  const int64_t n = d.numel();
+  if (packable<T>(n, x) && packable<T>(n, y)) {
+    scale_shift_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), scale, shift, d);
+  } else {
+    scale_shift_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, scale, shift, d);
+  }
+}
+
+template <class T>
+void add_typed(const void* const* srcs, int count, T* y, int64_t n, Act act, float relu6_max,
+               cudaStream_t s) {
+  const int used = count < kMaxAddInputs ? count : kMaxAddInputs;
+  bool pack = packable<T>(n, y);
+  for (int k = 0; k < used; ++k) pack = pack && packable<T>(n, srcs[k]);
+  if (pack) {
+    AddInputs<Pack4<T>> in{};
+    for (int k = 0; k < used; ++k) in.p[k] = static_cast<const Pack4<T>*>(srcs[k]);
+    add_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        in, used, reinterpret_cast<Pack4<T>*>(y), n / kPack, act, relu6_max);
+  } else {
+    AddInputs<T> in{};
+    for (int k = 0; k < used; ++k) in.p[k] = static_cast<const T*>(srcs[k]);
+    add_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(in, used, y, n, act, relu6_max);
+  }
+}
+
 template <class TS>
 void convert_from(const TS* src, const Dims4& sd, Elem de, void* dst, const Dims4& dd, float factor,
                   cudaStream_t s) {
-  const int64_t n = sd.n * sd.c * sd.h * sd.w;
-  DISPATCH(de, (convert_kernel<TS, T><<<blocks_for(n), kThreads, 0, s>>>(src, sd, static_cast<T*>(dst),
-                                                                        dd, factor)));
+  DISPATCH(de, (convert_kernel<TS, T><<<blocks_for(dd.numel()), kThreads, 0, s>>>(
+                   src, sd, static_cast<T*>(dst), dd, factor)));
+}
+
+template <class U>
+void rows_copy(const void* src, void* dst, const RowsCopy& r, cudaStream_t s) {
+  rows_copy_kernel<U><<<blocks_for(r.units()), kThreads, 0, s>>>(static_cast<const U*>(src),
+                                                                 static_cast<U*>(dst), r);
 }
 
 }  // namespace
+
+void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, float relu6_max,
+                     cudaStream_t s) {
+  DISPATCH(e, bias_act_typed(static_cast<T*>(y), bias, d, act, relu6_max, s));
+}
+
+void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
+  DISPATCH(e, act_typed(static_cast<const T*>(x), static_cast<T*>(y), n, act, relu6_max, s));
+}
+
+void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {
+  DISPATCH(e, scale_typed(static_cast<const T*>(x), static_cast<T*>(y), n, factor, s));
+}
+
+void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
+                float relu6_max, cudaStream_t s) {
+  DISPATCH(e, add_typed(srcs, count, static_cast<T*>(y), n, act, relu6_max, s));
+}
+
+void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, const float* shift,
+                        const Dims4& d, cudaStream_t s) {
+  DISPATCH(e, scale_shift_typed(static_cast<const T*>(x), static_cast<T*>(y), scale, shift, d, s));
+}
+
+void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out,
+                 const PoolParams& p, cudaStream_t s) {
+  DISPATCH(e, (pool_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), in, static_cast<T*>(y), out, p)));
+}
+
+void launch_global_avg(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  if (in.nhwc) {
+    DISPATCH(e, (global_avg_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  } else {
+    DISPATCH(e, (global_avg_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  }
+}
+
+void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_t src_c0,
+                          void* dst, const Dims4& dst_dims, int64_t dst_c0, int64_t channels,
+                          cudaStream_t s) {
+  const RowsCopy r = plan_rows_copy(elem_bytes(e), src_dims, src_c0, reinterpret_cast<uintptr_t>(src),
+                                    dst_dims, dst_c0, reinterpret_cast<uintptr_t>(dst), channels);
+  switch (r.unit) {
+    case 16:
+      return rows_copy<Bytes16>(src, dst, r, s);
+    case 8:
+      return rows_copy<Bytes8>(src, dst, r, s);
+    case 4:
+      return rows_copy<uint32_t>(src, dst, r, s);
+    case 2:
+      return rows_copy<uint16_t>(src, dst, r, s);
+    case 1:
+      return rows_copy<uint8_t>(src, dst, r, s);
+    default:
+      break;
+  }
+  const int64_t n = dst_dims.n * channels * dst_dims.h * dst_dims.w;
+  DISPATCH(e, (copy_channels_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+                  static_cast<const T*>(src), src_dims, src_c0, static_cast<T*>(dst), dst_dims,
+                  dst_c0, channels)));
+}
+
+void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int top,
+                int left, float value, cudaStream_t s) {
+  DISPATCH(e, (pad_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), in, static_cast<T*>(y), out, top, left, value)));
+}
+
+void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
+  DISPATCH(e, (softmax_kernel<T><<<static_cast<int>(rows), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), static_cast<T*>(y), cols)));
+}
 
 void launch_convert(Elem src_elem, const void* src, const Dims4& src_dims, Elem dst_elem, void* dst,
                     const Dims4& dst_dims, float factor, cudaStream_t s) {
@@ -291,11 +406,11 @@ void launch_convert(Elem src_elem, const void* src, const Dims4& src_dims, Elem 
 
 void launch_add_scaled(const void* const* srcs, const Elem* elems, const float* factors, int count,
                        Elem dst_elem, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
-  ScaledInputs in{};
+  ScaledInputs<kMaxAddInputs> in{};
   const int used = count < kMaxAddInputs ? count : kMaxAddInputs;
   for (int k = 0; k < used; ++k) {
     in.p[k] = srcs[k];
-    in.elem[k] = static_cast<int>(elems[k]);
+    in.elem[k] = elems[k];
     in.factor[k] = factors[k];
   }
   DISPATCH(dst_elem, (add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
@@ -305,85 +420,8 @@ void launch_add_scaled(const void* const* srcs, const Elem* elems, const float* 
 void launch_requantize(const float* acc, const Dims4& acc_dims, const float* bias,
                        const float* scale, Act act, float relu6_max, Elem dst_elem, void* y,
                        const Dims4& y_dims, cudaStream_t s) {
-  const int64_t n = y_dims.n * y_dims.c * y_dims.h * y_dims.w;
-  DISPATCH(dst_elem, (requantize_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
+  DISPATCH(dst_elem, (requantize_kernel<T><<<blocks_for(y_dims.numel()), kThreads, 0, s>>>(
                          acc, acc_dims, bias, scale, act, relu6_max, static_cast<T*>(y), y_dims)));
-}
-
-void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, cudaStream_t s) {
-  const int64_t n = d.n * d.c * d.h * d.w;
-  DISPATCH(e, (bias_act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<T*>(y), bias, d, act)));
-}
-
-void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, cudaStream_t s) {
-  DISPATCH(e, (act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
-                                                               static_cast<T*>(y), n, act)));
-}
-
-void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {
-  DISPATCH(e, (scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
-                                                                 static_cast<T*>(y), n, factor)));
-}
-
-void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
-                cudaStream_t s) {
-  DISPATCH(e, {
-    AddInputs<T> in{};
-    for (int k = 0; k < count && k < kMaxAddInputs; ++k) in.p[k] = static_cast<const T*>(srcs[k]);
-    add_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(in, count < kMaxAddInputs ? count : kMaxAddInputs,
-                                                    static_cast<T*>(y), n, act);
-  });
-}
-
-void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, const float* shift,
-                        const Dims4& d, cudaStream_t s) {
-  const int64_t n = d.n * d.c * d.h * d.w;
-  DISPATCH(e, (scale_shift_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
-                  static_cast<const T*>(x), static_cast<T*>(y), scale, shift, d)));
-}
-
-void launch_pool(Elem e, const void* x, void* y, const Dims4& in, int64_t oh, int64_t ow, int kh,
-                 int kw, int sh, int sw, int pad_top, int pad_left, int pad_bottom, int pad_right,
-                 PoolMode mode, cudaStream_t s) {
-  Dims4 out = in;
-  out.h = oh;
-  out.w = ow;
-  const int64_t n = out.n * out.c * out.h * out.w;
-  DISPATCH(e, (pool_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
-                  static_cast<const T*>(x), static_cast<T*>(y), in, out, kh, kw, sh, sw, pad_top,
-                  pad_left, pad_bottom, pad_right, mode)));
-}
-
-void launch_global_avg(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
-  const int64_t n = in.n * in.c;
-  DISPATCH(e, (global_avg_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x),
-                                                                      static_cast<T*>(y), in)));
-}
-
-void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_t src_c0,
-                          void* dst, const Dims4& dst_dims, int64_t dst_c0, int64_t channels,
-                          cudaStream_t s) {
-  const int64_t n = src_dims.n * channels * src_dims.h * src_dims.w;
-  DISPATCH(e, (copy_channels_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
-                  static_cast<const T*>(src), src_dims, src_c0, static_cast<T*>(dst), dst_dims,
-                  dst_c0, channels)));
-}
-
-void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int top,
-                int left, float value, cudaStream_t s) {
-  const int64_t n = out.n * out.c * out.h * out.w;
-  DISPATCH(e, (pad_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), in,
-                                                               static_cast<T*>(y), out, top, left,
-                                                               value)));
-}
-
-void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
-  DISPATCH(e, (softmax_kernel<T><<<static_cast<int>(rows), kThreads, 0, s>>>(
-                  static_cast<const T*>(x), static_cast<T*>(y), cols)));
-}
-
-void launch_float_to_half(const float* src, void* dst, int64_t n, cudaStream_t s) {
-  float_to_half_kernel<<<blocks_for(n), kThreads, 0, s>>>(src, static_cast<__half*>(dst), n);
 }
 
 }  // namespace stagecraft::executor::cuda

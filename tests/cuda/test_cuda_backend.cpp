@@ -1,7 +1,14 @@
-// The CUDA backend against the CPU backend (label `gpu`). Every test skips with the CUDA
-// runtime's reason when no GPU is usable.
+// The CUDA backend against the CPU backend (label `gpu`). Every test skips with the CUDA runtime's
+// reason when no GPU is usable.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/strings.h"
@@ -22,6 +29,8 @@ using stagecraft::testing::Model;
 
 constexpr double kF32Tolerance = 1e-3;
 constexpr double kF16Tolerance = 5e-2;
+constexpr double kInt8Tolerance = 0.05;
+constexpr const char* kExitChildVariable = "STAGECRAFT_GPU_TEST_EXIT_CHILD";
 
 #define SKIP_WITHOUT_GPU()                                               \
   do {                                                                   \
@@ -31,27 +40,55 @@ constexpr double kF16Tolerance = 5e-2;
 
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
-Backend& gpu() {
-  static std::unique_ptr<Backend> backend = [] {
-    BackendConfig config;
-    config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_test").string();
-    return make_backend("cuda", config);
-  }();
-  return *backend;
-}
+// The program's GPU backend, destroyed by the test environment's TearDown, before main returns
+// (not by a static destructor after the CUDA libraries may have begun their own teardown).
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  static Backend& backend() {
+    if (!backend_) {
+      BackendConfig config;
+      config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_test").string();
+      backend_ = make_backend("cuda", config);
+    }
+    return *backend_;
+  }
+  void TearDown() override { backend_.reset(); }
 
-std::vector<HostTensor> run_on(Backend& backend, const Model& m, const Schedule& s,
-                               graph::Layout layout, bool graph_mode = true,
-                               bool* captured = nullptr) {
+ private:
+  static inline std::unique_ptr<Backend> backend_;
+};
+::testing::Environment* const kGpuEnvironment = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+
+Backend& gpu() { return GpuEnvironment::backend(); }
+
+struct RunResult {
+  std::vector<HostTensor> first, second;  // outputs for the first and the second inputs
+  bool captured = false;
+};
+
+// Runs `m` twice on one executor: with inputs of seed 7, then (after a capture in graph mode)
+// with new inputs of seed 8, so that a replay reading stale inputs is caught.
+RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::Layout layout,
+                    bool graph_mode = true) {
   PlanOptions options;
   options.layout = layout;
   ExecutionPlan plan(m.graph, s, m.weights, backend, options);
   ExecutorOptions exec;
   exec.graph = graph_mode;
   Executor executor(plan, nullptr, exec);
-  auto out = executor.run(stagecraft::testing::inputs_of(m.graph));
-  if (captured) *captured = executor.captured();
-  return out;
+  RunResult r;
+  r.first = executor.run(stagecraft::testing::inputs_of(m.graph, 7));
+  r.second = executor.run(stagecraft::testing::inputs_of(m.graph, 8));
+  r.captured = executor.captured();
+  return r;
+}
+
+std::vector<HostTensor> run_cpu(const Model& m, const Schedule& s, graph::Layout layout, uint64_t seed) {
+  PlanOptions options;
+  options.layout = layout;
+  ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
+  Executor executor(plan);
+  return executor.run(stagecraft::testing::inputs_of(m.graph, seed));
 }
 
 void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
@@ -62,16 +99,27 @@ void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTens
   }
 }
 
-TEST(CudaBackend, EveryOpMatchesTheCpu) {
+void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& want7,
+                            const std::vector<HostTensor>& want8, double tolerance, const std::string& what) {
+  expect_close(r.first, want7, tolerance, what + " (first inputs)");
+  expect_close(r.second, want8, tolerance, what + " (new inputs after capture)");
+}
+
+TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
   SKIP_WITHOUT_GPU();
   for (int64_t batch : {1, 3}) {
     const graph::Graph raw = stagecraft::testing::every_op_graph(batch);
     const Model m{raw, graph::random_weights(raw, 5)};
     const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
-    const auto want = run_on(cpu(), m, s, graph::Layout::kNCHW);
+    const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
-      expect_close(run_on(gpu(), m, s, layout), want, kF32Tolerance,
-                   cat("batch ", batch, " ", graph::to_string(layout)));
+      for (bool graph_mode : {true, false}) {
+        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
+        // Graph mode captures (the linear layer's cuBLAS GEMM included: fixed workspace).
+        EXPECT_EQ(r.captured, graph_mode);
+        expect_both_runs_close(r, want7, want8, kF32Tolerance,
+                               cat("batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
+      }
     }
   }
 }
@@ -82,36 +130,75 @@ TEST_P(CudaNetworks, EveryScheduleMatchesTheCpuInGraphAndStreamMode) {
   SKIP_WITHOUT_GPU();
   const auto& c = GetParam();
   const Model m = stagecraft::testing::network(c.name, c.size, c.batch);
-  const auto want = run_on(cpu(), m, stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential),
-                           graph::Layout::kNCHW);
+  const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
   for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
     const Schedule s = stagecraft::testing::analytic_schedule(m.graph, strategy);
     for (bool graph_mode : {true, false}) {
-      bool captured = false;
-      expect_close(run_on(gpu(), m, s, graph::Layout::kNCHW, graph_mode, &captured), want,
-                   kF32Tolerance, cat(c.name, " ", scheduler::to_string(strategy),
-                                      graph_mode ? " graph" : " stream"));
-      EXPECT_EQ(captured, graph_mode);
+      const RunResult r = run_twice(gpu(), m, s, graph::Layout::kNCHW, graph_mode);
+      EXPECT_EQ(r.captured, graph_mode);
+      expect_both_runs_close(r, want7, want8, kF32Tolerance,
+                             cat(c.name, " ", scheduler::to_string(strategy), graph_mode ? " graph" : " stream"));
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks,
-                         ::testing::ValuesIn(stagecraft::testing::network_cases()),
+INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::network_cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
-TEST(CudaBackend, HalfPrecisionNhwcIsCloseToTheCpu) {
+TEST(CudaBackend, HalfPrecisionDefaultsToNhwcAndIsCloseToTheCpu) {
   SKIP_WITHOUT_GPU();
+  EXPECT_EQ(gpu().preferred_layout(graph::DataType::kF16), graph::Layout::kNHWC);
+  EXPECT_EQ(gpu().preferred_layout(graph::DataType::kF32), graph::Layout::kNCHW);
   for (const char* name : {"squeezenet1_1", "googlenet", "resnet50"}) {
     const Model m = stagecraft::testing::network(name, 64);
-    const auto want = run_on(cpu(), m, stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential),
-                             graph::Layout::kNCHW);
+    const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+    const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
     const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
-    expect_close(run_on(gpu(), half,
-                        stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
-                        graph::Layout::kNHWC),
-                 want, kF16Tolerance, name);
+    const RunResult r = run_twice(gpu(), half, stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
+                                  graph::Layout::kNHWC);
+    EXPECT_TRUE(r.captured) << name;
+    expect_both_runs_close(r, want7, want8, kF16Tolerance, name);
   }
+}
+
+// A convolution with a bias and a ReLU (or none) runs cuDNN's fused call with an algorithm timed on
+// that call, or says that cuDNN refused it and runs plain + own epilogue; either way it computes
+// what the CPU computes. With an identity activation cuDNN allows IMPLICIT_PRECOMP_GEMM (1) only.
+TEST(CudaBackend, FusedConvolutionsAreTimedOnTheFusedCall) {
+  SKIP_WITHOUT_GPU();
+  for (graph::DataType dtype : {graph::DataType::kF32, graph::DataType::kF16}) {
+    for (graph::Activation act : {graph::Activation::kRelu, graph::Activation::kNone}) {
+      graph::Conv2dAttrs a;
+      a.in_channels = 16;
+      a.out_channels = 32;
+      a.kernel = graph::Hw::square(3);
+      a.padding = graph::Pads{1, 1, 1, 1};
+      a.bias = true;
+      a.activation = act;
+      graph::OpWeights w;
+      for (int i = 0; i < 32 * 16 * 9; ++i) w.weight.push_back(static_cast<float>((i * 37) % 17 - 8) / 40.0f);
+      for (int i = 0; i < 32; ++i) w.bias.push_back(static_cast<float>(i % 5) - 2.0f);
+      KernelSpec spec;
+      spec.kind = graph::OpKind::kConv2d;
+      spec.attrs = a;
+      spec.weights = &w;
+      spec.name = "fused";
+      graph::TensorDesc x = graph::make_desc(graph::Shape{2, 16, 12, 12}, dtype);
+      graph::TensorDesc y = graph::make_desc(graph::Shape{2, 32, 12, 12}, dtype);
+      x.layout = y.layout = graph::Layout::kNHWC;
+      spec.srcs = {x};
+      spec.dsts = {y};
+      const std::string impl = gpu().create_kernel(spec)->implementation();
+      const bool fused = impl.find("fused conv+bias+act") != std::string::npos;
+      EXPECT_TRUE(fused || impl.find("fused call refused") != std::string::npos) << impl;
+      if (fused && act == graph::Activation::kNone) {
+        EXPECT_NE(impl.find("algo 1 "), std::string::npos) << impl;
+      }
+    }
+  }
+  // The values: every_op_graph's first convolution has a bias (and a batch norm after it); the
+  // network tests cover fused ReLU convolutions against the CPU.
 }
 
 TEST(CudaBackend, ConvolutionAlgorithmsAreCachedPerDevice) {
@@ -120,22 +207,48 @@ TEST(CudaBackend, ConvolutionAlgorithmsAreCachedPerDevice) {
   std::filesystem::remove_all(dir);
   const Model m = stagecraft::testing::network("squeezenet1_1", 64);
   const Schedule s = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto count = [](const ExecutionPlan& plan, const char* mark) {
+    size_t n = 0;
+    for (const auto& k : plan.kernels()) n += k.kernel->implementation().find(mark) != std::string::npos;
+    return n;
+  };
+  const size_t convs = graph::count_ops(m.graph, graph::OpKind::kConv2d);
   BackendConfig config;
   config.cache_dir = dir.string();
-  {
+  {  // A fresh cache: every convolution is timed, or reuses a choice made earlier in this process.
     auto backend = make_backend("cuda", config);
     ExecutionPlan plan(m.graph, s, m.weights, *backend);
-    for (const auto& k : plan.kernels()) {
-      EXPECT_EQ(k.kernel->implementation().find("(cached)"), std::string::npos);
-    }
+    EXPECT_EQ(count(plan, "(cached)"), 0u);
+    EXPECT_EQ(count(plan, "(timed") + count(plan, "(chosen earlier)"), convs);
+    EXPECT_GT(count(plan, "(timed"), 0u);
   }
+  {  // The same device again: every convolution comes from the file.
+    auto backend = make_backend("cuda", config);
+    ExecutionPlan plan(m.graph, s, m.weights, *backend);
+    EXPECT_EQ(count(plan, "(cached)"), convs);
+  }
+  // Another device fingerprint (TF32 allowed) misses, in memory and on disk.
+  config.tf32 = true;
   auto backend = make_backend("cuda", config);
   ExecutionPlan plan(m.graph, s, m.weights, *backend);
-  size_t cached = 0;
-  for (const auto& k : plan.kernels()) {
-    cached += k.kernel->implementation().find("(cached)") != std::string::npos;
-  }
-  EXPECT_EQ(cached, graph::count_ops(m.graph, graph::OpKind::kConv2d));
+  EXPECT_EQ(count(plan, "(cached)"), 0u);
+}
+
+TEST(CudaBackend, TransfersAreCompleteWhenTheyReturn) {
+  SKIP_WITHOUT_GPU();
+  // Larger than the pinned staging buffer (32 MiB): copied in parts.
+  const size_t n = (size_t{40} << 20) / sizeof(float);
+  std::vector<float> host(n), back(n, -1.0f);
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 9973);
+  auto buffer = gpu().allocate(n * sizeof(float));
+  gpu().upload(buffer->data(), host.data(), n * sizeof(float));
+  gpu().download(back.data(), buffer->data(), n * sizeof(float));
+  EXPECT_EQ(back, host);
+  // A new buffer reads zero on the executor's streams' side too.
+  auto fresh = gpu().allocate(1 << 20);
+  std::vector<uint8_t> bytes(1 << 20, 0xff);
+  gpu().download(bytes.data(), fresh->data(), bytes.size());
+  EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0), static_cast<long>(bytes.size()));
 }
 
 TEST(CudaBackend, UnsupportedLayoutsAreNamed) {
@@ -144,18 +257,17 @@ TEST(CudaBackend, UnsupportedLayoutsAreNamed) {
   PlanOptions options;
   options.layout = graph::Layout::kNChw16c;
   try {
-    ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential),
-                       m.weights, gpu(), options);
+    ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential), m.weights,
+                       gpu(), options);
     FAIL() << "expected BackendError";
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("nChw16c"), std::string::npos) << e.what();
   }
 }
 
-// int8: the CUDA backend's quantised kernels (cuDNN int8 convolutions, own requantising
+// int8: the CUDA backend's quantised kernels (cuDNN INT8_EXT_CONFIG convolutions, own requantising
 // epilogue, conversions, pooling and copies on 8-bit tensors) against the CPU backend's, on the
-// same quantised graph. Both round to nearest; the only differences are float rounding in the
-// epilogues, so each 8-bit tensor may differ by a step now and then and the logits by little.
+// same quantised graph, with new inputs after a capture.
 class CudaInt8Networks : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CudaInt8Networks, QuantisedScheduleMatchesTheCpu) {
@@ -164,25 +276,91 @@ TEST_P(CudaInt8Networks, QuantisedScheduleMatchesTheCpu) {
   const Model f32 = stagecraft::testing::network(name, name == std::string("inception_v3") ? 139 : 64);
   profiler::CalibrationOptions options;
   options.samples = 2;
-  const graph::Graph q =
-      graph::quantize(f32.graph, profiler::calibrate(f32.graph, f32.weights, cpu(), options));
+  const graph::Graph q = graph::quantize(f32.graph, profiler::calibrate(f32.graph, f32.weights, cpu(), options));
   const Model m{q, f32.weights};
   for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
     const Schedule s = stagecraft::testing::analytic_schedule(q, strategy);
-    const auto want = run_on(cpu(), m, s, graph::Layout::kNHWC);
+    const auto want7 = run_cpu(m, s, graph::Layout::kNHWC, 7), want8 = run_cpu(m, s, graph::Layout::kNHWC, 8);
     for (bool graph_mode : {true, false}) {
-      const auto got = run_on(gpu(), m, s, graph::Layout::kNHWC, graph_mode);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_LT(relative_error(got[i], want[i]), 0.05)
-            << name << " " << scheduler::to_string(strategy) << (graph_mode ? " graph" : " stream");
-      }
+      const RunResult r = run_twice(gpu(), m, s, graph::Layout::kNHWC, graph_mode);
+      expect_both_runs_close(r, want7, want8, kInt8Tolerance,
+                             cat(name, " ", scheduler::to_string(strategy), graph_mode ? " graph" : " stream"));
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, CudaInt8Networks,
-                         ::testing::Values("squeezenet1_1", "inception_v3", "resnet50"));
+INSTANTIATE_TEST_SUITE_P(Networks, CudaInt8Networks, ::testing::Values("squeezenet1_1", "inception_v3", "resnet50"));
+
+// One int8 convolution per case against the CPU: channel counts that are not multiples of 4
+// (padded for cuDNN), u8 (halved) and i8 inputs, 8-bit and f32 outputs, bias and ReLU6.
+TEST(CudaBackend, Int8ConvolutionsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t cin, cout;
+    graph::DataType src, dst;
+  };
+  for (const Case& c : {Case{3, 6, graph::DataType::kU8, graph::DataType::kU8},
+                        Case{5, 8, graph::DataType::kI8, graph::DataType::kU8},
+                        Case{8, 10, graph::DataType::kU8, graph::DataType::kF32}}) {
+    graph::Conv2dAttrs a;
+    a.in_channels = c.cin;
+    a.out_channels = c.cout;
+    a.kernel = graph::Hw::square(3);
+    a.stride = graph::Hw::square(2);
+    a.padding = graph::Pads{1, 1, 1, 1};
+    a.bias = true;
+    a.activation = graph::Activation::kRelu6;
+    graph::OpWeights w;
+    for (int64_t i = 0; i < c.cout * c.cin * 9; ++i) w.weight.push_back(static_cast<float>((i * 29) % 23 - 11) / 60.0f);
+    for (int64_t i = 0; i < c.cout; ++i) w.bias.push_back(static_cast<float>(i % 3) * 0.1f);
+    KernelSpec spec;
+    spec.kind = graph::OpKind::kConv2d;
+    spec.attrs = a;
+    spec.weights = &w;
+    spec.name = "int8 conv";
+    graph::TensorDesc x = graph::make_desc(graph::Shape{2, c.cin, 9, 9}, c.src);
+    graph::TensorDesc y = graph::make_desc(graph::Shape{2, c.cout, 5, 5}, c.dst);
+    x.layout = y.layout = graph::Layout::kNHWC;
+    x.scale = 0.02f;
+    if (graph::is_int8(c.dst)) y.scale = 0.03f;
+    spec.srcs = {x};
+    spec.dsts = {y};
+    const auto run = [&](Backend& b) {
+      auto kernel = b.create_kernel(spec);
+      auto xb = b.allocate(static_cast<size_t>(x.bytes())), yb = b.allocate(static_cast<size_t>(y.bytes()));
+      auto ws = b.allocate(std::max<size_t>(1, kernel->workspace_bytes()));
+      std::vector<uint8_t> input(static_cast<size_t>(x.bytes()));
+      // Below 128: oneDNN's u8 × s8 kernels on CPUs without VNNI sum pairs into saturating 16 bits.
+      for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint8_t>((i * 53) % 127);
+      b.upload(xb->data(), input.data(), input.size());
+      kernel->bind({{xb->data(), x}}, {{yb->data(), y}}, ws->data());
+      auto stream = b.create_stream();
+      kernel->launch(*stream);
+      stream->synchronize();
+      std::vector<uint8_t> out(static_cast<size_t>(y.bytes()));
+      b.download(out.data(), yb->data(), out.size());
+      return std::make_pair(out, kernel->implementation());
+    };
+    const auto [got, impl] = run(gpu());
+    const auto [want, cpu_impl] = run(cpu());
+    EXPECT_NE(impl.find("INT8_EXT_CONFIG"), std::string::npos) << impl;
+    const int64_t n = y.shape.numel();
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = 0, e = 0;
+      if (c.dst == graph::DataType::kF32) {
+        g = reinterpret_cast<const float*>(got.data())[i];
+        e = reinterpret_cast<const float*>(want.data())[i];
+      } else {
+        g = got[static_cast<size_t>(i)];
+        e = want[static_cast<size_t>(i)];
+      }
+      worst = std::max(worst, static_cast<double>(std::fabs(g - e)) / (graph::is_int8(c.dst) ? 1.0 : 0.03));
+    }
+    // In output steps: u8 inputs are halved for cuDNN (one bit less), i8 inputs are exact.
+    EXPECT_LE(worst, c.src == graph::DataType::kU8 ? 4.0 : 1.0) << c.cin << "->" << c.cout << " " << impl;
+  }
+}
 
 TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
   SKIP_WITHOUT_GPU();
@@ -202,15 +380,46 @@ TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
   d.layout = graph::Layout::kNHWC;
   spec.srcs = {d};
   spec.dsts = {d};
-  EXPECT_NE(gpu().supports(spec).message.find("grouped"), std::string::npos)
-      << gpu().supports(spec).message;
+  EXPECT_NE(gpu().supports(spec).message.find("grouped"), std::string::npos) << gpu().supports(spec).message;
   a.groups = 1;
   w.weight.assign(64, 1.0f);
   spec.attrs = a;
   spec.srcs[0].layout = spec.dsts[0].layout = graph::Layout::kNCHW;
-  EXPECT_NE(gpu().supports(spec).message.find("nhwc"), std::string::npos)
-      << gpu().supports(spec).message;
+  EXPECT_NE(gpu().supports(spec).message.find("nhwc"), std::string::npos) << gpu().supports(spec).message;
   EXPECT_EQ(gpu().preferred_layout(graph::DataType::kU8), graph::Layout::kNHWC);
+}
+
+// A process that exits with a backend, a plan and a captured executor still alive in static
+// storage exits cleanly: the backend's exit hook releases graphs, handles and streams before the
+// CUDA libraries tear themselves down. The test runs this program again as the child.
+TEST(CudaBackend, ExitWithALiveBackendIsClean) {
+  if (std::getenv(kExitChildVariable)) {  // the child
+    static std::unique_ptr<Backend> backend = [] {
+      BackendConfig config;
+      config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_exit").string();
+      return make_backend("cuda", config);
+    }();
+    static const Model m = stagecraft::testing::network("squeezenet1_1", 64);
+    static ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, Strategy::kGreedy), m.weights,
+                              *backend);
+    static Executor executor(plan);
+    executor.run(stagecraft::testing::inputs_of(m.graph));
+    ASSERT_TRUE(executor.captured());
+    std::printf("child: captured run done\n");
+    return;  // exit with everything alive
+  }
+  SKIP_WITHOUT_GPU();
+  const std::string command = cat(kExitChildVariable, "=1 /proc/", getpid(), "/exe --gtest_filter=",
+                                  "CudaBackend.ExitWithALiveBackendIsClean 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe)) output += line;
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ":\n" << output;
+  EXPECT_NE(output.find("child: captured run done"), std::string::npos) << output;
+  EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+// Data movement by own kernels (element_ops.h): concatenation, split, slice, identity (a copy, or
+// a conversion of element type or scale), pad and flatten, and the backend's layout copies. A
+// channel-window copy between tensors of one layout moves strided rows of bytes in the widest
+// aligned unit (16 bytes per thread where possible); copies between layouts write the destination
+// in its memory order.
+#include "common/strings.h"
+#include "executor/cuda/ops.h"
+
+namespace stagecraft::executor::cuda {
+
+using graph::OpKind;
+using graph::TensorDesc;
+using Refs = FnKernel::Refs;
+
+std::unique_ptr<Kernel> make_copy(const TensorDesc& src, const TensorDesc& dst) {
+  const Dims4 sd = dims_of(src), dd = dims_of(dst);
+  if (src.dtype != dst.dtype || real_scale(src) != real_scale(dst)) {
+    // A conversion (quantise, dequantise, requantise), maybe between layouts too.
+    const Elem se = elem_of(src.dtype), de = elem_of(dst.dtype);
+    const float factor = real_scale(src) / real_scale(dst);
+    return std::make_unique<FnKernel>("own convert", [=](CudaStream& s, Refs in, Refs out, void*) {
+      launch_convert(se, in[0].data, sd, de, out[0].data, dd, factor, s.get());
+    });
+  }
+  const Elem e = elem_of(src.dtype);
+  return std::make_unique<FnKernel>("own copy", [=](CudaStream& s, Refs in, Refs out, void*) {
+    launch_copy_channels(e, in[0].data, sd, 0, out[0].data, dd, 0, sd.c, s.get());
+  });
+}
+
+namespace {
+
+Support check(const KernelSpec& spec) {
+  if (spec.kind == OpKind::kPad && graph::is_int8(spec.srcs[0].dtype) &&
+      std::get<graph::PadAttrs>(spec.attrs).value != 0) {
+    return Support::unsupported(SupportReason::kQuantisation,
+                                "quantised padding with a value other than 0 is not supported");
+  }
+  return Support::native();  // every kernel here reads and writes each tensor in its own layout
+}
+
+std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
+  const Elem e = elem_of(spec.srcs[0].dtype);
+  const Dims4 in = dims_of(spec.srcs[0]);
+  const Dims4 out = dims_of(spec.dsts[0]);
+  switch (spec.kind) {
+    case OpKind::kConcat: {
+      std::vector<Dims4> parts;
+      for (const auto& d : spec.srcs) parts.push_back(dims_of(d));
+      return std::make_unique<FnKernel>("own concat", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        int64_t c0 = 0;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          launch_copy_channels(e, srcs[i].data, parts[i], 0, dsts[0].data, out, c0, parts[i].c, s.get());
+          c0 += parts[i].c;
+        }
+      });
+    }
+    case OpKind::kIdentity:
+      return make_copy(spec.srcs[0], spec.dsts[0]);
+    case OpKind::kSplit:
+    case OpKind::kSlice: {
+      std::vector<Dims4> parts;
+      for (const auto& d : spec.dsts) parts.push_back(dims_of(d));
+      const int64_t begin = spec.kind == OpKind::kSlice ? std::get<graph::SliceAttrs>(spec.attrs).begin : 0;
+      return std::make_unique<FnKernel>("own split", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        int64_t c0 = begin;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          launch_copy_channels(e, srcs[0].data, in, c0, dsts[i].data, parts[i], 0, parts[i].c, s.get());
+          c0 += parts[i].c;
+        }
+      });
+    }
+    case OpKind::kPad: {
+      const auto& a = std::get<graph::PadAttrs>(spec.attrs);
+      const int top = static_cast<int>(a.pads.top), left = static_cast<int>(a.pads.left);
+      const float value = static_cast<float>(a.value);
+      return std::make_unique<FnKernel>("own pad", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_pad(e, srcs[0].data, in, dsts[0].data, out, top, left, value, s.get());
+      });
+    }
+    case OpKind::kFlatten: {
+      Dims4 plain = in;
+      plain.nhwc = false;  // the N×(C·H·W) matrix is the nchw order
+      return std::make_unique<FnKernel>("own flatten", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_copy_channels(e, srcs[0].data, in, 0, dsts[0].data, plain, 0, in.c, s.get());
+      });
+    }
+    default:
+      throw BackendError(cat("cuda: the data movement family does not build ", graph::to_string(spec.kind)));
+  }
+}
+
+}  // namespace
+
+const OpFamily kDataMovementFamily{"data movement",
+                                   {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice, OpKind::kIdentity,
+                                    OpKind::kPad, OpKind::kFlatten},
+                                   check,
+                                   build};
+
+}  // namespace stagecraft::executor::cuda

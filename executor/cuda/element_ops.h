@@ -1,0 +1,361 @@
+#pragma once
+// What each thread of the CUDA backend's own kernels computes, and where it reads and writes:
+// index arithmetic and per-element bodies shared by the device kernels (kernels.cu: one thread
+// per element in a grid-stride loop) and by host tests that run the same bodies over every index
+// on the CPU (tests/cuda/test_element_ops.cpp), so that the arithmetic and the memory order of the
+// threads are checked without a GPU. Internal to executor/cuda/; free of CUDA types except under
+// nvcc (the f16 overloads).
+//
+// Thread order: thread i writes the element at memory offset i of its destination (in the
+// destination's layout), so neighbouring threads touch neighbouring addresses in NCHW and NHWC
+// alike (coalesced); in NHWC the channel is the fastest-moving coordinate, so a pooling window or
+// a channel slice is read by neighbouring threads at neighbouring addresses too.
+
+#include <math.h>  // rintf, fminf, fmaxf, expf: the same names on the host and the device
+
+#include <cfloat>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#define STAGECRAFT_HD __host__ __device__ __forceinline__
+#else
+#define STAGECRAFT_HD inline
+#endif
+
+namespace stagecraft::executor::cuda {
+
+/// Element type of a tensor handled by the own kernels. 8-bit tensors hold quantised values:
+/// kernels that keep the scale (pooling, copies, pad, ReLU) work on the integers directly (read
+/// as float, written rounded to nearest even and saturated); conversions take a factor.
+enum class Elem : int { kF32 = 0, kF16 = 1, kU8 = 2, kI8 = 3 };
+/// Activation codes (same order as graph::Activation).
+enum class Act : int { kNone = 0, kRelu = 1, kRelu6 = 2, kSigmoid = 3 };
+/// Pooling modes.
+enum class PoolMode : int { kMax = 0, kAvgIncludePad = 1, kAvgExcludePad = 2 };
+
+/// Bytes of one element.
+STAGECRAFT_HD int elem_bytes(Elem e) { return e == Elem::kF32 ? 4 : e == Elem::kF16 ? 2 : 1; }
+
+/// Geometry of a rank-4 tensor and its layout (rank-2 tensors: N × C with H = W = 1).
+struct Dims4 {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  bool nhwc = false;
+  /// Number of elements.
+  STAGECRAFT_HD int64_t numel() const { return n * c * h * w; }
+};
+
+/// Logical coordinates of an element.
+struct Coords {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+};
+
+STAGECRAFT_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+STAGECRAFT_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/// Memory offset of (n, c, h, w) in a tensor of dims d.
+STAGECRAFT_HD int64_t offset(const Dims4& d, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;
+}
+
+/// The coordinates of the element at memory offset i of d (the inverse of offset()).
+STAGECRAFT_HD Coords coords_at(const Dims4& d, int64_t i) {
+  Coords r;
+  if (d.nhwc) {
+    r.c = i % d.c;
+    i /= d.c;
+    r.w = i % d.w;
+    i /= d.w;
+    r.h = i % d.h;
+    r.n = i / d.h;
+  } else {
+    r.w = i % d.w;
+    i /= d.w;
+    r.h = i % d.h;
+    i /= d.h;
+    r.c = i % d.c;
+    r.n = i / d.c;
+  }
+  return r;
+}
+
+/// The channel of the element at memory offset i of d.
+STAGECRAFT_HD int64_t channel_at(const Dims4& d, int64_t i) {
+  return d.nhwc ? i % d.c : (i / (d.h * d.w)) % d.c;
+}
+
+// ---- Loads and stores: arithmetic is in float whatever the storage type ----------------------
+
+STAGECRAFT_HD float load(const float* p, int64_t i) { return p[i]; }
+STAGECRAFT_HD float load(const uint8_t* p, int64_t i) { return static_cast<float>(p[i]); }
+STAGECRAFT_HD float load(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
+STAGECRAFT_HD void store(float* p, int64_t i, float v) { p[i] = v; }
+// 8-bit stores round to nearest even (rintf in the default rounding mode, as the host's
+// std::nearbyint and oneDNN) and saturate.
+STAGECRAFT_HD void store(uint8_t* p, int64_t i, float v) {
+  p[i] = static_cast<uint8_t>(fminf(fmaxf(rintf(v), 0.f), 255.f));
+}
+STAGECRAFT_HD void store(int8_t* p, int64_t i, float v) {
+  p[i] = static_cast<int8_t>(fminf(fmaxf(rintf(v), -128.f), 127.f));
+}
+#ifdef __CUDACC__
+STAGECRAFT_HD float load(const __half* p, int64_t i) { return __half2float(p[i]); }
+STAGECRAFT_HD void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
+#endif
+
+/// Element i of a tensor of element type `e` at p.
+STAGECRAFT_HD float load_any(const void* p, Elem e, int64_t i) {
+  switch (e) {
+#ifdef __CUDACC__
+    case Elem::kF16:
+      return load(static_cast<const __half*>(p), i);
+#endif
+    case Elem::kU8:
+      return load(static_cast<const uint8_t*>(p), i);
+    case Elem::kI8:
+      return load(static_cast<const int8_t*>(p), i);
+    default:
+      return load(static_cast<const float*>(p), i);
+  }
+}
+
+/// The activation; ReLU6 clips at `relu6_max` (executor/kernel_math.h's relu6_bound: 6 in real
+/// units, 6 / scale for an 8-bit destination).
+STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
+  switch (act) {
+    case Act::kRelu:
+      return v > 0.f ? v : 0.f;
+    case Act::kRelu6:
+      return fminf(fmaxf(v, 0.f), relu6_max);
+    case Act::kSigmoid:
+      return 1.f / (1.f + expf(-v));
+    default:
+      return v;
+  }
+}
+
+// ---- Element-wise (flat index: thread i reads and writes offset i) --------------------------
+
+/// y[i] = act(x[i]).
+template <class T>
+STAGECRAFT_HD void act_at(const T* x, T* y, int64_t i, Act act, float relu6_max) {
+  store(y, i, activate(load(x, i), act, relu6_max));
+}
+
+/// y[i] = factor · x[i].
+template <class T>
+STAGECRAFT_HD void scale_at(const T* x, T* y, int64_t i, float factor) {
+  store(y, i, load(x, i) * factor);
+}
+
+/// act(v + bias[channel of offset i]) (bias may be null).
+STAGECRAFT_HD float bias_act_value(float v, const float* bias, const Dims4& d, int64_t i, Act act,
+                                   float relu6_max) {
+  if (bias) v += bias[channel_at(d, i)];
+  return activate(v, act, relu6_max);
+}
+
+/// y[i] = act(y[i] + bias[channel]) (bias may be null).
+template <class T>
+STAGECRAFT_HD void bias_act_at(T* y, const float* bias, const Dims4& d, int64_t i, Act act,
+                               float relu6_max) {
+  store(y, i, bias_act_value(load(y, i), bias, d, i, act, relu6_max));
+}
+
+/// v · scale[channel of offset i] + shift[channel] (inference batch norm).
+STAGECRAFT_HD float scale_shift_value(float v, const float* scale, const float* shift, const Dims4& d,
+                                      int64_t i) {
+  const int64_t c = channel_at(d, i);
+  return v * scale[c] + shift[c];
+}
+
+/// y[i] = x[i] · scale[channel] + shift[channel].
+template <class T>
+STAGECRAFT_HD void scale_shift_at(const T* x, T* y, const float* scale, const float* shift,
+                                  const Dims4& d, int64_t i) {
+  store(y, i, scale_shift_value(load(x, i), scale, shift, d, i));
+}
+
+/// y[i] = act(sum of srcs[k][i]) for k < count; `Srcs` indexes like an array of T pointers.
+template <class T, class Srcs>
+STAGECRAFT_HD void add_at(const Srcs& srcs, int count, T* y, int64_t i, Act act, float relu6_max) {
+  float v = 0.f;
+  for (int k = 0; k < count; ++k) v += load(srcs[k], i);
+  store(y, i, activate(v, act, relu6_max));
+}
+
+/// Inputs of a quantised addition: pointers, element types and factors (src scale / dst scale).
+template <int kMax>
+struct ScaledInputs {
+  const void* p[kMax];
+  Elem elem[kMax];
+  float factor[kMax];
+};
+
+/// y[i] = act(sum of factor[k] · srcs[k][i]), inputs of any element types, in y's units.
+template <class T, int kMax>
+STAGECRAFT_HD void add_scaled_at(const ScaledInputs<kMax>& in, int count, T* y, int64_t i, Act act,
+                                 float relu6_max) {
+  float v = 0.f;
+  for (int k = 0; k < count; ++k) v += in.factor[k] * load_any(in.p[k], in.elem[k], i);
+  store(y, i, activate(v, act, relu6_max));
+}
+
+// ---- Pooling (thread i writes output offset i) ------------------------------------------------
+
+/// A pooling window: kernel, stride, paddings (bottom/right ones may exceed top/left in ceil
+/// mode) and mode.
+struct PoolParams {
+  int kh = 1, kw = 1, sh = 1, sw = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  PoolMode mode = PoolMode::kMax;
+};
+
+/// Output element i of a 2-D pooling with PyTorch's semantics: the window is clipped to the
+/// padded input for the include-pad divisor and to the input for the values.
+template <class T>
+STAGECRAFT_HD void pool_at(const T* x, const Dims4& in, T* y, const Dims4& out, const PoolParams& p,
+                           int64_t i) {
+  const Coords o = coords_at(out, i);
+  const int64_t hs = o.h * p.sh - p.pad_top, ws = o.w * p.sw - p.pad_left;
+  const int64_t he = min64(hs + p.kh, in.h + p.pad_bottom), we = min64(ws + p.kw, in.w + p.pad_right);
+  const int64_t h0 = max64(hs, 0), w0 = max64(ws, 0);
+  const int64_t h1 = min64(he, in.h), w1 = min64(we, in.w);
+  float acc = p.mode == PoolMode::kMax ? -FLT_MAX : 0.f;
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t w = w0; w < w1; ++w) {
+      const float v = load(x, offset(in, o.n, o.c, h, w));
+      acc = p.mode == PoolMode::kMax ? fmaxf(acc, v) : acc + v;
+    }
+  if (p.mode == PoolMode::kAvgIncludePad) acc /= static_cast<float>((he - hs) * (we - ws));
+  if (p.mode == PoolMode::kAvgExcludePad) acc /= static_cast<float>(max64((h1 - h0) * (w1 - w0), 1));
+  store(y, i, acc);
+}
+
+/// Global average pooling into N×C×1×1 (the same memory order in NCHW and NHWC: offset n·C + c):
+/// output i = (n, c). In NHWC neighbouring threads (channels) read neighbouring addresses; NCHW
+/// inputs use plane_partial_sum with one warp per plane instead.
+template <class T>
+STAGECRAFT_HD void global_avg_at(const T* x, const Dims4& in, T* y, int64_t i) {
+  const int64_t c = i % in.c, n = i / in.c;
+  float acc = 0.f;
+  for (int64_t h = 0; h < in.h; ++h)
+    for (int64_t w = 0; w < in.w; ++w) acc += load(x, offset(in, n, c, h, w));
+  store(y, i, acc / static_cast<float>(in.h * in.w));
+}
+
+/// The part of the sum over the H×W plane `nc` (= n·C + c) of an NCHW tensor that lane `lane` of
+/// `lanes` adds: lanes read neighbouring addresses.
+template <class T>
+STAGECRAFT_HD float plane_partial_sum(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
+  const int64_t hw = in.h * in.w;
+  float acc = 0.f;
+  for (int64_t j = lane; j < hw; j += lanes) acc += load(x, nc * hw + j);
+  return acc;
+}
+
+// ---- Data movement (thread i writes destination offset i) -----------------------------------
+
+/// Element i of copying channels [src_c0, src_c0 + channels) of src to [dst_c0, ...) of dst
+/// (N, H, W shared; layouts may differ): i indexes the window in the destination's layout.
+template <class T>
+STAGECRAFT_HD void copy_channels_at(const T* src, const Dims4& sd, int64_t src_c0, T* dst,
+                                    const Dims4& dd, int64_t dst_c0, int64_t channels, int64_t i) {
+  Dims4 window = dd;
+  window.c = channels;
+  const Coords p = coords_at(window, i);
+  store(dst, offset(dd, p.n, dst_c0 + p.c, p.h, p.w), load(src, offset(sd, p.n, src_c0 + p.c, p.h, p.w)));
+}
+
+/// Element i of constant padding (negative amounts crop); `value` is in dst's units.
+template <class T>
+STAGECRAFT_HD void pad_at(const T* x, const Dims4& in, T* y, const Dims4& out, int64_t top,
+                          int64_t left, float value, int64_t i) {
+  const Coords o = coords_at(out, i);
+  const int64_t h = o.h - top, w = o.w - left;
+  const bool inside = h >= 0 && h < in.h && w >= 0 && w < in.w;
+  store(y, i, inside ? load(x, offset(in, o.n, o.c, h, w)) : value);
+}
+
+/// Element i of dst = factor · src between element types and layouts of the same N, H, W; dst
+/// may have more channels than src (an int8 convolution's padded input): those are zero.
+template <class TS, class TD>
+STAGECRAFT_HD void convert_at(const TS* src, const Dims4& sd, TD* dst, const Dims4& dd, float factor,
+                              int64_t i) {
+  const Coords p = coords_at(dd, i);
+  store(dst, i, p.c < sd.c ? load(src, offset(sd, p.n, p.c, p.h, p.w)) * factor : 0.f);
+}
+
+/// Element i of the epilogue of an int8 convolution: y = act((acc + bias[k]) · scale[k]) where acc
+/// is NHWC f32 with acc_dims.c >= y's channels (padded); bias may be null.
+template <class T>
+STAGECRAFT_HD void requantize_at(const float* acc, const Dims4& acc_dims, const float* bias,
+                                 const float* scale, Act act, float relu6_max, T* y,
+                                 const Dims4& y_dims, int64_t i) {
+  const Coords p = coords_at(y_dims, i);
+  float v = acc[offset(acc_dims, p.n, p.c, p.h, p.w)];
+  if (bias) v += bias[p.c];
+  store(y, i, activate(v * scale[p.c], act, relu6_max));
+}
+
+// ---- Same-layout channel copies as strided rows of bytes, vectorised ------------------------
+
+/// A same-layout channel-window copy seen as `rows` rows of `row_units` units each (NHWC: one row
+/// per pixel; NCHW: one row per image), in the widest unit (16, 8, 4, 2 or 1 bytes) that divides
+/// every size, stride, offset and both addresses. unit == 0: not such a copy (layouts differ).
+struct RowsCopy {
+  int unit = 0;                              ///< bytes per unit
+  int64_t rows = 0, row_units = 0;           ///< rows, units per row
+  int64_t src_stride = 0, dst_stride = 0;    ///< units from one row start to the next
+  int64_t src_offset = 0, dst_offset = 0;    ///< units before the first row
+  /// Units copied in all (one thread each).
+  int64_t units() const { return rows * row_units; }
+};
+
+/// The strided-rows form of copying `channels` channels from src (from channel src_c0) to dst
+/// (from dst_c0) with `bytes` per element, at addresses src_addr and dst_addr.
+inline RowsCopy plan_rows_copy(int bytes, const Dims4& sd, int64_t src_c0, uintptr_t src_addr,
+                               const Dims4& dd, int64_t dst_c0, uintptr_t dst_addr,
+                               int64_t channels) {
+  RowsCopy r;
+  if (sd.nhwc != dd.nhwc) return r;
+  const int64_t plane = sd.nhwc ? 1 : sd.h * sd.w;  // elements per channel inside a row
+  const int64_t rows = sd.nhwc ? sd.n * sd.h * sd.w : sd.n;
+  const int64_t row_bytes = channels * plane * bytes;
+  const int64_t src_stride = sd.c * plane * bytes, dst_stride = dd.c * plane * bytes;
+  const int64_t src_offset = src_c0 * plane * bytes, dst_offset = dst_c0 * plane * bytes;
+  for (int unit : {16, 8, 4, 2, 1}) {
+    const auto fits = [unit](int64_t v) { return v % unit == 0; };
+    if (fits(row_bytes) && fits(src_stride) && fits(dst_stride) && fits(src_offset) &&
+        fits(dst_offset) && src_addr % static_cast<uintptr_t>(unit) == 0 &&
+        dst_addr % static_cast<uintptr_t>(unit) == 0) {
+      r.unit = unit;
+      r.rows = rows;
+      r.row_units = row_bytes / unit;
+      r.src_stride = src_stride / unit;
+      r.dst_stride = dst_stride / unit;
+      r.src_offset = src_offset / unit;
+      r.dst_offset = dst_offset / unit;
+      return r;
+    }
+  }
+  return r;
+}
+
+/// Units of 16, 8, 4, 2 and 1 bytes for RowsCopy (aligned: one vector load and store each).
+struct alignas(16) Bytes16 {
+  uint32_t v[4];
+};
+struct alignas(8) Bytes8 {
+  uint32_t v[2];
+};
+
+/// Unit i of a strided-rows copy: neighbouring threads copy neighbouring units.
+template <class U>
+STAGECRAFT_HD void rows_copy_at(const U* src, U* dst, const RowsCopy& r, int64_t i) {
+  const int64_t row = i / r.row_units, k = i % r.row_units;
+  dst[r.dst_offset + row * r.dst_stride + k] = src[r.src_offset + row * r.src_stride + k];
+}
+
+}  // namespace stagecraft::executor::cuda

@@ -1,0 +1,122 @@
+// Element-wise ops by own kernels (element_ops.h): ReLU, ReLU6 (clipped at the bound of
+// kernel_math.h in the destination's units), sigmoid, scale, inference batch norm (a per-channel
+// scale and shift), additions (f32/f16: up to kMaxAddInputs inputs per launch, longer sums
+// accumulate into the output; 8-bit: every input rescaled into the output's units), softmax.
+// Flat kernels read and write packs of 4 elements when the tensors are aligned.
+#include <cmath>
+
+#include "common/strings.h"
+#include "executor/cuda/ops.h"
+#include "executor/kernel_math.h"
+
+namespace stagecraft::executor::cuda {
+
+namespace {
+
+using graph::OpKind;
+using Refs = FnKernel::Refs;
+
+std::unique_ptr<Kernel> batch_norm(const KernelSpec& spec, BuildContext& ctx) {
+  const auto& w = *spec.weights;
+  const double eps = std::get<graph::BatchNormAttrs>(spec.attrs).eps;
+  std::vector<float> scale(w.gamma.size()), shift(w.gamma.size());
+  for (size_t c = 0; c < scale.size(); ++c) {
+    scale[c] = static_cast<float>(w.gamma[c] / std::sqrt(static_cast<double>(w.var[c]) + eps));
+    shift[c] = static_cast<float>(w.beta[c] - w.mean[c] * scale[c]);
+  }
+  const DeviceFloats sc(*ctx.device, scale), sh(*ctx.device, shift);
+  const Elem e = elem_of(spec.srcs[0].dtype);
+  const Dims4 d = dims_of(spec.srcs[0]);
+  return std::make_unique<FnKernel>("own batch norm", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+    launch_scale_shift(e, srcs[0].data, dsts[0].data, sc.get(), sh.get(), d, s.get());
+  });
+}
+
+std::unique_ptr<Kernel> add(const KernelSpec& spec) {
+  const Act act = act_of(std::get<graph::AddAttrs>(spec.attrs).activation);
+  const int64_t n = spec.dsts[0].shape.numel();
+  const float relu6_max = relu6_bound(spec.dsts[0]);
+  if (graph::is_int8(spec.srcs[0].dtype)) {
+    // dst = act(sum (src scale / dst scale) · src), in the destination's units.
+    std::vector<Elem> elems;
+    std::vector<float> factors;
+    for (const auto& d : spec.srcs) {
+      elems.push_back(elem_of(d.dtype));
+      factors.push_back(real_scale(d) / real_scale(spec.dsts[0]));
+    }
+    const Elem de = elem_of(spec.dsts[0].dtype);
+    return std::make_unique<FnKernel>("own int8 add", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+      std::vector<const void*> ptrs;
+      for (const auto& r : srcs) ptrs.push_back(r.data);
+      launch_add_scaled(ptrs.data(), elems.data(), factors.data(), static_cast<int>(ptrs.size()), de,
+                        dsts[0].data, n, act, relu6_max, s.get());
+    });
+  }
+  const Elem e = elem_of(spec.srcs[0].dtype);
+  return std::make_unique<FnKernel>("own add", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+    std::vector<const void*> ptrs;
+    for (const auto& r : srcs) ptrs.push_back(r.data);
+    size_t done = 0;
+    while (done < ptrs.size()) {
+      std::vector<const void*> chunk;
+      if (done > 0) chunk.push_back(dsts[0].data);  // the partial sum so far
+      while (done < ptrs.size() && static_cast<int>(chunk.size()) < kMaxAddInputs) chunk.push_back(ptrs[done++]);
+      launch_add(e, chunk.data(), static_cast<int>(chunk.size()), dsts[0].data, n,
+                 done == ptrs.size() ? act : Act::kNone, relu6_max, s.get());
+    }
+  });
+}
+
+Support check(const KernelSpec& spec) {
+  if (Support s = one_layout(spec); !s.runnable()) return s;
+  if (spec.kind == OpKind::kAdd && graph::is_int8(spec.srcs[0].dtype) &&
+      spec.srcs.size() > static_cast<size_t>(kMaxAddInputs)) {
+    return Support::unsupported(SupportReason::kQuantisation,
+                                cat("a quantised add of more than ", kMaxAddInputs, " inputs is not supported"));
+  }
+  return Support::native();
+}
+
+std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
+  const Elem e = elem_of(spec.srcs[0].dtype);
+  const int64_t n = spec.srcs[0].shape.numel();
+  switch (spec.kind) {
+    case OpKind::kRelu:
+    case OpKind::kRelu6:
+    case OpKind::kSigmoid: {
+      const Act act = act_of(graph::activation_of_kind(spec.kind));
+      const float relu6_max = relu6_bound(spec.dsts[0]);
+      return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_act(e, srcs[0].data, dsts[0].data, n, act, relu6_max, s.get());
+      });
+    }
+    case OpKind::kScale: {
+      const float factor = static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor);
+      return std::make_unique<FnKernel>("own scale", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_scale(e, srcs[0].data, dsts[0].data, n, factor, s.get());
+      });
+    }
+    case OpKind::kBatchNorm:
+      return batch_norm(spec, ctx);
+    case OpKind::kAdd:
+      return add(spec);
+    case OpKind::kSoftmax: {
+      const int64_t rows = spec.srcs[0].shape[0], cols = spec.srcs[0].shape[1];
+      return std::make_unique<FnKernel>("own softmax", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_softmax(e, srcs[0].data, dsts[0].data, rows, cols, s.get());
+      });
+    }
+    default:
+      throw BackendError(cat("cuda: the element-wise family does not build ", graph::to_string(spec.kind)));
+  }
+}
+
+}  // namespace
+
+const OpFamily kElementwiseFamily{"element-wise",
+                                  {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
+                                   OpKind::kBatchNorm, OpKind::kAdd, OpKind::kSoftmax},
+                                  check,
+                                  build};
+
+}  // namespace stagecraft::executor::cuda

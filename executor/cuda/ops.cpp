@@ -1,0 +1,89 @@
+// Shared pieces of the CUDA op families: descriptor conversions, the function kernel, the family
+// table.
+#include "common/strings.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda/ops.h"
+
+namespace stagecraft::executor::cuda {
+
+using graph::DataType;
+using graph::Layout;
+using graph::TensorDesc;
+
+Elem elem_of(DataType t) {
+  switch (t) {
+    case DataType::kF16:
+      return Elem::kF16;
+    case DataType::kU8:
+      return Elem::kU8;
+    case DataType::kI8:
+      return Elem::kI8;
+    default:
+      return Elem::kF32;
+  }
+}
+
+Dims4 dims_of(const TensorDesc& d) {
+  Dims4 r;
+  const graph::Shape& s = d.shape;
+  if (s.rank() == 4) {
+    r.n = s[0];
+    r.c = s[1];
+    r.h = s[2];
+    r.w = s[3];
+  } else if (s.rank() == 2) {
+    r.n = s[0];
+    r.c = s[1];
+  }
+  r.nhwc = d.layout == Layout::kNHWC;
+  return r;
+}
+
+Act act_of(graph::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
+
+float real_scale(const TensorDesc& d) { return graph::is_int8(d.dtype) ? d.scale : 1.0f; }
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+size_t align_bytes(size_t x) {
+  constexpr size_t kAlign = 256;
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
+
+Support one_layout(const KernelSpec& spec) {
+  if (spec.dsts.empty()) return Support::native();
+  for (const TensorDesc& src : spec.srcs) {
+    if (src.shape.rank() == 4 && src.layout != spec.dsts[0].layout) {
+      return Support::unsupported(SupportReason::kLayout,
+                                  "sources and destination must have the same layout");
+    }
+  }
+  return Support::native();
+}
+
+FnKernel::FnKernel(std::string impl, Fn fn, size_t workspace)
+    : CudaKernel(std::move(impl)), fn_(std::move(fn)) {
+  workspace_ = workspace;
+}
+
+void FnKernel::run(CudaStream& s) {
+  fn_(s, srcs_, dsts_, workspace_ptr_);
+  STAGECRAFT_CUDA_LAUNCHED();
+}
+
+const OpFamily* find_family(graph::OpKind kind) {
+  static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
+                                              &kElementwiseFamily, &kDataMovementFamily};
+  for (const OpFamily* f : kFamilies) {
+    for (graph::OpKind k : f->kinds)
+      if (k == kind) return f;
+  }
+  return nullptr;
+}
+
+const OpFamily& family_of(graph::OpKind kind) {
+  if (const OpFamily* f = find_family(kind)) return *f;
+  throw BackendError(cat("cuda: no kernel family builds op kind ", graph::to_string(kind)));
+}
+
+}  // namespace stagecraft::executor::cuda
