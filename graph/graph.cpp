@@ -188,14 +188,21 @@ std::vector<TensorDesc> Graph::output_descs(OpId id) const {
   return descs;
 }
 
+namespace {
+// Sorted, without repeats (parallel edges: an op reading one value twice).
+std::vector<OpId> sorted_unique(std::vector<OpId> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+}  // namespace
+
 std::vector<OpId> Graph::predecessors(OpId id) const {
   std::vector<OpId> result;
   for (auto [it, end] = boost::in_edges(id, impl_->dag); it != end; ++it) {
     result.push_back(static_cast<OpId>(boost::source(*it, impl_->dag)));
   }
-  std::sort(result.begin(), result.end());
-  result.erase(std::unique(result.begin(), result.end()), result.end());
-  return result;
+  return sorted_unique(std::move(result));
 }
 
 std::vector<OpId> Graph::successors(OpId id) const {
@@ -203,9 +210,7 @@ std::vector<OpId> Graph::successors(OpId id) const {
   for (auto [it, end] = boost::out_edges(id, impl_->dag); it != end; ++it) {
     result.push_back(static_cast<OpId>(boost::target(*it, impl_->dag)));
   }
-  std::sort(result.begin(), result.end());
-  result.erase(std::unique(result.begin(), result.end()), result.end());
-  return result;
+  return sorted_unique(std::move(result));
 }
 
 const std::vector<OpId>& Graph::consumers(ValueId value) const {

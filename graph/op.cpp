@@ -5,38 +5,25 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/enum_table.h"
+
 namespace stagecraft::graph {
 
 namespace {
 
-struct ActivationInfo {
-  Activation activation;
-  std::string_view name;
-};
-
-constexpr ActivationInfo kActivations[] = {
+constexpr Named<Activation> kActivations[] = {
 #define STAGECRAFT_X(value, name) {Activation::value, name},
     STAGECRAFT_ACTIVATIONS(STAGECRAFT_X)
 #undef STAGECRAFT_X
 };
 
-struct BinaryOpInfo {
-  BinaryOp op;
-  std::string_view name;
-};
-
-constexpr BinaryOpInfo kBinaryOps[] = {
+constexpr Named<BinaryOp> kBinaryOps[] = {
 #define STAGECRAFT_X(value, name) {BinaryOp::value, name},
     STAGECRAFT_BINARY_OPS(STAGECRAFT_X)
 #undef STAGECRAFT_X
 };
 
-struct OpKindInfo {
-  OpKind kind;
-  std::string_view name;
-};
-
-constexpr OpKindInfo kOpKinds[] = {
+constexpr Named<OpKind> kOpKinds[] = {
 #define STAGECRAFT_X(value, name, attrs) {OpKind::value, name},
     STAGECRAFT_OP_KINDS(STAGECRAFT_X)
 #undef STAGECRAFT_X
@@ -49,30 +36,18 @@ std::string_view to_string(Activation activation) {
 }
 
 std::optional<Activation> parse_activation(std::string_view name) {
-  for (const auto& info : kActivations)
-    if (info.name == name) return info.activation;
-  return std::nullopt;
+  return value_named(kActivations, name);
 }
 
-std::vector<std::string> activation_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kActivations) names.emplace_back(info.name);
-  return names;
-}
+std::vector<std::string> activation_names() { return names_of(kActivations); }
 
 std::string_view to_string(BinaryOp op) { return kBinaryOps[static_cast<int>(op)].name; }
 
 std::optional<BinaryOp> parse_binary_op(std::string_view name) {
-  for (const auto& info : kBinaryOps)
-    if (info.name == name) return info.op;
-  return std::nullopt;
+  return value_named(kBinaryOps, name);
 }
 
-std::vector<std::string> binary_op_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kBinaryOps) names.emplace_back(info.name);
-  return names;
-}
+std::vector<std::string> binary_op_names() { return names_of(kBinaryOps); }
 
 std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank) {
   std::vector<int64_t> dims = attrs.constant;
@@ -82,21 +57,13 @@ std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank) {
 
 std::string_view to_string(OpKind kind) { return kOpKinds[static_cast<int>(kind)].name; }
 
-std::optional<OpKind> parse_op_kind(std::string_view name) {
-  for (const auto& info : kOpKinds)
-    if (info.name == name) return info.kind;
-  return std::nullopt;
-}
+std::optional<OpKind> parse_op_kind(std::string_view name) { return value_named(kOpKinds, name); }
 
-std::vector<std::string> op_kind_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kOpKinds) names.emplace_back(info.name);
-  return names;
-}
+std::vector<std::string> op_kind_names() { return names_of(kOpKinds); }
 
 std::vector<OpKind> all_op_kinds() {
   std::vector<OpKind> kinds;
-  for (const auto& info : kOpKinds) kinds.push_back(info.kind);
+  for (const auto& info : kOpKinds) kinds.push_back(info.value);
   return kinds;
 }
 

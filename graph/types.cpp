@@ -2,6 +2,7 @@
 
 #include <cassert>
 
+#include "common/enum_table.h"
 #include "common/strings.h"
 
 namespace stagecraft::graph {
@@ -9,7 +10,7 @@ namespace stagecraft::graph {
 namespace {
 
 struct DataTypeInfo {
-  DataType type;
+  DataType value;
   std::string_view name;
   int64_t size;
 };
@@ -21,7 +22,7 @@ constexpr DataTypeInfo kDataTypes[] = {
 };
 
 struct LayoutInfo {
-  Layout layout;
+  Layout value;
   std::string_view name;
   int rank;
   int64_t block;
@@ -39,32 +40,18 @@ std::string_view to_string(DataType type) { return kDataTypes[static_cast<int>(t
 int64_t size_of(DataType type) { return kDataTypes[static_cast<int>(type)].size; }
 
 std::optional<DataType> parse_data_type(std::string_view name) {
-  for (const auto& info : kDataTypes)
-    if (info.name == name) return info.type;
-  return std::nullopt;
+  return value_named(kDataTypes, name);
 }
 
-std::vector<std::string> data_type_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kDataTypes) names.emplace_back(info.name);
-  return names;
-}
+std::vector<std::string> data_type_names() { return names_of(kDataTypes); }
 
 std::string_view to_string(Layout layout) { return kLayouts[static_cast<int>(layout)].name; }
 int layout_rank(Layout layout) { return kLayouts[static_cast<int>(layout)].rank; }
 int64_t channel_block(Layout layout) { return kLayouts[static_cast<int>(layout)].block; }
 
-std::optional<Layout> parse_layout(std::string_view name) {
-  for (const auto& info : kLayouts)
-    if (info.name == name) return info.layout;
-  return std::nullopt;
-}
+std::optional<Layout> parse_layout(std::string_view name) { return value_named(kLayouts, name); }
 
-std::vector<std::string> layout_names() {
-  std::vector<std::string> names;
-  for (const auto& info : kLayouts) names.emplace_back(info.name);
-  return names;
-}
+std::vector<std::string> layout_names() { return names_of(kLayouts); }
 
 std::optional<Layout> default_layout(size_t rank) {
   if (rank == 4) return Layout::kNCHW;

@@ -129,24 +129,24 @@ class Reader {
     return node.Scalar();
   }
 
-  int64_t integer(const YAML::Node& node, const std::string& what) const {
+  // A whole scalar parsed as T by std::from_chars, or one line naming what it must be.
+  template <class T>
+  T parsed(const YAML::Node& node, const std::string& what, const char* must_be) const {
     const std::string text = scalar(node, what);
-    int64_t value = 0;
+    T value{};
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size()) {
-      fail(node, cat(what, " must be an integer, got '", text, "'"));
+      fail(node, cat(what, " must be ", must_be, ", got '", text, "'"));
     }
     return value;
   }
 
+  int64_t integer(const YAML::Node& node, const std::string& what) const {
+    return parsed<int64_t>(node, what, "an integer");
+  }
+
   double real(const YAML::Node& node, const std::string& what) const {
-    const std::string text = scalar(node, what);
-    double value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      fail(node, cat(what, " must be a number, got '", text, "'"));
-    }
-    return value;
+    return parsed<double>(node, what, "a number");
   }
 
   bool boolean(const YAML::Node& node, const std::string& what) const {

@@ -30,40 +30,44 @@ ValueId classifier(NetBuilder& b, ValueId x) {
   return b.flatten(b.global_avg_pool(x, "avgpool"));
 }
 
-}  // namespace
+// One Fire module (squeeze, expand1x1 = expand3x3 channels) or, with squeeze 0, a max pool.
+struct Layer {
+  int64_t squeeze;
+  int64_t expand;
+};
+constexpr Layer kPool{0, 0};
 
-graph::Graph build_squeezenet1_0(const NetworkOptions& options) {
-  NetBuilder b("squeezenet1_0", options.batch, 3, options.input_size, options.input_size);
-  ValueId x = conv_relu(b, "conv1", b.input(), 96, 7, 2);
+// The stem (conv1 + maxpool1), then the layers: Fire modules are numbered from fire2 in order,
+// max pools from maxpool2.
+graph::Graph build(const char* name, const NetworkOptions& options, int64_t stem_channels,
+                   int64_t stem_kernel, std::initializer_list<Layer> layers) {
+  NetBuilder b(name, options.batch, 3, options.input_size, options.input_size);
+  ValueId x = conv_relu(b, "conv1", b.input(), stem_channels, stem_kernel, 2);
   x = b.max_pool(x, 3, 2, 0, true, "maxpool1");
-  x = fire(b, "fire2", x, 16, 64, 64);
-  x = fire(b, "fire3", x, 16, 64, 64);
-  x = fire(b, "fire4", x, 32, 128, 128);
-  x = b.max_pool(x, 3, 2, 0, true, "maxpool2");
-  x = fire(b, "fire5", x, 32, 128, 128);
-  x = fire(b, "fire6", x, 48, 192, 192);
-  x = fire(b, "fire7", x, 48, 192, 192);
-  x = fire(b, "fire8", x, 64, 256, 256);
-  x = b.max_pool(x, 3, 2, 0, true, "maxpool3");
-  x = fire(b, "fire9", x, 64, 256, 256);
+  int fires = 2;
+  int pools = 2;
+  for (const Layer& l : layers) {
+    if (l.squeeze == 0) {
+      x = b.max_pool(x, 3, 2, 0, true, "maxpool" + std::to_string(pools++));
+    } else {
+      x = fire(b, "fire" + std::to_string(fires++), x, l.squeeze, l.expand, l.expand);
+    }
+  }
   return std::move(b).finish({classifier(b, x)});
 }
 
+}  // namespace
+
+graph::Graph build_squeezenet1_0(const NetworkOptions& options) {
+  return build("squeezenet1_0", options, 96, 7,
+               {{16, 64}, {16, 64}, {32, 128}, kPool, {32, 128}, {48, 192}, {48, 192}, {64, 256},
+                kPool, {64, 256}});
+}
+
 graph::Graph build_squeezenet1_1(const NetworkOptions& options) {
-  NetBuilder b("squeezenet1_1", options.batch, 3, options.input_size, options.input_size);
-  ValueId x = conv_relu(b, "conv1", b.input(), 64, 3, 2);
-  x = b.max_pool(x, 3, 2, 0, true, "maxpool1");
-  x = fire(b, "fire2", x, 16, 64, 64);
-  x = fire(b, "fire3", x, 16, 64, 64);
-  x = b.max_pool(x, 3, 2, 0, true, "maxpool2");
-  x = fire(b, "fire4", x, 32, 128, 128);
-  x = fire(b, "fire5", x, 32, 128, 128);
-  x = b.max_pool(x, 3, 2, 0, true, "maxpool3");
-  x = fire(b, "fire6", x, 48, 192, 192);
-  x = fire(b, "fire7", x, 48, 192, 192);
-  x = fire(b, "fire8", x, 64, 256, 256);
-  x = fire(b, "fire9", x, 64, 256, 256);
-  return std::move(b).finish({classifier(b, x)});
+  return build("squeezenet1_1", options, 64, 3,
+               {{16, 64}, {16, 64}, kPool, {32, 128}, {32, 128}, kPool, {48, 192}, {48, 192},
+                {64, 256}, {64, 256}});
 }
 
 }  // namespace stagecraft::networks

@@ -1,4 +1,5 @@
 // Sequential and greedy schedulers, the shared metadata and costing, and the scheduler factory.
+#include "common/enum_table.h"
 #include "scheduler/search.h"
 
 #include <algorithm>
@@ -11,29 +12,22 @@
 
 namespace stagecraft::scheduler {
 
-std::string_view to_string(Strategy strategy) {
-  switch (strategy) {
-    case Strategy::kSequential:
-      return "sequential";
-    case Strategy::kGreedy:
-      return "greedy";
-    case Strategy::kDp:
-      return "dp";
-  }
-  return "?";
-}
+namespace {
+constexpr Named<Strategy> kStrategies[] = {
+    {Strategy::kSequential, "sequential"}, {Strategy::kGreedy, "greedy"}, {Strategy::kDp, "dp"}};
+constexpr Named<DpMode> kModes[] = {
+    {DpMode::kBoth, "both"}, {DpMode::kMerge, "merge"}, {DpMode::kConcurrent, "concurrent"}};
 
-std::string_view to_string(DpMode mode) {
-  switch (mode) {
-    case DpMode::kBoth:
-      return "both";
-    case DpMode::kMerge:
-      return "merge";
-    case DpMode::kConcurrent:
-      return "concurrent";
-  }
-  return "?";
+template <class Entry, size_t N, class E>
+std::string_view name_in(const Entry (&table)[N], E value) {
+  const Entry* e = entry_for(table, value);
+  return e != nullptr ? e->name : "?";
 }
+}  // namespace
+
+std::string_view to_string(Strategy strategy) { return name_in(kStrategies, strategy); }
+
+std::string_view to_string(DpMode mode) { return name_in(kModes, mode); }
 
 Strategy parse_strategy(std::string_view name) {
   for (Strategy s : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp})

@@ -11,28 +11,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pyenv import ROOT, reexec_in_venv  # noqa: E402
+
 PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch"]
-
-
-def bootstrap() -> None:
-    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
-        try:
-            import numpy, onnx, onnxruntime, onnxscript, torch  # noqa: F401
-            return
-        except ImportError:
-            pass
-    cmd = f'source "{ROOT}/scripts/common.sh" && ensure_venv {" ".join(PACKAGES)} | tail -n 1'
-    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
-    python = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    if result.returncode != 0 or not python:
-        sys.exit(f"make_onnx_patterns: cannot set up the virtual environment:\n{result.stderr[-2000:]}")
-    os.execv(python, [python, __file__, *sys.argv[1:]])
 
 
 def modules():
@@ -223,7 +208,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(ROOT / "tests" / "onnx" / "patterns"))
     args = p.parse_args()
-    bootstrap()
+    reexec_in_venv("make_onnx_patterns", __file__, PACKAGES, PACKAGES)
     import numpy as np
     import onnx
     import onnxruntime as ort

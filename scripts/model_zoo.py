@@ -22,7 +22,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -31,7 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+
 PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision"]
 
 # Input resolution of models whose default is not 224.
@@ -46,41 +47,6 @@ FAMILIES = ("alexnet", "vgg", "resnet", "resnext", "wide_resnet", "densenet", "s
             "googlenet", "inception_v3", "mobilenet_v2", "mobilenet_v3", "mnasnet", "shufflenet_v2",
             "efficientnet", "regnet")
 TRANSFORMERS = ("vit_", "swin_", "maxvit")
-
-
-def in_venv() -> bool:
-    return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
-
-
-def bootstrap() -> None:
-    """Re-runs this script in the project's virtual environment, filled with PACKAGES."""
-    if in_venv():
-        try:
-            import numpy, onnx, onnxruntime, onnxscript, torch, torchvision  # noqa: F401
-            return
-        except ImportError:
-            pass
-    cmd = f'source "{ROOT}/scripts/common.sh" && ensure_venv {" ".join(PACKAGES)} | tail -n 1'
-    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
-    python = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    if result.returncode != 0 or not python:
-        sys.exit(f"model_zoo: cannot set up the virtual environment:\n{result.stderr[-2000:]}")
-    os.execv(python, [python, __file__, *sys.argv[1:]])
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    flags = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model == "unknown CPU":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line
-    except OSError:
-        pass
-    isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
-    return f"{model}, {isa}, {os.cpu_count()} cores"
 
 
 def classification_models(selected: list[str] | None) -> list[str]:
@@ -185,7 +151,7 @@ def main() -> int:
     p.add_argument("--stagecraft", default=str(ROOT / "build" / "cli" / "stagecraft"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_zoo.md"))
     args = p.parse_args()
-    bootstrap()
+    reexec_in_venv("model_zoo", __file__, PACKAGES, PACKAGES)
     import numpy as np
     import onnxruntime
     import torch

@@ -1,6 +1,7 @@
 // Additions and binary element-wise ops on oneDNN: the n-ary add of same-shaped tensors (f32 and
 // quantised, with a fused activation) and add/sub/mul/div with broadcasting of the second operand,
 // which may be a constant (per-channel scales, squeeze-and-excitation gates).
+#include "common/enum_table.h"
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
@@ -100,19 +101,16 @@ std::string build_add(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 
 // ---- binary with broadcasting ---------------------------------------------------------------
 
-dnnl::algorithm algorithm_of(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return dnnl::algorithm::binary_add;
-    case BinaryOp::kSub:
-      return dnnl::algorithm::binary_sub;
-    case BinaryOp::kMul:
-      return dnnl::algorithm::binary_mul;
-    case BinaryOp::kDiv:
-      return dnnl::algorithm::binary_div;
-  }
-  return dnnl::algorithm::binary_add;
-}
+struct AlgorithmEntry {
+  BinaryOp value;
+  dnnl::algorithm dnnl;
+};
+constexpr AlgorithmEntry kAlgorithms[] = {{BinaryOp::kAdd, dnnl::algorithm::binary_add},
+                                          {BinaryOp::kSub, dnnl::algorithm::binary_sub},
+                                          {BinaryOp::kMul, dnnl::algorithm::binary_mul},
+                                          {BinaryOp::kDiv, dnnl::algorithm::binary_div}};
+
+dnnl::algorithm algorithm_of(BinaryOp op) { return entry_for(kAlgorithms, op)->dnnl; }
 
 // The descriptor of the second operand: a tensor input, or the constant (its dims, in the
 // destination's layout tag).

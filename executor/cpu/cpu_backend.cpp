@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "common/enum_table.h"
 #include "common/strings.h"
 #include "executor/cpu/cpu_stream.h"
 #include "executor/cpu/ops.h"
@@ -62,27 +63,18 @@ void cap_isa_below_amx() {
   });
 }
 
+constexpr Named<dnnl::cpu_isa> kIsas[] = {{dnnl::cpu_isa::sse41, "sse41"},
+                                          {dnnl::cpu_isa::avx, "avx"},
+                                          {dnnl::cpu_isa::avx2, "avx2"},
+                                          {dnnl::cpu_isa::avx2_vnni, "avx2_vnni"},
+                                          {dnnl::cpu_isa::avx512_core, "avx512_core"},
+                                          {dnnl::cpu_isa::avx512_core_vnni, "avx512_core_vnni"},
+                                          {dnnl::cpu_isa::avx512_core_bf16, "avx512_core_bf16"},
+                                          {dnnl::cpu_isa::avx512_core_amx, "avx512_core_amx"}};
+
 std::string isa_name(dnnl::cpu_isa isa) {
-  switch (isa) {
-    case dnnl::cpu_isa::sse41:
-      return "sse41";
-    case dnnl::cpu_isa::avx:
-      return "avx";
-    case dnnl::cpu_isa::avx2:
-      return "avx2";
-    case dnnl::cpu_isa::avx2_vnni:
-      return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_core:
-      return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni:
-      return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16:
-      return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx:
-      return "avx512_core_amx";
-    default:
-      return cat("isa", static_cast<int>(isa));
-  }
+  const auto* e = entry_for(kIsas, isa);
+  return e != nullptr ? std::string(e->name) : cat("isa", static_cast<int>(isa));
 }
 
 std::string cpu_model() {

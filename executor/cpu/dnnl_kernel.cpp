@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/enum_table.h"
 #include "common/strings.h"
 #include "executor/cpu/cpu_stream.h"
 
@@ -16,38 +17,39 @@ using graph::DataType;
 using graph::Layout;
 using graph::TensorDesc;
 
+namespace {
+
+struct TypeEntry {
+  DataType value;
+  memory::data_type dnnl;
+};
+constexpr TypeEntry kTypes[] = {{DataType::kF32, memory::data_type::f32},
+                                {DataType::kF16, memory::data_type::f16},
+                                {DataType::kI8, memory::data_type::s8},
+                                {DataType::kU8, memory::data_type::u8},
+                                {DataType::kI32, memory::data_type::s32}};
+
+// Layouts oneDNN has no tag for (kNCHWVectC, a cuDNN layout) map to undef.
+struct TagEntry {
+  Layout value;
+  memory::format_tag dnnl;
+};
+constexpr TagEntry kTags[] = {{Layout::kNCHW, memory::format_tag::nchw},
+                              {Layout::kNHWC, memory::format_tag::nhwc},
+                              {Layout::kNChw8c, memory::format_tag::nChw8c},
+                              {Layout::kNChw16c, memory::format_tag::nChw16c},
+                              {Layout::kNC, memory::format_tag::nc}};
+
+}  // namespace
+
 memory::data_type dnnl_type(DataType type) {
-  switch (type) {
-    case DataType::kF32:
-      return memory::data_type::f32;
-    case DataType::kF16:
-      return memory::data_type::f16;
-    case DataType::kI8:
-      return memory::data_type::s8;
-    case DataType::kU8:
-      return memory::data_type::u8;
-    case DataType::kI32:
-      return memory::data_type::s32;
-  }
-  return memory::data_type::undef;
+  const TypeEntry* e = entry_for(kTypes, type);
+  return e != nullptr ? e->dnnl : memory::data_type::undef;
 }
 
 memory::format_tag dnnl_tag(Layout layout) {
-  switch (layout) {
-    case Layout::kNCHW:
-      return memory::format_tag::nchw;
-    case Layout::kNHWC:
-      return memory::format_tag::nhwc;
-    case Layout::kNChw8c:
-      return memory::format_tag::nChw8c;
-    case Layout::kNChw16c:
-      return memory::format_tag::nChw16c;
-    case Layout::kNC:
-      return memory::format_tag::nc;
-    case Layout::kNCHWVectC:
-      return memory::format_tag::undef;
-  }
-  return memory::format_tag::undef;
+  const TagEntry* e = entry_for(kTags, layout);
+  return e != nullptr ? e->dnnl : memory::format_tag::undef;
 }
 
 memory::dims dims_of(const graph::Shape& shape) {

@@ -11,13 +11,6 @@
 
 namespace stagecraft::executor::planning {
 
-using graph::Layout;
-using graph::OpId;
-using graph::OpKind;
-using graph::TensorDesc;
-using graph::ValueId;
-using scheduler::StageKind;
-
 void describe_values(PlanIR& ir) {
   const graph::Graph& g = ir.g;
   const auto& value_layouts = ir.options.value_layouts;

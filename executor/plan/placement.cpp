@@ -11,14 +11,6 @@
 
 namespace stagecraft::executor::planning {
 
-using graph::Layout;
-using graph::OpId;
-using graph::OpKind;
-using graph::TensorDesc;
-using graph::ValueId;
-using scheduler::Stage;
-using scheduler::StageKind;
-
 namespace {
 
 bool plain_layout(const TensorDesc& d) {

@@ -22,6 +22,15 @@
 
 namespace stagecraft::executor::planning {
 
+// The names every pass uses.
+using graph::Layout;
+using graph::OpId;
+using graph::OpKind;
+using graph::TensorDesc;
+using graph::ValueId;
+using scheduler::Stage;
+using scheduler::StageKind;
+
 /// A fixed-size bit set over tasks (happens-before sets).
 class Bits {
  public:

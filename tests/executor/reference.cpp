@@ -169,8 +169,19 @@ HostTensor batch_norm(const HostTensor& src, const graph::BatchNormAttrs& a, con
   return dst;
 }
 
-// Max over the real input elements of each window: padding is never selected.
-HostTensor max_pool(const HostTensor& src, const graph::MaxPoolAttrs& a) {
+// A window of a pooling op in padded input coordinates, clipped to the padded input (a window that
+// ceil mode lets stick out past the padding counts only its part inside it).
+struct Window {
+  int64_t y0, y1, x0, x1;
+  int64_t count() const { return (y1 - y0) * (x1 - x0); }
+  Window clipped(const Nchw& in) const {
+    return {std::max<int64_t>(y0, 0), std::min(y1, in.h), std::max<int64_t>(x0, 0), std::min(x1, in.w)};
+  }
+};
+
+// Every output element of a 2-D pooling: reduce(n, c, window) gives its value.
+template <class Attrs, class Reduce>
+HostTensor pool(const HostTensor& src, const Attrs& a, Reduce reduce) {
   const Nchw in(src.shape);
   const Pads& pad = a.padding;
   const int64_t out_h =
@@ -183,18 +194,11 @@ HostTensor max_pool(const HostTensor& src, const graph::MaxPoolAttrs& a) {
     for (int64_t c = 0; c < out.c; ++c) {
       for (int64_t y = 0; y < out_h; ++y) {
         for (int64_t x = 0; x < out_w; ++x) {
-          const int64_t y0 = std::max<int64_t>(y * a.stride.h - pad.top, 0);
-          const int64_t y1 = std::min(y * a.stride.h - pad.top + a.kernel.h, in.h);
-          const int64_t x0 = std::max<int64_t>(x * a.stride.w - pad.left, 0);
-          const int64_t x1 = std::min(x * a.stride.w - pad.left + a.kernel.w, in.w);
-          float best = -std::numeric_limits<float>::infinity();
-          for (int64_t iy = y0; iy < y1; ++iy) {
-            for (int64_t ix = x0; ix < x1; ++ix) {
-              const float v = src.data[in.at(n, c, iy, ix)];
-              if (v > best || std::isnan(v)) best = v;  // NaN propagates, as in PyTorch
-            }
-          }
-          dst.data[out.at(n, c, y, x)] = best;
+          const int64_t y0 = y * a.stride.h - pad.top;
+          const int64_t x0 = x * a.stride.w - pad.left;
+          const Window w{y0, std::min(y0 + a.kernel.h, in.h + pad.bottom), x0,
+                         std::min(x0 + a.kernel.w, in.w + pad.right)};
+          dst.data[out.at(n, c, y, x)] = reduce(in, n, c, w);
         }
       }
     }
@@ -202,46 +206,34 @@ HostTensor max_pool(const HostTensor& src, const graph::MaxPoolAttrs& a) {
   return dst;
 }
 
-// PyTorch's divisor: with count_include_pad the window clipped to the padded input (a window that
-// ceil mode lets stick out past the padding counts only its part inside it); without, the number
-// of real input elements in the window.
-HostTensor avg_pool(const HostTensor& src, const graph::AvgPoolAttrs& a) {
-  const Nchw in(src.shape);
-  const Pads& pad = a.padding;
-  const int64_t out_h =
-      graph::window_output_size(in.h, pad.top, pad.bottom, a.kernel.h, a.stride.h, 1, a.ceil_mode);
-  const int64_t out_w =
-      graph::window_output_size(in.w, pad.left, pad.right, a.kernel.w, a.stride.w, 1, a.ceil_mode);
-  HostTensor dst = zeros(Shape{in.n, in.c, out_h, out_w});
-  const Nchw out(dst.shape);
-  for (int64_t n = 0; n < out.n; ++n) {
-    for (int64_t c = 0; c < out.c; ++c) {
-      for (int64_t y = 0; y < out_h; ++y) {
-        for (int64_t x = 0; x < out_w; ++x) {
-          // Window in padded coordinates, clipped to the padded input.
-          int64_t y0 = y * a.stride.h - pad.top;
-          int64_t y1 = std::min(y0 + a.kernel.h, in.h + pad.bottom);
-          int64_t x0 = x * a.stride.w - pad.left;
-          int64_t x1 = std::min(x0 + a.kernel.w, in.w + pad.right);
-          const int64_t padded_count = (y1 - y0) * (x1 - x0);
-          // The same window clipped to the real input.
-          y0 = std::max<int64_t>(y0, 0);
-          y1 = std::min(y1, in.h);
-          x0 = std::max<int64_t>(x0, 0);
-          x1 = std::min(x1, in.w);
-          const int64_t real_count = (y1 - y0) * (x1 - x0);
-          double sum = 0.0;
-          for (int64_t iy = y0; iy < y1; ++iy) {
-            for (int64_t ix = x0; ix < x1; ++ix) sum += src.data[in.at(n, c, iy, ix)];
-          }
-          const int64_t divisor = a.count_include_pad ? padded_count : real_count;
-          assert(divisor > 0);
-          dst.data[out.at(n, c, y, x)] = static_cast<float>(sum / static_cast<double>(divisor));
-        }
+// Max over the real input elements of each window: padding is never selected.
+HostTensor max_pool(const HostTensor& src, const graph::MaxPoolAttrs& a) {
+  return pool(src, a, [&](const Nchw& in, int64_t n, int64_t c, const Window& padded) {
+    const Window w = padded.clipped(in);
+    float best = -std::numeric_limits<float>::infinity();
+    for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+      for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+        const float v = src.data[in.at(n, c, iy, ix)];
+        if (v > best || std::isnan(v)) best = v;  // NaN propagates, as in PyTorch
       }
     }
-  }
-  return dst;
+    return best;
+  });
+}
+
+// PyTorch's divisor: with count_include_pad the window clipped to the padded input; without, the
+// number of real input elements in the window.
+HostTensor avg_pool(const HostTensor& src, const graph::AvgPoolAttrs& a) {
+  return pool(src, a, [&](const Nchw& in, int64_t n, int64_t c, const Window& padded) {
+    const Window w = padded.clipped(in);
+    double sum = 0.0;
+    for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+      for (int64_t ix = w.x0; ix < w.x1; ++ix) sum += src.data[in.at(n, c, iy, ix)];
+    }
+    const int64_t divisor = a.count_include_pad ? padded.count() : w.count();
+    assert(divisor > 0);
+    return static_cast<float>(sum / static_cast<double>(divisor));
+  });
 }
 
 HostTensor global_avg_pool(const HostTensor& src) {

@@ -1,0 +1,47 @@
+"""What the project's Python tools share: running in the project's virtual environment (made by
+scripts/common.sh's ensure_venv, cached in .venv/) and naming the machine beside a timing."""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def reexec_in_venv(tool: str, script: str, packages: list[str], modules: list[str]) -> None:
+    """Returns when every module imports in .venv; otherwise makes or fills .venv with packages
+    and re-runs `script` there with the same arguments."""
+    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
+        try:
+            for m in modules:
+                importlib.import_module(m)
+            return
+        except ImportError:
+            pass
+    cmd = f'source "{ROOT}/scripts/common.sh" && ensure_venv {" ".join(packages)} | tail -n 1'
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+    python = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if result.returncode != 0 or not python:
+        sys.exit(f"{tool}: cannot set up the virtual environment:\n{result.stderr[-2000:]}")
+    os.execv(python, [python, script, *sys.argv[1:]])
+
+
+def machine() -> str:
+    """'CPU model, ISA family, N cores', for every table of timings."""
+    model = "unknown CPU"
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model == "unknown CPU":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line
+    except OSError:
+        pass
+    isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
+    if " avx512_vnni" in flags or " avx_vnni" in flags:
+        isa += " + VNNI"
+    return f"{model}, {isa}, {os.cpu_count()} cores"
