@@ -18,6 +18,9 @@ namespace stagecraft::graph::onnx_import {
 /// The element kinds constant folding distinguishes.
 enum class ElemKind { kFloat, kInt, kBool };
 
+/// The kind of an ONNX element type (TensorProto::DataType).
+ElemKind kind_of(int32_t onnx_type);
+
 /// A dense constant tensor (row-major).
 struct ConstTensor {
   ElemKind kind = ElemKind::kFloat;
