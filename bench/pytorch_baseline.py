@@ -211,7 +211,11 @@ class GraphModel(nn.Module):
                     conv.bias.copy_(self._param(weights, f"{name}/B"))
             k = self._module(conv)
             pre = None if symmetric else (l, r, t, b)
-            fn = lambda m, x, k=k, pre=pre, act=act: _activate(m[k](x[0] if pre is None else F.pad(x[0], pre)), act)
+            residual = op.get("residual", False)  # a fused shortcut: act(conv(x) + r)
+
+            def fn(m, x, k=k, pre=pre, act=act, residual=residual):
+                y = m[k](x[0] if pre is None else F.pad(x[0], pre))
+                return _activate(y + x[1] if residual else y, act)
         elif kind == "batch_norm":
             c = weights[f"{name}/scale"].shape[0]
             bn = nn.BatchNorm2d(c, eps=op.get("eps", 1e-5))

@@ -103,10 +103,28 @@ graph::Graph load_source(const GraphSource& source) {
   return source.raw ? g : graph::prepare_for_inference(g);
 }
 
+namespace {
+
+// The f32 (or f16) model after the inference passes with `passes`.
+Model load_float_model(const GraphSource& source, const graph::InferenceOptions& passes) {
+  graph::WeightStore onnx_weights;
+  const graph::Graph raw = load_raw(source, &onnx_weights);
+  const graph::WeightStore weights =
+      is_onnx(source.spec) ? onnx_weights : graph::random_weights(raw, source.seed);
+  if (source.raw) return Model{raw, weights};
+  graph::PassLog log;
+  graph::Graph g = graph::prepare_for_inference(raw, &log, passes);
+  return Model{std::move(g), graph::fold_weights(raw, weights, log)};
+}
+
+}  // namespace
+
+// The graph that is calibrated and quantised keeps its additions: int8 convolutions take no
+// residual, and a calibration names the values of this graph.
 Model load_f32_model(GraphSource source) {
   source.dtype = "f32";
   source.calibration.clear();
-  return load_model(source);
+  return load_float_model(source, graph::InferenceOptions{.fuse_residual_adds = false});
 }
 
 Model load_model(const GraphSource& source) {
@@ -135,14 +153,7 @@ Model load_model(const GraphSource& source) {
     model.graph = graph::quantize(model.graph, calibration, &report);
     return model;
   }
-  graph::WeightStore onnx_weights;
-  const graph::Graph raw = load_raw(source, &onnx_weights);
-  const graph::WeightStore weights =
-      is_onnx(source.spec) ? onnx_weights : graph::random_weights(raw, source.seed);
-  if (source.raw) return Model{raw, weights};
-  graph::PassLog log;
-  graph::Graph g = graph::prepare_for_inference(raw, &log);
-  return Model{std::move(g), graph::fold_weights(raw, weights, log)};
+  return load_float_model(source, graph::InferenceOptions{});
 }
 
 }  // namespace stagecraft::cli

@@ -121,6 +121,9 @@ struct Conv2dAttrs {
   int64_t groups = 1;                       ///< channel groups (in_channels for depthwise)
   bool bias = false;                        ///< whether a bias is added
   Activation activation = Activation::kNone;  ///< fused activation
+  /// A second input added before the activation: y = act(conv(x) + bias + residual), a ResNet
+  /// shortcut fused into the convolution (fuse_residual_adds).
+  bool residual = false;
 
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
@@ -133,6 +136,7 @@ struct Conv2dAttrs {
     v("groups", a.groups, FieldRule::kOptional);
     v("bias", a.bias, FieldRule::kOptional);
     v("activation", a.activation, FieldRule::kOptional);
+    v("residual", a.residual, FieldRule::kOptional);
   }
   bool operator==(const Conv2dAttrs&) const = default;
 };

@@ -17,6 +17,7 @@ struct Decision {
   std::optional<OpAttrs> new_attrs;  // for kept ops
   std::optional<OpKind> new_kind;    // for kept ops (with new_attrs of that kind)
   std::optional<std::vector<ValueId>> new_inputs;  // for kept ops (old values)
+  std::optional<std::string> new_name;             // for kept ops
 
   static Decision dropped(ValueId alias) {
     Decision d;
@@ -42,12 +43,12 @@ Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_
   for (const Op& op : graph.ops()) {
     const Decision& d = decisions[op.id];
     if (d.drop) {
-      map[op.outputs.at(0)] = resolve(d.alias);
+      if (d.alias >= 0) map[op.outputs.at(0)] = resolve(d.alias);  // -1: nothing reads it
       continue;
     }
     std::vector<ValueId> inputs;
     for (ValueId v : d.new_inputs ? *d.new_inputs : op.inputs) inputs.push_back(resolve(v));
-    const OpId id = out.add_op(op.name, d.new_kind.value_or(op.kind),
+    const OpId id = out.add_op(d.new_name.value_or(op.name), d.new_kind.value_or(op.kind),
                                d.new_attrs ? *d.new_attrs : op.attrs, inputs);
     for (size_t i = 0; i < op.outputs.size(); ++i) map[op.outputs[i]] = out.op(id).outputs[i];
   }
@@ -133,10 +134,47 @@ Graph recognise_gated_activations(const Graph& graph, PassLog* log) {
                                                                   : OpKind::kIdentity;
       if (fused == OpKind::kIdentity || graph.value(x).desc.shape != graph.value(gate).desc.shape) continue;
       decisions[g] = Decision::dropped(x);
-      decisions[op.id] = Decision{false, -1, OpAttrs{NoAttrs{}}, fused, std::vector<ValueId>{x}};
+      decisions[op.id] = Decision{false, -1, OpAttrs{NoAttrs{}}, fused, std::vector<ValueId>{x}, std::nullopt};
       if (log) log->recognised.push_back({op.name, graph.op(g).name, std::string(to_string(fused))});
       break;
     }
+  }
+  return rebuild(graph, decisions);
+}
+
+Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kAdd || op.inputs.size() != 2) continue;
+    if (is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
+    // The later-produced operand's convolution takes the other as its residual (the other is
+    // then ready first in any order that respects the graph).
+    std::optional<size_t> chosen;
+    for (size_t slot = 0; slot < 2; ++slot) {
+      const Value& in = graph.value(op.inputs[slot]);
+      if (in.producer == kNoOp || in.id == op.inputs[1 - slot]) continue;
+      const Op& p = graph.op(in.producer);
+      if (p.kind != OpKind::kConv2d || decisions[p.id].drop || decisions[p.id].new_attrs) continue;
+      const auto& a = p.attrs_as<Conv2dAttrs>();
+      if (a.residual || a.activation != Activation::kNone) continue;
+      if (graph.consumers(in.id).size() != 1 || graph.is_output(in.id)) continue;
+      if (in.desc.shape != graph.value(op.inputs[1 - slot]).desc.shape) continue;
+      if (!chosen || in.producer > graph.value(op.inputs[*chosen]).producer) chosen = slot;
+    }
+    if (!chosen) continue;
+    const Op& conv = graph.op(graph.value(op.inputs[*chosen]).producer);
+    auto attrs = conv.attrs_as<Conv2dAttrs>();
+    attrs.residual = true;
+    attrs.activation = op.attrs_as<AddAttrs>().activation;
+    // The fused op takes the add's place in op order (after the residual's producer) and the
+    // convolution's name (its weights are found by it).
+    decisions[conv.id] = Decision::dropped(-1);
+    Decision& fused = decisions[op.id];
+    fused.new_kind = OpKind::kConv2d;
+    fused.new_attrs = attrs;
+    fused.new_inputs = std::vector<ValueId>{conv.inputs[0], op.inputs[1 - *chosen]};
+    fused.new_name = conv.name;
+    if (log) log->residual.push_back({conv.name, op.name});
   }
   return rebuild(graph, decisions);
 }
@@ -153,9 +191,10 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
   return rebuild(graph, decisions);
 }
 
-Graph prepare_for_inference(const Graph& graph, PassLog* log) {
-  return remove_identities(
+Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {
+  Graph g = remove_identities(
       fuse_activations(recognise_gated_activations(fold_batch_norm(graph, log), log), log), log);
+  return options.fuse_residual_adds ? fuse_residual_adds(g, log) : g;
 }
 
 }  // namespace stagecraft::graph

@@ -32,11 +32,18 @@ struct RecognisedActivation {
   std::string kind;  ///< "silu" or "hard_swish"
 };
 
+/// A residual addition fused into the convolution producing one of its operands.
+struct FusedResidual {
+  std::string conv;  ///< name of the convolution (kept, now reading the other operand too)
+  std::string add;   ///< name of the addition (removed)
+};
+
 /// What the inference passes changed.
 struct PassLog {
   std::vector<FoldedBatchNorm> folded;        ///< batch norms folded into convolutions
   std::vector<RecognisedActivation> recognised;  ///< x · sigmoid(x) and x · hard_sigmoid(x)
   std::vector<FusedActivation> fused;         ///< activations fused into producers
+  std::vector<FusedResidual> residual;        ///< additions fused into convolutions
   std::vector<std::string> removed;           ///< identity ops removed
 };
 
@@ -52,11 +59,26 @@ Graph recognise_gated_activations(const Graph& graph, PassLog* log = nullptr);
 /// linear, add or binary op that has no activation yet and whose output is read by nothing else.
 Graph fuse_activations(const Graph& graph, PassLog* log = nullptr);
 
+/// Fuses a two-input addition into the convolution producing one operand (read by nothing
+/// else, no activation of its own): the convolution reads the other operand as its residual and
+/// takes the addition's activation, y = act(conv(x) + bias + r), as ONNX Runtime's FusedConv and
+/// oneDNN's sum/binary post-ops compute it. Quantised additions are left alone.
+Graph fuse_residual_adds(const Graph& graph, PassLog* log = nullptr);
+
 /// Removes identity ops, rewiring their readers to the identity's input.
 Graph remove_identities(const Graph& graph, PassLog* log = nullptr);
 
-/// fold_batch_norm, recognise_gated_activations, fuse_activations, then remove_identities.
-Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr);
+/// What prepare_for_inference may do beyond folding and activation fusion.
+struct InferenceOptions {
+  /// Fuse residual additions into convolutions (off for graphs about to be quantised: int8
+  /// convolutions take no residual).
+  bool fuse_residual_adds = true;
+};
+
+/// fold_batch_norm, recognise_gated_activations, fuse_activations, remove_identities, then
+/// fuse_residual_adds when the options ask for it.
+Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr,
+                            const InferenceOptions& options = {});
 
 /// The same graph with every input's batch dimension set to `batch` and shapes inferred again.
 /// Throws GraphError when batch < 1.

@@ -46,6 +46,13 @@ class Quantizer {
   Quantizer(const Graph& g, const Calibration& c) : g_(g), cal_(c), classes_(g.num_values()) {}
 
   Graph run(QuantizeReport* report) {
+    for (const Op& op : g_.ops()) {
+      if (op.kind == OpKind::kConv2d && op.attrs_as<Conv2dAttrs>().residual) {
+        throw GraphError(cat("quantisation: convolution '", op.name, "' has a fused residual "
+                             "addition, which int8 convolutions do not take; quantise the graph "
+                             "prepared with InferenceOptions::fuse_residual_adds off"));
+      }
+    }
     check_calibration();
     form_classes();
     Graph out(g_.name());

@@ -234,9 +234,18 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                          "): attributes of another op kind were given"));
   }
   switch (op.kind) {
-    case OpKind::kConv2d:
-      check.arity(inputs, 1, 1);
-      return infer_conv(check, op.attrs_as<Conv2dAttrs>(), inputs[0]);
+    case OpKind::kConv2d: {
+      const auto& a = op.attrs_as<Conv2dAttrs>();
+      check.arity(inputs, a.residual ? 2 : 1, a.residual ? 2 : 1);
+      std::vector<TensorDesc> out = infer_conv(check, a, inputs[0]);
+      if (a.residual) {
+        check.require(inputs[1].shape == out[0].shape && inputs[1].dtype == out[0].dtype,
+                      cat("the residual input must be ", out[0].shape.to_string(), " ",
+                          to_string(out[0].dtype), " like the output (got ",
+                          inputs[1].shape.to_string(), " ", to_string(inputs[1].dtype), ")"));
+      }
+      return out;
+    }
     case OpKind::kBatchNorm:
       check.arity(inputs, 1, 1);
       check.rank(inputs[0], 4);

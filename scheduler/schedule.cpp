@@ -74,6 +74,9 @@ std::string merge_conflict(const graph::Graph& graph, OpId a, OpId b) {
     if (op->attrs_as<Conv2dAttrs>().groups != 1) {
       return cat("op '", op->name, "' is a grouped convolution (groups must be 1)");
     }
+    if (op->attrs_as<Conv2dAttrs>().residual) {
+      return cat("op '", op->name, "' adds a residual (a merged convolution takes none)");
+    }
   }
   const auto& ca = oa.attrs_as<Conv2dAttrs>();
   const auto& cb = ob.attrs_as<Conv2dAttrs>();

@@ -4,6 +4,9 @@
 // groups: 580 ms instead of 0.3 ms); they run as a convolution with fewer, wider groups whose
 // weights are block-diagonal (each new group holds several old ones, zeros between them), which
 // costs a few times the arithmetic of the narrow groups but runs on the optimised kernels.
+// A fused residual (y = act(conv(x) + b + r), graph::fuse_residual_adds) is a binary-add post-op
+// reading r where oneDNN has an optimised kernel for that, else an in-place addition after the
+// convolution.
 #include <numeric>
 
 #include "common/strings.h"
@@ -14,6 +17,13 @@ namespace stagecraft::executor::cpu {
 namespace {
 
 using dnnl::memory;
+
+// How the residual input is added.
+enum class Residual {
+  kNone,    // no residual
+  kPostOp,  // a binary-add post-op of the convolution, before the activation
+  kStep,    // its own steps after the convolution: add in place, then the activation
+};
 
 memory::dims weight_dims(const graph::Conv2dAttrs& a) {
   return a.groups > 1 ? memory::dims{a.groups, a.out_channels / a.groups, a.in_channels / a.groups,
@@ -26,7 +36,8 @@ memory::dims weight_dims(const graph::Conv2dAttrs& a) {
 // of scales matters for a check).
 dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const graph::Conv2dAttrs& a,
                                                   const DnnlContext& ctx,
-                                                  const Requantisation* quant = nullptr) {
+                                                  const Requantisation* quant = nullptr,
+                                                  Residual residual = Residual::kNone) {
   const bool int8 = quantised(spec.srcs[0]);
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
@@ -43,7 +54,14 @@ dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const 
                         : dnnl::convolution_forward::desc(
                               dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                               src, w_any, dst, strides, dilates, pad_l, pad_r);
-  if (!int8) return {d, make_attr(a.activation), ctx.engine};
+  if (!int8) {
+    dnnl::primitive_attr attr = make_attr();
+    dnnl::post_ops ops;
+    if (residual == Residual::kPostOp) ops.append_binary(dnnl::algorithm::binary_add, md(spec.srcs[1]));
+    if (residual != Residual::kStep) add_activation(ops, a.activation);
+    attr.set_post_ops(ops);
+    return {d, attr, ctx.engine};
+  }
   Requantisation unit;
   if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
   return {d, make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine};
@@ -102,15 +120,16 @@ std::vector<float> regroup_weights(const std::vector<float>& w, const graph::Con
 
 // The attributes the kernel is built with: the op's own when oneDNN has an optimised kernel for
 // them, else a regrouping that has one (same result), else the op's own (reference).
-graph::Conv2dAttrs attrs_to_build(const KernelSpec& spec, const DnnlContext& ctx, std::string* impl) {
+graph::Conv2dAttrs attrs_to_build(const KernelSpec& spec, const DnnlContext& ctx, Residual residual,
+                                  std::string* impl) {
   const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
-  *impl = conv_pd(spec, a, ctx).impl_info_str();
+  *impl = conv_pd(spec, a, ctx, nullptr, residual).impl_info_str();
   if (implementation_support(*impl, "").is_native()) return a;
   for (int64_t f : regroup_factors(spec)) {
     const graph::Conv2dAttrs r = regrouped(a, f);
     std::string candidate;
     try {
-      candidate = conv_pd(spec, r, ctx).impl_info_str();
+      candidate = conv_pd(spec, r, ctx, nullptr, residual).impl_info_str();
     } catch (const dnnl::error&) {
       continue;
     }
@@ -122,10 +141,36 @@ graph::Conv2dAttrs attrs_to_build(const KernelSpec& spec, const DnnlContext& ctx
   return a;
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
+// The post-op where it is safe and optimised: f32, the residual in the destination's layout, and
+// (below oneDNN 3) no channel tail in a blocked layout, where oneDNN 2.x's jit binary injector
+// has been wrong for us before (see binary_ops.cpp).
+Residual residual_mode(const KernelSpec& spec, const DnnlContext& ctx) {
+  const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+  if (!a.residual) return Residual::kNone;
+  if (quantised(spec.srcs[0]) || spec.srcs[1].layout != spec.dsts[0].layout) return Residual::kStep;
+#if DNNL_VERSION_MAJOR < 3
+  const int64_t block = graph::channel_block(spec.dsts[0].layout);
+  if (block > 0 && spec.dsts[0].shape[1] % block != 0) return Residual::kStep;
+#endif
   std::string impl;
   try {
-    attrs_to_build(spec, ctx, &impl);
+    attrs_to_build(spec, ctx, Residual::kPostOp, &impl);
+  } catch (const dnnl::error&) {
+    return Residual::kStep;
+  }
+  return implementation_support(impl, "").is_native() ? Residual::kPostOp : Residual::kStep;
+}
+
+Support check(const KernelSpec& spec, DnnlContext& ctx) {
+  const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
+  if (own.residual && quantised(spec.srcs[0])) {
+    return Support::unsupported(SupportReason::kDataType,
+                                "quantised convolutions take no residual input (quantise the graph "
+                                "before residual additions are fused)");
+  }
+  std::string impl;
+  try {
+    attrs_to_build(spec, ctx, residual_mode(spec, ctx), &impl);
   } catch (const dnnl::error& e) {
     return Support::unsupported(SupportReason::kLibrary,
                                 cat("oneDNN has no convolution for these descriptors (", e.what(), ")"));
@@ -137,8 +182,9 @@ Support check(const KernelSpec& spec, DnnlContext& ctx) {
 
 std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
+  const Residual residual = residual_mode(spec, ctx);
   std::string impl;
-  const graph::Conv2dAttrs a = attrs_to_build(spec, ctx, &impl);
+  const graph::Conv2dAttrs a = attrs_to_build(spec, ctx, residual, &impl);
   const int64_t factor = own.groups / a.groups;
   const std::vector<float> regrouped_w =
       factor > 1 ? regroup_weights(spec.weights->weight, own, factor) : std::vector<float>{};
@@ -146,18 +192,36 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const memory::desc w_user(weight_dims(a), memory::data_type::f32,
                             a.groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
   if (!quantised(spec.srcs[0])) {
-    const auto pd = conv_pd(spec, a, ctx);
-    if (factor == 1) {
-      add_weighted_step(k, ctx, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
-                        scratch(pd), a.bias, nullptr, nullptr);
-      return impl;
+    const auto pd = conv_pd(spec, a, ctx, nullptr, residual);
+    std::vector<DnnlKernel::ArgSpec> extra;
+    if (residual == Residual::kPostOp) {
+      extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, 1, md(spec.srcs[1])});
     }
-    KernelSpec packed = spec;  // the same op with the regrouped weights (packed at once)
+    KernelSpec packed = spec;  // with regrouped weights: the same op, packed at once
     graph::OpWeights w = *spec.weights;
-    w.weight = regrouped_w;
-    packed.weights = &w;
+    if (factor > 1) {
+      w.weight = regrouped_w;
+      packed.weights = &w;
+    }
     add_weighted_step(k, ctx, packed, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
-                      scratch(pd), a.bias, nullptr, nullptr);
+                      scratch(pd), a.bias, nullptr, nullptr, std::move(extra));
+    if (residual == Residual::kStep) {
+      // dst += residual in place (no post-op: see residual_mode), then the activation.
+      const memory::desc dst = md(spec.dsts[0]);
+      dnnl::binary::desc d(dnnl::algorithm::binary_add, dst, md(spec.srcs[1]), dst);
+      const dnnl::binary::primitive_desc add_pd(d, make_attr(), ctx.engine);
+      k.add({dnnl::binary(add_pd),
+             {{DNNL_ARG_SRC_0, dst_slot(0), dst},
+              {DNNL_ARG_SRC_1, 1, md(spec.srcs[1])},
+              {DNNL_ARG_DST, dst_slot(0), dst}}},
+            scratch(add_pd));
+      if (a.activation != graph::Activation::kNone) {
+        k.add_eltwise(ctx, a.activation, dst, dst_slot(0), dst_slot(0));
+      }
+      impl += cat(" + ", add_pd.impl_info_str(), " (residual)");
+    } else if (residual == Residual::kPostOp) {
+      impl += " (residual post-op)";
+    }
     return impl;
   }
   const QuantisedWeights qw = quantise_per_channel(weights, a.out_channels);

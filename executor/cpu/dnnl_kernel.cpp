@@ -147,11 +147,13 @@ memory copy_vector(const dnnl::engine& engine, const std::vector<float>& data) {
 void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& spec,
                        dnnl::primitive primitive, const memory::desc& w_user_f32,
                        const memory::desc& w_packed, size_t scratchpad, bool bias,
-                       const Requantisation* quant, const QuantisedWeights* qw) {
+                       const Requantisation* quant, const QuantisedWeights* qw,
+                       std::vector<DnnlKernel::ArgSpec> extra_args) {
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
   DnnlKernel::StepSpec step{std::move(primitive),
                             {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}};
+  for (auto& a : extra_args) step.args.push_back(std::move(a));
   if (qw) {
     const size_t rank = w_user_f32.dims().size();
     const memory::desc w_user(w_user_f32.dims(), memory::data_type::s8,

@@ -176,7 +176,8 @@ class DnnlKernel : public Kernel {
 void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& spec,
                        dnnl::primitive primitive, const dnnl::memory::desc& w_user_f32,
                        const dnnl::memory::desc& w_packed, size_t scratchpad, bool bias,
-                       const Requantisation* quant, const QuantisedWeights* qw);
+                       const Requantisation* quant, const QuantisedWeights* qw,
+                       std::vector<DnnlKernel::ArgSpec> extra_args = {});
 
 /// Scratchpad bytes of a primitive descriptor.
 template <class Pd>

@@ -166,12 +166,17 @@ class Exporter {
         const auto& w = weights_of(op);
         in.push_back(floats(op.name + "/W", w.weight, {a.out_channels, a.in_channels / a.groups, a.kernel.h, a.kernel.w}));
         if (a.bias) in.push_back(floats(op.name + "/B", w.bias, {a.out_channels}));
-        auto* n = node("Conv", op.name, in, {pre_activation(a.activation, out)});
+        // A fused residual is ONNX's Conv then Add (inputs: x, W, B; the residual is in[1]).
+        const std::string residual = a.residual ? in[1] : "";
+        if (a.residual) in.erase(in.begin() + 1);
+        const std::string sum = pre_activation(a.activation, out);
+        auto* n = node("Conv", op.name, in, {a.residual ? sum + "/conv" : sum});
         ints(n, "kernel_shape", {a.kernel.h, a.kernel.w});
         ints(n, "strides", {a.stride.h, a.stride.w});
         ints(n, "pads", {a.padding.top, a.padding.left, a.padding.bottom, a.padding.right});
         ints(n, "dilations", {a.dilation.h, a.dilation.w});
         integer(n, "group", a.groups);
+        if (a.residual) node("Add", op.name + "/residual", {sum + "/conv", residual}, {sum});
         emit_activation(op, a.activation, out);
         return;
       }

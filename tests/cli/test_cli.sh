@@ -59,7 +59,7 @@ make_npy() {
 
 # ---- happy paths
 expect_ok networks-table 'inception_v3 +299 +121 +94 +5\.71G' -- networks
-expect_ok graph-summary 'resnet50: input 1x3x224x224 f32 nchw, 73 ops \(53 convolutions\)' -- graph resnet50
+expect_ok graph-summary 'resnet50: input 1x3x224x224 f32 nchw, 57 ops \(53 convolutions\)' -- graph resnet50
 expect_ok graph-write "wrote $work/g.yaml" -- graph squeezenet1_1 --batch 2 -o "$work/g.yaml" --dot "$work/g.dot"
 expect_ok graph-reload 'squeezenet1_1: input 2x3x224x224' -- graph "$work/g.yaml"
 expect_ok graph-rebatch 'input 8x3x224x224' -- graph "$work/g.yaml" --batch 8

@@ -105,7 +105,9 @@ HostTensor pad_constant(const HostTensor& src, const Pads& pads, float value) {
   return dst;
 }
 
-HostTensor conv2d(const HostTensor& src, const graph::Conv2dAttrs& a, const OpWeights& w) {
+// With a residual: act(conv + bias + residual).
+HostTensor conv2d(const HostTensor& src, const graph::Conv2dAttrs& a, const OpWeights& w,
+                  const HostTensor* residual = nullptr) {
   const Nchw in(src.shape);
   const int64_t out_h = graph::window_output_size(in.h, a.padding.top, a.padding.bottom, a.kernel.h,
                                                   a.stride.h, a.dilation.h, false);
@@ -141,8 +143,9 @@ HostTensor conv2d(const HostTensor& src, const graph::Conv2dAttrs& a, const OpWe
       }
       for (int64_t y = 0; y < out_h; ++y) {
         for (int64_t x = 0; x < out_w; ++x) {
-          dst.data[out.at(n, oc, y, x)] =
-              static_cast<float>(activate(acc[static_cast<size_t>(y * out_w + x)], a.activation));
+          double v = acc[static_cast<size_t>(y * out_w + x)];
+          if (residual != nullptr) v += residual->data[out.at(n, oc, y, x)];
+          dst.data[out.at(n, oc, y, x)] = static_cast<float>(activate(v, a.activation));
         }
       }
     }
@@ -432,7 +435,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
   const HostTensor& x = *srcs[0];
   switch (op.kind) {
     case OpKind::kConv2d:
-      return {conv2d(x, op.attrs_as<graph::Conv2dAttrs>(), weights_of(weights, op))};
+      return {conv2d(x, op.attrs_as<graph::Conv2dAttrs>(), weights_of(weights, op),
+                     srcs.size() > 1 ? srcs[1] : nullptr)};
     case OpKind::kBatchNorm:
       return {batch_norm(x, op.attrs_as<graph::BatchNormAttrs>(), weights_of(weights, op))};
     case OpKind::kRelu:

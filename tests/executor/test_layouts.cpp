@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "executor/executor.h"
+#include "networks/builder.h"
 #include "reference.h"
 #include "support/models.h"
 
@@ -137,6 +138,58 @@ TEST(LayoutKernels, ModernOpsEqualTheReferenceInEveryLayout) {
         }
       }
     }
+  }
+}
+
+// Residual additions fused into convolutions (ResNet shortcuts: act(conv(x) + b + r)) equal the
+// reference loops in every layout, channels filling blocks or not, with the residual in the
+// destination's layout (a binary post-op where oneDNN has an optimised kernel for it) and in
+// another (an addition after the convolution). The post-op is really used where it can be.
+TEST(LayoutKernels, FusedResidualsEqualTheReferenceInEveryLayout) {
+  for (int64_t width : {16, 12}) {
+    networks::NetBuilder b("residual", 1, width, 9, 9);
+    const auto x = b.relu(b.input(), "x");
+    const auto c1 = b.conv(x, networks::square_conv(width, 3, 1, 1, true), "c1");
+    const auto sum1 = b.relu(b.add({c1, x}, "add1"), "relu1");  // x is read twice: kept
+    const auto c2 = b.conv(sum1, networks::square_conv(width, 1, 1, 0, false), "c2");
+    const auto sum2 = b.add({sum1, c2}, "add2");  // conv operand second, no activation
+    const Model m = stagecraft::testing::model_of(std::move(b).finish({sum2}), 5);
+    size_t residual_convs = 0;
+    for (const graph::Op& op : m.graph.ops()) {
+      EXPECT_NE(op.kind, graph::OpKind::kAdd) << op.name << " was not fused";
+      if (op.kind == graph::OpKind::kConv2d && op.attrs_as<graph::Conv2dAttrs>().residual) ++residual_convs;
+    }
+    EXPECT_EQ(residual_convs, 2u);
+    const auto inputs = stagecraft::testing::inputs_of(m.graph);
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    const scheduler::Schedule s = sequential(m.graph);
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      const std::string where = cat(width, " channels, ", graph::to_string(layout));
+      const PlanRun got = run(m, s, layout, RK::kAvoid);
+      expect_same(got, want, where);
+      const bool tail = graph::channel_block(layout) > 0 && width % graph::channel_block(layout) != 0;
+      if (native_layout(layout) && !tail) {
+        size_t fused = 0;
+        for (const std::string& impl : got.implementations) {
+          if (impl.rfind("c1:", 0) == 0 || impl.rfind("c2:", 0) == 0) {
+            EXPECT_NE(impl.find("residual post-op"), std::string::npos) << where << ": " << impl;
+            ++fused;
+          }
+        }
+        EXPECT_EQ(fused, 2u) << where;
+      }
+    }
+    // The residual in another layout than the convolution's output.
+    PlanOptions mixed;
+    mixed.value_layouts.assign(m.graph.num_values(), Layout::kNCHW);
+    for (const graph::Op& op : m.graph.ops()) {
+      if (op.kind == graph::OpKind::kConv2d) mixed.value_layouts[op.outputs[0]] = Layout::kNHWC;
+    }
+    ExecutionPlan plan(m.graph, s, m.weights, cpu(), mixed);
+    Executor executor(plan);
+    const auto got = executor.run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LT(relative_error(got[0], want[0]), kTolerance) << width << " channels, mixed layouts";
   }
 }
 

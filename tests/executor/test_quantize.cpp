@@ -22,6 +22,9 @@ using scheduler::Strategy;
 using stagecraft::testing::inputs_of;
 using stagecraft::testing::Model;
 using stagecraft::testing::model_of;
+
+// Graphs to be quantised keep their additions (int8 convolutions take no residual).
+const graph::InferenceOptions kUnfused{.fuse_residual_adds = false};
 using stagecraft::testing::network;
 
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
@@ -61,7 +64,7 @@ Model one_conv(graph::Activation act, bool bias) {
   if (act == graph::Activation::kRelu) y = b.relu(y);
   if (act == graph::Activation::kRelu6) y = b.relu6(y);
   if (act == graph::Activation::kSigmoid) y = b.sigmoid(y);
-  Model m = model_of(std::move(b).finish({y}));
+  Model m = model_of(std::move(b).finish({y}), 1, kUnfused);
   auto& w = m.weights["conv"].weight;
   const size_t per = w.size() / 6;
   for (size_t i = 0; i < per; ++i) w[i] *= 1000.0f;  // channel 0 is huge
@@ -110,7 +113,7 @@ TEST(QuantisedKernels, EveryInt8OpKindAgreesWithF32) {
   const auto avg = b.avg_pool(padded, 2, 2);
   const auto logits = b.linear(b.flatten(b.global_avg_pool(avg)), 10);
   const auto prob = b.softmax(logits);
-  const Model m = model_of(std::move(b).finish({prob}));
+  const Model m = model_of(std::move(b).finish({prob}), 1, kUnfused);
   const auto inputs = inputs_of(m.graph);
   const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
   const graph::Graph q = quantised(m);
@@ -141,7 +144,7 @@ class QuantisedNetwork : public ::testing::TestWithParam<QuantisedCase> {};
 TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
   const std::string name = GetParam().name;
   // Batch 2 makes merged convolutions hand their parts on by copies (slices), not views.
-  const Model m = network(name, name.rfind("inception", 0) == 0 ? 139 : 64, GetParam().batch);
+  const Model m = network(name, name.rfind("inception", 0) == 0 ? 139 : 64, GetParam().batch, kUnfused);
   const graph::Graph q = quantised(m, 2);
   const graph::Graph all = all_values_out(q);
   const auto inputs = inputs_of(q);
@@ -187,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(Networks, QuantisedNetwork,
                          });
 
 TEST(QuantisedNetwork, InceptionLogitsAgreeWithF32) {
-  const Model m = network("inception_v3", 139);
+  const Model m = network("inception_v3", 139, 1, kUnfused);
   const graph::Graph q = quantised(m, 4);
   std::vector<HostTensor> got, want;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
@@ -234,7 +237,7 @@ TEST(CompareLogits, CentredMetricsSeePastASharedWinner) {
 // ---- Calibration and errors ------------------------------------------------------------------
 
 TEST(Calibration, RangesCoverEveryValueAndMinmaxBoundsPercentile) {
-  const Model m = network("squeezenet1_1", 64);
+  const Model m = network("squeezenet1_1", 64, 1, kUnfused);
   profiler::CalibrationOptions options;
   options.samples = 3;
   const graph::Calibration minmax = profiler::calibrate(m.graph, m.weights, cpu(), options);
@@ -258,7 +261,7 @@ TEST(Calibration, RangesCoverEveryValueAndMinmaxBoundsPercentile) {
 }
 
 TEST(Calibration, BadRequestsAreClearErrors) {
-  const Model m = network("squeezenet1_1", 64);
+  const Model m = network("squeezenet1_1", 64, 1, kUnfused);
   profiler::CalibrationOptions options;
   options.samples = 0;
   try {

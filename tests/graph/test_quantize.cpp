@@ -48,7 +48,7 @@ Graph block() {
   const ValueId p = b.max_pool(x, 3, 1, 1, false, "pool");
   const ValueId joined = b.concat({a, c, p}, "joined");
   const ValueId logits = b.linear(b.flatten(b.global_avg_pool(joined, "gap"), "flat"), 5, true, "fc");
-  return prepare_for_inference(std::move(b).finish({b.softmax(logits, "prob")}));
+  return prepare_for_inference(std::move(b).finish({b.softmax(logits, "prob")}), nullptr, {.fuse_residual_adds = false});
 }
 
 TEST(Quantize, TypesScalesAndScaleClasses) {
@@ -94,7 +94,7 @@ TEST(Quantize, TypesScalesAndScaleClasses) {
 TEST(Quantize, SignedValuesAreI8AndGraphOutputsAreF32) {
   NetBuilder b("signed", 1, 4, 6, 6);
   const ValueId y = b.conv(b.input(), networks::square_conv(4, 3, 1, 1, true), "conv");  // no ReLU
-  const Graph g = prepare_for_inference(std::move(b).finish({b.add({y, b.input()}, "sum")}));
+  const Graph g = prepare_for_inference(std::move(b).finish({b.add({y, b.input()}, "sum")}), nullptr, {.fuse_residual_adds = false});
   const Graph q = quantize(g, ranges_of(g));
   EXPECT_EQ(desc_of(q, "conv").dtype, DataType::kI8);
   EXPECT_FLOAT_EQ(desc_of(q, "conv").scale, 4.0f / 127);

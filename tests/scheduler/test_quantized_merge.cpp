@@ -36,7 +36,7 @@ TEST(Quantize, MergedConvolutionsNeedTheSameOutputType) {
   const ValueId t = b.relu(b.conv(b.input(), networks::square_conv(4, 3, 1, 1, true), "t"), "tr");
   const ValueId u = b.conv(b.input(), networks::square_conv(4, 1, 1, 0, true), "u");
   const ValueId v = b.conv(b.input(), networks::square_conv(4, 3, 1, 1, true), "v");
-  const Graph g = prepare_for_inference(std::move(b).finish({b.concat({r, t}, "cat"), b.add({u, v}, "sum")}));
+  const Graph g = prepare_for_inference(std::move(b).finish({b.concat({r, t}, "cat"), b.add({u, v}, "sum")}), nullptr, {.fuse_residual_adds = false});
   // u's range is non-negative (u8), v's is not (i8): same input, same activation, other types.
   const Graph q = quantize(g, ranges_of(g, {{"u", {0, 3, 3}}, {"cat", {0, 6, 6}}}));
   EXPECT_EQ(desc_of(q, "r").dtype, DataType::kU8);

@@ -15,17 +15,18 @@ executor::Backend& cpu_backend() {
 using networks::NetBuilder;
 using networks::square_conv;
 
-Model model_of(const graph::Graph& raw, uint64_t seed) {
+Model model_of(const graph::Graph& raw, uint64_t seed, const graph::InferenceOptions& passes) {
   graph::PassLog log;
-  graph::Graph g = graph::prepare_for_inference(raw, &log);
+  graph::Graph g = graph::prepare_for_inference(raw, &log, passes);
   return Model{g, graph::fold_weights(raw, graph::random_weights(raw, seed), log)};
 }
 
-Model network(const std::string& name, int64_t size, int64_t batch) {
+Model network(const std::string& name, int64_t size, int64_t batch,
+              const graph::InferenceOptions& passes) {
   networks::NetworkOptions options;
   options.input_size = size;
   options.batch = batch;
-  return model_of(networks::build_network(name, options));
+  return model_of(networks::build_network(name, options), 1, passes);
 }
 
 graph::Graph every_op_graph(int64_t batch) {

@@ -7,6 +7,7 @@
 
 #include "executor/backend.h"
 #include "executor/tensor.h"
+#include "graph/passes.h"
 #include "graph/graph.h"
 #include "graph/weights.h"
 #include "scheduler/schedule.h"
@@ -24,10 +25,11 @@ struct Model {
 };
 
 /// The inference graph of `raw` with seeded random weights, batch norms folded.
-Model model_of(const graph::Graph& raw, uint64_t seed = 1);
+Model model_of(const graph::Graph& raw, uint64_t seed = 1, const graph::InferenceOptions& passes = {});
 
 /// A built-in network at a reduced input size, ready to run.
-Model network(const std::string& name, int64_t size, int64_t batch = 1);
+Model network(const std::string& name, int64_t size, int64_t batch = 1,
+              const graph::InferenceOptions& passes = {});
 
 /// Every op kind in one small graph (batch norm unfolded, ceil-mode and both average pools,
 /// a 3-input add, split, slice, a cropping pad, depthwise conv, softmax, two outputs).
