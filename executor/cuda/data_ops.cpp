@@ -1,5 +1,8 @@
 // Data movement by own kernels (element_ops.h): concatenation, split, slice, identity (a copy, or
-// a conversion of element type or scale), pad and flatten, and the backend's layout copies. A
+// a conversion of element type or scale), pad, flatten, reshape (the plan makes it a view when
+// source and result are plain; otherwise the plain element order is kept across layouts, a flat
+// 16-byte copy where both memory orders are plain), channel shuffle (whole planes in NCHW, one
+// element per thread otherwise), and the backend's layout copies. A
 // channel-window copy between tensors of one layout moves strided rows of bytes in the widest
 // aligned unit (16 bytes per thread where possible); copies between layouts write the destination
 // in its memory order.
@@ -31,6 +34,20 @@ std::unique_ptr<Kernel> make_copy(const TensorDesc& src, const TensorDesc& dst) 
 namespace {
 
 Support check(const KernelSpec& spec) {
+  if (spec.kind == OpKind::kReshape) {
+    for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
+      if (d->shape.rank() != 2 && d->shape.rank() != 4) {
+        return Support::unsupported(SupportReason::kAttributes,
+                                    cat("a reshape reads and writes rank 2 or 4 (got ", d->shape.to_string(), ")"));
+      }
+    }
+    if (spec.srcs[0].dtype != spec.dsts[0].dtype) {
+      return Support::unsupported(SupportReason::kDataType, "a reshape keeps the element type");
+    }
+  }
+  if (spec.kind == OpKind::kChannelShuffle && spec.srcs[0].dtype != spec.dsts[0].dtype) {
+    return Support::unsupported(SupportReason::kDataType, "a channel shuffle keeps the element type");
+  }
   if (spec.kind == OpKind::kPad && graph::is_int8(spec.srcs[0].dtype) &&
       std::get<graph::PadAttrs>(spec.attrs).value != 0) {
     return Support::unsupported(SupportReason::kQuantisation,
@@ -85,6 +102,17 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
         launch_copy_channels(e, srcs[0].data, in, 0, dsts[0].data, plain, 0, in.c, s.get());
       });
     }
+    case OpKind::kReshape:
+      return std::make_unique<FnKernel>("own reshape", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_reshape(e, srcs[0].data, in, dsts[0].data, out, s.get());
+      });
+    case OpKind::kChannelShuffle: {
+      const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
+      if (groups == 1 || groups == in.c) return make_copy(spec.srcs[0], spec.dsts[0]);  // no channel moves
+      return std::make_unique<FnKernel>("own channel shuffle", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_channel_shuffle(e, srcs[0].data, in, dsts[0].data, out, groups, s.get());
+      });
+    }
     default:
       throw BackendError(cat("cuda: the data movement family does not build ", graph::to_string(spec.kind)));
   }
@@ -94,7 +122,7 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
 
 const OpFamily kDataMovementFamily{"data movement",
                                    {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice, OpKind::kIdentity,
-                                    OpKind::kPad, OpKind::kFlatten},
+                                    OpKind::kPad, OpKind::kFlatten, OpKind::kReshape, OpKind::kChannelShuffle},
                                    check,
                                    build};
 

@@ -31,8 +31,20 @@ namespace stagecraft::executor::cuda {
 /// kernels that keep the scale (pooling, copies, pad, ReLU) work on the integers directly (read
 /// as float, written rounded to nearest even and saturated); conversions take a factor.
 enum class Elem : int { kF32 = 0, kF16 = 1, kU8 = 2, kI8 = 3 };
-/// Activation codes (same order as graph::Activation).
-enum class Act : int { kNone = 0, kRelu = 1, kRelu6 = 2, kSigmoid = 3 };
+/// Activation codes: the fused activations in graph::Activation's order (ops.cpp checks it), then
+/// kLeakyRelu, which only the standalone op computes (ActParams carries its slope).
+enum class Act : int {
+  kNone = 0,
+  kRelu = 1,
+  kRelu6 = 2,
+  kSigmoid = 3,
+  kHardSigmoid = 4,
+  kHardSwish = 5,
+  kSilu = 6,
+  kLeakyRelu = 7,
+};
+/// Binary operations (same order as graph::BinaryOp).
+enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 /// Pooling modes.
 enum class PoolMode : int { kMax = 0, kAvgIncludePad = 1, kAvgExcludePad = 2 };
 
@@ -121,8 +133,12 @@ STAGECRAFT_HD float load_any(const void* p, Elem e, int64_t i) {
   }
 }
 
-/// The activation; ReLU6 clips at `relu6_max` (executor/kernel_math.h's relu6_bound: 6 in real
-/// units, 6 / scale for an 8-bit destination).
+/// PyTorch's hard sigmoid, relu6(v + 3) / 6 (the fused activation; graph/op.h).
+STAGECRAFT_HD float hard_sigmoid(float v) { return fminf(fmaxf(v + 3.f, 0.f), 6.f) / 6.f; }
+
+/// The fused activation; ReLU6 clips at `relu6_max` (executor/kernel_math.h's relu6_bound: 6 in
+/// real units, 6 / scale for an 8-bit destination). The sigmoid family acts on real values (the
+/// int8 contract gives such epilogues an f32 destination).
 STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
   switch (act) {
     case Act::kRelu:
@@ -131,17 +147,58 @@ STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
       return fminf(fmaxf(v, 0.f), relu6_max);
     case Act::kSigmoid:
       return 1.f / (1.f + expf(-v));
+    case Act::kHardSigmoid:
+      return hard_sigmoid(v);
+    case Act::kHardSwish:
+      return v * hard_sigmoid(v);
+    case Act::kSilu:
+      return v / (1.f + expf(-v));
     default:
       return v;
   }
 }
 
+/// A standalone activation op: the activation and its parameters.
+struct ActParams {
+  Act act = Act::kNone;
+  float relu6_max = 6.f;  ///< ReLU6's bound in the destination's units
+  float alpha = 0.f;      ///< leaky ReLU: the slope below 0; hard sigmoid: the slope
+  float beta = 0.f;       ///< hard sigmoid: the offset
+};
+
+/// The activation of a standalone op: leaky ReLU (v >= 0 ? v : alpha · v), hard sigmoid with the
+/// op's slope and offset (clamp(alpha · v + beta, 0, 1), ONNX's HardSigmoid), the others as fused.
+STAGECRAFT_HD float activate(float v, const ActParams& a) {
+  switch (a.act) {
+    case Act::kLeakyRelu:
+      return v >= 0.f ? v : a.alpha * v;
+    case Act::kHardSigmoid:
+      return fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f);
+    default:
+      return activate(v, a.act, a.relu6_max);
+  }
+}
+
+/// a OP b.
+STAGECRAFT_HD float binary_value(float a, float b, BinOp op) {
+  switch (op) {
+    case BinOp::kAdd:
+      return a + b;
+    case BinOp::kSub:
+      return a - b;
+    case BinOp::kMul:
+      return a * b;
+    default:
+      return a / b;
+  }
+}
+
 // ---- Element-wise (flat index: thread i reads and writes offset i) --------------------------
 
-/// y[i] = act(x[i]).
+/// y[i] = act(x[i]) (a standalone activation op).
 template <class T>
-STAGECRAFT_HD void act_at(const T* x, T* y, int64_t i, Act act, float relu6_max) {
-  store(y, i, activate(load(x, i), act, relu6_max));
+STAGECRAFT_HD void act_at(const T* x, T* y, int64_t i, const ActParams& a) {
+  store(y, i, activate(load(x, i), a));
 }
 
 /// y[i] = factor · x[i].
@@ -203,6 +260,47 @@ STAGECRAFT_HD void add_scaled_at(const ScaledInputs<kMax>& in, int count, T* y, 
   store(y, i, activate(v, act, relu6_max));
 }
 
+// ---- Binary ops with NumPy broadcasting (thread i writes destination offset i) ----------------
+
+/// The offset in `d` (its own layout) of the element that broadcasts to the destination
+/// coordinates p: a dimension of size 1 repeats (NumPy; operands have the destination's rank, a
+/// rank-2 tensor has H = W = 1).
+STAGECRAFT_HD int64_t broadcast_offset(const Dims4& d, const Coords& p) {
+  return offset(d, d.n == 1 ? 0 : p.n, d.c == 1 ? 0 : p.c, d.h == 1 ? 0 : p.h, d.w == 1 ? 0 : p.w);
+}
+
+/// What a binary kernel computes besides its operands: y = act(x OP o), or act(o OP x) when
+/// `swap` (a constant first operand, or a broadcast first input read as the second).
+struct BinaryParams {
+  BinOp op = BinOp::kMul;
+  bool swap = false;
+  Act act = Act::kNone;
+  float relu6_max = 6.f;
+};
+
+/// act(x OP o) (or act(o OP x)) for destination offset i, where x's value at i is given and o
+/// (dims od, broadcast) is read.
+template <class TO>
+STAGECRAFT_HD float binary_with(float x, const TO* o, const Dims4& od, const Dims4& yd,
+                                const BinaryParams& p, int64_t i) {
+  const float b = load(o, broadcast_offset(od, coords_at(yd, i)));
+  return activate(p.swap ? binary_value(b, x, p.op) : binary_value(x, b, p.op), p.act, p.relu6_max);
+}
+
+/// Element i of y = act(x OP o) with both operands broadcast to y's shape, each read in its own
+/// layout (a constant operand is f32 in plain NCHW order whatever the tensors' type).
+template <class TX, class TO, class TY>
+STAGECRAFT_HD void binary_at(const TX* x, const Dims4& xd, const TO* o, const Dims4& od, TY* y,
+                             const Dims4& yd, const BinaryParams& p, int64_t i) {
+  store(y, i, binary_with(load(x, broadcast_offset(xd, coords_at(yd, i))), o, od, yd, p, i));
+}
+
+/// Whether two geometries name the same memory order element for element (x can then be read at
+/// y's offsets: the packed binary kernel).
+STAGECRAFT_HD bool same_dims(const Dims4& a, const Dims4& b) {
+  return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w && a.nhwc == b.nhwc;
+}
+
 // ---- Pooling (thread i writes output offset i) ------------------------------------------------
 
 /// A pooling window: kernel, stride, paddings (bottom/right ones may exceed top/left in ceil
@@ -245,6 +343,26 @@ STAGECRAFT_HD void global_avg_at(const T* x, const Dims4& in, T* y, int64_t i) {
   store(y, i, acc / static_cast<float>(in.h * in.w));
 }
 
+/// Global max pooling into N×C×1×1, output i = (n, c) (as global_avg_at).
+template <class T>
+STAGECRAFT_HD void global_max_at(const T* x, const Dims4& in, T* y, int64_t i) {
+  const int64_t c = i % in.c, n = i / in.c;
+  float acc = -FLT_MAX;
+  for (int64_t h = 0; h < in.h; ++h)
+    for (int64_t w = 0; w < in.w; ++w) acc = fmaxf(acc, load(x, offset(in, n, c, h, w)));
+  store(y, i, acc);
+}
+
+/// The maximum over the part of the H×W plane `nc` of an NCHW tensor that lane `lane` of `lanes`
+/// reads (-FLT_MAX for a lane without elements), as plane_partial_sum.
+template <class T>
+STAGECRAFT_HD float plane_partial_max(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
+  const int64_t hw = in.h * in.w;
+  float acc = -FLT_MAX;
+  for (int64_t j = lane; j < hw; j += lanes) acc = fmaxf(acc, load(x, nc * hw + j));
+  return acc;
+}
+
 /// The part of the sum over the H×W plane `nc` (= n·C + c) of an NCHW tensor that lane `lane` of
 /// `lanes` adds: lanes read neighbouring addresses.
 template <class T>
@@ -276,6 +394,36 @@ STAGECRAFT_HD void pad_at(const T* x, const Dims4& in, T* y, const Dims4& out, i
   const int64_t h = o.h - top, w = o.w - left;
   const bool inside = h >= 0 && h < in.h && w >= 0 && w < in.w;
   store(y, i, inside ? load(x, offset(in, o.n, o.c, h, w)) : value);
+}
+
+/// The input channel that channel shuffle (ShuffleNet, `groups` groups of C / groups channels)
+/// moves to output channel oc: output channel k · groups + g is input channel g · (C / groups) + k.
+STAGECRAFT_HD int64_t shuffled_channel(int64_t oc, int64_t channels, int64_t groups) {
+  return (oc % groups) * (channels / groups) + oc / groups;
+}
+
+/// Element i of a channel shuffle from src to dst (same shape, each in its own layout).
+template <class T>
+STAGECRAFT_HD void channel_shuffle_at(const T* src, const Dims4& sd, T* dst, const Dims4& dd,
+                                      int64_t groups, int64_t i) {
+  const Coords p = coords_at(dd, i);
+  store(dst, i, load(src, offset(sd, p.n, shuffled_channel(p.c, dd.c, groups), p.h, p.w)));
+}
+
+/// Whether a tensor's memory order is its plain (NCHW, or N×C) order: NCHW, or NHWC where a
+/// pixel or a channel is all there is.
+STAGECRAFT_HD bool plain_order(const Dims4& d) { return !d.nhwc || d.c == 1 || d.h * d.w == 1; }
+
+/// Element i of a reshape that keeps the batch: the elements in plain order do not move, so
+/// destination offset i is plain index p of dst's shape, read at plain index p of src's shape
+/// (rank 2 or 4 either side, each in its own layout).
+template <class T>
+STAGECRAFT_HD void reshape_at(const T* src, const Dims4& sd, T* dst, const Dims4& dd, int64_t i) {
+  const Coords p = coords_at(dd, i);
+  Dims4 plain_src = sd;
+  plain_src.nhwc = false;
+  const Coords q = coords_at(plain_src, ((p.n * dd.c + p.c) * dd.h + p.h) * dd.w + p.w);
+  store(dst, i, load(src, offset(sd, q.n, q.c, q.h, q.w)));
 }
 
 /// Element i of dst = factor · src between element types and layouts of the same N, H, W; dst
@@ -341,6 +489,47 @@ inline RowsCopy plan_rows_copy(int bytes, const Dims4& sd, int64_t src_c0, uintp
     }
   }
   return r;
+}
+
+/// A channel shuffle of an NCHW tensor seen as whole channel planes (rows of H·W elements) moved
+/// in the widest unit (16, 8, 4, 2 or 1 bytes) that divides a plane and both addresses.
+struct ShufflePlanes {
+  int unit = 0;              ///< bytes per unit
+  int64_t planes = 0;        ///< N · C destination planes
+  int64_t channels = 0;      ///< C
+  int64_t groups = 1;        ///< shuffle groups
+  int64_t plane_units = 0;   ///< units per plane
+  /// Units copied in all (one thread each).
+  STAGECRAFT_HD int64_t units() const { return planes * plane_units; }
+};
+
+/// The plane form of shuffling an NCHW tensor of dims d (`bytes` per element) between src_addr and
+/// dst_addr. unit == 0: not NCHW in both (the element kernel runs).
+inline ShufflePlanes plan_shuffle_planes(int bytes, const Dims4& sd, uintptr_t src_addr,
+                                         const Dims4& dd, uintptr_t dst_addr, int64_t groups) {
+  ShufflePlanes r;
+  if (sd.nhwc || dd.nhwc) return r;
+  const int64_t plane_bytes = sd.h * sd.w * bytes;
+  for (int unit : {16, 8, 4, 2, 1}) {
+    if (plane_bytes % unit == 0 && src_addr % static_cast<uintptr_t>(unit) == 0 &&
+        dst_addr % static_cast<uintptr_t>(unit) == 0) {
+      r.unit = unit;
+      r.planes = dd.n * dd.c;
+      r.channels = dd.c;
+      r.groups = groups;
+      r.plane_units = plane_bytes / unit;
+      return r;
+    }
+  }
+  return r;
+}
+
+/// Unit i of a plane-wise channel shuffle: neighbouring threads copy neighbouring units of a plane.
+template <class U>
+STAGECRAFT_HD void shuffle_planes_at(const U* src, U* dst, const ShufflePlanes& r, int64_t i) {
+  const int64_t plane = i / r.plane_units, k = i % r.plane_units;
+  const int64_t n = plane / r.channels, oc = plane % r.channels;
+  dst[i] = src[(n * r.channels + shuffled_channel(oc, r.channels, r.groups)) * r.plane_units + k];
 }
 
 /// Units of 16, 8, 4, 2 and 1 bytes for RowsCopy (aligned: one vector load and store each).

@@ -1,5 +1,6 @@
 // Element-wise ops by own kernels (element_ops.h): ReLU, ReLU6 (clipped at the bound of
-// kernel_math.h in the destination's units), sigmoid, scale, inference batch norm (a per-channel
+// kernel_math.h in the destination's units), sigmoid, hard sigmoid (the op's slope and offset),
+// hard swish, SiLU, leaky ReLU, scale, inference batch norm (a per-channel
 // scale and shift), additions (f32/f16: up to kMaxAddInputs inputs per launch, longer sums
 // accumulate into the output; 8-bit: every input rescaled into the output's units), softmax.
 // Flat kernels read and write packs of 4 elements when the tensors are aligned.
@@ -83,11 +84,14 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
   switch (spec.kind) {
     case OpKind::kRelu:
     case OpKind::kRelu6:
-    case OpKind::kSigmoid: {
-      const Act act = act_of(graph::activation_of_kind(spec.kind));
-      const float relu6_max = relu6_bound(spec.dsts[0]);
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kSilu:
+    case OpKind::kLeakyRelu: {
+      const ActParams act = act_params(spec);
       return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
-        launch_act(e, srcs[0].data, dsts[0].data, n, act, relu6_max, s.get());
+        launch_act(e, srcs[0].data, dsts[0].data, n, act, s.get());
       });
     }
     case OpKind::kScale: {
@@ -114,7 +118,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
 }  // namespace
 
 const OpFamily kElementwiseFamily{"element-wise",
-                                  {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
+                                  {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kHardSigmoid,
+                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kLeakyRelu, OpKind::kScale,
                                    OpKind::kBatchNorm, OpKind::kAdd, OpKind::kSoftmax},
                                   check,
                                   build};

@@ -43,17 +43,34 @@ bool packable(int64_t n, const void* p) {
 // ---- Element-wise ------------------------------------------------------------------------------
 
 template <class T>
-__global__ void act_kernel(const T* x, T* y, int64_t n, Act act, float relu6_max) {
-  GRID_LOOP(i, n) { act_at(x, y, i, act, relu6_max); }
+__global__ void act_kernel(const T* x, T* y, int64_t n, ActParams act) {
+  GRID_LOOP(i, n) { act_at(x, y, i, act); }
 }
 
 template <class T>
-__global__ void act_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, Act act,
-                                float relu6_max) {
+__global__ void act_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, ActParams act) {
   GRID_LOOP(i, packs) {
     const Pack4<T> in = x[i];
     Pack4<T> out;
-    for (int k = 0; k < kPack; ++k) act_at(in.v, out.v, k, act, relu6_max);
+    for (int k = 0; k < kPack; ++k) act_at(in.v, out.v, k, act);
+    y[i] = out;
+  }
+}
+
+template <class T, class TO>
+__global__ void binary_kernel(const T* x, Dims4 xd, const TO* o, Dims4 od, T* y, Dims4 yd,
+                              BinaryParams p) {
+  GRID_LOOP(i, yd.numel()) { binary_at(x, xd, o, od, y, yd, p, i); }
+}
+
+// x has y's geometry: x and y move in packs of 4, o is read per element (broadcast).
+template <class T, class TO>
+__global__ void binary_pack_kernel(const Pack4<T>* x, const TO* o, Dims4 od, Pack4<T>* y, Dims4 yd,
+                                   BinaryParams p) {
+  GRID_LOOP(i, yd.numel() / kPack) {
+    const Pack4<T> in = x[i];
+    Pack4<T> out;
+    for (int k = 0; k < kPack; ++k) store(out.v, k, binary_with(load(in.v, k), o, od, yd, p, i * kPack + k));
     y[i] = out;
   }
 }
@@ -166,7 +183,41 @@ __global__ void global_avg_planes_kernel(const T* x, T* y, Dims4 in) {
   }
 }
 
+template <class T>
+__global__ void global_max_kernel(const T* x, T* y, Dims4 in) {
+  GRID_LOOP(i, in.n * in.c) { global_max_at(x, in, y, i); }
+}
+
+// NCHW: one warp per plane, as global_avg_planes_kernel, reduced by maximum.
+template <class T>
+__global__ void global_max_planes_kernel(const T* x, T* y, Dims4 in) {
+  const int64_t planes = in.n * in.c;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
+  for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
+       nc < planes; nc += warps) {
+    float acc = plane_partial_max(x, in, nc, lane, kWarp);
+    for (int o = kWarp / 2; o > 0; o /= 2) acc = fmaxf(acc, __shfl_down_sync(kFullWarp, acc, o));
+    if (lane == 0) store(y, nc, acc);
+  }
+}
+
 // ---- Data movement -----------------------------------------------------------------------------
+
+template <class T>
+__global__ void channel_shuffle_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, int64_t groups) {
+  GRID_LOOP(i, yd.numel()) { channel_shuffle_at(x, xd, y, yd, groups, i); }
+}
+
+template <class U>
+__global__ void shuffle_planes_kernel(const U* x, U* y, ShufflePlanes r) {
+  GRID_LOOP(i, r.units()) { shuffle_planes_at(x, y, r, i); }
+}
+
+template <class T>
+__global__ void reshape_kernel(const T* x, Dims4 xd, T* y, Dims4 yd) {
+  GRID_LOOP(i, yd.numel()) { reshape_at(x, xd, y, yd, i); }
+}
 
 template <class T>
 __global__ void copy_channels_kernel(const T* src, Dims4 sd, int64_t sc0, T* dst, Dims4 dd,
@@ -248,13 +299,41 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
 namespace {
 
 template <class T>
-void act_typed(const T* x, T* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
+void act_typed(const T* x, T* y, int64_t n, const ActParams& act, cudaStream_t s) {
   if (packable<T>(n, x) && packable<T>(n, y)) {
     act_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
-        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, act, relu6_max);
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, act);
   } else {
-    act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act, relu6_max);
+    act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act);
   }
+}
+
+template <class T, class TO>
+void binary_typed(const T* x, const Dims4& xd, const TO* o, const Dims4& od, T* y, const Dims4& yd,
+                  const BinaryParams& p, cudaStream_t s) {
+  const int64_t n = yd.numel();
+  if (same_dims(xd, yd) && packable<T>(n, x) && packable<T>(n, y)) {
+    binary_pack_kernel<T, TO><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), o, od, reinterpret_cast<Pack4<T>*>(y), yd, p);
+  } else {
+    binary_kernel<T, TO><<<blocks_for(n), kThreads, 0, s>>>(x, xd, o, od, y, yd, p);
+  }
+}
+
+template <class T>
+void binary_on(const T* x, const Dims4& xd, const void* o, Elem o_elem, const Dims4& od, T* y,
+               const Dims4& yd, const BinaryParams& p, cudaStream_t s) {
+  if (o_elem == Elem::kF32) {
+    binary_typed(x, xd, static_cast<const float*>(o), od, y, yd, p, s);
+  } else {
+    binary_typed(x, xd, static_cast<const T*>(o), od, y, yd, p, s);
+  }
+}
+
+template <class U>
+void shuffle_planes(const void* x, void* y, const ShufflePlanes& r, cudaStream_t s) {
+  shuffle_planes_kernel<U><<<blocks_for(r.units()), kThreads, 0, s>>>(static_cast<const U*>(x),
+                                                                      static_cast<U*>(y), r);
 }
 
 template <class T>
@@ -328,8 +407,60 @@ void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act
   DISPATCH(e, bias_act_typed(static_cast<T*>(y), bias, d, act, relu6_max, s));
 }
 
-void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s) {
-  DISPATCH(e, act_typed(static_cast<const T*>(x), static_cast<T*>(y), n, act, relu6_max, s));
+void launch_act(Elem e, const void* x, void* y, int64_t n, const ActParams& act, cudaStream_t s) {
+  DISPATCH(e, act_typed(static_cast<const T*>(x), static_cast<T*>(y), n, act, s));
+}
+
+// f32 and f16 only (the int8 contract gives binary ops no 8-bit tensors): no 8-bit instances.
+void launch_binary(Elem e, const void* x, const Dims4& xd, const void* o, Elem o_elem,
+                   const Dims4& od, void* y, const Dims4& yd, const BinaryParams& p, cudaStream_t s) {
+  if (e == Elem::kF16) {
+    binary_on(static_cast<const __half*>(x), xd, o, o_elem, od, static_cast<__half*>(y), yd, p, s);
+  } else {
+    binary_on(static_cast<const float*>(x), xd, o, o_elem, od, static_cast<float*>(y), yd, p, s);
+  }
+}
+
+void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  if (in.nhwc) {
+    DISPATCH(e, (global_max_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  } else {
+    DISPATCH(e, (global_max_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  }
+}
+
+void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd,
+                            int64_t groups, cudaStream_t s) {
+  const ShufflePlanes r = plan_shuffle_planes(elem_bytes(e), xd, reinterpret_cast<uintptr_t>(x), yd,
+                                              reinterpret_cast<uintptr_t>(y), groups);
+  switch (r.unit) {
+    case 16:
+      return shuffle_planes<Bytes16>(x, y, r, s);
+    case 8:
+      return shuffle_planes<Bytes8>(x, y, r, s);
+    case 4:
+      return shuffle_planes<uint32_t>(x, y, r, s);
+    case 2:
+      return shuffle_planes<uint16_t>(x, y, r, s);
+    case 1:
+      return shuffle_planes<uint8_t>(x, y, r, s);
+    default:
+      break;
+  }
+  DISPATCH(e, (channel_shuffle_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), xd, static_cast<T*>(y), yd, groups)));
+}
+
+void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, cudaStream_t s) {
+  if (plain_order(xd) && plain_order(yd)) {  // the same bytes: one flat row
+    Dims4 flat;
+    flat.c = xd.numel();
+    return launch_copy_channels(e, x, flat, 0, y, flat, 0, flat.c, s);
+  }
+  DISPATCH(e, (reshape_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), xd, static_cast<T*>(y), yd)));
 }
 
 void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {

@@ -17,8 +17,13 @@ inline constexpr int kMaxAddInputs = 8;
 /// y[i] = act(y[i] + bias[channel(i)]) in place; bias may be null.
 void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, float relu6_max,
                      cudaStream_t s);
-/// y = act(x) over n elements (y may equal x).
-void launch_act(Elem e, const void* x, void* y, int64_t n, Act act, float relu6_max, cudaStream_t s);
+/// y = act(x) over n elements (y may equal x): a standalone activation op.
+void launch_act(Elem e, const void* x, void* y, int64_t n, const ActParams& act, cudaStream_t s);
+/// y = act(x OP o) with NumPy broadcasting (element_ops.h: binary_at): x and y of element type e
+/// (f32 or f16), o of type `o_elem` (e, or f32 for a constant); each operand in its own layout.
+/// Packs of 4 destination elements per thread when x has y's geometry and both are aligned.
+void launch_binary(Elem e, const void* x, const Dims4& xd, const void* o, Elem o_elem,
+                   const Dims4& od, void* y, const Dims4& yd, const BinaryParams& p, cudaStream_t s);
 /// y = factor · x over n elements.
 void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s);
 /// y = act(sum of `count` (at most kMaxAddInputs) inputs), n elements each.
@@ -32,6 +37,15 @@ void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& o
                  const PoolParams& p, cudaStream_t s);
 /// Mean over H×W into N×C×1×1.
 void launch_global_avg(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s);
+/// Maximum over H×W into N×C×1×1.
+void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s);
+/// Channel shuffle (ShuffleNet) from x to y (same shape, each in its own layout): whole planes in
+/// the widest aligned unit when both are NCHW, else one element per thread.
+void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd,
+                            int64_t groups, cudaStream_t s);
+/// Reshape keeping the plain element order (rank 2 or 4 either side, each in its own layout): a
+/// flat copy in 16-byte units where both memory orders are plain, else one element per thread.
+void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, cudaStream_t s);
 /// Copies `channels` channels from src (channels [src_c0, ...)) to dst (channels [dst_c0, ...)),
 /// converting layout when the two differ; N, H, W are shared. Same-layout copies move strided
 /// rows of bytes in the widest aligned unit (up to 16 bytes per thread).

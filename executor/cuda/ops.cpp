@@ -10,37 +10,6 @@ using graph::DataType;
 using graph::Layout;
 using graph::TensorDesc;
 
-Elem elem_of(DataType t) {
-  switch (t) {
-    case DataType::kF16:
-      return Elem::kF16;
-    case DataType::kU8:
-      return Elem::kU8;
-    case DataType::kI8:
-      return Elem::kI8;
-    default:
-      return Elem::kF32;
-  }
-}
-
-Dims4 dims_of(const TensorDesc& d) {
-  Dims4 r;
-  const graph::Shape& s = d.shape;
-  if (s.rank() == 4) {
-    r.n = s[0];
-    r.c = s[1];
-    r.h = s[2];
-    r.w = s[3];
-  } else if (s.rank() == 2) {
-    r.n = s[0];
-    r.c = s[1];
-  }
-  r.nhwc = d.layout == Layout::kNHWC;
-  return r;
-}
-
-Act act_of(graph::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
-
 float real_scale(const TensorDesc& d) { return graph::is_int8(d.dtype) ? d.scale : 1.0f; }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -73,7 +42,7 @@ void FnKernel::run(CudaStream& s) {
 
 const OpFamily* find_family(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
-                                              &kElementwiseFamily, &kDataMovementFamily};
+                                              &kElementwiseFamily, &kBinaryFamily, &kDataMovementFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return f;

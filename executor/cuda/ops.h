@@ -3,7 +3,8 @@
 // support check (what cuDNN, cuBLAS and the own kernels add to the backend-independent rules of
 // executor/op_rules.h, which cuda_backend.cpp applies first) with its builder, so that what
 // `supports()` answers is what `create_kernel()` builds. Families: conv_ops.cpp (convolution,
-// with conv_int8.cpp), linear_ops.cpp, pool_ops.cpp, eltwise_ops.cpp, data_ops.cpp.
+// with conv_int8.cpp), linear_ops.cpp, pool_ops.cpp, eltwise_ops.cpp, binary_ops.cpp,
+// data_ops.cpp.
 //
 // Also here: the kernel base classes and the conversions between graph descriptors and the own
 // kernels' geometry.
@@ -17,6 +18,7 @@
 #include "executor/cuda/algo_cache.h"
 #include "executor/cuda/device_context.h"
 #include "executor/cuda/kernels.h"
+#include "executor/cuda/op_params.h"
 
 namespace stagecraft::executor::cuda {
 
@@ -38,16 +40,19 @@ struct OpFamily {
   std::unique_ptr<Kernel> (*build)(const KernelSpec& spec, BuildContext& ctx);
 };
 
-/// The family that builds `kind`.
 /// The family that builds `kind`, or nullptr when the CUDA backend has none.
 const OpFamily* find_family(graph::OpKind kind);
+/// The family that builds `kind`; throws BackendError when the CUDA backend has none.
 const OpFamily& family_of(graph::OpKind kind);
 
 extern const OpFamily kConvolutionFamily;   // conv2d (f32, f16; int8 in conv_int8.cpp)
 extern const OpFamily kLinearFamily;        // linear
-extern const OpFamily kPoolingFamily;       // max_pool, avg_pool, global_avg_pool
-extern const OpFamily kElementwiseFamily;   // relu, relu6, sigmoid, scale, batch_norm, add, softmax
-extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten
+extern const OpFamily kPoolingFamily;       // max_pool, avg_pool, global_avg_pool, global_max_pool
+extern const OpFamily kElementwiseFamily;   // relu, relu6, sigmoid, hard_sigmoid, hard_swish, silu,
+                                            // leaky_relu, scale, batch_norm, add, softmax
+extern const OpFamily kBinaryFamily;        // binary (broadcasting add/sub/mul/div, constants)
+extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten,
+                                            // reshape, channel_shuffle
 
 /// An int8 convolution (cuDNN INT8_EXT_CONFIG + own requantising epilogue; conv_int8.cpp).
 std::unique_ptr<Kernel> make_int8_conv(const KernelSpec& spec, BuildContext& ctx);
@@ -57,12 +62,7 @@ std::unique_ptr<Kernel> make_copy(const graph::TensorDesc& src, const graph::Ten
 
 // ---- Descriptors --------------------------------------------------------------------------------
 
-/// The own kernels' element type of a data type.
-Elem elem_of(graph::DataType t);
-/// The geometry of a rank-4 (or rank-2: N × C) tensor.
-Dims4 dims_of(const graph::TensorDesc& d);
-/// The own kernels' activation code.
-Act act_of(graph::Activation a);
+// elem_of, dims_of, act_of, binop_of, act_params, binary_operands: op_params.h (CUDA-free).
 /// The real value of a quantised element is scale · q; other tensors have scale 1.
 float real_scale(const graph::TensorDesc& d);
 /// x rounded up to a multiple of m.

@@ -1,7 +1,7 @@
-// Pooling by own kernels (element_ops.h: pool_at, global_avg_at): max, average with or without
-// the padding counted (PyTorch's semantics, ceil mode included), and global average; one thread
-// per output element in the tensor's memory order (channel-innermost in NHWC), one warp per plane
-// for global pooling of NCHW tensors.
+// Pooling by own kernels (element_ops.h: pool_at, global_avg_at, global_max_at): max, average
+// with or without the padding counted (PyTorch's semantics, ceil mode included), global average and
+// global max; one thread per output element in the tensor's memory order (channel-innermost in
+// NHWC), one warp per plane for global pooling of NCHW tensors.
 #include "executor/cuda/ops.h"
 
 namespace stagecraft::executor::cuda {
@@ -38,6 +38,12 @@ Support check(const KernelSpec& spec) { return one_layout(spec); }
 std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
   const Elem e = elem_of(spec.srcs[0].dtype);
   const Dims4 in = dims_of(spec.srcs[0]), out = dims_of(spec.dsts[0]);
+  if (spec.kind == OpKind::kGlobalMaxPool) {
+    return std::make_unique<FnKernel>("own global max pool",
+                                      [=](CudaStream& s, FnKernel::Refs srcs, FnKernel::Refs dsts, void*) {
+                                        launch_global_max(e, srcs[0].data, dsts[0].data, in, s.get());
+                                      });
+  }
   if (spec.kind == OpKind::kGlobalAvgPool) {
     return std::make_unique<FnKernel>("own global pool",
                                       [=](CudaStream& s, FnKernel::Refs srcs, FnKernel::Refs dsts, void*) {
@@ -53,7 +59,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
 
 }  // namespace
 
-const OpFamily kPoolingFamily{"pooling", {OpKind::kMaxPool, OpKind::kAvgPool, OpKind::kGlobalAvgPool},
+const OpFamily kPoolingFamily{"pooling",
+                              {OpKind::kMaxPool, OpKind::kAvgPool, OpKind::kGlobalAvgPool, OpKind::kGlobalMaxPool},
                               check, build};
 
 }  // namespace stagecraft::executor::cuda

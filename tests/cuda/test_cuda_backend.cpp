@@ -17,6 +17,7 @@
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
+#include "networks/builder.h"
 #include "profiler/calibration.h"
 #include "support/models.h"
 
@@ -121,6 +122,196 @@ TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
                                cat("batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
       }
     }
+  }
+}
+
+// ---- Op kinds of PyTorch-exported models ---------------------------------------------------------
+
+graph::Conv2dAttrs conv_attrs(int64_t in, int64_t out, int64_t k, graph::Activation act) {
+  graph::Conv2dAttrs a;
+  a.in_channels = in;
+  a.out_channels = out;
+  a.kernel = graph::Hw::square(k);
+  a.padding = graph::Pads::same(k / 2);
+  a.bias = true;
+  a.activation = act;
+  return a;
+}
+
+// A squeeze-and-excitation block (global avg pool -> conv + SiLU -> conv + hard sigmoid -> binary
+// mul broadcast) after a hard-swish convolution, a residual addition with a fused SiLU, every new
+// standalone activation, channel shuffles (4 groups, and 16: no channel moves), global max
+// pooling, reshapes (pooled N×C×1×1 to N×C, and a spatial tensor to other dimensions), a linear
+// layer with a fused hard swish and a binary op with a constant and a fused hard sigmoid. Not
+// prepared for inference, so that no pass fuses the standalone activations away.
+graph::Graph se_block_graph(int64_t batch) {
+  using graph::Activation;
+  using graph::OpKind;
+  networks::NetBuilder b("se_block", batch, 16, 9, 9);
+  const auto x = b.input();
+  const auto feat = b.op("stem", OpKind::kConv2d, conv_attrs(16, 16, 3, Activation::kHardSwish), {x});
+  const auto squeeze = b.op("se_reduce", OpKind::kConv2d, conv_attrs(16, 8, 1, Activation::kSilu),
+                            {b.global_avg_pool(feat, "se_pool")});
+  const auto gate = b.op("se_expand", OpKind::kConv2d, conv_attrs(8, 16, 1, Activation::kHardSigmoid), {squeeze});
+  graph::BinaryAttrs mul;
+  mul.op = graph::BinaryOp::kMul;
+  const auto excited = b.op("se_mul", OpKind::kBinary, mul, {feat, gate});
+  const auto sum = b.op("residual", OpKind::kAdd, graph::AddAttrs{Activation::kSilu}, {excited, x});
+  graph::LeakyReluAttrs leaky;
+  leaky.alpha = 0.2;
+  graph::HardSigmoidAttrs onnx;
+  onnx.alpha = 0.2;
+  auto y = b.op("leaky", OpKind::kLeakyRelu, leaky, {sum});
+  y = b.op("hard_swish", OpKind::kHardSwish, graph::NoAttrs{}, {y});
+  const auto silu = b.op("silu", OpKind::kSilu, graph::NoAttrs{}, {y});
+  const auto hsig = b.op("hard_sigmoid", OpKind::kHardSigmoid, onnx, {silu});
+  graph::BinaryAttrs offset;
+  offset.op = graph::BinaryOp::kSub;
+  offset.constant = {16, 1, 1};
+  offset.constant_first = true;
+  offset.activation = Activation::kHardSigmoid;
+  const auto centred = b.op("c_minus_x", OpKind::kBinary, offset, {hsig});
+  graph::ChannelShuffleAttrs shuffle4, shuffle16;
+  shuffle4.groups = 4;
+  shuffle16.groups = 16;
+  const auto shuffled = b.op("shuffle16", OpKind::kChannelShuffle, shuffle16,
+                             {b.op("shuffle4", OpKind::kChannelShuffle, shuffle4, {centred})});
+  graph::ReshapeAttrs flat, spatial;
+  flat.dims = {16};
+  spatial.dims = {4, 9, 36};
+  const auto pooled = b.op("pooled_flat", OpKind::kReshape, flat,
+                           {b.op("gmp", OpKind::kGlobalMaxPool, graph::NoAttrs{}, {shuffled})});
+  graph::LinearAttrs fc;
+  fc.in_features = 16;
+  fc.out_features = 10;
+  fc.activation = Activation::kHardSwish;
+  const auto logits = b.op("fc", OpKind::kLinear, fc, {pooled});
+  const auto reshaped = b.op("respatial", OpKind::kReshape, spatial, {silu});
+  return std::move(b).finish({logits, reshaped, shuffled});
+}
+
+TEST(CudaBackend, NewOpKindsMatchTheCpuInEveryLayoutAndMode) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t batch : {1, 2}) {
+    const graph::Graph raw = se_block_graph(batch);
+    const Model m{raw, graph::random_weights(raw, 4)};
+    const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
+    const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+    for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
+      for (bool graph_mode : {true, false}) {
+        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
+        EXPECT_EQ(r.captured, graph_mode);
+        expect_both_runs_close(r, want7, want8, kF32Tolerance,
+                               cat("f32 batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
+      }
+      const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
+      const Schedule half_s = stagecraft::testing::analytic_schedule(half.graph, Strategy::kSequential);
+      for (bool graph_mode : {true, false}) {
+        const RunResult r = run_twice(gpu(), half, half_s, layout, graph_mode);
+        EXPECT_EQ(r.captured, graph_mode);
+        expect_both_runs_close(r, want7, want8, kF16Tolerance,
+                               cat("f16 batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
+      }
+    }
+  }
+}
+
+// The ONNX-style model of the executor tests (hard sigmoid with ONNX's slope, SE block with
+// reshapes and linear layers, constants first and second, leaky ReLU, shuffle, global max pool),
+// prepared for inference (activations fused where a pass fuses them), under every schedule.
+TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
+  SKIP_WITHOUT_GPU();
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::modern_ops_graph(2, 12), 3);
+  const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
+  for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
+    const Schedule s = stagecraft::testing::analytic_schedule(m.graph, strategy);
+    for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
+      for (bool graph_mode : {true, false}) {
+        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
+        EXPECT_EQ(r.captured, graph_mode);
+        expect_both_runs_close(r, want7, want8, kF32Tolerance,
+                               cat(scheduler::to_string(strategy), " ", graph::to_string(layout),
+                                   graph_mode ? " graph" : " stream"));
+      }
+    }
+  }
+  const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
+  const RunResult r = run_twice(gpu(), half, stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
+                                graph::Layout::kNHWC);
+  EXPECT_TRUE(r.captured);
+  expect_both_runs_close(r, want7, want8, kF16Tolerance, "f16 nhwc dp");
+}
+
+// Runs one f32 kernel on the GPU: sources uploaded, destination 0 downloaded.
+std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
+  auto kernel = gpu().create_kernel(spec);
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<TensorRef> in;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    buffers.push_back(gpu().allocate(srcs[i].size() * sizeof(float)));
+    gpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size() * sizeof(float));
+    in.push_back({buffers.back()->data(), spec.srcs[i]});
+  }
+  auto out = gpu().allocate(static_cast<size_t>(spec.dsts[0].bytes()));
+  auto ws = gpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
+  kernel->bind(in, {{out->data(), spec.dsts[0]}}, ws->data());
+  auto stream = gpu().create_stream();
+  kernel->launch(*stream);
+  stream->synchronize();
+  std::vector<float> y(static_cast<size_t>(spec.dsts[0].shape.numel()));
+  gpu().download(y.data(), out->data(), y.size() * sizeof(float));
+  return y;
+}
+
+// The CPU broadcasts only the second operand of a binary op; the CUDA kernel broadcasts either.
+// Against a direct loop, with the first input in NCHW and the second and the result in NHWC.
+TEST(CudaBackend, BinaryBroadcastsTheFirstOperand) {
+  SKIP_WITHOUT_GPU();
+  graph::BinaryAttrs div;
+  div.op = graph::BinaryOp::kDiv;
+  div.activation = graph::Activation::kSilu;
+  KernelSpec spec;
+  spec.kind = graph::OpKind::kBinary;
+  spec.attrs = div;
+  spec.name = "gate_over_x";
+  graph::TensorDesc a = graph::make_desc(graph::Shape{2, 8, 1, 1}), b = graph::make_desc(graph::Shape{2, 8, 5, 5});
+  b.layout = graph::Layout::kNHWC;
+  spec.srcs = {a, b};
+  spec.dsts = {b};
+  std::vector<float> xa(16), xb(400);
+  for (size_t i = 0; i < xa.size(); ++i) xa[i] = static_cast<float>(i % 7) - 3.0f;
+  for (size_t i = 0; i < xb.size(); ++i) xb[i] = 0.5f + static_cast<float>(i % 11) * 0.25f;
+  ASSERT_TRUE(gpu().supports(spec).is_native()) << gpu().supports(spec).message;
+  const std::vector<float> y = run_gpu_kernel(spec, {xa, xb});
+  double worst = 0;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 8; ++c)
+      for (int64_t p = 0; p < 25; ++p) {  // NHWC: pixel-major, channel innermost
+        const size_t at = static_cast<size_t>((n * 25 + p) * 8 + c);
+        const double want = graph::apply_activation(graph::Activation::kSilu, xa[static_cast<size_t>(n * 8 + c)] / xb[at]);
+        worst = std::max(worst, std::fabs(y[at] - want));
+      }
+  EXPECT_LT(worst, 1e-5);
+}
+
+TEST(CudaBackend, NewKindsInInt8AreRefusedWithTheContractsReason) {
+  SKIP_WITHOUT_GPU();
+  graph::TensorDesc q = graph::make_desc(graph::Shape{1, 8, 4, 4}, graph::DataType::kU8);
+  q.scale = 0.05f;
+  q.layout = graph::Layout::kNHWC;
+  graph::ChannelShuffleAttrs shuffle;
+  shuffle.groups = 2;
+  for (const auto& [kind, attrs] : std::vector<std::pair<graph::OpKind, graph::OpAttrs>>{
+           {graph::OpKind::kSilu, graph::NoAttrs{}}, {graph::OpKind::kGlobalMaxPool, graph::NoAttrs{}},
+           {graph::OpKind::kChannelShuffle, shuffle}, {graph::OpKind::kLeakyRelu, graph::LeakyReluAttrs{}}}) {
+    KernelSpec spec;
+    spec.kind = kind;
+    spec.attrs = attrs;
+    spec.srcs = {q};
+    spec.dsts = {q};
+    const Support s = gpu().supports(spec);
+    EXPECT_EQ(s.reason, SupportReason::kQuantisation) << graph::to_string(kind) << ": " << s.message;
   }
 }
 
