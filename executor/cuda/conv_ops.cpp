@@ -5,7 +5,9 @@
 // convolution (with an identity activation only IMPLICIT_PRECOMP_GEMM, cuDNN API reference,
 // cudnnActivationMode_t); when cuDNN refuses the fused call for every algorithm, the convolution
 // runs plain and an own kernel adds the bias and the activation. Choices are cached per device
-// (algo_cache.h). int8 convolutions are in conv_int8.cpp.
+// (algo_cache.h). A fused residual (y = act(conv(x) + b + r)) is the fused call's z operand
+// (alpha2 = 1), or an own addition after the plain convolution. int8 convolutions are in
+// conv_int8.cpp.
 #include <cuda_runtime_api.h>
 
 #include <optional>
@@ -67,8 +69,10 @@ class ConvKernel : public CudaKernel {
     dst_dims_ = dims_of(dst);
     act_ = act_of(a.activation);
     relu6_max_ = relu6_bound(dst);
+    residual_ = a.residual;
     set_tensor(x_, src);
     set_tensor(y_, dst);
+    if (residual_) set_tensor(z_, spec.srcs[1]);
     STAGECRAFT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
         w_.get(), cudnn_type(src.dtype), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
         static_cast<int>(a.out_channels), static_cast<int>(a.in_channels / a.groups),
@@ -101,22 +105,37 @@ class ConvKernel : public CudaKernel {
 
  protected:
   void run(CudaStream& s) override {
-    STAGECRAFT_CUDNN_CHECK(call(s.cudnn(), srcs_[0].data, dsts_[0].data, workspace_ptr_, fused_));
-    if (!fused_ && (bias_.get() || act_ != Act::kNone)) {
+    const void* z = residual_ ? srcs_[1].data : nullptr;
+    STAGECRAFT_CUDNN_CHECK(call(s.cudnn(), srcs_[0].data, dsts_[0].data, workspace_ptr_, fused_, z));
+    if (fused_) return;
+    if (residual_) {
+      // y = act(y + b + r): the bias alone, then the addition with the activation.
+      if (bias_.get()) {
+        launch_bias_act(elem_, dsts_[0].data, bias_.get(), dst_dims_, Act::kNone, relu6_max_, s.get());
+        STAGECRAFT_CUDA_LAUNCHED();
+      }
+      const void* operands[] = {dsts_[0].data, z};
+      launch_add(elem_, operands, 2, dsts_[0].data, dst_dims_.n * dst_dims_.c * dst_dims_.h * dst_dims_.w,
+                 act_, relu6_max_, s.get());
+      STAGECRAFT_CUDA_LAUNCHED();
+    } else if (bias_.get() || act_ != Act::kNone) {
       launch_bias_act(elem_, dsts_[0].data, bias_.get(), dst_dims_, act_, relu6_max_, s.get());
       STAGECRAFT_CUDA_LAUNCHED();
     }
   }
 
  private:
-  // The convolution call: fused (bias + activation) or plain, with the current algorithm.
-  cudnnStatus_t call(cudnnHandle_t handle, const void* x, void* y, void* work, bool fused) const {
+  // The convolution call: fused (bias + residual z + activation) or plain, with the current
+  // algorithm. Without a residual, z is y with alpha2 = 0 (cuDNN allows z to alias y).
+  cudnnStatus_t call(cudnnHandle_t handle, const void* x, void* y, void* work, bool fused,
+                     const void* z = nullptr) const {
     const float one = 1.0f, zero = 0.0f;
     if (fused) {
-      return cudnnConvolutionBiasActivationForward(handle, &one, x_.get(), x, w_.get(), weights_->data(),
-                                                   conv_.get(), algo_, work, workspace_, &zero, y_.get(), y,
-                                                   bias_desc_.get(), fused_bias_->data(), act_desc_.get(),
-                                                   y_.get(), y);
+      const bool with_z = residual_ && z != nullptr;
+      return cudnnConvolutionBiasActivationForward(
+          handle, &one, x_.get(), x, w_.get(), weights_->data(), conv_.get(), algo_, work, workspace_,
+          with_z ? &one : &zero, with_z ? z_.get() : y_.get(), with_z ? z : y, bias_desc_.get(),
+          fused_bias_->data(), act_desc_.get(), y_.get(), y);
     }
     return cudnnConvolutionForward(handle, &one, x_.get(), x, w_.get(), weights_->data(), conv_.get(), algo_,
                                    work, workspace_, &zero, y_.get(), y);
@@ -168,7 +187,8 @@ class ConvKernel : public CudaKernel {
     workspace_ = bytes;
     StreamHandles& setup = device_->setup();
     void* work = scratch.work ? scratch.work->data() : nullptr;
-    const cudnnStatus_t status = call(setup.cudnn, scratch.x->data(), scratch.y->data(), work, true);
+    void* z = residual_ ? scratch.y->data() : nullptr;  // the timed call adds a residual too
+    const cudnnStatus_t status = call(setup.cudnn, scratch.x->data(), scratch.y->data(), work, true, z);
     if (status != CUDNN_STATUS_SUCCESS) {
       *refusal = cudnnGetErrorString(status);
       return std::nullopt;
@@ -179,7 +199,7 @@ class ConvKernel : public CudaKernel {
     float ms = 0;
     STAGECRAFT_CUDA_CHECK(cudaEventRecord(start, setup.stream));
     for (int i = 0; i < kFusedTimingRuns; ++i) {
-      STAGECRAFT_CUDNN_CHECK(call(setup.cudnn, scratch.x->data(), scratch.y->data(), work, true));
+      STAGECRAFT_CUDNN_CHECK(call(setup.cudnn, scratch.x->data(), scratch.y->data(), work, true, z));
     }
     STAGECRAFT_CUDA_CHECK(cudaEventRecord(stop, setup.stream));
     STAGECRAFT_CUDA_CHECK(cudaEventSynchronize(stop));
@@ -250,7 +270,7 @@ class ConvKernel : public CudaKernel {
   Dims4 dst_dims_;
   Act act_ = Act::kNone;
   float relu6_max_ = kRelu6Max;
-  TensorDescriptor x_, y_, bias_desc_;
+  TensorDescriptor x_, y_, z_, bias_desc_;
   FilterDescriptor w_;
   ConvolutionDescriptor conv_;
   ActivationDescriptor act_desc_;
@@ -259,6 +279,7 @@ class ConvKernel : public CudaKernel {
   DeviceFloats bias_;  // f32, for the own epilogue
   bool fusable_ = false;
   bool fused_ = false;
+  bool residual_ = false;
 };
 
 Support check(const KernelSpec& spec) {
@@ -270,9 +291,14 @@ Support check(const KernelSpec& spec) {
   if (spec.srcs[0].layout != spec.dsts[0].layout) {
     return Support::unsupported(SupportReason::kLayout, "source and destination must have the same layout");
   }
+  if (a.residual && (spec.srcs[1].layout != spec.dsts[0].layout || spec.srcs[1].dtype != spec.dsts[0].dtype)) {
+    return Support::unsupported(SupportReason::kLayout,
+                                "a residual input must have the destination's layout and type");
+  }
   if (graph::is_int8(spec.srcs[0].dtype)) {
     const auto no = [](std::string m) { return Support::unsupported(SupportReason::kQuantisation, std::move(m)); };
     if (a.groups != 1) return no("grouped int8 convolutions are not supported on CUDA (run them in f32)");
+    if (a.residual) return no("int8 convolutions take no residual input (quantise before fusing additions)");
     if (spec.srcs[0].layout != Layout::kNHWC) {
       return no("cuDNN's int8 convolutions read nhwc: use --layout nhwc (the default for int8)");
     }
