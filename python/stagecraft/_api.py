@@ -175,8 +175,8 @@ def _model(model: ModelLike, kwargs: Dict[str, Any]) -> Model:
 class Stage(NamedTuple):
     """One stage of a schedule."""
 
-    index: int
-    """1-based position in the schedule."""
+    number: int
+    """1-based position in the schedule (as in the stage table)."""
     kind: str
     """``"concurrent"`` (groups on separate streams) or ``"merge"`` (same-input convolutions run
     as one)."""
@@ -214,6 +214,10 @@ class Schedule:
         path = _fspath(path)
         if model is None:
             meta = _core.read_schedule_meta(path)
+            if meta["network"] not in networks():
+                raise UsageError(f"{path}: made for the graph '{meta['network']}', which is not a "
+                                 f"built-in network: pass its model "
+                                 f"(Schedule.from_yaml(path, model))")
             args = {"batch": meta["batch"], "dtype": meta["dtype"]}
             args.update(load_args)
             model = Model(meta["network"], **args)
@@ -296,7 +300,7 @@ class Schedule:
             else:
                 groups = " | ".join("[" + " &gt; ".join(map(html.escape, g)) + "]"
                                     for g in st.groups)
-            rows.append(f"<tr><td>{st.index}</td><td>{st.kind}</td><td>{len(st.ops)}</td>"
+            rows.append(f"<tr><td>{st.number}</td><td>{st.kind}</td><td>{len(st.ops)}</td>"
                         f"<td>{st.predicted_ms:.4f}</td><td style='text-align:left'>{groups}</td>"
                         f"</tr>")
         head = html.escape(self._core.summary_text()).replace("\n", "<br>")
@@ -533,7 +537,8 @@ def bench(model: Union[ModelLike, Sequence[ModelLike]],
             import pandas
         except ImportError as e:
             raise ImportError("bench(..., as_frame=True) needs pandas (pip install pandas)") from e
-    models = list(model) if isinstance(model, (list, tuple)) else [model]
+    models: List[ModelLike] = (list(model) if isinstance(model, (list, tuple))
+                               else [model])  # type: ignore[list-item]
     if isinstance(schedules, Mapping):
         specs = list(schedules.items())
     else:

@@ -86,6 +86,24 @@ def test_foreign_schedule_is_a_schedule_error(tmp_path, squeezenet):
         stagecraft.Session("googlenet", input_size=64, schedule=path)
 
 
+def test_schedule_of_an_onnx_model_needs_the_model(tmp_path, cli):
+    onnx_lib = pytest.importorskip("onnx")
+    from conftest import run_cli
+    onnx = tmp_path / "sq.onnx"
+    run_cli(cli, "graph", "squeezenet1_1", "--input-size", "64", "--onnx", str(onnx))
+    proto = onnx_lib.load(str(onnx))
+    proto.graph.name = "my_model"  # as exporters name graphs: not a built-in network
+    onnx_lib.save(proto, str(onnx))
+    model = stagecraft.Model(onnx)
+    assert model.name == "my_model"
+    path = tmp_path / "s.yaml"
+    stagecraft.schedule(model, "greedy", progress=False).to_yaml(path)
+    with pytest.raises(stagecraft.UsageError, match="not a built-in network: pass its model"):
+        stagecraft.Schedule.from_yaml(path)
+    assert len(stagecraft.Schedule.from_yaml(path, model)) == len(stagecraft.Schedule.from_yaml(
+        path, onnx))
+
+
 def test_schedule_name_that_is_neither(cli, squeezenet):
     with pytest.raises(stagecraft.UsageError) as e:
         stagecraft.Session(squeezenet, schedule="fastest")

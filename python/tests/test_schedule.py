@@ -21,7 +21,7 @@ def test_stages_cover_every_op_once(inception, dp):
     ops = [op for st in dp.stages for op in st.ops]
     assert len(ops) == inception.num_ops == len(set(ops))
     assert {st.kind for st in dp.stages} <= {"merge", "concurrent"}
-    assert [st.index for st in dp.stages] == list(range(1, len(dp) + 1))
+    assert [st.number for st in dp.stages] == list(range(1, len(dp) + 1))
     assert dp.predicted_ms == pytest.approx(sum(st.predicted_ms for st in dp.stages), rel=1e-6)
     assert dp.strategy == "dp"
     m = dp.meta
