@@ -123,3 +123,27 @@ def test_progress_reports_phases():
     blocks = [(d, t) for p, d, t in seen if p == "search"]
     assert blocks, "a search reports progress at least at the end of every block"
     assert blocks[-1][0] == blocks[-1][1] > 0  # the last report: every block done
+
+
+def test_progress_line_without_tqdm(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm fails
+    stagecraft.schedule("randwire_small", "dp", input_size=64, cost_model="analytic:v100",
+                        progress=True)
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("stagecraft: searching ")]
+    assert lines, err
+    done, total = lines[-1].split()[2].rstrip(",").split("/")
+    assert done == total  # the last line: every block done
+
+
+def test_progress_bar_with_tqdm(capsys):
+    pytest.importorskip("tqdm")
+    stagecraft.schedule("randwire_small", "dp", input_size=64, cost_model="analytic:v100",
+                        progress=True)
+    assert "searching" in capsys.readouterr().err
+
+
+def test_quiet_progress(capsys):
+    stagecraft.schedule("randwire_small", "dp", input_size=64, cost_model="analytic:v100",
+                        progress=False)
+    assert capsys.readouterr().err == ""
