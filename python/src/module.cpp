@@ -218,7 +218,9 @@ SchedulePtr search(const ModelPtr& model, const std::string& strategy,
   size_t measured = 0, hits = 0;
   {
     py::gil_scoped_release release;
-    if (!session::is_strategy_name(strategy)) scheduler::parse_strategy(strategy);  // the error
+    // Only strategy names here (obtain_schedule would read any other name as a file): this
+    // throws the UsageError listing them.
+    if (!session::is_strategy_name(strategy)) scheduler::parse_strategy(strategy);
     watch_layouts(options, progress);
     session::BackendSession session = session::BackendSession::open(options, settings.cost_model);
     if (options.auto_layout() && !session.backend) {
@@ -273,7 +275,7 @@ class PySession {
   PySession(ModelPtr model, const std::string& schedule, SchedulePtr given,
             const session::SearchSettings& settings, session::BackendOptions options,
             py::object progress_callback)
-      : model_(std::move(model)), options_(options) {
+      : model_(std::move(model)) {
     Progress progress(std::move(progress_callback));
     scheduler::SearchStats stats;
     auto result = std::make_shared<PySchedule>();
@@ -351,7 +353,6 @@ class PySession {
 
  private:
   ModelPtr model_;
-  session::BackendOptions options_;
   session::BackendSession backend_;
   SchedulePtr schedule_;
   std::unique_ptr<executor::ExecutionPlan> plan_;
