@@ -444,6 +444,11 @@ class Session:
         return self._core.device
 
     @property
+    def description(self) -> str:
+        """The device in words (CPU model and threads, or GPU name)."""
+        return self._core.description
+
+    @property
     def plan(self) -> str:
         """One line about the execution plan: kernels, streams, events, layouts, memory."""
         return self._core.plan_summary

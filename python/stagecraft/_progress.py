@@ -24,21 +24,26 @@ _PHASES = {
 }
 
 
+def _use_tqdm() -> bool:
+    """tqdm bars where they render: a terminal, or a notebook (tqdm.auto picks the widget); plain
+    lines in logs and pipes."""
+    try:
+        import tqdm  # noqa: F401  (optional)
+    except ImportError:
+        return False
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
 class _Display:
-    """Shows progress after QUIET_SECONDS: a tqdm bar when tqdm is installed, else one line per
-    phase on stderr, rewritten in place on a terminal."""
+    """Shows progress after QUIET_SECONDS: a tqdm bar when tqdm is installed and stderr is a
+    terminal (or in a notebook), else one line per phase on stderr (at most one a second)."""
 
     def __init__(self, force: bool) -> None:
         self._start = time.monotonic()
         self._force = force
         self._bars: dict = {}
         self._lines: dict = {}
-        try:
-            import tqdm  # noqa: F401  (optional)
-
-            self._tqdm = True
-        except ImportError:
-            self._tqdm = False
+        self._tqdm = _use_tqdm()
 
     def __call__(self, phase: str, done: float, total: float, seconds: float, text: str) -> None:
         if not self._force and time.monotonic() - self._start < QUIET_SECONDS:
@@ -55,13 +60,12 @@ class _Display:
         bar = self._bars.get(phase)
         if bar is None:
             unit = {"search": "block", "layouts": "op", "calibrate": "sample", "bench": "round"}
-            bar = tqdm(total=int(total) if total > 0 else None, desc=label,
+            bar = tqdm(total=int(total) if total > 0 else None, initial=int(done), desc=label,
                        unit=unit.get(phase, "it"), leave=False, file=sys.stderr)
             self._bars[phase] = bar
-        bar.n = int(done)
         if text:
             bar.set_postfix_str(text, refresh=False)
-        bar.refresh()
+        bar.update(int(done) - bar.n)
 
     def _update_line(self, phase: str, label: str, done: float, total: float, text: str) -> None:
         now = time.monotonic()

@@ -136,8 +136,9 @@ def test_progress_line_without_tqdm(monkeypatch, capsys):
     assert done == total  # the last line: every block done
 
 
-def test_progress_bar_with_tqdm(capsys):
+def test_progress_bar_with_tqdm(monkeypatch, capsys):
     pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     stagecraft.schedule("randwire_small", "dp", input_size=64, cost_model="analytic:v100",
                         progress=True)
     assert "searching" in capsys.readouterr().err
