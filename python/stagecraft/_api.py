@@ -43,7 +43,8 @@ class TensorInfo(NamedTuple):
     """A graph input or output as ``Session.run`` takes or returns it."""
 
     name: str
-    """Value name in the graph (the ONNX input/output name for ONNX models)."""
+    """Value name in the graph: for inputs of ONNX models the ONNX input name; outputs are named
+    after the op that produces them (an ONNX model's output names are not kept)."""
     shape: Tuple[int, ...]
     """Dimensions (NCHW for images, NC for logits)."""
     dtype: str
