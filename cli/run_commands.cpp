@@ -12,7 +12,6 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "session/report.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "executor/executor.h"
@@ -22,6 +21,7 @@
 #include "profiler/timing.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
+#include "session/report.h"
 
 namespace stagecraft::cli {
 

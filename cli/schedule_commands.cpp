@@ -8,12 +8,12 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "session/report.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "profiler/cost_models.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
+#include "session/report.h"
 
 namespace stagecraft::cli {
 
