@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/source.h"
+#include "cli/options.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "graph/blocks.h"
@@ -123,7 +123,7 @@ void add_graph_commands(CLI::App& app) {
   auto options = std::make_shared<GraphOptions>();
   CLI::App* graph_cmd = app.add_subcommand(
       "graph", "Build or load a graph, print its summary, write it as YAML or Graphviz dot");
-  options->source.add_options(*graph_cmd, /*onnx_flag=*/false);
+  add_source_options(*graph_cmd, options->source, /*onnx_flag=*/false);
   graph_cmd->add_option("--onnx", options->onnx_path,
                         "write the graph and its weights as an ONNX model to this file");
   graph_cmd->add_option("-o,--output", options->yaml_path, "write the graph as YAML to this file");

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/source.h"
+#include "cli/options.h"
 #include "common/strings.h"
 #include "executor/executor.h"
 #include "graph/onnx/tensor_files.h"
@@ -115,7 +115,7 @@ void add_quant_commands(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "record value ranges of the f32 graph for int8 quantisation (--dtype int8)");
-  o->source.add_options(*cmd);
+  add_source_options(*cmd, o->source);
   cmd->add_option("--samples", o->samples, "generated inputs to run (default 8)");
   cmd->add_option("--method", o->method, "minmax (default) | percentile")
       ->check(CLI::IsMember({"minmax", "percentile"}));

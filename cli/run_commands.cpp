@@ -10,10 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/backend_options.h"
 #include "cli/commands.h"
-#include "cli/search_flags.h"
-#include "cli/source.h"
+#include "cli/options.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "executor/executor.h"
@@ -23,6 +21,7 @@
 #include "profiler/timing.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
+#include "session/report.h"
 
 namespace stagecraft::cli {
 
@@ -30,27 +29,13 @@ namespace {
 
 using scheduler::Schedule;
 
-bool is_schedule_file(const std::string& spec) {
-  return spec != "sequential" && spec != "greedy" && spec != "dp";
-}
-
-// A schedule from a file, or found with a strategy name ("sequential", "greedy", "dp").
-Schedule obtain_schedule(const std::string& spec, const graph::Graph& g, Session& session,
-                         const SearchFlags& flags, scheduler::SearchStats* stats) {
-  if (is_schedule_file(spec)) {
-    if (!std::filesystem::exists(spec)) {
-      throw UsageError(cat("--schedule: '", spec, "' is neither a file nor one of sequential, "
-                           "greedy, dp"));
-    }
-    return scheduler::load_schedule(spec, g);
-  }
-  return scheduler::make_scheduler(flags.options(spec))->schedule(g, *session.model, stats);
-}
+using session::is_strategy_name;
+using session::obtain_schedule;
 
 struct RunOptions {
   GraphSource source;
   BackendOptions backend;
-  SearchFlags search;
+  SearchSettings search;
   std::string schedule = "dp";
   int warmup = 3;
   int iters = 20;
@@ -60,27 +45,19 @@ struct RunOptions {
 };
 
 void print_plan(const executor::ExecutionPlan& plan, const BackendOptions& options) {
-  const auto& m = plan.memory();
-  const std::string moved = report_fallbacks(options, plan);
-  std::cout << "  plan: " << plan.kernels().size() << " kernels on " << plan.num_streams()
-            << " stream(s), " << plan.num_events() << " events, layout "
-            << plan.layout_summary() << (moved.empty() ? "" : " (" + moved + ")") << "; activations "
-            << byte_size(static_cast<double>(m.activation_bytes)) << " with reuse ("
-            << byte_size(static_cast<double>(m.activation_bytes_without_reuse)) << " without), "
-            << m.views << " views, " << m.copies << " copies, workspace "
-            << byte_size(static_cast<double>(m.workspace_bytes)) << "\n";
+  std::cout << "  " << session::plan_summary(plan, report_fallbacks(options, plan)) << "\n";
 }
 
 void run_run(const RunOptions& o) {
   // The backend first: a missing device is one error line before any work (int8 calibration).
-  Session session = Session::open(o.backend, o.search.cost_model);
+  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);
   const Model model = load_model(o.source);
   if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
   // Layouts first (a search then measures stages in them), then the schedule.
   executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
   scheduler::SearchStats stats;
   const Schedule schedule = obtain_schedule(o.schedule, model.graph, session, o.search, &stats);
-  if (is_schedule_file(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
+  if (!is_strategy_name(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
   if (session.cache) session.cache->save();
   const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
   std::cout << model.graph.name() << " (batch " << batch << ", " << graph::compute_type(model.graph)
@@ -141,7 +118,7 @@ struct BenchOptions {
   std::vector<std::string> networks;
   GraphSource source;  // batch, input size, seed apply to every network
   BackendOptions backend;
-  SearchFlags search;
+  SearchSettings search;
   int warmup = 3;
   int iters = 20;
   std::string out = "stagecraft-results";
@@ -158,7 +135,7 @@ struct BenchRow {
 };
 
 void run_bench(const BenchOptions& o) {
-  Session session = Session::open(o.backend, o.search.cost_model);
+  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);
   if (!session.backend) throw UsageError("bench needs a backend (--backend cpu)");
   struct Variant {
     const char* name;
@@ -182,7 +159,7 @@ void run_bench(const BenchOptions& o) {
     // Layouts first: the searches then measure stages in them.
     const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Variant& v : variants) {
-      const SearchFlags flags = o.search.with_mode(v.mode);
+      const SearchSettings flags = o.search.with_mode(v.mode);
       const size_t measured0 = session.measured ? session.measured->measurements() : 0;
       const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
       std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
@@ -301,11 +278,11 @@ void add_run_commands(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* run = app.add_subcommand("run", "Run a network with a schedule on a backend and time "
                                             "it (median, p10, p90, images/s)");
-  o->source.add_options(*run);
-  o->backend.add_options(*run, /*backend_default_cpu=*/true);
+  add_source_options(*run, o->source);
+  add_backend_options(*run, o->backend, /*backend_default_cpu=*/true);
   run->add_option("--schedule", o->schedule,
                   "a schedule file, or sequential | greedy | dp (searched now; default dp)");
-  o->search.add_options(*run);
+  add_search_options(*run, o->search);
   run->add_option("--warmup", o->warmup, "untimed runs first (default 3)")->check(CLI::NonNegativeNumber);
   run->add_option("--iters", o->iters, "timed runs (default 20)")->check(CLI::PositiveNumber);
   run->add_option("--trace", o->trace, "write a Chrome/Perfetto trace of one run to this file");
@@ -324,9 +301,9 @@ void add_run_commands(CLI::App& app) {
   bench->add_option("--input-size", b->source.input_size, "input size of built-in networks")
       ->check(CLI::PositiveNumber);
   bench->add_option("--seed", b->source.seed, "seed of weights and randomly wired networks");
-  b->source.add_dtype_options(*bench);
-  b->backend.add_options(*bench, /*backend_default_cpu=*/true);
-  b->search.add_options(*bench);
+  add_dtype_options(*bench, b->source);
+  add_backend_options(*bench, b->backend, /*backend_default_cpu=*/true);
+  add_search_options(*bench, b->search);
   bench->add_option("--warmup", b->warmup, "untimed runs of each schedule first (default 3)")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--iters", b->iters, "interleaved timed rounds (default 20)")

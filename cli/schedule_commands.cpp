@@ -6,29 +6,27 @@
 #include <map>
 #include <memory>
 
-#include "cli/backend_options.h"
-#include "cli/search_flags.h"
 #include "cli/commands.h"
-#include "cli/source.h"
+#include "cli/options.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "profiler/cost_models.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
+#include "session/report.h"
 
 namespace stagecraft::cli {
 
 namespace {
 
 using scheduler::Schedule;
-using scheduler::StageKind;
 
 constexpr double kQuietSearchSeconds = 1.0;  // searches shorter than this print no progress
 
 struct ScheduleOptions {
   GraphSource source;
   std::string strategy = "dp";
-  SearchFlags search;
+  SearchSettings search;
   BackendOptions backend;
   std::string output;
   std::string dot;
@@ -59,59 +57,8 @@ class ProgressPrinter {
   double last_ = -1;
 };
 
-std::string group_text(const graph::Graph& g, const std::vector<graph::OpId>& group) {
-  std::vector<std::string> names;
-  for (graph::OpId id : group) names.push_back(g.op(id).name);
-  return join(names, " > ");
-}
-
-void print_stage_table(const graph::Graph& g, const Schedule& s) {
-  TextTable table({"stage", "kind", "ops", "predicted ms", "groups (one per stream; > = in order)"},
-                  {TextTable::kRight, TextTable::kLeft, TextTable::kRight, TextTable::kRight});
-  for (size_t i = 0; i < s.stages.size(); ++i) {
-    const auto& stage = s.stages[i];
-    std::vector<std::string> groups;
-    for (const auto& group : stage.groups) groups.push_back(cat("[", group_text(g, group), "]"));
-    table.add_row({cat(i + 1), std::string(scheduler::to_string(stage.kind)),
-                   cat(stage.num_ops()), fixed(stage.predicted_ms, 4),
-                   stage.kind == StageKind::kMerge ? cat("merge ", join(groups, " + "))
-                                                   : join(groups, " | ")});
-  }
-  std::cout << table.render();
-}
-
-void print_summary(const Schedule& s) {
-  size_t merges = 0, concurrent = 0, max_groups = 0;
-  for (const auto& stage : s.stages) {
-    if (stage.kind == StageKind::kMerge) ++merges;
-    else if (stage.groups.size() > 1) ++concurrent;
-    max_groups = std::max(max_groups, stage.groups.size());
-  }
-  const auto& m = s.meta;
-  std::cout << m.network << " (batch " << m.batch << ", " << m.dtype << "), " << m.cost_model
-            << ": " << m.search.strategy
-            << (m.search.strategy == "dp" ? cat(" ", m.search.mode, " r=", m.search.max_group_size,
-                                                " s=", m.search.max_num_groups,
-                                                m.search.pruned ? "" : " unpruned")
-                                          : std::string())
-            << "\n  predicted " << fixed(m.predicted_ms, 3) << " ms in " << s.stages.size()
-            << " stages (" << merges << " merge, " << concurrent << " concurrent with >1 group, "
-            << "at most " << max_groups << " groups)\n";
-  if (!s.meta.layout.empty()) {
-    std::map<std::string, size_t> counts;
-    for (graph::Layout l : s.value_layouts) ++counts[std::string(graph::to_string(l))];
-    std::cout << "  layout " << s.meta.layout;
-    if (!counts.empty()) {
-      std::cout << " (values:";
-      for (const auto& [name, n] : counts) std::cout << " " << n << " " << name;
-      std::cout << ")";
-    }
-    std::cout << "\n";
-  }
-}
-
 void run_schedule(const ScheduleOptions& o) {
-  Session session = Session::open(o.backend, o.search.cost_model);  // a missing device fails first
+  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);  // a missing device fails first
   const graph::Graph g = load_source(o.source);
   scheduler::CostModel& model = *session.model;
   scheduler::SearchOptions options = o.search.options(o.strategy);
@@ -128,7 +75,7 @@ void run_schedule(const ScheduleOptions& o) {
   record_layouts(o.backend, plan, s);
   printer.reset();
   options.on_progress = nullptr;
-  print_summary(s);
+  std::cout << session::schedule_summary(s);
   std::cout << "  search " << fixed(stats.seconds, 3) << " s: " << stats.blocks << " blocks, "
             << stats.parts << " parts, " << stats.states << " states, " << stats.transitions
             << " transitions, " << stats.stage_keys << " distinct stage keys\n";
@@ -164,10 +111,10 @@ void run_show(ShowOptions o) {
   if (o.source.dtype == "f32" && meta.dtype != "f32") o.source.dtype = meta.dtype;  // the file's
   const graph::Graph g = load_source(o.source);
   const Schedule s = scheduler::load_schedule(o.path, g);
-  print_summary(s);
+  std::cout << session::schedule_summary(s);
   std::cout << "  made for device " << s.meta.device << "; search took "
             << fixed(s.meta.search_seconds, 3) << " s\n";
-  if (!o.summary_only) print_stage_table(g, s);
+  if (!o.summary_only) std::cout << session::stage_table(g, s);
   if (!o.dot.empty()) {
     write_text_file(o.dot, scheduler::schedule_to_dot(g, s));
     std::cout << "wrote " << o.dot << "\n";
@@ -180,11 +127,11 @@ void add_schedule_commands(CLI::App& app) {
   auto o = std::make_shared<ScheduleOptions>();
   CLI::App* cmd = app.add_subcommand("schedule", "Find a schedule (stages of merged or concurrent "
                                                  "ops) and write it as YAML");
-  o->source.add_options(*cmd);
+  add_source_options(*cmd, o->source);
   cmd->add_option("--strategy", o->strategy, "sequential | greedy | dp")
       ->check(CLI::IsMember({"sequential", "greedy", "dp"}));
-  o->search.add_options(*cmd);
-  o->backend.add_options(*cmd, /*backend_default_cpu=*/false);
+  add_search_options(*cmd, o->search);
+  add_backend_options(*cmd, o->backend, /*backend_default_cpu=*/false);
   cmd->add_option("-o,--output", o->output, "write the schedule to this YAML file");
   cmd->add_option("--dot", o->dot, "draw the schedule (stages as clusters) to this dot file");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");

@@ -92,6 +92,7 @@ LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& grap
   search.candidates = options.candidates.empty() ? default_candidates(backend, graph) : options.candidates;
   double next_report_s = options.progress_every_s;
   model.set_progress([&](size_t measured, double seconds) {
+    if (options.on_progress) options.on_progress(measured, seconds);
     if (!log || seconds < next_report_s) return;
     next_report_s = seconds + options.progress_every_s;
     *log << "layouts: " << measured << " op/layout combinations measured in " << fixed(seconds, 0)

@@ -18,6 +18,7 @@
 ///   LayoutChoice choice = choose_layouts(*backend, graph, cache, options);
 ///   plan_options.value_layouts = choice.value_layouts;
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct LayoutSearchOptions {
   std::ostream* log = nullptr;
   /// Seconds between progress lines while measuring.
   double progress_every_s = 10;
+  /// Called after every op/layout measurement with (measurements, measuring seconds) (optional;
+  /// it may throw to stop the search, e.g. on an interrupt).
+  std::function<void(size_t, double)> on_progress;
 };
 
 /// The chosen layouts.

@@ -25,8 +25,9 @@ LatencySummary summarise(const std::vector<double>& samples_ms) {
           samples_ms.size()};
 }
 
-std::vector<std::vector<double>> interleaved_ms(const std::vector<executor::Executor*>& executors,
-                                                int warmup, int rounds) {
+std::vector<std::vector<double>> interleaved_ms(
+    const std::vector<executor::Executor*>& executors, int warmup, int rounds,
+    const std::function<void(int, int)>& on_round) {
   for (executor::Executor* e : executors)
     for (int i = 0; i < warmup; ++i) e->execute();
   std::vector<std::vector<double>> ms(executors.size());
@@ -37,6 +38,7 @@ std::vector<std::vector<double>> interleaved_ms(const std::vector<executor::Exec
       ms[k].push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
+    if (on_round) on_round(round + 1, rounds);
   }
   return ms;
 }

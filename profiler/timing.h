@@ -7,6 +7,7 @@
 ///   std::vector<std::vector<double>> ms = interleaved_ms({&a, &b}, /*warmup=*/3, /*rounds=*/20);
 ///   LatencySummary s = summarise(ms[0]);  // s.median, s.p10, s.p90
 
+#include <functional>
 #include <vector>
 
 #include "executor/executor.h"
@@ -24,8 +25,10 @@ struct LatencySummary {
 LatencySummary summarise(const std::vector<double>& samples_ms);
 
 /// Runs every executor `warmup` times, then `rounds` rounds in each of which every executor runs
-/// once (in order); returns the wall time of each run (ms) per executor.
-std::vector<std::vector<double>> interleaved_ms(const std::vector<executor::Executor*>& executors,
-                                                int warmup, int rounds);
+/// once (in order); returns the wall time of each run (ms) per executor. `on_round`, when given,
+/// is called after each round with (rounds done, rounds) and may throw to stop.
+std::vector<std::vector<double>> interleaved_ms(
+    const std::vector<executor::Executor*>& executors, int warmup, int rounds,
+    const std::function<void(int, int)>& on_round = nullptr);
 
 }  // namespace stagecraft::profiler

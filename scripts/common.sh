@@ -11,11 +11,13 @@ VENV_DIR=${STAGECRAFT_VENV:-$ROOT/.venv}
 
 # Debian 12 packages the build and the tests need. oneDNN's CMake config requires OpenCL
 # (ocl-icd-opencl-dev is only a Recommends of libdnnl-dev); the CLI tests and the ONNX Runtime
-# comparison run python3 in a virtual environment (python3-venv). The CUDA toolkit is optional
+# comparison run python3 in a virtual environment (python3-venv); the Python module needs the
+# headers (python3-dev) and pybind11 (pybind11-dev). The CUDA toolkit is optional
 # (found under /usr/local/cuda).
 PACKAGES=(cmake g++ make git ca-certificates libboost-graph-dev libyaml-cpp-dev libcli11-dev
           libgtest-dev libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev libonnx-dev
-          libprotobuf-dev protobuf-compiler nlohmann-json3-dev python3 python3-venv)
+          libprotobuf-dev protobuf-compiler nlohmann-json3-dev python3 python3-venv python3-dev
+          pybind11-dev)
 
 # install_packages PACKAGE...: installs the given Debian packages that are missing.
 install_packages() {
@@ -43,8 +45,11 @@ ensure_packages() {
 # explicitly, so an earlier configuration of the same folder cannot turn them off), then build the
 # given targets (all when none).
 configure_and_build() {
+  # The Python module is built for the project's virtual environment when there is one.
+  local python=()
+  if [ -x "$VENV_DIR/bin/python" ]; then python=(-DPython_EXECUTABLE="$VENV_DIR/bin/python"); fi
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSTAGECRAFT_BUILD_TESTS=ON \
-    -DSTAGECRAFT_BUILD_BENCHMARKS=ON >/dev/null
+    -DSTAGECRAFT_BUILD_BENCHMARKS=ON "${python[@]}" >/dev/null
   local targets=()
   local t
   for t in "$@"; do targets+=(--target "$t"); done

@@ -6,11 +6,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 start=$(date +%s)
 ensure_packages
+# The Python tools the tests call (ONNX Runtime comparison, pytest of the Python package) live in
+# the project's virtual environment; made here once, before configuring (the Python module is
+# built for its interpreter), so that parallel tests do not race to make it.
+ensure_venv numpy onnx onnxruntime pytest >/dev/null ||
+  echo "stagecraft: no Python environment with numpy/onnx/onnxruntime/pytest: the ONNX Runtime and Python tests will skip"
 configure_and_build
-# The Python tools the tests call (ONNX Runtime comparison) live in the project's virtual
-# environment; made here once so that parallel tests do not race to make it.
-ensure_venv numpy onnx onnxruntime >/dev/null ||
-  echo "stagecraft: no Python environment with numpy/onnx/onnxruntime: the ONNX Runtime tests will skip"
 built=$(date +%s)
 summary="$BUILD_DIR/ctest-summary.txt"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$JOBS" | tee "$summary"

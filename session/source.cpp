@@ -1,8 +1,8 @@
-#include "cli/source.h"
+#include "session/source.h"
 
 #include <chrono>
 #include <filesystem>
-#include <iostream>
+#include <ostream>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -13,38 +13,7 @@
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
 
-namespace stagecraft::cli {
-
-void GraphSource::add_options(CLI::App& command, bool onnx_flag) {
-  auto* positional = command.add_option(
-      "network", spec, "built-in network name (see `stagecraft networks`), a graph file (.yaml) "
-                       "or an ONNX model (.onnx)");
-  if (onnx_flag) {
-    auto* onnx = command.add_option("--onnx", spec, "an ONNX model (instead of NETWORK)");
-    positional->excludes(onnx);
-    onnx->excludes(positional);
-  }
-  command.add_option("--batch", batch, "batch size (default: the network's or file's own, 1)")
-      ->check(CLI::PositiveNumber);
-  command.add_option("--input-size", input_size,
-                     "input height = width of a built-in network or an ONNX model (default: its "
-                     "own; required for an ONNX model with symbolic H, W)")
-      ->check(CLI::PositiveNumber);
-  command.add_option("--seed", seed, "seed of randomly wired networks (randwire*)");
-  command.add_flag("--raw", raw, "keep batch norms and activations as separate ops");
-  add_dtype_options(command);
-}
-
-void GraphSource::add_dtype_options(CLI::App& command) {
-  command.add_option("--dtype", dtype, "element type: f32 (default) | f16 (CUDA backend) | int8 "
-                                       "(quantised: u8/i8 activations, per-channel i8 weights)")
-      ->check(CLI::IsMember({"f32", "f16", "int8"}));
-  command.add_option("--calibration", calibration,
-                     "int8: calibration file from `stagecraft calibrate` (default: calibrate on "
-                     "generated inputs now)");
-  command.add_option("--calibration-samples", calibration_samples,
-                     "int8 without --calibration: generated inputs to calibrate on (default 8)");
-}
+namespace stagecraft::session {
 
 bool is_graph_file(const std::string& spec) {
   const std::string ext = std::filesystem::path(spec).extension().string();
@@ -141,13 +110,16 @@ Model load_model(const GraphSource& source) {
     } else {
       profiler::CalibrationOptions options;
       options.samples = source.calibration_samples;
+      options.progress = source.on_calibration_progress;
       auto cpu = executor::make_backend("cpu");
       const auto t0 = std::chrono::steady_clock::now();
       calibration = profiler::calibrate(model.graph, model.weights, *cpu, options);
-      std::cerr << "int8: calibrated " << model.graph.num_values() << " values on "
+      if (source.log) {
+        *source.log << "int8: calibrated " << model.graph.num_values() << " values on "
                 << options.samples << " generated inputs ("
                 << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1)
                 << " s; `stagecraft calibrate` saves a calibration for reuse)\n";
+      }
     }
     graph::QuantizeReport report;
     model.graph = graph::quantize(model.graph, calibration, &report);
@@ -156,4 +128,4 @@ Model load_model(const GraphSource& source) {
   return load_float_model(source, graph::InferenceOptions{});
 }
 
-}  // namespace stagecraft::cli
+}  // namespace stagecraft::session

@@ -1,32 +1,38 @@
 #pragma once
-/// Turning the NETWORK|FILE argument of a command into a graph, shared by every command.
+/// Turning a NETWORK|FILE specification into a graph (and weights): shared by every CLI command
+/// and by the Python module.
+///
+/// Example:
+///   GraphSource source;
+///   source.spec = "inception_v3";   // or "net.yaml", "model.onnx"
+///   source.batch = 8;
+///   Model model = load_model(source);
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <string>
 
 #include "graph/graph.h"
 #include "graph/weights.h"
 
-namespace stagecraft::cli {
+namespace stagecraft::session {
 
-/// Where a command's graph comes from, and how to build it.
+/// Where a graph comes from, and how to build it.
 struct GraphSource {
-  std::string spec;        ///< a built-in network name or a .yaml graph file
+  std::string spec;        ///< a built-in network name, a .yaml graph file or an .onnx model
   int64_t batch = 0;       ///< 0: the network's/file's own batch
-  int64_t input_size = 0;  ///< 0: the network's default (built-in networks only)
-  uint64_t seed = 1;       ///< seed of randomly wired networks
+  int64_t input_size = 0;  ///< 0: the network's default (built-in networks and ONNX models)
+  uint64_t seed = 1;       ///< seed of randomly wired networks and of generated weights
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
   std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | int8)
   std::string calibration;    ///< int8: calibration file (default: calibrate now)
   int calibration_samples = 8;  ///< int8 without a file: generated samples to calibrate on
-
-  /// Adds the positional argument and --batch, --input-size, --seed, --raw, --dtype,
-  /// --calibration, --calibration-samples; with
-  /// `onnx_flag`, also --onnx FILE as another way to name an ONNX model.
-  void add_options(CLI::App& command, bool onnx_flag = true);
-  /// Adds --dtype, --calibration and --calibration-samples only.
-  void add_dtype_options(CLI::App& command);
+  /// Where a calibration run now reports (one line); null: quiet.
+  std::ostream* log = nullptr;
+  /// Called with (samples done, samples) during a calibration run now (optional; it may throw to
+  /// stop the run).
+  std::function<void(int, int)> on_calibration_progress;
 };
 
 /// Whether `spec` names a graph file (.yaml or .onnx) rather than a built-in network.
@@ -50,4 +56,4 @@ Model load_model(const GraphSource& source);
 /// The f32 inference model of `source` whatever its dtype (for calibration and comparisons).
 Model load_f32_model(GraphSource source);
 
-}  // namespace stagecraft::cli
+}  // namespace stagecraft::session

@@ -1,10 +1,11 @@
-#include "cli/backend_options.h"
+#include "session/backend_session.h"
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
+#include <ostream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -14,23 +15,7 @@
 #include "profiler/layout_search.h"
 #include "scheduler/schedule.h"
 
-namespace stagecraft::cli {
-
-void BackendOptions::add_options(CLI::App& command, bool backend_default_cpu) {
-  if (backend_default_cpu) backend = "cpu";
-  command.add_option("--backend", backend, "backend to run and measure on: cpu | cuda");
-  command.add_option("--cache-dir", cache_dir,
-                     "profile cache directory (default: $STAGECRAFT_CACHE_DIR or "
-                     "~/.cache/stagecraft)");
-  command.add_option("--layout,--layouts", layout, "activation layout: nchw | nhwc | nChw8c | nChw16c, or "
-                                         "auto (a layout per tensor, chosen by measuring; "
-                                         "default: the backend's preferred)");
-  command.add_option("--streams", max_streams, "stream slots of the plan (default 8)")
-      ->check(CLI::PositiveNumber);
-  command.add_flag("--tf32", tf32, "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
-  command.add_flag("--stream-mode", stream_mode,
-                   "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
-}
+namespace stagecraft::session {
 
 executor::ExecutorOptions BackendOptions::executor_options() const {
   executor::ExecutorOptions options;
@@ -63,8 +48,8 @@ executor::PlanOptions BackendOptions::plan_options() const {
   return options;
 }
 
-Session Session::open(const BackendOptions& options, const std::string& spec) {
-  Session session;
+BackendSession BackendSession::open(const BackendOptions& options, const std::string& spec) {
+  BackendSession session;
   const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
                                          : spec;
   if (!options.backend.empty()) {
@@ -85,7 +70,7 @@ Session Session::open(const BackendOptions& options, const std::string& spec) {
 }
 
 executor::PlanOptions plan_options_for(const BackendOptions& options, const graph::Graph& graph,
-                                       Session& session) {
+                                       BackendSession& session) {
   executor::PlanOptions plan = options.plan_options();
   if (!options.auto_layout() || !session.backend) return plan;
   std::unique_ptr<profiler::ProfileCache> own_cache;
@@ -98,7 +83,8 @@ executor::PlanOptions plan_options_for(const BackendOptions& options, const grap
   profiler::LayoutSearchOptions search;
   search.measure.plan = plan;
   search.measure.executor = options.executor_options();
-  search.log = &std::cerr;
+  search.log = options.log;
+  search.on_progress = options.on_layout_progress;
   plan.value_layouts = profiler::choose_layouts(*session.backend, graph, *cache, search).value_layouts;
   // Schedules searched from now on are measured in these layouts.
   if (session.measured) session.measured->set_value_layouts(plan.value_layouts);
@@ -121,9 +107,12 @@ std::string report_fallbacks(const BackendOptions& options, const executor::Exec
                  ops.size() > kNamed ? cat(", +", ops.size() - kNamed, " more") : std::string(), ")");
   }
   const std::string wanted(graph::to_string(fallbacks.front().wanted));
+  static std::mutex warned_mutex;  // sessions may build plans on several threads (Python)
   static std::set<std::string> warned;
-  if (!options.layout.empty() && !options.auto_layout() && warned.insert(options.layout).second) {
-    std::cerr << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
+  const std::lock_guard<std::mutex> lock(warned_mutex);
+  if (options.log && !options.layout.empty() && !options.auto_layout() &&
+      warned.insert(options.layout).second) {
+    *options.log << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
               << " op(s) have only a reference kernel in " << wanted << " on this "
               << (plan.backend().name() == "cpu" ? "CPU" : "device") << " ("
               << plan.backend().description() << "); they run " << where
@@ -153,4 +142,4 @@ executor::PlanOptions layouts_of_file(const BackendOptions& options, const sched
   return plan;
 }
 
-}  // namespace stagecraft::cli
+}  // namespace stagecraft::session

@@ -1,0 +1,77 @@
+#include "cli/options.h"
+
+#include <iostream>
+
+namespace stagecraft::cli {
+
+void add_source_options(CLI::App& command, GraphSource& source, bool onnx_flag) {
+  source.log = &std::cerr;
+  auto* positional = command.add_option(
+      "network", source.spec, "built-in network name (see `stagecraft networks`), a graph file "
+                              "(.yaml) or an ONNX model (.onnx)");
+  if (onnx_flag) {
+    auto* onnx = command.add_option("--onnx", source.spec, "an ONNX model (instead of NETWORK)");
+    positional->excludes(onnx);
+    onnx->excludes(positional);
+  }
+  command.add_option("--batch", source.batch, "batch size (default: the network's or file's own, 1)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--input-size", source.input_size,
+                     "input height = width of a built-in network or an ONNX model (default: its "
+                     "own; required for an ONNX model with symbolic H, W)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--seed", source.seed, "seed of randomly wired networks (randwire*)");
+  command.add_flag("--raw", source.raw, "keep batch norms and activations as separate ops");
+  add_dtype_options(command, source);
+}
+
+void add_dtype_options(CLI::App& command, GraphSource& source) {
+  source.log = &std::cerr;
+  command.add_option("--dtype", source.dtype, "element type: f32 (default) | f16 (CUDA backend) | "
+                                              "int8 (quantised: u8/i8 activations, per-channel i8 "
+                                              "weights)")
+      ->check(CLI::IsMember({"f32", "f16", "int8"}));
+  command.add_option("--calibration", source.calibration,
+                     "int8: calibration file from `stagecraft calibrate` (default: calibrate on "
+                     "generated inputs now)");
+  command.add_option("--calibration-samples", source.calibration_samples,
+                     "int8 without --calibration: generated inputs to calibrate on (default 8)");
+}
+
+void add_backend_options(CLI::App& command, BackendOptions& options, bool backend_default_cpu) {
+  options.log = &std::cerr;
+  if (backend_default_cpu) options.backend = "cpu";
+  command.add_option("--backend", options.backend, "backend to run and measure on: cpu | cuda");
+  command.add_option("--cache-dir", options.cache_dir,
+                     "profile cache directory (default: $STAGECRAFT_CACHE_DIR or "
+                     "~/.cache/stagecraft)");
+  command.add_option("--layout,--layouts", options.layout,
+                     "activation layout: nchw | nhwc | nChw8c | nChw16c, or auto (a layout per "
+                     "tensor, chosen by measuring; default: the backend's preferred)");
+  command.add_option("--streams", options.max_streams, "stream slots of the plan (default 8)")
+      ->check(CLI::PositiveNumber);
+  command.add_flag("--tf32", options.tf32,
+                   "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
+  command.add_flag("--stream-mode", options.stream_mode,
+                   "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
+}
+
+void add_search_options(CLI::App& command, SearchSettings& settings) {
+  command.add_option("--mode", settings.mode, "dp stage kinds: both | merge | concurrent")
+      ->check(CLI::IsMember({"both", "merge", "concurrent"}));
+  command.add_option("-r,--max-group-size", settings.max_group_size, "ops per group (default 3)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("-s,--max-num-groups", settings.max_num_groups,
+                     "groups (streams) per stage (default 8)")
+      ->check(CLI::PositiveNumber);
+  command.add_flag("--unpruned", settings.unpruned,
+                   "search every ending and group partition (small graphs only)");
+  command.add_option("--max-part-transitions", settings.max_part_transitions,
+                     "split wider blocks into parts above this estimate (default 2e5)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--cost-model", settings.cost_model,
+                     "measured (on --backend; the default when one is given) | analytic:DEVICE "
+                     "(configs/devices/; default analytic:v100 without a backend)");
+}
+
+}  // namespace stagecraft::cli

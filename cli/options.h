@@ -1,0 +1,41 @@
+#pragma once
+/// The command-line options of the library's settings structs (session/): each add_* function
+/// registers flags that fill the given struct when the command line is parsed.
+
+#include <CLI/CLI.hpp>
+
+#include "session/backend_session.h"
+#include "session/search_settings.h"
+#include "session/source.h"
+
+namespace stagecraft::cli {
+
+using session::BackendOptions;
+using session::BackendSession;
+using session::GraphSource;
+using session::Model;
+using session::SearchSettings;
+using session::layouts_of_file;
+using session::load_f32_model;
+using session::load_model;
+using session::load_source;
+using session::plan_options_for;
+using session::record_layouts;
+using session::report_fallbacks;
+
+/// Adds the positional NETWORK|FILE argument and --batch, --input-size, --seed, --raw, --dtype,
+/// --calibration, --calibration-samples; with `onnx_flag`, also --onnx FILE as another way to
+/// name an ONNX model. User-facing lines (an int8 calibration run now) go to stderr.
+void add_source_options(CLI::App& command, GraphSource& source, bool onnx_flag = true);
+/// Adds --dtype, --calibration and --calibration-samples only.
+void add_dtype_options(CLI::App& command, GraphSource& source);
+
+/// Adds --backend, --cache-dir, --layout, --streams, --tf32, --stream-mode; with
+/// `backend_default_cpu`, --backend defaults to "cpu" instead of none. Progress and warnings go
+/// to stderr.
+void add_backend_options(CLI::App& command, BackendOptions& options, bool backend_default_cpu);
+
+/// Adds --mode, -r, -s, --unpruned, --max-part-transitions, --cost-model.
+void add_search_options(CLI::App& command, SearchSettings& settings);
+
+}  // namespace stagecraft::cli

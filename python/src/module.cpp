@@ -1,0 +1,603 @@
+// stagecraft._stagecraft: the C++ side of the Python package. Thin bindings over the libraries the
+// CLI uses (session/: sources, backend sessions, search settings, reports); the package in
+// python/stagecraft/ shapes the user-facing API (defaults, dicts, progress bars, DataFrames).
+//
+// Threads: every call that computes (loading an int8 model, searching, building a plan, running,
+// timing) releases the GIL. Progress callbacks take it back, call the Python callback and check
+// for signals, so Ctrl-C stops a search with KeyboardInterrupt. A session runs one call at a time
+// (its own mutex); two sessions run in parallel.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "executor/backend.h"
+#include "executor/executor.h"
+#include "executor/tensor.h"
+#include "graph/errors.h"
+#include "graph/onnx/tensor_files.h"
+#include "graph/quantize.h"
+#include "graph/yaml_io.h"
+#include "networks/registry.h"
+#include "profiler/calibration.h"
+#include "profiler/device_spec.h"
+#include "profiler/timing.h"
+#include "scheduler/schedule.h"
+#include "scheduler/schedule_yaml.h"
+#include "session/backend_session.h"
+#include "session/report.h"
+#include "session/search_settings.h"
+#include "session/source.h"
+
+namespace py = pybind11;
+
+namespace stagecraft::python {
+namespace {
+
+// ---- Progress and interrupts ------------------------------------------------------------------
+
+// Reports progress to a Python callable (or None) from code running without the GIL. Lives in the
+// binding function's frame (created and destroyed with the GIL held); the library's callbacks
+// hold a pointer to it, never a Python object.
+class Progress {
+ public:
+  explicit Progress(py::object callback) : callback_(std::move(callback)) {}
+
+  // Takes the GIL, checks for signals (KeyboardInterrupt propagates as error_already_set through
+  // the library back to Python) and calls callback(phase, done, total, seconds, text).
+  void report(const char* phase, double done, double total, double seconds,
+              const std::string& text) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!callback_.is_none()) callback_(phase, done, total, seconds, text);
+  }
+
+ private:
+  py::object callback_;
+};
+
+// ---- Models -----------------------------------------------------------------------------------
+
+// A loaded graph with its weights, shared by the schedules and sessions made from it.
+struct PyModel {
+  session::GraphSource source;  // how it was loaded (spec, batch, dtype, ...)
+  session::Model model;
+};
+using ModelPtr = std::shared_ptr<PyModel>;
+
+ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, uint64_t seed,
+                    const std::string& dtype, const std::string& calibration,
+                    int calibration_samples, py::object progress_callback) {
+  Progress progress(std::move(progress_callback));
+  auto m = std::make_shared<PyModel>();
+  m->source.spec = spec;
+  m->source.batch = batch;
+  m->source.input_size = input_size;
+  m->source.seed = seed;
+  m->source.dtype = dtype;
+  m->source.calibration = calibration;
+  m->source.calibration_samples = calibration_samples;
+  {
+    py::gil_scoped_release release;
+    session::GraphSource source = m->source;
+    source.on_calibration_progress = [&progress](int done, int all) {
+      progress.report("calibrate", done, all, 0, "");
+    };
+    m->model = session::load_model(source);
+  }
+  return m;
+}
+
+// [(name, shape, layout)] of graph values.
+py::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& ids) {
+  py::list out;
+  for (graph::ValueId id : ids) {
+    const graph::Value& v = g.value(id);
+    out.append(py::make_tuple(v.name, py::tuple(py::cast(v.desc.shape.dims())),
+                              std::string(graph::to_string(v.desc.dtype))));
+  }
+  return out;
+}
+
+// ---- Schedules --------------------------------------------------------------------------------
+
+struct PySchedule {
+  ModelPtr model;
+  scheduler::Schedule schedule;
+  py::dict stats;  // of the search that made it (empty when loaded)
+};
+using SchedulePtr = std::shared_ptr<PySchedule>;
+
+py::dict meta_dict(const scheduler::ScheduleMeta& m) {
+  py::dict d;
+  d["network"] = m.network;
+  d["graph_hash"] = m.graph_hash;
+  d["num_ops"] = m.num_ops;
+  d["batch"] = m.batch;
+  d["dtype"] = m.dtype;
+  d["device"] = m.device;
+  d["cost_model"] = m.cost_model;
+  d["strategy"] = m.search.strategy;
+  d["mode"] = m.search.mode;
+  d["r"] = m.search.max_group_size;
+  d["s"] = m.search.max_num_groups;
+  d["pruned"] = m.search.pruned;
+  d["predicted_ms"] = m.predicted_ms;
+  d["search_seconds"] = m.search_seconds;
+  d["layout"] = m.layout;
+  return d;
+}
+
+// [(kind, [[op names of a group]], predicted_ms)] per stage.
+py::list stage_list(const PySchedule& s) {
+  const graph::Graph& g = s.model->model.graph;
+  py::list out;
+  for (const scheduler::Stage& stage : s.schedule.stages) {
+    py::list groups;
+    for (const auto& group : stage.groups) {
+      py::list names;
+      for (graph::OpId id : group) names.append(g.op(id).name);
+      groups.append(names);
+    }
+    out.append(py::make_tuple(std::string(scheduler::to_string(stage.kind)), groups,
+                              stage.predicted_ms));
+  }
+  return out;
+}
+
+session::SearchSettings search_settings(const std::string& mode, int r, int s, bool unpruned,
+                                        double max_part_transitions,
+                                        const std::string& cost_model) {
+  session::SearchSettings settings;
+  settings.mode = mode;
+  settings.max_group_size = r;
+  settings.max_num_groups = s;
+  settings.unpruned = unpruned;
+  settings.max_part_transitions = max_part_transitions;
+  settings.cost_model = cost_model;
+  return settings;
+}
+
+session::BackendOptions backend_options(const std::string& backend, const std::string& cache_dir,
+                                        const std::string& layout, int streams, bool tf32,
+                                        bool stream_mode) {
+  session::BackendOptions options;
+  options.backend = backend;
+  options.cache_dir = cache_dir;
+  options.layout = layout;
+  options.max_streams = streams;
+  options.tf32 = tf32;
+  options.stream_mode = stream_mode;
+  return options;
+}
+
+// Hooks `progress` into the layout search of `options`.
+void watch_layouts(session::BackendOptions& options, Progress& progress) {
+  options.on_layout_progress = [&progress](size_t measured, double seconds) {
+    progress.report("layouts", static_cast<double>(measured), 0, seconds, "");
+  };
+}
+
+std::function<void(const scheduler::SearchProgress&)> watch_search(Progress& progress) {
+  return [&progress](const scheduler::SearchProgress& p) {
+    progress.report("search", static_cast<double>(p.block), static_cast<double>(p.num_blocks),
+                    p.seconds,
+                    cat(p.states, " states, ", p.transitions, " transitions"));
+  };
+}
+
+py::dict stats_dict(const scheduler::SearchStats& st, size_t measured, size_t cache_hits) {
+  py::dict d;
+  d["seconds"] = st.seconds;
+  d["blocks"] = st.blocks;
+  d["parts"] = st.parts;
+  d["states"] = st.states;
+  d["transitions"] = st.transitions;
+  d["stage_keys"] = st.stage_keys;
+  d["splits"] = st.splits;
+  d["measured"] = measured;
+  d["cache_hits"] = cache_hits;
+  return d;
+}
+
+SchedulePtr search(const ModelPtr& model, const std::string& strategy,
+                   const session::SearchSettings& settings, session::BackendOptions options,
+                   py::object progress_callback) {
+  Progress progress(std::move(progress_callback));
+  auto result = std::make_shared<PySchedule>();
+  result->model = model;
+  scheduler::SearchStats stats;
+  size_t measured = 0, hits = 0;
+  {
+    py::gil_scoped_release release;
+    // Only strategy names here (obtain_schedule would read any other name as a file): this
+    // throws the UsageError listing them.
+    if (!session::is_strategy_name(strategy)) scheduler::parse_strategy(strategy);
+    watch_layouts(options, progress);
+    session::BackendSession session = session::BackendSession::open(options, settings.cost_model);
+    if (options.auto_layout() && !session.backend) {
+      throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
+    }
+    const graph::Graph& g = model->model.graph;
+    const executor::PlanOptions plan =
+        session.backend ? session::plan_options_for(options, g, session) : options.plan_options();
+    result->schedule =
+        session::obtain_schedule(strategy, g, session, settings, &stats, watch_search(progress));
+    session::record_layouts(options, plan, result->schedule);
+    if (session.cache) session.cache->save();
+    if (session.measured) {
+      measured = session.measured->measurements();
+      hits = session.measured->cache_hits();
+    }
+  }
+  result->stats = stats_dict(stats, measured, hits);
+  return result;
+}
+
+SchedulePtr load_schedule(const std::string& path, const ModelPtr& model) {
+  auto result = std::make_shared<PySchedule>();
+  result->model = model;
+  py::gil_scoped_release release;
+  result->schedule = scheduler::load_schedule(path, model->model.graph);
+  return result;
+}
+
+SchedulePtr schedule_from_text(const std::string& text, const ModelPtr& model,
+                               const std::string& source) {
+  auto result = std::make_shared<PySchedule>();
+  result->model = model;
+  result->schedule = scheduler::schedule_from_yaml(text, model->model.graph, source);
+  return result;
+}
+
+// The schedule of `s` for the graph of `model`: the same object when made for it, else carried
+// over by op name through YAML (which checks that the graph is the one it was made for).
+scheduler::Schedule schedule_for(const PySchedule& s, const ModelPtr& model) {
+  if (s.model == model) return s.schedule;
+  return scheduler::schedule_from_yaml(scheduler::schedule_to_yaml(s.model->model.graph, s.schedule),
+                                       model->model.graph, "<schedule of " + s.schedule.meta.network + ">");
+}
+
+// ---- Sessions ---------------------------------------------------------------------------------
+
+// A model compiled for a backend with a schedule: plan and executor, ready to run.
+class PySession {
+ public:
+  // `schedule` is a strategy name or a schedule file when `given` is null.
+  PySession(ModelPtr model, const std::string& schedule, SchedulePtr given,
+            const session::SearchSettings& settings, session::BackendOptions options,
+            py::object progress_callback)
+      : model_(std::move(model)) {
+    Progress progress(std::move(progress_callback));
+    scheduler::SearchStats stats;
+    auto result = std::make_shared<PySchedule>();
+    result->model = model_;
+    {
+      py::gil_scoped_release release;
+      watch_layouts(options, progress);
+      backend_ = session::BackendSession::open(options, settings.cost_model);
+      if (!backend_.backend) throw UsageError("a session needs a backend (backend='cpu')");
+      const graph::Graph& g = model_->model.graph;
+      executor::PlanOptions plan_options = session::plan_options_for(options, g, backend_);
+      if (given) {
+        result->schedule = schedule_for(*given, model_);
+        plan_options = session::layouts_of_file(options, result->schedule, plan_options);
+      } else {
+        result->schedule =
+            session::obtain_schedule(schedule, g, backend_, settings, &stats, watch_search(progress));
+        if (session::is_strategy_name(schedule)) {
+          session::record_layouts(options, plan_options, result->schedule);
+        } else {
+          plan_options = session::layouts_of_file(options, result->schedule, plan_options);
+        }
+      }
+      if (backend_.cache) backend_.cache->save();
+      plan_ = std::make_unique<executor::ExecutionPlan>(g, result->schedule, model_->model.weights,
+                                                        *backend_.backend, plan_options);
+      plan_note_ = session::report_fallbacks(options, *plan_);
+      executor_ = std::make_unique<executor::Executor>(*plan_, nullptr, options.executor_options());
+    }
+    result->stats = stats_dict(stats, backend_.measured ? backend_.measured->measurements() : 0,
+                               backend_.measured ? backend_.measured->cache_hits() : 0);
+    schedule_ = result;
+  }
+
+  // One run: float32 C-contiguous arrays, one per graph input, already checked by the package.
+  std::vector<py::array_t<float>> run(const std::vector<py::array_t<float, py::array::c_style>>& xs) {
+    const graph::Graph& g = model_->model.graph;
+    if (xs.size() != g.inputs().size()) {
+      throw UsageError(cat("the graph takes ", g.inputs().size(), " input(s), got ", xs.size()));
+    }
+    std::vector<executor::HostTensor> inputs;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const graph::Shape& shape = g.value(g.inputs()[i]).desc.shape;
+      if (xs[i].size() != shape.numel()) {
+        throw UsageError(cat("input '", g.value(g.inputs()[i]).name, "': ", xs[i].size(),
+                             " elements, the graph input ", shape.to_string(), " has ",
+                             shape.numel()));
+      }
+      inputs.push_back(executor::HostTensor{shape, std::vector<float>(xs[i].data(),
+                                                                       xs[i].data() + xs[i].size())});
+    }
+    std::vector<executor::HostTensor> outputs;
+    {
+      py::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      outputs = executor_->run(inputs);
+    }
+    std::vector<py::array_t<float>> result;
+    for (const auto& t : outputs) {
+      py::array_t<float> a(t.shape.dims());
+      std::memcpy(a.mutable_data(), t.data.data(), t.data.size() * sizeof(float));
+      result.push_back(std::move(a));
+    }
+    return result;
+  }
+
+  const ModelPtr& model() const { return model_; }
+  const SchedulePtr& schedule() const { return schedule_; }
+  std::string plan_summary() const { return session::plan_summary(*plan_, plan_note_); }
+  std::string backend_name() const { return backend_.backend->name(); }
+  std::string device() const { return backend_.backend->device_fingerprint(); }
+  std::string description() const { return backend_.backend->description(); }
+  executor::Executor& executor() { return *executor_; }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  ModelPtr model_;
+  session::BackendSession backend_;
+  SchedulePtr schedule_;
+  std::unique_ptr<executor::ExecutionPlan> plan_;
+  std::string plan_note_;
+  std::unique_ptr<executor::Executor> executor_;
+  std::mutex mutex_;
+};
+
+// Times sessions in interleaved rounds on generated inputs (seed 1, as `stagecraft bench`);
+// returns the milliseconds of every run, per session.
+std::vector<std::vector<double>> time_sessions(const std::vector<PySession*>& sessions, int warmup,
+                                               int iters, py::object progress_callback) {
+  Progress progress(std::move(progress_callback));
+  py::gil_scoped_release release;
+  // Lock in address order so that two overlapping calls cannot deadlock.
+  std::vector<PySession*> order = sessions;
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (PySession* s : order) locks.emplace_back(s->mutex());
+  std::vector<executor::Executor*> executors;
+  for (PySession* s : sessions) {
+    const graph::Graph& g = s->model()->model.graph;
+    std::vector<executor::HostTensor> inputs;
+    for (graph::ValueId v : g.inputs()) {
+      inputs.push_back(executor::random_host_tensor(g.value(v).desc.shape, 1));
+    }
+    s->executor().set_inputs(inputs);
+    executors.push_back(&s->executor());
+  }
+  return profiler::interleaved_ms(executors, warmup, iters, [&progress](int done, int all) {
+    progress.report("bench", done, all, 0, "");
+  });
+}
+
+// Records value ranges of the f32 graph of `model` for int8 and writes them to `path`; returns
+// a summary dict.
+py::dict calibrate(const ModelPtr& model, int samples,
+                   const std::vector<py::array_t<float, py::array::c_style>>& xs,
+                   const std::string& method, double percentile, const std::string& path,
+                   py::object progress_callback) {
+  Progress progress(std::move(progress_callback));
+  const graph::Graph& g = model->model.graph;
+  profiler::CalibrationOptions options;
+  options.samples = samples;
+  options.method = method;
+  options.percentile = percentile;
+  for (const auto& x : xs) {
+    if (g.inputs().size() != 1) {
+      throw UsageError(cat("inputs give one sample per array, for graphs of one input; this one "
+                           "takes ", g.inputs().size()));
+    }
+    const graph::Shape& shape = g.value(g.inputs()[0]).desc.shape;
+    options.inputs.push_back(
+        {executor::HostTensor{shape, std::vector<float>(x.data(), x.data() + x.size())}});
+  }
+  options.progress = [&progress](int done, int all) {
+    progress.report("calibrate", done, all, 0, "");
+  };
+  graph::Calibration cal;
+  graph::QuantizeReport report;
+  {
+    py::gil_scoped_release release;
+    auto cpu = executor::make_backend("cpu");
+    cal = profiler::calibrate(g, model->model.weights, *cpu, options);
+    graph::save_calibration(cal, path);
+    graph::quantize(g, cal, &report);
+  }
+  py::dict d;
+  d["path"] = path;
+  d["network"] = cal.network;
+  d["method"] = cal.method;
+  d["percentile"] = cal.percentile;
+  d["samples"] = cal.samples;
+  d["values"] = cal.values.size();
+  d["int8_ops"] = report.int8_ops;
+  d["f32_ops"] = report.f32_ops;
+  d["conversions"] = report.conversions;
+  return d;
+}
+
+// ---- Errors -----------------------------------------------------------------------------------
+
+// Raises stagecraft.<name> (python/stagecraft/_errors.py) with the C++ message.
+void raise_as(const char* name, const std::exception& e) {
+  try {
+    py::object cls = py::module_::import("stagecraft._errors").attr(name);
+    PyErr_SetString(cls.ptr(), e.what());
+  } catch (py::error_already_set&) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());  // the module without its package
+  }
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const graph::ShapeError& e) {
+    raise_as("ShapeError", e);
+  } catch (const graph::FormatError& e) {
+    raise_as("FormatError", e);
+  } catch (const graph::GraphError& e) {
+    raise_as("GraphError", e);
+  } catch (const networks::NetworkError& e) {
+    raise_as("NetworkError", e);
+  } catch (const scheduler::ScheduleError& e) {
+    raise_as("ScheduleError", e);
+  } catch (const executor::BackendError& e) {
+    raise_as("BackendError", e);
+  } catch (const profiler::DeviceSpecError& e) {
+    raise_as("DeviceSpecError", e);
+  } catch (const IoError& e) {
+    raise_as("IoError", e);
+  } catch (const UsageError& e) {
+    raise_as("UsageError", e);
+  } catch (const Error& e) {
+    raise_as("Error", e);
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft::python
+
+PYBIND11_MODULE(_stagecraft, m) {
+  using namespace stagecraft;
+  using namespace stagecraft::python;
+  m.doc() = "C++ core of the stagecraft package (use the stagecraft package, not this module)";
+  py::register_exception_translator(&translate);
+
+  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
+      .def_property_readonly("name", [](const PyModel& x) { return x.model.graph.name(); })
+      .def_property_readonly("spec", [](const PyModel& x) { return x.source.spec; })
+      .def_property_readonly("seed", [](const PyModel& x) { return x.source.seed; })
+      .def_property_readonly("input_size", [](const PyModel& x) { return x.source.input_size; })
+      .def_property_readonly("calibration", [](const PyModel& x) { return x.source.calibration; })
+      .def_property_readonly("num_ops", [](const PyModel& x) { return x.model.graph.num_ops(); })
+      .def_property_readonly("dtype",
+                             [](const PyModel& x) { return graph::compute_type(x.model.graph); })
+      .def_property_readonly("hash",
+                             [](const PyModel& x) { return scheduler::graph_hash(x.model.graph); })
+      .def_property_readonly("inputs", [](const PyModel& x) {
+        return tensor_infos(x.model.graph, x.model.graph.inputs());
+      })
+      .def_property_readonly("outputs", [](const PyModel& x) {
+        return tensor_infos(x.model.graph, x.model.graph.outputs());
+      })
+      .def("save_yaml", [](const PyModel& x, const std::string& path) {
+        graph::save_graph(x.model.graph, path);
+      });
+  m.def("load_model", &load_model, py::arg("spec"), py::arg("batch"), py::arg("input_size"),
+        py::arg("seed"), py::arg("dtype"), py::arg("calibration"), py::arg("calibration_samples"),
+        py::arg("progress"));
+
+  py::class_<PySchedule, std::shared_ptr<PySchedule>>(m, "Schedule")
+      .def_property_readonly("model", [](const PySchedule& s) { return s.model; })
+      .def_property_readonly("meta", [](const PySchedule& s) { return meta_dict(s.schedule.meta); })
+      .def_property_readonly("stages", &stage_list)
+      .def_property_readonly("stats", [](const PySchedule& s) { return s.stats; })
+      .def_property_readonly("value_layouts", [](const PySchedule& s) {
+        std::vector<std::string> out;
+        for (graph::Layout l : s.schedule.value_layouts) out.emplace_back(graph::to_string(l));
+        return out;
+      })
+      .def("to_yaml_text", [](const PySchedule& s) {
+        return scheduler::schedule_to_yaml(s.model->model.graph, s.schedule);
+      })
+      .def("save", [](const PySchedule& s, const std::string& path) {
+        scheduler::save_schedule(s.model->model.graph, s.schedule, path);
+      })
+      .def("summary_text", [](const PySchedule& s) { return session::schedule_summary(s.schedule); })
+      .def("table_text", [](const PySchedule& s) {
+        return session::stage_table(s.model->model.graph, s.schedule);
+      })
+      .def("dot_text", [](const PySchedule& s) {
+        return scheduler::schedule_to_dot(s.model->model.graph, s.schedule);
+      });
+
+  m.def("search", [](const std::shared_ptr<PyModel>& model, const std::string& strategy,
+                     const std::string& mode, int r, int s, bool unpruned,
+                     double max_part_transitions, const std::string& cost_model,
+                     const std::string& backend, const std::string& cache_dir,
+                     const std::string& layout, int streams, py::object progress) {
+        return search(model, strategy,
+                      search_settings(mode, r, s, unpruned, max_part_transitions, cost_model),
+                      backend_options(backend, cache_dir, layout, streams, false, false),
+                      std::move(progress));
+      },
+      py::arg("model"), py::arg("strategy"), py::arg("mode"), py::arg("r"), py::arg("s"),
+      py::arg("unpruned"), py::arg("max_part_transitions"), py::arg("cost_model"),
+      py::arg("backend"), py::arg("cache_dir"), py::arg("layout"), py::arg("streams"),
+      py::arg("progress"));
+  m.def("load_schedule", [](const std::string& path, const std::shared_ptr<PyModel>& model) {
+        return load_schedule(path, model);
+      }, py::arg("path"), py::arg("model"));
+  m.def("schedule_from_text", [](const std::string& text, const std::shared_ptr<PyModel>& model,
+                                 const std::string& source) {
+        return schedule_from_text(text, model, source);
+      }, py::arg("text"), py::arg("model"), py::arg("source"));
+  m.def("read_schedule_meta", [](const std::string& path) {
+        return meta_dict(scheduler::read_schedule_meta(path));
+      }, py::arg("path"));
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init([](const std::shared_ptr<PyModel>& model, const std::string& schedule,
+                       const std::shared_ptr<PySchedule>& given, const std::string& mode, int r,
+                       int s, bool unpruned, double max_part_transitions,
+                       const std::string& cost_model, const std::string& backend,
+                       const std::string& cache_dir, const std::string& layout, int streams,
+                       bool tf32, bool stream_mode, py::object progress) {
+             return std::make_unique<PySession>(
+                 model, schedule, given,
+                 search_settings(mode, r, s, unpruned, max_part_transitions, cost_model),
+                 backend_options(backend, cache_dir, layout, streams, tf32, stream_mode),
+                 std::move(progress));
+           }),
+           py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
+           py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
+           py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
+           py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("progress"))
+      .def("run", &PySession::run, py::arg("inputs"))
+      .def_property_readonly("model", [](const PySession& x) { return x.model(); })
+      .def_property_readonly("schedule", &PySession::schedule)
+      .def_property_readonly("plan_summary", &PySession::plan_summary)
+      .def_property_readonly("backend", &PySession::backend_name)
+      .def_property_readonly("device", &PySession::device)
+      .def_property_readonly("description", &PySession::description);
+
+  m.def("time_sessions", &time_sessions, py::arg("sessions"), py::arg("warmup"), py::arg("iters"),
+        py::arg("progress"));
+  m.def("calibrate", &calibrate, py::arg("model"), py::arg("samples"), py::arg("inputs"),
+        py::arg("method"), py::arg("percentile"), py::arg("path"), py::arg("progress"));
+  m.def("summarise", [](const std::vector<double>& ms) {
+        const profiler::LatencySummary t = profiler::summarise(ms);
+        return py::make_tuple(t.median, t.p10, t.p90);
+      }, py::arg("samples_ms"));
+  m.def("networks", [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& n : networks::network_registry()) out.emplace_back(n.name, n.description);
+    return out;
+  });
+  m.def("backends", [] { return executor::backend_names(); });
+  m.def("default_cache_dir", [] { return profiler::ProfileCache::default_dir(); });
+  m.def("read_tensor_file", [](const std::string& path) {
+    graph::TensorFile f = graph::read_tensor_file(path);
+    py::array_t<float> a(f.shape.dims());
+    std::memcpy(a.mutable_data(), f.data.data(), f.data.size() * sizeof(float));
+    return a;
+  }, py::arg("path"));
+}

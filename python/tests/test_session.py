@@ -1,0 +1,137 @@
+"""Session: model info, the forms run() takes, schedules and dtypes giving the same outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stagecraft
+from conftest import random_input, relative_error
+
+
+def test_inputs_and_outputs_describe_the_graph(squeezenet_session):
+    (x,) = squeezenet_session.inputs
+    assert x.shape == (1, 3, 64, 64)
+    assert x.dtype == "float32"
+    assert x.graph_dtype == "f32"
+    (y,) = squeezenet_session.outputs
+    assert y.shape == (1, 1000)
+    assert y.name != x.name
+    assert squeezenet_session.backend == "cpu"
+    assert squeezenet_session.plan.startswith("plan: ")
+
+
+def test_run_takes_an_array_a_list_or_a_dict(squeezenet_session):
+    x = random_input((1, 3, 64, 64))
+    name = squeezenet_session.inputs[0].name
+    (a,) = squeezenet_session.run(x)
+    (b,) = squeezenet_session.run([x])
+    (c,) = squeezenet_session.run({name: x})
+    assert isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == (1, 1000)
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+    assert np.any(a != 0)
+    # A different input gives a different output (the input is really used).
+    (d,) = squeezenet_session.run(random_input((1, 3, 64, 64), seed=1))
+    assert not np.array_equal(a, d)
+
+
+def test_non_contiguous_input_is_read_in_logical_order(squeezenet_session):
+    x = random_input((1, 64, 64, 3)).transpose(0, 3, 1, 2)  # a strided view
+    assert not x.flags["C_CONTIGUOUS"]
+    (a,) = squeezenet_session.run(x)
+    (b,) = squeezenet_session.run(np.ascontiguousarray(x))
+    assert np.array_equal(a, b)
+
+
+def test_every_schedule_gives_the_sequential_result(squeezenet):
+    x = random_input((1, 3, 64, 64), seed=3)
+    (want,) = stagecraft.Session(squeezenet, schedule="sequential", progress=False).run(x)
+    found = stagecraft.schedule(squeezenet, "dp", cost_model="analytic:v100", progress=False)
+    assert any(len(st.groups) > 1 or st.kind == "merge" for st in found.stages)
+    for sch in ["greedy", "dp", found]:
+        sess = stagecraft.Session(squeezenet, schedule=sch, cost_model="analytic:v100",
+                                  progress=False)
+        (got,) = sess.run(x)
+        assert relative_error(got, want) < 1e-4, sch
+
+
+def test_session_runs_the_schedule_it_was_given(squeezenet):
+    found = stagecraft.schedule(squeezenet, "greedy", progress=False)
+    sess = stagecraft.Session(squeezenet, schedule=found, progress=False)
+    assert [st.groups for st in sess.schedule.stages] == [st.groups for st in found.stages]
+
+
+def test_a_schedule_of_an_equal_model_carries_over():
+    # Same network loaded twice: the schedule moves over by op name (graph hashes agree).
+    a = stagecraft.Model("squeezenet1_1", input_size=64)
+    b = stagecraft.Model("squeezenet1_1", input_size=64)
+    found = stagecraft.schedule(a, "greedy", progress=False)
+    sess = stagecraft.Session(b, schedule=found, progress=False)
+    assert len(sess.schedule) == len(found)
+
+
+def test_batch_and_layout_options(squeezenet):
+    sess = stagecraft.Session("squeezenet1_1", input_size=64, batch=2, layout="nhwc",
+                              schedule="sequential", progress=False)
+    assert sess.inputs[0].shape == (1 * 2, 3, 64, 64)
+    x = random_input((2, 3, 64, 64), seed=4)
+    (y,) = sess.run(x)
+    assert y.shape == (2, 1000)
+    # Each image of the batch gives what it gives alone (in the default layout).
+    single = stagecraft.Session(squeezenet, schedule="sequential", progress=False)
+    for i in range(2):
+        (want,) = single.run(x[i:i + 1])
+        assert relative_error(y[i:i + 1], want) < 1e-4
+    assert "nhwc" in sess.plan
+
+
+def test_int8_tracks_f32(tmp_path, squeezenet):
+    x = random_input((1, 3, 64, 64), seed=5)
+    (want,) = stagecraft.Session(squeezenet, schedule="sequential", progress=False).run(x)
+    info = stagecraft.calibrate(squeezenet, samples=4, path=tmp_path / "sq.calib.yaml",
+                                progress=False)
+    assert info["path"] == str(tmp_path / "sq.calib.yaml")
+    assert info["values"] > 0 and info["int8_ops"] > 0 and info["samples"] == 4
+    a = stagecraft.Session("squeezenet1_1", input_size=64, dtype="int8",
+                           calibration=info["path"], schedule="sequential", progress=False)
+    b = stagecraft.Session("squeezenet1_1", input_size=64, dtype="int8",
+                           calibration=info["path"], schedule="greedy", progress=False)
+    assert a.model.dtype == "int8"
+    (ya,) = a.run(x)
+    (yb,) = b.run(x)
+    assert np.array_equal(ya, yb)  # same calibration and kernels: same integers
+    cosine = float(np.dot(ya.ravel(), want.ravel()) /
+                   (np.linalg.norm(ya) * np.linalg.norm(want)))
+    assert cosine > 0.9
+
+
+def test_calibrate_on_given_inputs(tmp_path, squeezenet):
+    xs = [random_input((1, 3, 64, 64), seed=s) for s in range(2)]
+    info = stagecraft.calibrate(squeezenet, inputs=xs, method="percentile", percentile=99.9,
+                                path=tmp_path / "c.yaml", progress=False)
+    assert info["samples"] == 2 and info["method"] == "percentile"
+    assert (tmp_path / "c.yaml").read_text().startswith("calibration:")
+
+
+def test_time_reports_latency(squeezenet_session):
+    t = squeezenet_session.time(iters=3, warmup=1)
+    assert 0 < t["p10_ms"] <= t["median_ms"] <= t["p90_ms"]
+    assert t["images_per_s"] > 0
+
+
+def test_networks_and_backends():
+    nets = stagecraft.networks()
+    assert "inception_v3" in nets and "squeezenet1_1" in nets
+    assert "cpu" in stagecraft.backends()
+
+
+def test_onnx_model_runs_like_the_cli_export(tmp_path, cli, squeezenet):
+    # An ONNX export of the network (same weights) gives the same outputs through the package.
+    from conftest import run_cli
+    path = tmp_path / "sq.onnx"
+    run_cli(cli, "graph", "squeezenet1_1", "--input-size", "64", "--onnx", str(path))
+    sess = stagecraft.Session(str(path), schedule="sequential", progress=False)
+    x = random_input((1, 3, 64, 64), seed=6)
+    (got,) = sess.run(x)
+    (want,) = stagecraft.Session(squeezenet, schedule="sequential", progress=False).run(x)
+    assert relative_error(got, want) < 1e-5

@@ -1,0 +1,84 @@
+#include "session/report.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace stagecraft::session {
+
+using scheduler::Schedule;
+using scheduler::StageKind;
+
+namespace {
+
+std::string group_text(const graph::Graph& g, const std::vector<graph::OpId>& group) {
+  std::vector<std::string> names;
+  for (graph::OpId id : group) names.push_back(g.op(id).name);
+  return join(names, " > ");
+}
+
+}  // namespace
+
+std::string stage_table(const graph::Graph& g, const Schedule& s) {
+  TextTable table({"stage", "kind", "ops", "predicted ms", "groups (one per stream; > = in order)"},
+                  {TextTable::kRight, TextTable::kLeft, TextTable::kRight, TextTable::kRight});
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    const auto& stage = s.stages[i];
+    std::vector<std::string> groups;
+    for (const auto& group : stage.groups) groups.push_back(cat("[", group_text(g, group), "]"));
+    table.add_row({cat(i + 1), std::string(scheduler::to_string(stage.kind)),
+                   cat(stage.num_ops()), fixed(stage.predicted_ms, 4),
+                   stage.kind == StageKind::kMerge ? cat("merge ", join(groups, " + "))
+                                                   : join(groups, " | ")});
+  }
+  return table.render();
+}
+
+std::string schedule_summary(const Schedule& s) {
+  std::ostringstream out;
+  size_t merges = 0, concurrent = 0, max_groups = 0;
+  for (const auto& stage : s.stages) {
+    if (stage.kind == StageKind::kMerge) ++merges;
+    else if (stage.groups.size() > 1) ++concurrent;
+    max_groups = std::max(max_groups, stage.groups.size());
+  }
+  const auto& m = s.meta;
+  out << m.network << " (batch " << m.batch << ", " << m.dtype << "), " << m.cost_model
+      << ": " << m.search.strategy
+      << (m.search.strategy == "dp" ? cat(" ", m.search.mode, " r=", m.search.max_group_size,
+                                          " s=", m.search.max_num_groups,
+                                          m.search.pruned ? "" : " unpruned")
+                                    : std::string())
+      << "\n  predicted " << fixed(m.predicted_ms, 3) << " ms in " << s.stages.size()
+      << " stages (" << merges << " merge, " << concurrent << " concurrent with >1 group, "
+      << "at most " << max_groups << " groups)\n";
+  if (!s.meta.layout.empty()) {
+    std::map<std::string, size_t> counts;
+    for (graph::Layout l : s.value_layouts) ++counts[std::string(graph::to_string(l))];
+    out << "  layout " << s.meta.layout;
+    if (!counts.empty()) {
+      out << " (values:";
+      for (const auto& [name, n] : counts) out << " " << n << " " << name;
+      out << ")";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string plan_summary(const executor::ExecutionPlan& plan, const std::string& note) {
+  const auto& m = plan.memory();
+  std::ostringstream out;
+  out << "plan: " << plan.kernels().size() << " kernels on " << plan.num_streams()
+      << " stream(s), " << plan.num_events() << " events, layout " << plan.layout_summary()
+      << (note.empty() ? "" : " (" + note + ")") << "; activations "
+      << byte_size(static_cast<double>(m.activation_bytes)) << " with reuse ("
+      << byte_size(static_cast<double>(m.activation_bytes_without_reuse)) << " without), "
+      << m.views << " views, " << m.copies << " copies, workspace "
+      << byte_size(static_cast<double>(m.workspace_bytes));
+  return out.str();
+}
+
+}  // namespace stagecraft::session
