@@ -211,6 +211,10 @@ def main() -> int:
             rows.append(row)
             print(f"  rel err {row['rel_err']:.2e}, stagecraft {row['stagecraft_ms']:.2f} ms, "
                   f"ORT {row['ort_ms']:.2f} ms", file=sys.stderr, flush=True)
+        # After every model: a partial run still leaves a table.
+        write_report(Path(args.out), rows, args, onnxruntime.__version__, torch.__version__,
+                     torchvision.__version__)
+        (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
     write_report(Path(args.out), rows, args, onnxruntime.__version__, torch.__version__,
                  torchvision.__version__)
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
