@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pyenv import ROOT, reexec_in_venv  # noqa: E402
+from pyenv import ROOT, reexec_in_venv, torch_export  # noqa: E402
 
 PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch"]
 
@@ -234,11 +234,7 @@ def main() -> int:
         for exporter in ("ts", "dynamo"):
             path = out / f"{name}_{exporter}.onnx"
             tmp = out / f".{name}_{exporter}.tmp.onnx"
-            if exporter == "ts":
-                torch.onnx.export(module, (x,), str(tmp), opset_version=17, do_constant_folding=True,
-                                  dynamo=False)
-            else:
-                torch.onnx.export(module, (x,), str(tmp), opset_version=18, dynamo=True)
+            torch_export(module, x, tmp, exporter)
             model = onnx.load(str(tmp), load_external_data=True)
             model.producer_name += f" (stagecraft pattern '{name}')"
             onnx.save(model, str(path))  # weights inside: kilobytes

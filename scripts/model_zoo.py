@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+from pyenv import ROOT, machine, reexec_in_venv, torch_export  # noqa: E402
 
 PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision"]
 
@@ -90,11 +90,7 @@ def export(model, name: str, size: int, exporter: str, folder: Path) -> Path:
         return path
     x = torch.randn(1, 3, size, size)
     tmp = folder / f".{name}_{exporter}.tmp.onnx"
-    if exporter == "ts":
-        torch.onnx.export(model, (x,), str(tmp), opset_version=17, do_constant_folding=True,
-                          dynamo=False)
-    else:
-        torch.onnx.export(model, (x,), str(tmp), opset_version=18, dynamo=True)
+    torch_export(model, x, tmp, exporter)
     data = Path(str(tmp) + ".data")
     if data.exists():  # external weights: rename both, the model refers to the data file by name
         import onnx

@@ -29,6 +29,17 @@ def reexec_in_venv(tool: str, script: str, packages: list[str], modules: list[st
     os.execv(python, [python, script, *sys.argv[1:]])
 
 
+def torch_export(module, x, path: Path, exporter: str) -> None:
+    """Exports `module` at input `x` with one of PyTorch's exporters: "ts" (TorchScript,
+    opset 17, constants folded) or "dynamo" (opset 18)."""
+    import torch
+    if exporter == "ts":
+        torch.onnx.export(module, (x,), str(path), opset_version=17, do_constant_folding=True,
+                          dynamo=False)
+    else:
+        torch.onnx.export(module, (x,), str(path), opset_version=18, dynamo=True)
+
+
 def machine() -> str:
     """'CPU model, ISA family, N cores', for every table of timings."""
     model = "unknown CPU"

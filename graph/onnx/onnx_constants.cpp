@@ -19,12 +19,6 @@ namespace {
 
 using onnx::TensorProto;
 
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
 
 template <class T>
 void read_raw(const std::string& raw, std::vector<double>& out) {
@@ -52,6 +46,12 @@ ElemKind kind_of(int32_t onnx_type) {
     default:
       return ElemKind::kInt;
   }
+}
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
 }
 
 int64_t ConstTensor::numel() const { return product(dims); }

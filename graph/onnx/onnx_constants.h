@@ -21,6 +21,9 @@ enum class ElemKind { kFloat, kInt, kBool };
 /// The kind of an ONNX element type (TensorProto::DataType).
 ElemKind kind_of(int32_t onnx_type);
 
+/// The number of elements of a tensor of these dimensions (1 for a scalar).
+int64_t product(const std::vector<int64_t>& dims);
+
 /// A dense constant tensor (row-major).
 struct ConstTensor {
   ElemKind kind = ElemKind::kFloat;

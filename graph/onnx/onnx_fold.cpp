@@ -17,12 +17,6 @@ namespace {
 
 using onnx::TensorProto;
 
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
 [[noreturn]] void invalid(const std::string& why) { throw std::runtime_error(why); }
 
 // Row-major strides of `dims`.

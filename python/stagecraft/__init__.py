@@ -28,6 +28,7 @@ _configs = _os.path.join(_os.path.dirname(__file__), "configs")
 if _os.path.isdir(_configs):
     _os.environ.setdefault("STAGECRAFT_CONFIG_DIR", _configs)
 
+from . import _errors
 from ._errors import (BackendError, DeviceSpecError, Error, FormatError, GraphError, InputError,
                       IoError, NetworkError, ScheduleError, ShapeError, UsageError)
 
@@ -57,15 +58,5 @@ __all__ = [
     "load",
     "networks",
     "schedule",
-    "Error",
-    "IoError",
-    "UsageError",
-    "InputError",
-    "GraphError",
-    "ShapeError",
-    "FormatError",
-    "NetworkError",
-    "ScheduleError",
-    "BackendError",
-    "DeviceSpecError",
 ]
+__all__ += _errors.__all__  # the exception classes
