@@ -57,7 +57,7 @@ def classification_models(selected: list[str] | None) -> list[str]:
         unknown = [n for n in selected if n not in names]
         if unknown:
             sys.exit(f"model_zoo: unknown models {unknown} (known: {', '.join(names)})")
-        names = [n for n in names if n in selected]
+        names = list(dict.fromkeys(selected))  # the order given
     return names
 
 
