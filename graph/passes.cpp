@@ -1,5 +1,6 @@
 #include "graph/passes.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/strings.h"
@@ -144,11 +145,20 @@ Graph recognise_gated_activations(const Graph& graph, PassLog* log) {
 
 Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
+  // Depth of each op (longest path from an input, in ops; ops are in topological order).
+  std::vector<int> depth(graph.num_ops(), 0);
+  for (const Op& op : graph.ops()) {
+    for (ValueId v : op.inputs) {
+      const OpId p = graph.value(v).producer;
+      if (p != kNoOp) depth[op.id] = std::max(depth[op.id], depth[p] + 1);
+    }
+  }
   for (const Op& op : graph.ops()) {
     if (op.kind != OpKind::kAdd || op.inputs.size() != 2) continue;
     if (is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
-    // The later-produced operand's convolution takes the other as its residual (the other is
-    // then ready first in any order that respects the graph).
+    // The deeper operand's convolution takes the other as its residual: a short branch (a
+    // ResNet downsample shortcut) stays free to run beside the long one; ties go to the
+    // later-produced operand.
     std::optional<size_t> chosen;
     for (size_t slot = 0; slot < 2; ++slot) {
       const Value& in = graph.value(op.inputs[slot]);
@@ -159,7 +169,11 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
       if (a.residual || a.activation != Activation::kNone) continue;
       if (graph.consumers(in.id).size() != 1 || graph.is_output(in.id)) continue;
       if (in.desc.shape != graph.value(op.inputs[1 - slot]).desc.shape) continue;
-      if (!chosen || in.producer > graph.value(op.inputs[*chosen]).producer) chosen = slot;
+      const OpId best = chosen ? graph.value(op.inputs[*chosen]).producer : kNoOp;
+      if (!chosen || depth[in.producer] > depth[best] ||
+          (depth[in.producer] == depth[best] && in.producer > best)) {
+        chosen = slot;
+      }
     }
     if (!chosen) continue;
     const Op& conv = graph.op(graph.value(op.inputs[*chosen]).producer);

@@ -103,6 +103,35 @@ TEST(Passes, InferenceGraphsKeepMacsAndOutputs) {
             0u);
 }
 
+// ResNet-50's 16 residual additions become convolutions reading the shortcut (with the ReLU
+// after the addition); the 4 downsample shortcut convolutions stay plain, free to run beside the
+// main branch; quantised graphs and the unfused option keep the additions.
+TEST(Passes, ResidualAdditionsFuseIntoTheDeeperConvolution) {
+  const Graph raw = networks::build_network("resnet50");
+  PassLog log;
+  const Graph g = prepare_for_inference(raw, &log);
+  EXPECT_EQ(count_ops(g, OpKind::kAdd), 0u);
+  EXPECT_EQ(log.residual.size(), 16u);
+  size_t residual = 0, downsample = 0;
+  for (const Op& op : g.ops()) {
+    if (op.kind != OpKind::kConv2d) continue;
+    const auto& a = op.attrs_as<Conv2dAttrs>();
+    if (op.name.find("downsample") != std::string::npos) {
+      ++downsample;
+      EXPECT_FALSE(a.residual) << op.name << " took the residual: the shortcut no longer runs beside the main branch";
+    }
+    if (a.residual) {
+      ++residual;
+      EXPECT_EQ(op.inputs.size(), 2u) << op.name;
+      EXPECT_EQ(a.activation, Activation::kRelu) << op.name;
+    }
+  }
+  EXPECT_EQ(residual, 16u);
+  EXPECT_EQ(downsample, 4u);
+  const Graph unfused = prepare_for_inference(raw, nullptr, {.fuse_residual_adds = false});
+  EXPECT_EQ(count_ops(unfused, OpKind::kAdd), 16u);
+}
+
 TEST(Passes, WithBatchReinfersEveryShape) {
   const Graph g = networks::build_network("squeezenet1_1");
   const Graph g8 = with_batch(g, 8);
