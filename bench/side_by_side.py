@@ -179,7 +179,14 @@ def main() -> int:
         x = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
         qdq = quantised_onnx(path, x, args.work)
         fp32 = stagecraft.Session(str(path), cache_dir=str(args.work / "cache"))
-        s8 = stagecraft.Session(str(path), dtype="int8", cache_dir=str(args.work / "cache"))
+        # Both int8 models calibrated on the same kind of samples as the input (N(0, 1)): the
+        # generated calibration inputs (uniform in [-1, 1)) clip a third of such an input.
+        samples = [np.random.default_rng(i + 1).standard_normal(x.shape).astype(np.float32)
+                   for i in range(8)]
+        calib = args.work / "inception_v3_normal.calib.yaml"
+        stagecraft.calibrate(str(path), inputs=samples, path=str(calib))
+        s8 = stagecraft.Session(str(path), dtype="int8", calibration=str(calib),
+                                cache_dir=str(args.work / "cache"))
         ort32, ort8 = ort_session(path), ort_session(qdq)
         n32, n8 = ort32.get_inputs()[0].name, ort8.get_inputs()[0].name
         engines = {"stagecraft f32": lambda: fp32.run(x)[0], "stagecraft int8": lambda: s8.run(x)[0],
