@@ -196,29 +196,16 @@ void DeviceContext::shutdown() {
 }
 
 void DeviceContext::upload(void* dst, const void* src, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!alive_) throw BackendError("cuda: the backend is shut down");
-  if (!pinned_ && cudaHostAlloc(&pinned_, kStagingBytes, cudaHostAllocDefault) == cudaSuccess) {
-    pinned_bytes_ = kStagingBytes;
-  }
-  cudaGetLastError();
-  const auto* from = static_cast<const char*>(src);
-  auto* to = static_cast<char*>(dst);
-  if (!pinned_) {
-    // No pinned memory: the driver stages the pageable copy; the synchronisation still orders it.
-    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, setup_.stream));
-    STAGECRAFT_CUDA_CHECK(cudaStreamSynchronize(setup_.stream));
-    return;
-  }
-  for (size_t done = 0; done < bytes; done += pinned_bytes_) {
-    const size_t part = std::min(pinned_bytes_, bytes - done);
-    std::memcpy(pinned_, from + done, part);
-    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(to + done, pinned_, part, cudaMemcpyHostToDevice, setup_.stream));
-    STAGECRAFT_CUDA_CHECK(cudaStreamSynchronize(setup_.stream));
-  }
+  transfer(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 void DeviceContext::download(void* dst, const void* src, size_t bytes) {
+  transfer(dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+// Through the pinned staging buffer in parts, each synchronised before the buffer is reused (or,
+// without pinned memory, one pageable copy the driver stages; the synchronisation still orders it).
+void DeviceContext::transfer(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!alive_) throw BackendError("cuda: the backend is shut down");
   if (!pinned_ && cudaHostAlloc(&pinned_, kStagingBytes, cudaHostAllocDefault) == cudaSuccess) {
@@ -228,15 +215,18 @@ void DeviceContext::download(void* dst, const void* src, size_t bytes) {
   const auto* from = static_cast<const char*>(src);
   auto* to = static_cast<char*>(dst);
   if (!pinned_) {
-    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, setup_.stream));
+    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, kind, setup_.stream));
     STAGECRAFT_CUDA_CHECK(cudaStreamSynchronize(setup_.stream));
     return;
   }
+  const bool up = kind == cudaMemcpyHostToDevice;
   for (size_t done = 0; done < bytes; done += pinned_bytes_) {
     const size_t part = std::min(pinned_bytes_, bytes - done);
-    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(pinned_, from + done, part, cudaMemcpyDeviceToHost, setup_.stream));
+    if (up) std::memcpy(pinned_, from + done, part);
+    STAGECRAFT_CUDA_CHECK(cudaMemcpyAsync(up ? to + done : pinned_, up ? pinned_ : from + done, part,
+                                          kind, setup_.stream));
     STAGECRAFT_CUDA_CHECK(cudaStreamSynchronize(setup_.stream));
-    std::memcpy(to + done, pinned_, part);
+    if (!up) std::memcpy(to + done, pinned_, part);
   }
 }
 

@@ -87,6 +87,7 @@ class DeviceContext {
  private:
   explicit DeviceContext(int device);
   void destroy(StreamHandles& h);
+  void transfer(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 
   int device_ = 0;
   cudaDeviceProp prop_{};

@@ -106,6 +106,20 @@ void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& w
   expect_close(r.second, want8, tolerance, what + " (new inputs after capture)");
 }
 
+// Runs `m` twice (seed-7 then seed-8 inputs) in graph and stream mode in `layout` and compares
+// both runs with the CPU's; graph mode must capture.
+void expect_graph_and_stream_match(const Model& m, const Schedule& s, graph::Layout layout,
+                                   const std::vector<HostTensor>& want7,
+                                   const std::vector<HostTensor>& want8, double tolerance,
+                                   const std::string& what) {
+  for (bool graph_mode : {true, false}) {
+    const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
+    EXPECT_EQ(r.captured, graph_mode) << what;
+    expect_both_runs_close(r, want7, want8, tolerance,
+                           cat(what, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
+  }
+}
+
 TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
   SKIP_WITHOUT_GPU();
   for (int64_t batch : {1, 3}) {
@@ -113,14 +127,9 @@ TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
     const Model m{raw, graph::random_weights(raw, 5)};
     const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
     const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+    // Graph mode captures (the linear layer's cuBLAS GEMM included: fixed workspace).
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
-      for (bool graph_mode : {true, false}) {
-        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
-        // Graph mode captures (the linear layer's cuBLAS GEMM included: fixed workspace).
-        EXPECT_EQ(r.captured, graph_mode);
-        expect_both_runs_close(r, want7, want8, kF32Tolerance,
-                               cat("batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
-      }
+      expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance, cat("batch ", batch));
     }
   }
 }
@@ -197,21 +206,11 @@ TEST(CudaBackend, NewOpKindsMatchTheCpuInEveryLayoutAndMode) {
     const Model m{raw, graph::random_weights(raw, 4)};
     const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
     const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+    const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
+    const Schedule half_s = stagecraft::testing::analytic_schedule(half.graph, Strategy::kSequential);
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
-      for (bool graph_mode : {true, false}) {
-        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
-        EXPECT_EQ(r.captured, graph_mode);
-        expect_both_runs_close(r, want7, want8, kF32Tolerance,
-                               cat("f32 batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
-      }
-      const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
-      const Schedule half_s = stagecraft::testing::analytic_schedule(half.graph, Strategy::kSequential);
-      for (bool graph_mode : {true, false}) {
-        const RunResult r = run_twice(gpu(), half, half_s, layout, graph_mode);
-        EXPECT_EQ(r.captured, graph_mode);
-        expect_both_runs_close(r, want7, want8, kF16Tolerance,
-                               cat("f16 batch ", batch, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
-      }
+      expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance, cat("f32 batch ", batch));
+      expect_graph_and_stream_match(half, half_s, layout, want7, want8, kF16Tolerance, cat("f16 batch ", batch));
     }
   }
 }
@@ -227,13 +226,8 @@ TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
   for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
     const Schedule s = stagecraft::testing::analytic_schedule(m.graph, strategy);
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
-      for (bool graph_mode : {true, false}) {
-        const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
-        EXPECT_EQ(r.captured, graph_mode);
-        expect_both_runs_close(r, want7, want8, kF32Tolerance,
-                               cat(scheduler::to_string(strategy), " ", graph::to_string(layout),
-                                   graph_mode ? " graph" : " stream"));
-      }
+      expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance,
+                                    std::string(scheduler::to_string(strategy)));
     }
   }
   const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "common/strings.h"
 #include "executor/backend.h"
 #include "executor/cuda/element_ops.h"
 #include "executor/cuda/op_params.h"
@@ -657,6 +658,17 @@ TEST(CudaElementOps, BinaryOpsMatchTheCpu) {
   }
 }
 
+// The first (n, c, h, w) of `d` where ok(n, c, h, w) is false, as "n,c,h,w"; "" when none.
+template <class F>
+std::string first_mismatch(const Dims4& d, F ok) {
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t c = 0; c < d.c; ++c)
+      for (int64_t h = 0; h < d.h; ++h)
+        for (int64_t w = 0; w < d.w; ++w)
+          if (!ok(n, c, h, w)) return stagecraft::cat(n, ",", c, ",", h, ",", w);
+  return "";
+}
+
 // The CPU broadcasts only the second operand; the CUDA kernel reads a broadcast first input as the
 // second with the operation swapped, in any mix of layouts. Against direct loops.
 TEST(CudaElementOps, BinaryBroadcastsTheFirstOperandInAnyLayouts) {
@@ -671,14 +683,12 @@ TEST(CudaElementOps, BinaryBroadcastsTheFirstOperandInAnyLayouts) {
       const Bytes xa = wide_floats(a, 5), xb = wide_floats(b, 6);
       const Bytes got = run_binary_body(spec, {xa, xb}, {});
       const Dims4 ad = dims_of(a), bd = dims_of(b), yd = dims_of(y);
-      for (int64_t n = 0; n < 2; ++n)
-        for (int64_t c = 0; c < 8; ++c)
-          for (int64_t h = 0; h < 3; ++h)
-            for (int64_t x = 0; x < 5; ++x) {
-              const float want = as<float>(xa)[offset(ad, n, c, 0, 0)] - as<float>(xb)[offset(bd, n, c, h, x)];
-              ASSERT_EQ(as<float>(got)[offset(yd, n, c, h, x)], want)
-                  << graph::to_string(la) << " - " << graph::to_string(lb) << " at " << n << "," << c << "," << h << "," << x;
-            }
+      EXPECT_EQ(first_mismatch(yd, [&](int64_t n, int64_t c, int64_t h, int64_t x) {
+                  return as<float>(got)[offset(yd, n, c, h, x)] ==
+                         as<float>(xa)[offset(ad, n, c, 0, 0)] - as<float>(xb)[offset(bd, n, c, h, x)];
+                }),
+                "")
+          << graph::to_string(la) << " - " << graph::to_string(lb);
     }
   }
 }
@@ -695,14 +705,11 @@ TEST(CudaElementOps, BinaryBroadcastsBothOperands) {
   const Bytes xa = wide_floats(a, 7), xb = wide_floats(b, 8);
   const Bytes got = run_binary_body(spec, {xa, xb}, {});
   const Dims4 ad = dims_of(a), bd = dims_of(b), yd = dims_of(y);
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t c = 0; c < 8; ++c)
-      for (int64_t h = 0; h < 3; ++h)
-        for (int64_t x = 0; x < 5; ++x) {
-          ASSERT_EQ(as<float>(got)[offset(yd, n, c, h, x)],
-                    as<float>(xa)[offset(ad, n, c, 0, x)] + as<float>(xb)[offset(bd, n, c, h, 0)])
-              << n << "," << c << "," << h << "," << x;
-        }
+  EXPECT_EQ(first_mismatch(yd, [&](int64_t n, int64_t c, int64_t h, int64_t x) {
+              return as<float>(got)[offset(yd, n, c, h, x)] ==
+                     as<float>(xa)[offset(ad, n, c, 0, x)] + as<float>(xb)[offset(bd, n, c, h, 0)];
+            }),
+            "");
 }
 
 // A squeeze-and-excitation gate in NHWC: the stores, the dense operand's loads and the broadcast
