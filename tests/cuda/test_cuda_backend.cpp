@@ -487,14 +487,7 @@ TEST(CudaBackend, Int8ConvolutionsMatchTheCpu) {
   for (const Case& c : {Case{3, 6, graph::DataType::kU8, graph::DataType::kU8},
                         Case{5, 8, graph::DataType::kI8, graph::DataType::kU8},
                         Case{8, 10, graph::DataType::kU8, graph::DataType::kF32}}) {
-    graph::Conv2dAttrs a;
-    a.in_channels = c.cin;
-    a.out_channels = c.cout;
-    a.kernel = graph::Hw::square(3);
-    a.stride = graph::Hw::square(2);
-    a.padding = graph::Pads{1, 1, 1, 1};
-    a.bias = true;
-    a.activation = graph::Activation::kRelu6;
+    const graph::Conv2dAttrs a = stagecraft::testing::int8_test_conv(c.cin, c.cout);
     graph::OpWeights w;
     for (int64_t i = 0; i < c.cout * c.cin * 9; ++i) w.weight.push_back(static_cast<float>((i * 29) % 23 - 11) / 60.0f);
     for (int64_t i = 0; i < c.cout; ++i) w.bias.push_back(static_cast<float>(i % 3) * 0.1f);

@@ -445,14 +445,7 @@ TEST(CudaElementOps, QuantisedAdditionMatchesTheCpu) {
 // requantisation() told of the halving. Against the CPU's int8 convolution.
 TEST(CudaElementOps, Int8ConvolutionPathMatchesTheCpu) {
   for (DataType src_type : {DataType::kI8, DataType::kU8}) {
-    graph::Conv2dAttrs a;
-    a.in_channels = 3;
-    a.out_channels = 6;
-    a.kernel = graph::Hw::square(3);
-    a.stride = graph::Hw::square(2);
-    a.padding = graph::Pads{1, 1, 1, 1};
-    a.bias = true;
-    a.activation = graph::Activation::kRelu6;
+    const graph::Conv2dAttrs a = stagecraft::testing::int8_test_conv(3, 6);
     graph::OpWeights w;
     std::mt19937 rng(9);
     std::uniform_real_distribution<float> u(-0.5f, 0.5f);

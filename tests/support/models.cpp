@@ -29,6 +29,18 @@ Model network(const std::string& name, int64_t size, int64_t batch,
   return model_of(networks::build_network(name, options), 1, passes);
 }
 
+graph::Conv2dAttrs int8_test_conv(int64_t in_channels, int64_t out_channels) {
+  graph::Conv2dAttrs a;
+  a.in_channels = in_channels;
+  a.out_channels = out_channels;
+  a.kernel = graph::Hw::square(3);
+  a.stride = graph::Hw::square(2);
+  a.padding = graph::Pads{1, 1, 1, 1};
+  a.bias = true;
+  a.activation = graph::Activation::kRelu6;
+  return a;
+}
+
 graph::Graph every_op_graph(int64_t batch) {
   NetBuilder b("every_op", batch, 8, 13, 13);
   auto x = b.input();

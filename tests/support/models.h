@@ -35,6 +35,9 @@ Model network(const std::string& name, int64_t size, int64_t batch = 1,
 /// a 3-input add, split, slice, a cropping pad, depthwise conv, softmax, two outputs).
 graph::Graph every_op_graph(int64_t batch);
 
+/// The convolution of the int8 kernel tests: 3x3, stride 2, padding 1, bias, ReLU6.
+graph::Conv2dAttrs int8_test_conv(int64_t in_channels, int64_t out_channels);
+
 /// Ops whose channel counts do not fill blocks of 8 or 16 (`width` channels, e.g. 12, 78 or 308,
 /// at `size` x `size`): convolutions (plain, grouped with 4-channel groups, depthwise), additions
 /// of two and three inputs with and without an activation, pooling, batch norm, unaligned split
