@@ -49,8 +49,7 @@ def engines_for(name: str, onnx_path: Path, model, x, args):
     """name -> callable running one inference on x (returns the output as numpy)."""
     import torch
     import stagecraft
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from model_zoo import ort_session
+    from model_zoo import ort_session  # scripts/ is on sys.path (set at import)
 
     engines = {}
     t0 = time.perf_counter()
@@ -149,7 +148,6 @@ def main() -> int:
     import numpy as np
     import onnxruntime
     import torch
-    sys.path.insert(0, str(ROOT / "scripts"))
     from model_zoo import RESOLUTION, calibrated_model, export, ort_session
 
     args.work.mkdir(parents=True, exist_ok=True)
