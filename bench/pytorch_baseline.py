@@ -225,7 +225,7 @@ class GraphModel(nn.Module):
                 bn.running_mean.copy_(self._param(weights, f"{name}/mean"))
                 bn.running_var.copy_(self._param(weights, f"{name}/var"))
             k = self._module(bn)
-            fn = lambda m, x, k=k: m[k](x[0])
+            fn = lambda m, x, k=k, act=act: _activate(m[k](x[0]), act)  # a fused activation after it
         elif kind in ("relu", "relu6", "sigmoid"):
             fn = lambda m, x, a=kind: _activate(x[0], a)
         elif kind in ("max_pool", "avg_pool"):

@@ -74,6 +74,12 @@ int PlanIR::root(int v) const {
   return v;
 }
 
+size_t PlanIR::offset_in_root(int v) const {
+  size_t offset = 0;
+  for (; values[v].parent >= 0; v = values[v].parent) offset += values[v].offset;
+  return offset;
+}
+
 void* PlanIR::allocate(size_t bytes) {
   buffers.push_back(backend.allocate(bytes + options.guard_bytes));
   buffer_bytes.push_back(bytes);

@@ -128,6 +128,7 @@ Activation fused_activation(OpKind kind, const OpAttrs& attrs) {
   switch (kind) {
     case OpKind::kConv2d:
     case OpKind::kLinear:
+    case OpKind::kBatchNorm:
     case OpKind::kAdd:
     case OpKind::kBinary:
       return std::visit(

@@ -141,12 +141,14 @@ struct Conv2dAttrs {
   bool operator==(const Conv2dAttrs&) const = default;
 };
 
-/// Batch normalisation in inference form: y = (x - mean) / sqrt(var + eps) * gamma + beta.
+/// Batch normalisation in inference form: y = act((x - mean) / sqrt(var + eps) * gamma + beta).
 struct BatchNormAttrs {
-  double eps = 1e-5;  ///< variance epsilon
+  double eps = 1e-5;                          ///< variance epsilon
+  Activation activation = Activation::kNone;  ///< fused activation (a pre-activation DenseNet's BN+ReLU)
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("eps", a.eps, FieldRule::kOptional);
+    v("activation", a.activation, FieldRule::kOptional);
   }
   bool operator==(const BatchNormAttrs&) const = default;
 };

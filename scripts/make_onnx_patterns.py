@@ -188,6 +188,26 @@ def modules():
             x = F.pad(x, [pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2])
             return self.conv(x)
 
+    class DenseBlock(nn.Module):  # densenet: pre-activation BN + ReLU, growing concatenations
+        def __init__(self, growth):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 16, 3, 1, 1, bias=False)
+            self.layers = nn.ModuleList(
+                nn.Sequential(nn.BatchNorm2d(16 + i * growth), nn.ReLU(),
+                              nn.Conv2d(16 + i * growth, 2 * growth, 1, bias=False),
+                              nn.BatchNorm2d(2 * growth), nn.ReLU(),
+                              nn.Conv2d(2 * growth, growth, 3, 1, 1, bias=False))
+                for i in range(3))
+            self.transition = nn.Sequential(nn.BatchNorm2d(16 + 3 * growth), nn.ReLU(),
+                                            nn.Conv2d(16 + 3 * growth, 8, 1, bias=False),
+                                            nn.AvgPool2d(2, 2))
+
+        def forward(self, x):
+            features = [self.stem(x)]
+            for layer in self.layers:
+                features.append(layer(torch.cat(features, 1)))
+            return self.transition(torch.cat(features, 1))
+
     return {
         "partial_residual": (PartialResidual(), (1, 3, 6, 6)),
         "tf_same_padding": (TfSamePadding(), (1, 3, 9, 9)),
@@ -201,12 +221,15 @@ def modules():
         "grouped_convs": (GroupedConvs(), (1, 3, 8, 8)),
         "shared_weights": (SharedWeights(), (1, 3, 6, 6)),
         "slice_and_concat": (SliceAndConcat(), (1, 3, 8, 8)),
+        "dense_block": (DenseBlock(8), (1, 3, 8, 8)),
+        "dense_block_growth12": (DenseBlock(12), (2, 3, 8, 8)),
     }
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(ROOT / "tests" / "onnx" / "patterns"))
+    p.add_argument("--only", default="", help="comma-separated pattern names (default: all)")
     args = p.parse_args()
     reexec_in_venv("make_onnx_patterns", __file__, PACKAGES, PACKAGES)
     import numpy as np
@@ -218,7 +241,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     failed = 0
+    only = [n for n in args.only.split(",") if n]
     for name, (module, shape) in modules().items():
+        if only and name not in only:
+            continue
         module.eval()
         for m in module.modules():  # non-trivial batch-norm statistics
             if isinstance(m, torch.nn.BatchNorm2d):

@@ -1,6 +1,6 @@
 // Element-wise ops on oneDNN: activations (ReLU, leaky ReLU, ReLU6, sigmoid, hard sigmoid, hard
-// swish, SiLU),
-// scaling, batch normalisation and softmax.
+// swish, SiLU), scaling, batch normalisation (a fused ReLU by the primitive's fuse_norm_relu,
+// other fused activations as in-place eltwise steps after it) and softmax.
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
@@ -38,11 +38,20 @@ std::vector<EltwiseStep> steps_of(const KernelSpec& spec) {
 
 dnnl::batch_normalization_forward::primitive_desc bn_pd(const KernelSpec& spec, const DnnlContext& ctx) {
   const auto& a = std::get<graph::BatchNormAttrs>(spec.attrs);
-  dnnl::batch_normalization_forward::desc d(
-      dnnl::prop_kind::forward_inference, md(spec.srcs[0]), static_cast<float>(a.eps),
-      dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
-          dnnl::normalization_flags::use_shift);
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (a.activation == Activation::kRelu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]),
+                                            static_cast<float>(a.eps), flags);
   return {d, make_attr(), ctx.engine};
+}
+
+// A batch norm's fused activation other than ReLU (which the primitive applies itself): eltwise
+// steps run in place on its output.
+std::vector<EltwiseStep> bn_activation_steps(const KernelSpec& spec) {
+  const Activation act = std::get<graph::BatchNormAttrs>(spec.attrs).activation;
+  if (act == Activation::kRelu) return {};
+  return eltwise_steps(act, relu6_bound(spec.dsts[0]));
 }
 
 dnnl::softmax_forward::primitive_desc softmax_pd(const KernelSpec& spec, const DnnlContext& ctx) {
@@ -84,6 +93,9 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
               {DNNL_ARG_SCALE, copy_vector(ctx.engine, w.gamma)},
               {DNNL_ARG_SHIFT, copy_vector(ctx.engine, w.beta)}}},
             scratch(pd));
+      if (const auto steps = bn_activation_steps(spec); !steps.empty()) {
+        k.add_eltwise_steps(ctx, steps, dst, dst_slot(0), dst_slot(0));
+      }
       return pd.impl_info_str();
     }
     case OpKind::kSoftmax: {

@@ -1,7 +1,7 @@
 // Element-wise ops by own kernels (element_ops.h): ReLU, ReLU6 (clipped at the bound of
 // kernel_math.h in the destination's units), sigmoid, hard sigmoid (the op's slope and offset),
 // hard swish, SiLU, leaky ReLU, scale, inference batch norm (a per-channel
-// scale and shift), additions (f32/f16: up to kMaxAddInputs inputs per launch, longer sums
+// scale and shift, then its fused activation in place), additions (f32/f16: up to kMaxAddInputs inputs per launch, longer sums
 // accumulate into the output; 8-bit: every input rescaled into the output's units), softmax.
 // Flat kernels read and write packs of 4 elements when the tensors are aligned.
 #include <cmath>
@@ -19,7 +19,8 @@ using Refs = FnKernel::Refs;
 
 std::unique_ptr<Kernel> batch_norm(const KernelSpec& spec, BuildContext& ctx) {
   const auto& w = *spec.weights;
-  const double eps = std::get<graph::BatchNormAttrs>(spec.attrs).eps;
+  const auto& attrs = std::get<graph::BatchNormAttrs>(spec.attrs);
+  const double eps = attrs.eps;
   std::vector<float> scale(w.gamma.size()), shift(w.gamma.size());
   for (size_t c = 0; c < scale.size(); ++c) {
     scale[c] = static_cast<float>(w.gamma[c] / std::sqrt(static_cast<double>(w.var[c]) + eps));
@@ -28,8 +29,13 @@ std::unique_ptr<Kernel> batch_norm(const KernelSpec& spec, BuildContext& ctx) {
   const DeviceFloats sc(*ctx.device, scale), sh(*ctx.device, shift);
   const Elem e = elem_of(spec.srcs[0].dtype);
   const Dims4 d = dims_of(spec.srcs[0]);
+  ActParams act;
+  act.act = act_of(attrs.activation);
+  act.relu6_max = relu6_bound(spec.dsts[0]);
+  const int64_t n = spec.dsts[0].shape.numel();
   return std::make_unique<FnKernel>("own batch norm", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
     launch_scale_shift(e, srcs[0].data, dsts[0].data, sc.get(), sh.get(), d, s.get());
+    if (act.act != Act::kNone) launch_act(e, dsts[0].data, dsts[0].data, n, act, s.get());
   });
 }
 

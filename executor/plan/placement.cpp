@@ -117,20 +117,79 @@ class Placement {
     ir_.op_tasks[convs[0]] = std::move(list);
   }
 
-  void plan_concat(const graph::Op& op) {
-    const int out = op.outputs[0];
-    const TensorDesc od = ir_.values[out].desc;  // a copy: new_value() may move `values`
-    // Views only when every part is a dense slice of the output.
-    std::vector<size_t> offsets;
+  // Byte offsets of a concatenation's parts inside its output; false unless every part is a dense
+  // slice of it (only then can the parts be views).
+  bool part_offsets(const graph::Op& op, std::vector<size_t>* offsets) const {
+    const TensorDesc& od = ir_.values[op.outputs[0]].desc;
     int64_t c0 = 0;
-    bool all_dense = true;
     for (ValueId v : op.inputs) {
       size_t offset = 0;
       const int64_t c = ir_.values[v].desc.shape[1];
-      all_dense = all_dense && dense_slice(od, c0, c, &offset);
-      offsets.push_back(offset);
+      if (!dense_slice(od, c0, c, &offset)) return false;
+      offsets->push_back(offset);
       c0 += c;
     }
+    return true;
+  }
+
+  // Concatenations whose inputs are a contiguous run of another's, as DenseNet's growing feature
+  // lists cat(x0, x1), cat(x0, x1, x2), ...: each is placed inside the smallest one that contains
+  // it, so that every part is written once, where the largest concatenation wants it. Fills
+  // host_[op] = (containing concatenation, index of the run's first input).
+  void find_concat_hosts() {
+    host_.assign(g_.num_ops(), {graph::kNoOp, 0});
+    std::vector<OpId> concats;
+    for (const graph::Op& op : g_.ops()) {
+      if (op.kind == OpKind::kConcat && op.inputs.size() > 1) concats.push_back(op.id);
+    }
+    for (OpId a : concats) {
+      const auto& run = g_.op(a).inputs;
+      for (OpId b : concats) {
+        const auto& all = g_.op(b).inputs;
+        // (size, id) grows along host links, so they form no cycles.
+        if (b == a || all.size() < run.size() || (all.size() == run.size() && b < a)) continue;
+        const OpId current = host_[a].first;
+        if (current != graph::kNoOp && g_.op(current).inputs.size() <= all.size()) continue;
+        const auto at = std::search(all.begin(), all.end(), run.begin(), run.end());
+        if (at != all.end()) host_[a] = {b, static_cast<size_t>(at - all.begin())};
+      }
+    }
+  }
+
+  // Places a concatenation's output inside its host's (find_concat_hosts) when both hold their
+  // parts as views and store elements alike. Returns false when the parts should rather be copied
+  // here: the host holds its parts as views but this output cannot live inside it (a graph
+  // output, say), so the parts stay free to be written straight into the host.
+  bool place_in_host(const graph::Op& op) {
+    const auto [host, first] = host_[op.id];
+    const int out = op.outputs[0];
+    if (host == graph::kNoOp || ir_.values[out].parent >= 0) return true;
+    const graph::Op& h = g_.op(host);
+    std::vector<size_t> host_offsets, own;
+    if (!part_offsets(h, &host_offsets) || !same_storage(ir_.values[out].desc, ir_.values[h.outputs[0]].desc)) {
+      return true;  // the host copies its parts anyway
+    }
+    if (g_.is_output(out) || !part_offsets(op, &own)) return false;
+    ir_.make_view(out, h.outputs[0], host_offsets[first]);
+    return true;
+  }
+
+  // Whether value v is already a view at `offset` inside `out` (placed there for a smaller
+  // concatenation inside this one): its producer writes it where this concatenation wants it.
+  // (Copies are never reused this way: the task that made one need not run before this
+  // concatenation's readers.)
+  bool already_placed(int v, int out, size_t offset) const {
+    return ir_.values[v].parent >= 0 && ir_.root(v) == ir_.root(out) &&
+           ir_.offset_in_root(v) == ir_.offset_in_root(out) + offset;
+  }
+
+  void plan_concat(const graph::Op& op) {
+    const int out = op.outputs[0];
+    const bool parts_may_be_views = place_in_host(op);
+    const TensorDesc od = ir_.values[out].desc;  // a copy: new_value() may move `values`
+    // Views only when every part is a dense slice of the output.
+    std::vector<size_t> offsets;
+    const bool all_dense = part_offsets(op, &offsets);
     if (!all_dense) {
       std::vector<int> srcs;
       for (size_t i = 0; i < op.inputs.size(); ++i) srcs.push_back(ir_.src_value(op, i));
@@ -142,7 +201,8 @@ class Placement {
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const ValueId v = op.inputs[i];
       const int64_t c = ir_.values[v].desc.shape[1];
-      if (const size_t taken = place_merged_run(op, i, offsets[i]); taken > 0) {
+      if (already_placed(static_cast<int>(v), out, offsets[i])) continue;
+      if (const size_t taken = parts_may_be_views ? place_merged_run(op, i, offsets[i]) : 0; taken > 0) {
         i += taken - 1;  // a merged convolution's whole output lands in the concatenation
         continue;
       }
@@ -150,7 +210,7 @@ class Placement {
       const graph::Value& value = g_.value(v);
       const bool produced = value.producer != graph::kNoOp ||
                             (ir_.options.inputs_may_be_views && ir_.alias[v] == static_cast<int>(v));
-      const bool eligible = produced && ir_.values[v].parent < 0 && !repeated &&
+      const bool eligible = parts_may_be_views && produced && ir_.values[v].parent < 0 && !repeated &&
                             same_storage(ir_.values[v].desc, od) &&
                             (value.producer == graph::kNoOp || g_.op(value.producer).outputs.size() == 1);
       if (eligible) {
@@ -252,6 +312,7 @@ class Placement {
 
   void order_tasks() {
     ir_.op_tasks.assign(g_.num_ops(), {});
+    find_concat_hosts();
     std::vector<bool> merged(g_.num_ops(), false);
     for (const Stage& stage : ir_.schedule.stages) {
       if (stage.kind != StageKind::kMerge) continue;
@@ -313,6 +374,7 @@ class Placement {
 
   PlanIR& ir_;
   const graph::Graph& g_;
+  std::vector<std::pair<OpId, size_t>> host_;  // find_concat_hosts
 };
 
 }  // namespace

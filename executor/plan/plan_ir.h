@@ -62,7 +62,6 @@ struct ValueInfo {
   size_t offset = 0;    ///< byte offset inside the parent
   bool pinned = false;  ///< never shares memory (graph inputs, outputs)
   std::vector<int> children;
-  std::vector<int> writers;  ///< tasks writing exactly this value
 };
 
 /// A kernel to create.
@@ -126,6 +125,8 @@ struct PlanIR {
   int src_value(const graph::Op& op, size_t slot) const;
   /// The value a view chain ends in.
   int root(int v) const;
+  /// Byte offset of `v` inside its root.
+  size_t offset_in_root(int v) const;
   /// Allocates a buffer of `bytes` (plus the guard of PlanOptions::guard_bytes).
   void* allocate(size_t bytes);
 };

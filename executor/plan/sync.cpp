@@ -1,5 +1,6 @@
-// Plan pass 3: synchronisation. A task depends on the tasks that wrote what it reads (through
-// views, in both directions) and on earlier writers of a tensor it writes a slice of; tasks on one
+// Plan pass 3: synchronisation. A task depends on the earlier tasks that wrote any byte it reads
+// or writes (views resolve to byte ranges of their root tensor, so a concatenation's part, the
+// whole, and a smaller concatenation placed inside it all see each other's writers); tasks on one
 // stream are ordered by the stream, dependencies across streams become events (per other stream
 // only the latest one). The happens-before sets are what the memory pass reuses buffers by.
 #include <algorithm>
@@ -12,28 +13,44 @@ namespace stagecraft::executor::planning {
 
 namespace {
 
-void collect_subtree_writers(const PlanIR& ir, int v, std::vector<int>& out) {
-  out.insert(out.end(), ir.values[v].writers.begin(), ir.values[v].writers.end());
-  for (int c : ir.values[v].children) collect_subtree_writers(ir, c, out);
-}
+// Where each value's bytes lie: its root and the byte range inside it.
+struct Extent {
+  int root = -1;
+  size_t begin = 0, end = 0;
+  bool overlaps(const Extent& o) const { return root == o.root && begin < o.end && o.begin < end; }
+};
 
-// Tasks that must finish before a task reading value v can start.
-std::vector<int> producers_of(const PlanIR& ir, int v) {
-  std::vector<int> deps;
-  collect_subtree_writers(ir, v, deps);
-  for (int p = ir.values[v].parent; p >= 0; p = ir.values[p].parent) {
-    deps.insert(deps.end(), ir.values[p].writers.begin(), ir.values[p].writers.end());
+// The writes to each root, as (task, extent written).
+class Writes {
+ public:
+  explicit Writes(const PlanIR& ir) : extents_(ir.values.size()), by_root_(ir.values.size()) {
+    for (size_t v = 0; v < ir.values.size(); ++v) {
+      const int i = static_cast<int>(v);
+      const size_t begin = ir.offset_in_root(i);
+      extents_[v] = {ir.root(i), begin, begin + static_cast<size_t>(ir.values[v].desc.bytes())};
+    }
+    for (size_t t = 0; t < ir.tasks.size(); ++t) {
+      for (int v : ir.tasks[t].dsts) by_root_[extents_[v].root].push_back({static_cast<int>(t), extents_[v]});
+    }
   }
-  return deps;
-}
+  // Tasks before `task` that write bytes of value v.
+  void earlier_writers(int v, int task, std::set<int>& out) const {
+    const Extent& e = extents_[v];
+    for (const auto& [t, written] : by_root_[e.root]) {
+      if (t < task && written.overlaps(e)) out.insert(t);
+    }
+  }
+
+ private:
+  std::vector<Extent> extents_;
+  std::vector<std::vector<std::pair<int, Extent>>> by_root_;
+};
 
 }  // namespace
 
 void synchronise(PlanIR& ir) {
   const size_t n = ir.tasks.size();
-  for (size_t t = 0; t < n; ++t) {
-    for (int v : ir.tasks[t].dsts) ir.values[v].writers.push_back(static_cast<int>(t));
-  }
+  const Writes writes(ir);
   ir.before.assign(n, Bits(n));
   ir.waits.assign(n, {});
   std::vector<int> last_on_stream(static_cast<size_t>(std::max(1, ir.options.max_streams)), -1);
@@ -42,14 +59,9 @@ void synchronise(PlanIR& ir) {
   for (size_t t = 0; t < n; ++t) {
     const int ti = static_cast<int>(t);
     std::set<int> deps;
-    for (int v : ir.tasks[t].srcs)
-      for (int d : producers_of(ir, v))
-        if (d < ti) deps.insert(d);
-    // Write-after-write of overlapping regions: a task writing a slice waits for whole writes.
-    for (int v : ir.tasks[t].dsts)
-      for (int p = ir.values[v].parent; p >= 0; p = ir.values[p].parent)
-        for (int d : ir.values[p].writers)
-          if (d < ti) deps.insert(d);
+    // Read-after-write and write-after-write of the same bytes, whichever values name them.
+    for (int v : ir.tasks[t].srcs) writes.earlier_writers(v, ti, deps);
+    for (int v : ir.tasks[t].dsts) writes.earlier_writers(v, ti, deps);
     const int stream = ir.tasks[t].stream;
     if (last_on_stream[stream] >= 0) {
       ir.before[t].merge(ir.before[last_on_stream[stream]]);

@@ -186,8 +186,10 @@ class Exporter {
         for (auto [suffix, data] : {std::pair{"/scale", &w.gamma}, {"/B", &w.beta}, {"/mean", &w.mean}, {"/var", &w.var}}) {
           in.push_back(floats(op.name + suffix, *data, {c}));
         }
-        real(node("BatchNormalization", op.name, in, {out}), "epsilon",
-             static_cast<float>(op.attrs_as<BatchNormAttrs>().eps));
+        const auto& a = op.attrs_as<BatchNormAttrs>();
+        real(node("BatchNormalization", op.name, in, {pre_activation(a.activation, out)}), "epsilon",
+             static_cast<float>(a.eps));
+        emit_activation(op, a.activation, out);
         return;
       }
       case OpKind::kRelu:

@@ -437,8 +437,10 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kConv2d:
       return {conv2d(x, op.attrs_as<graph::Conv2dAttrs>(), weights_of(weights, op),
                      srcs.size() > 1 ? srcs[1] : nullptr)};
-    case OpKind::kBatchNorm:
-      return {batch_norm(x, op.attrs_as<graph::BatchNormAttrs>(), weights_of(weights, op))};
+    case OpKind::kBatchNorm: {
+      const auto& a = op.attrs_as<graph::BatchNormAttrs>();
+      return {activate_all(batch_norm(x, a, weights_of(weights, op)), a.activation)};
+    }
     case OpKind::kRelu:
     case OpKind::kRelu6:
     case OpKind::kSigmoid:

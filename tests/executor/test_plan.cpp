@@ -282,6 +282,42 @@ TEST(Plan, ConcatenationsAreViewsAndMemoryIsReused) {
   EXPECT_EQ(no_reuse.memory().activation_bytes, no_reuse.memory().activation_bytes_without_reuse);
 }
 
+TEST(Plan, GrowingConcatenationsAreWrittenOnceAndEqualTheReferenceLoops) {
+  // DenseNet's cat(f0, f1), cat(f0, f1, f2), ...: with parts on channel-block boundaries every
+  // concatenation is a view inside the last one (no copies but for a concatenation that is a
+  // graph output); with growth 12 in nChw8c parts are
+  // not dense slices and the concatenations copy. Either way every layout and schedule gives the
+  // reference loops' result, and each pre-activation BN carries its ReLU.
+  for (int64_t growth : {8, 12}) {
+    for (int64_t batch : {1, 2}) {
+      const graph::Graph raw = stagecraft::testing::dense_block_graph(batch, 16, growth, 4);
+      const graph::WeightStore weights = graph::random_weights(raw, 11);
+      const auto want = testing::reference_run(raw, weights, inputs_of(raw));
+      const Model m = model_of(raw, 11);
+      EXPECT_EQ(graph::count_ops(m.graph, graph::OpKind::kRelu), 0u);
+      for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw8c,
+                                   graph::Layout::kNChw16c}) {
+        PlanOptions options;
+        options.layout = layout;
+        const std::string where = cat("growth ", growth, " batch ", batch, " ", graph::to_string(layout));
+        for (auto strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
+          const Schedule s = strategy == Strategy::kDp
+                                 ? schedule_of(m.graph, strategy, scheduler::DpMode::kConcurrent)
+                                 : schedule_of(m.graph, strategy);
+          expect_close(run(m, s, options), want, cat(where, " ", scheduler::to_string(strategy)));
+        }
+        if (growth == 8 && batch == 1 && layout == graph::Layout::kNChw8c) {
+          ExecutionPlan plan(m.graph, schedule_of(m.graph, Strategy::kSequential), m.weights, cpu(), options);
+          // Only the second concatenation, a graph output of its own, copies its two parts.
+          EXPECT_EQ(plan.memory().copies, 2u) << where;
+          for (const auto& k : plan.kernels())
+            for (graph::OpId id : k.ops) EXPECT_NE(m.graph.op(id).kind, graph::OpKind::kConcat) << where;
+        }
+      }
+    }
+  }
+}
+
 TEST(Plan, GroupsRunOnStreamsJoinedByEventsAndTraceShowsThem) {
   const Model m = network("googlenet", 64);
   const Schedule greedy = schedule_of(m.graph, Strategy::kGreedy);

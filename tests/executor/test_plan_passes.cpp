@@ -159,6 +159,53 @@ TEST(PlanPasses, PlacementMakesConcatenationPartsViews) {
   }
 }
 
+TEST(PlanPasses, PlacementNestsAConcatenationInsideTheLargerOneThatContainsIt) {
+  // cat(x0, x1) is a run of cat(x0, x1, x2), planned first: the smaller becomes a view at the
+  // start of the larger, no part is copied, and no concatenation runs a kernel.
+  NetBuilder nb("nested", 1, 8, 8, 8);
+  auto x = nb.input();
+  auto x0 = nb.conv(x, square_conv(8, 1), "x0");
+  auto x1 = nb.conv(x, square_conv(16, 1), "x1");
+  auto x2 = nb.conv(x, square_conv(8, 1), "x2");
+  auto big = nb.concat({x0, x1, x2}, "big");
+  auto small = nb.concat({x0, x1}, "small");
+  auto a = nb.conv(small, square_conv(8, 1), "a");
+  auto b = nb.conv(big, square_conv(8, 1), "b");
+  const auto m = stagecraft::testing::model_of(std::move(nb).finish({a, b}));
+  const auto s = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+  FakeBackend backend;
+  PlanOptions options;
+  options.layout = Layout::kNChw8c;
+  PlanIR ir(m.graph, s, m.weights, backend, options);
+  describe_values(ir);
+  legalise_layouts(ir);
+  convert_inputs(ir);
+  place_tasks(ir);
+  const graph::Graph& g = m.graph;
+  const auto out = [&](const char* name) { return static_cast<int>(g.op(op(g, name)).outputs[0]); };
+  EXPECT_EQ(ir.values[out("small")].parent, out("big"));
+  EXPECT_EQ(ir.values[out("small")].offset, 0u);
+  EXPECT_EQ(ir.memory.copies, 0u);
+  for (const char* part : {"x0", "x1", "x2"}) EXPECT_EQ(ir.root(out(part)), out("big")) << part;
+  EXPECT_EQ(ir.offset_in_root(out("x2")), 24u * 8 * 8 * sizeof(float));
+  // x0 is a view of the larger concatenation, not of the smaller one: synchronisation must still
+  // make `a` (reading the smaller) wait for x0's writer on another stream.
+  int x0_task = -1, a_task = -1;
+  for (size_t t = 0; t < ir.tasks.size(); ++t) {
+    if (ir.tasks[t].ops.empty()) continue;
+    if (ir.tasks[t].ops[0] == op(g, "x0")) {
+      ir.tasks[t].stream = 1;
+      x0_task = static_cast<int>(t);
+    }
+    if (ir.tasks[t].ops[0] == op(g, "a")) a_task = static_cast<int>(t);
+  }
+  ASSERT_GE(x0_task, 0);
+  ASSERT_GE(a_task, 0);
+  synchronise(ir);
+  EXPECT_TRUE(ir.before[a_task].test(x0_task));
+  EXPECT_EQ(ir.waits[a_task].size(), 1u);
+}
+
 TEST(PlanPasses, SynchronisationUsesEventsOnlyAcrossStreams) {
   FakeBackend backend;
   auto b = build_until_placement(backend, Layout::kNChw8c);

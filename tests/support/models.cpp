@@ -1,5 +1,6 @@
 #include "support/models.h"
 
+#include "common/strings.h"
 #include "graph/passes.h"
 #include "networks/builder.h"
 #include "networks/registry.h"
@@ -91,6 +92,25 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size) {
   auto gap = b.global_avg_pool(cat, "gap");
   auto fc = b.linear(b.flatten(gap, "flatten"), 10, true, "fc");
   return std::move(b).finish({fc, cat});
+}
+
+graph::Graph dense_block_graph(int64_t batch, int64_t stem, int64_t growth, int layers) {
+  NetBuilder b("dense_block", batch, 3, 8, 8);
+  const auto bn_relu = [&](graph::ValueId x, const std::string& name) {
+    return b.relu(b.bn(x, 1e-5, name + "/bn"), name + "/relu");
+  };
+  std::vector<graph::ValueId> features{b.conv(b.input(), square_conv(stem, 3, 1, 1), "stem")};
+  graph::ValueId second_cat = features[0];
+  for (int i = 1; i <= layers; ++i) {
+    const std::string name = cat("layer", i);
+    const graph::ValueId in = features.size() == 1 ? features[0] : b.concat(features, name + "/cat");
+    if (features.size() == 2) second_cat = in;
+    auto h = b.conv(bn_relu(in, name + "/1"), square_conv(2 * growth, 1), name + "/conv1");
+    features.push_back(b.conv(bn_relu(h, name + "/2"), square_conv(growth, 3, 1, 1), name + "/conv2"));
+  }
+  auto all = b.concat(features, "block/cat");
+  auto t = b.conv(bn_relu(all, "transition"), square_conv(stem, 1), "transition/conv");
+  return std::move(b).finish({b.avg_pool(t, 2, 2, 0, true, false, "transition/pool"), second_cat});
 }
 
 graph::Graph modern_ops_graph(int64_t batch, int64_t width) {

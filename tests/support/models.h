@@ -51,6 +51,13 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 /// shuffle, a leaky ReLU, a global max pool and a reshape to N×C.
 graph::Graph modern_ops_graph(int64_t batch, int64_t width);
 
+/// A pre-activation dense block (DenseNet): layer i reads the concatenation of the stem and every
+/// earlier layer's output through batch norm + ReLU, so the concatenations cat(f0, f1),
+/// cat(f0, f1, f2), ... grow one part at a time; a transition (BN, ReLU, 1x1 conv, average pool)
+/// follows. Outputs: the transition, and the second concatenation (a concatenation that is itself
+/// a graph output).
+graph::Graph dense_block_graph(int64_t batch, int64_t stem, int64_t growth, int layers);
+
 /// Random inputs for every graph input.
 std::vector<executor::HostTensor> inputs_of(const graph::Graph& g, uint64_t seed = 7);
 
