@@ -163,42 +163,23 @@ __global__ void pool_kernel(const T* x, Dims4 in, T* y, Dims4 out, PoolParams p)
   GRID_LOOP(i, out.numel()) { pool_at(x, in, y, out, p, i); }
 }
 
-template <class T>
-__global__ void global_avg_kernel(const T* x, T* y, Dims4 in) {
-  GRID_LOOP(i, in.n * in.c) { global_avg_at(x, in, y, i); }
+template <class R, class T>
+__global__ void global_pool_kernel(const T* x, T* y, Dims4 in) {
+  GRID_LOOP(i, in.n * in.c) { global_pool_at<R>(x, in, y, i); }
 }
 
 // NCHW: one warp per H×W plane (lanes read neighbouring addresses), reduced by shuffles. The loop
 // bound is the same for every lane of a warp, so the full-warp shuffles are safe.
-template <class T>
-__global__ void global_avg_planes_kernel(const T* x, T* y, Dims4 in) {
+template <class R, class T>
+__global__ void global_pool_planes_kernel(const T* x, T* y, Dims4 in) {
   const int64_t planes = in.n * in.c;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
   for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
        nc < planes; nc += warps) {
-    float acc = plane_partial_sum(x, in, nc, lane, kWarp);
-    for (int o = kWarp / 2; o > 0; o /= 2) acc += __shfl_down_sync(kFullWarp, acc, o);
-    if (lane == 0) store(y, nc, acc / static_cast<float>(in.h * in.w));
-  }
-}
-
-template <class T>
-__global__ void global_max_kernel(const T* x, T* y, Dims4 in) {
-  GRID_LOOP(i, in.n * in.c) { global_max_at(x, in, y, i); }
-}
-
-// NCHW: one warp per plane, as global_avg_planes_kernel, reduced by maximum.
-template <class T>
-__global__ void global_max_planes_kernel(const T* x, T* y, Dims4 in) {
-  const int64_t planes = in.n * in.c;
-  const int lane = static_cast<int>(threadIdx.x % kWarp);
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
-  for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
-       nc < planes; nc += warps) {
-    float acc = plane_partial_max(x, in, nc, lane, kWarp);
-    for (int o = kWarp / 2; o > 0; o /= 2) acc = fmaxf(acc, __shfl_down_sync(kFullWarp, acc, o));
-    if (lane == 0) store(y, nc, acc);
+    float acc = plane_partial<R>(x, in, nc, lane, kWarp);
+    for (int o = kWarp / 2; o > 0; o /= 2) acc = R::fold(acc, __shfl_down_sync(kFullWarp, acc, o));
+    if (lane == 0) store(y, nc, R::result(acc, in.h * in.w));
   }
 }
 
@@ -400,6 +381,18 @@ void rows_copy(const void* src, void* dst, const RowsCopy& r, cudaStream_t s) {
                                                                  static_cast<U*>(dst), r);
 }
 
+// NHWC: one thread per (n, c); NCHW: one warp per plane.
+template <class R>
+void launch_global_pool(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  if (in.nhwc) {
+    DISPATCH(e, (global_pool_kernel<R, T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  } else {
+    DISPATCH(e, (global_pool_planes_kernel<R, T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  }
+}
+
 }  // namespace
 
 void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, float relu6_max,
@@ -418,16 +411,6 @@ void launch_binary(Elem e, const void* x, const Dims4& xd, const void* o, Elem o
     binary_on(static_cast<const __half*>(x), xd, o, o_elem, od, static_cast<__half*>(y), yd, p, s);
   } else {
     binary_on(static_cast<const float*>(x), xd, o, o_elem, od, static_cast<float*>(y), yd, p, s);
-  }
-}
-
-void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
-  if (in.nhwc) {
-    DISPATCH(e, (global_max_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  } else {
-    DISPATCH(e, (global_max_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
   }
 }
 
@@ -484,13 +467,11 @@ void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& o
 }
 
 void launch_global_avg(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
-  if (in.nhwc) {
-    DISPATCH(e, (global_avg_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  } else {
-    DISPATCH(e, (global_avg_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  }
+  launch_global_pool<MeanReduction>(e, x, y, in, s);
+}
+
+void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  launch_global_pool<MaxReduction>(e, x, y, in, s);
 }
 
 void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_t src_c0,
