@@ -18,13 +18,21 @@ struct Named {
   std::string_view name;
 };
 
+/// The entry whose name is `name`, or nullptr.
+template <class Entry, size_t N>
+const Entry* entry_named(const Entry (&table)[N], std::string_view name) {
+  for (const Entry& e : table)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
 /// The value whose name is `name`, or nullopt.
 template <class Entry, size_t N>
 auto value_named(const Entry (&table)[N], std::string_view name)
     -> std::optional<decltype(table[0].value)> {
-  for (const Entry& e : table)
-    if (e.name == name) return e.value;
-  return std::nullopt;
+  const Entry* e = entry_named(table, name);
+  if (e == nullptr) return std::nullopt;
+  return e->value;
 }
 
 /// The entry for `value`, or nullptr.
