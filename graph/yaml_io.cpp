@@ -156,6 +156,19 @@ class Reader {
     fail(node, cat(what, " must be true or false, got '", text, "'"));
   }
 
+  // A scalar naming a value of the enum E: `parse` looks the name up; an unknown name fails with
+  // the known ones (`names`), `kind` saying what the enum is.
+  template <class E>
+  E named(const YAML::Node& node, const std::string& what, const char* kind,
+          std::optional<E> (*parse)(std::string_view), std::vector<std::string> (*names)()) const {
+    const std::string name = scalar(node, what);
+    const std::optional<E> value = parse(name);
+    if (!value) {
+      fail(node, cat(what, ": unknown ", kind, " '", name, "' (known: ", join(names(), ", "), ")"));
+    }
+    return *value;
+  }
+
   std::vector<int64_t> integers(const YAML::Node& node, const std::string& what) const {
     if (!node.IsSequence()) fail(node, cat(what, " must be a list of integers"));
     std::vector<int64_t> values;
@@ -174,21 +187,9 @@ class Reader {
           } else if constexpr (std::is_same_v<T, double>) {
             *p = real(node, what);
           } else if constexpr (std::is_same_v<T, Activation>) {
-            const std::string name = scalar(node, what);
-            const auto act = parse_activation(name);
-            if (!act) {
-              fail(node, cat(what, ": unknown activation '", name, "' (known: ",
-                             join(activation_names(), ", "), ")"));
-            }
-            *p = *act;
+            *p = named(node, what, "activation", parse_activation, activation_names);
           } else if constexpr (std::is_same_v<T, BinaryOp>) {
-            const std::string name = scalar(node, what);
-            const auto op = parse_binary_op(name);
-            if (!op) {
-              fail(node, cat(what, ": unknown binary operation '", name, "' (known: ",
-                             join(binary_op_names(), ", "), ")"));
-            }
-            *p = *op;
+            *p = named(node, what, "binary operation", parse_binary_op, binary_op_names);
           } else if constexpr (std::is_same_v<T, Hw>) {
             if (node.IsScalar()) {
               *p = Hw::square(integer(node, what));
