@@ -238,7 +238,9 @@ void DeviceContext::zero(void* dst, size_t bytes) {
 
 // ---- RAII objects -------------------------------------------------------------------------------
 
-CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes) : bytes_(bytes) {
+// An error freeing (runtime unloading at exit) is not actionable.
+CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes)
+    : OwningBuffer(bytes, [](void* p) { cudaFree(p); }) {
   const size_t size = std::max<size_t>(bytes, 1);
   if (cudaMalloc(&data_, size) != cudaSuccess) {
     cudaGetLastError();
@@ -246,16 +248,7 @@ CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes) : bytes_(bytes) {
     throw BackendError(cat("cuda: cannot allocate ", byte_size(static_cast<double>(bytes)),
                            " of GPU memory"));
   }
-  try {
-    ctx.zero(data_, size);
-  } catch (...) {
-    cudaFree(data_);
-    throw;
-  }
-}
-
-CudaBuffer::~CudaBuffer() {
-  if (data_) cudaFree(data_);  // an error here (runtime unloading at exit) is not actionable
+  ctx.zero(data_, size);  // on failure the base's destructor frees the memory
 }
 
 CudaEvent::CudaEvent() {
