@@ -172,22 +172,9 @@ void DeviceContext::shutdown() {
   cudaDeviceSynchronize();
   for (cudaGraphExec_t exec : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
-  for (auto& h : streams_) {
-    if (h->cublas) cublasDestroy(h->cublas);
-    h->cublas = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->cudnn) cudnnDestroy(h->cudnn);
-    h->cudnn = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->cublas_workspace) cudaFree(h->cublas_workspace);
-    h->cublas_workspace = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->stream) cudaStreamDestroy(h->stream);
-    h->stream = nullptr;
-  }
+  // Each stream's handles are bound to that stream only, so one stream after another (as
+  // release() does while the others live on).
+  for (auto& h : streams_) destroy(*h);
   setup_ = StreamHandles{};
   if (pinned_) cudaFreeHost(pinned_);
   pinned_ = nullptr;
