@@ -156,12 +156,12 @@ class Reader {
     fail(node, cat(what, " must be true or false, got '", text, "'"));
   }
 
-  // A scalar naming a value of the enum E: `parse` looks the name up; an unknown name fails with
-  // the known ones (`names`), `kind` saying what the enum is.
+  // The value of the enum E that `name` (read from `node`) names: `parse` looks it up; an unknown
+  // name fails at `node` with the known ones (`names`), `what` and `kind` saying what was read.
   template <class E>
-  E named(const YAML::Node& node, const std::string& what, const char* kind,
-          std::optional<E> (*parse)(std::string_view), std::vector<std::string> (*names)()) const {
-    const std::string name = scalar(node, what);
+  E named(const YAML::Node& node, const std::string& name, const std::string& what,
+          const char* kind, std::optional<E> (*parse)(std::string_view),
+          std::vector<std::string> (*names)()) const {
     const std::optional<E> value = parse(name);
     if (!value) {
       fail(node, cat(what, ": unknown ", kind, " '", name, "' (known: ", join(names(), ", "), ")"));
@@ -187,9 +187,11 @@ class Reader {
           } else if constexpr (std::is_same_v<T, double>) {
             *p = real(node, what);
           } else if constexpr (std::is_same_v<T, Activation>) {
-            *p = named(node, what, "activation", parse_activation, activation_names);
+            *p = named(node, scalar(node, what), what, "activation", parse_activation,
+                       activation_names);
           } else if constexpr (std::is_same_v<T, BinaryOp>) {
-            *p = named(node, what, "binary operation", parse_binary_op, binary_op_names);
+            *p = named(node, scalar(node, what), what, "binary operation", parse_binary_op,
+                       binary_op_names);
           } else if constexpr (std::is_same_v<T, Hw>) {
             if (node.IsScalar()) {
               *p = Hw::square(integer(node, what));
@@ -489,23 +491,14 @@ Graph build_graph(const Reader& r, const YAML::Node& root) {
     }
     const std::string name = r.scalar(node["name"], "input name");
     TensorDesc desc = make_desc(r.shape(node["shape"], cat("input '", name, "': shape")));
+    const std::string input = cat("input '", name, "'");
     if (node["dtype"]) {
-      const std::string dtype = r.scalar(node["dtype"], "dtype");
-      const auto parsed = parse_data_type(dtype);
-      if (!parsed) {
-        r.fail(node["dtype"], cat("input '", name, "': unknown dtype '", dtype, "' (known: ",
-                                  join(data_type_names(), ", "), ")"));
-      }
-      desc.dtype = *parsed;
+      desc.dtype = r.named(node["dtype"], r.scalar(node["dtype"], "dtype"), input, "dtype",
+                           parse_data_type, data_type_names);
     }
     if (node["layout"]) {
-      const std::string layout = r.scalar(node["layout"], "layout");
-      const auto parsed = parse_layout(layout);
-      if (!parsed) {
-        r.fail(node["layout"], cat("input '", name, "': unknown layout '", layout, "' (known: ",
-                                   join(layout_names(), ", "), ")"));
-      }
-      desc.layout = *parsed;
+      desc.layout = r.named(node["layout"], r.scalar(node["layout"], "layout"), input, "layout",
+                            parse_layout, layout_names);
     }
     try {
       graph.add_input(name, desc);
