@@ -381,6 +381,31 @@ void rows_copy(const void* src, void* dst, const RowsCopy& r, cudaStream_t s) {
                                                                  static_cast<U*>(dst), r);
 }
 
+template <class U>
+struct UnitType {
+  using type = U;
+};
+
+// Calls f(UnitType<U>{}), U the type of `unit` bytes (16, 8, 4, 2 or 1), and returns what f
+// returns; false for any other unit (0: the per-element kernel copies).
+template <class F>
+bool with_unit_type(int unit, F&& f) {
+  switch (unit) {
+    case 16:
+      return f(UnitType<Bytes16>{});
+    case 8:
+      return f(UnitType<Bytes8>{});
+    case 4:
+      return f(UnitType<uint32_t>{});
+    case 2:
+      return f(UnitType<uint16_t>{});
+    case 1:
+      return f(UnitType<uint8_t>{});
+    default:
+      return false;
+  }
+}
+
 // NHWC: one thread per (n, c); NCHW: one warp per plane.
 template <class R>
 void launch_global_pool(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
@@ -418,20 +443,11 @@ void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, con
                             int64_t groups, cudaStream_t s) {
   const ShufflePlanes r = plan_shuffle_planes(elem_bytes(e), xd, reinterpret_cast<uintptr_t>(x), yd,
                                               reinterpret_cast<uintptr_t>(y), groups);
-  switch (r.unit) {
-    case 16:
-      return shuffle_planes<Bytes16>(x, y, r, s);
-    case 8:
-      return shuffle_planes<Bytes8>(x, y, r, s);
-    case 4:
-      return shuffle_planes<uint32_t>(x, y, r, s);
-    case 2:
-      return shuffle_planes<uint16_t>(x, y, r, s);
-    case 1:
-      return shuffle_planes<uint8_t>(x, y, r, s);
-    default:
-      break;
-  }
+  const auto planes = [&](auto unit) {
+    shuffle_planes<typename decltype(unit)::type>(x, y, r, s);
+    return true;
+  };
+  if (with_unit_type(r.unit, planes)) return;
   DISPATCH(e, (channel_shuffle_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
                   static_cast<const T*>(x), xd, static_cast<T*>(y), yd, groups)));
 }
@@ -479,20 +495,11 @@ void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_
                           cudaStream_t s) {
   const RowsCopy r = plan_rows_copy(elem_bytes(e), src_dims, src_c0, reinterpret_cast<uintptr_t>(src),
                                     dst_dims, dst_c0, reinterpret_cast<uintptr_t>(dst), channels);
-  switch (r.unit) {
-    case 16:
-      return rows_copy<Bytes16>(src, dst, r, s);
-    case 8:
-      return rows_copy<Bytes8>(src, dst, r, s);
-    case 4:
-      return rows_copy<uint32_t>(src, dst, r, s);
-    case 2:
-      return rows_copy<uint16_t>(src, dst, r, s);
-    case 1:
-      return rows_copy<uint8_t>(src, dst, r, s);
-    default:
-      break;
-  }
+  const auto rows = [&](auto unit) {
+    rows_copy<typename decltype(unit)::type>(src, dst, r, s);
+    return true;
+  };
+  if (with_unit_type(r.unit, rows)) return;
   const int64_t n = dst_dims.n * channels * dst_dims.h * dst_dims.w;
   DISPATCH(e, (copy_channels_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
                   static_cast<const T*>(src), src_dims, src_c0, static_cast<T*>(dst), dst_dims,
