@@ -42,17 +42,34 @@ bool packable(int64_t n, const void* p) {
 
 // ---- Element-wise ------------------------------------------------------------------------------
 
-template <class T>
-__global__ void act_kernel(const T* x, T* y, int64_t n, ActParams act) {
-  GRID_LOOP(i, n) { act_at(x, y, i, act); }
+// Element-wise maps: f(x, y, i) writes y[i] from x[i] (act_at, scale_at with their parameter).
+struct ActMap {
+  ActParams act;
+  template <class T>
+  __device__ void operator()(const T* x, T* y, int64_t i) const {
+    act_at(x, y, i, act);
+  }
+};
+
+struct ScaleMap {
+  float factor;
+  template <class T>
+  __device__ void operator()(const T* x, T* y, int64_t i) const {
+    scale_at(x, y, i, factor);
+  }
+};
+
+template <class T, class Map>
+__global__ void map_kernel(const T* x, T* y, int64_t n, Map f) {
+  GRID_LOOP(i, n) { f(x, y, i); }
 }
 
-template <class T>
-__global__ void act_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, ActParams act) {
+template <class T, class Map>
+__global__ void map_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, Map f) {
   GRID_LOOP(i, packs) {
     const Pack4<T> in = x[i];
     Pack4<T> out;
-    for (int k = 0; k < kPack; ++k) act_at(in.v, out.v, k, act);
+    for (int k = 0; k < kPack; ++k) f(in.v, out.v, k);
     y[i] = out;
   }
 }
@@ -71,21 +88,6 @@ __global__ void binary_pack_kernel(const Pack4<T>* x, const TO* o, Dims4 od, Pac
     const Pack4<T> in = x[i];
     Pack4<T> out;
     for (int k = 0; k < kPack; ++k) store(out.v, k, binary_with(load(in.v, k), o, od, yd, p, i * kPack + k));
-    y[i] = out;
-  }
-}
-
-template <class T>
-__global__ void scale_kernel(const T* x, T* y, int64_t n, float factor) {
-  GRID_LOOP(i, n) { scale_at(x, y, i, factor); }
-}
-
-template <class T>
-__global__ void scale_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, float factor) {
-  GRID_LOOP(i, packs) {
-    const Pack4<T> in = x[i];
-    Pack4<T> out;
-    for (int k = 0; k < kPack; ++k) scale_at(in.v, out.v, k, factor);
     y[i] = out;
   }
 }
@@ -279,13 +281,13 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
 
 namespace {
 
-template <class T>
-void act_typed(const T* x, T* y, int64_t n, const ActParams& act, cudaStream_t s) {
+template <class T, class Map>
+void map_typed(const T* x, T* y, int64_t n, const Map& f, cudaStream_t s) {
   if (packable<T>(n, x) && packable<T>(n, y)) {
-    act_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
-        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, act);
+    map_pack_kernel<T, Map><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, f);
   } else {
-    act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act);
+    map_kernel<T, Map><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, f);
   }
 }
 
@@ -315,16 +317,6 @@ template <class U>
 void shuffle_planes(const void* x, void* y, const ShufflePlanes& r, cudaStream_t s) {
   shuffle_planes_kernel<U><<<blocks_for(r.units()), kThreads, 0, s>>>(static_cast<const U*>(x),
                                                                       static_cast<U*>(y), r);
-}
-
-template <class T>
-void scale_typed(const T* x, T* y, int64_t n, float factor, cudaStream_t s) {
-  if (packable<T>(n, x) && packable<T>(n, y)) {
-    scale_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
-        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, factor);
-  } else {
-    scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, factor);
-  }
 }
 
 template <class T>
@@ -426,7 +418,7 @@ void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act
 }
 
 void launch_act(Elem e, const void* x, void* y, int64_t n, const ActParams& act, cudaStream_t s) {
-  DISPATCH(e, act_typed(static_cast<const T*>(x), static_cast<T*>(y), n, act, s));
+  DISPATCH(e, map_typed(static_cast<const T*>(x), static_cast<T*>(y), n, ActMap{act}, s));
 }
 
 // f32 and f16 only (the int8 contract gives binary ops no 8-bit tensors): no 8-bit instances.
@@ -463,7 +455,7 @@ void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4
 }
 
 void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {
-  DISPATCH(e, scale_typed(static_cast<const T*>(x), static_cast<T*>(y), n, factor, s));
+  DISPATCH(e, map_typed(static_cast<const T*>(x), static_cast<T*>(y), n, ScaleMap{factor}, s));
 }
 
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
