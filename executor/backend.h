@@ -88,6 +88,29 @@ class Buffer {
   virtual size_t bytes() const = 0;
 };
 
+/// The base of a backend's buffers: memory the buffer owns. The backend's constructor allocates it
+/// into `data_`; the destructor hands it back with `release` (when it was allocated), also when
+/// that constructor throws after allocating.
+class OwningBuffer : public Buffer {
+ public:
+  ~OwningBuffer() override {
+    if (data_ != nullptr) release_(data_);
+  }
+  OwningBuffer(const OwningBuffer&) = delete;
+  OwningBuffer& operator=(const OwningBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t bytes() const override { return bytes_; }
+
+ protected:
+  OwningBuffer(size_t bytes, void (*release)(void*)) : bytes_(bytes), release_(release) {}
+
+  void* data_ = nullptr;
+
+ private:
+  size_t bytes_;
+  void (*release_)(void*);
+};
+
 /// A point in a stream's work that other streams can wait for.
 class Event {
  public:

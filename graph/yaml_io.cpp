@@ -156,6 +156,19 @@ class Reader {
     fail(node, cat(what, " must be true or false, got '", text, "'"));
   }
 
+  // The value of the enum E that `name` (read from `node`) names: `parse` looks it up; an unknown
+  // name fails at `node` with the known ones (`names`), `what` and `kind` saying what was read.
+  template <class E>
+  E named(const YAML::Node& node, const std::string& name, const std::string& what,
+          const char* kind, std::optional<E> (*parse)(std::string_view),
+          std::vector<std::string> (*names)()) const {
+    const std::optional<E> value = parse(name);
+    if (!value) {
+      fail(node, cat(what, ": unknown ", kind, " '", name, "' (known: ", join(names(), ", "), ")"));
+    }
+    return *value;
+  }
+
   std::vector<int64_t> integers(const YAML::Node& node, const std::string& what) const {
     if (!node.IsSequence()) fail(node, cat(what, " must be a list of integers"));
     std::vector<int64_t> values;
@@ -174,21 +187,11 @@ class Reader {
           } else if constexpr (std::is_same_v<T, double>) {
             *p = real(node, what);
           } else if constexpr (std::is_same_v<T, Activation>) {
-            const std::string name = scalar(node, what);
-            const auto act = parse_activation(name);
-            if (!act) {
-              fail(node, cat(what, ": unknown activation '", name, "' (known: ",
-                             join(activation_names(), ", "), ")"));
-            }
-            *p = *act;
+            *p = named(node, scalar(node, what), what, "activation", parse_activation,
+                       activation_names);
           } else if constexpr (std::is_same_v<T, BinaryOp>) {
-            const std::string name = scalar(node, what);
-            const auto op = parse_binary_op(name);
-            if (!op) {
-              fail(node, cat(what, ": unknown binary operation '", name, "' (known: ",
-                             join(binary_op_names(), ", "), ")"));
-            }
-            *p = *op;
+            *p = named(node, scalar(node, what), what, "binary operation", parse_binary_op,
+                       binary_op_names);
           } else if constexpr (std::is_same_v<T, Hw>) {
             if (node.IsScalar()) {
               *p = Hw::square(integer(node, what));
@@ -488,23 +491,14 @@ Graph build_graph(const Reader& r, const YAML::Node& root) {
     }
     const std::string name = r.scalar(node["name"], "input name");
     TensorDesc desc = make_desc(r.shape(node["shape"], cat("input '", name, "': shape")));
+    const std::string input = cat("input '", name, "'");
     if (node["dtype"]) {
-      const std::string dtype = r.scalar(node["dtype"], "dtype");
-      const auto parsed = parse_data_type(dtype);
-      if (!parsed) {
-        r.fail(node["dtype"], cat("input '", name, "': unknown dtype '", dtype, "' (known: ",
-                                  join(data_type_names(), ", "), ")"));
-      }
-      desc.dtype = *parsed;
+      desc.dtype = r.named(node["dtype"], r.scalar(node["dtype"], "dtype"), input, "dtype",
+                           parse_data_type, data_type_names);
     }
     if (node["layout"]) {
-      const std::string layout = r.scalar(node["layout"], "layout");
-      const auto parsed = parse_layout(layout);
-      if (!parsed) {
-        r.fail(node["layout"], cat("input '", name, "': unknown layout '", layout, "' (known: ",
-                                   join(layout_names(), ", "), ")"));
-      }
-      desc.layout = *parsed;
+      desc.layout = r.named(node["layout"], r.scalar(node["layout"], "layout"), input, "layout",
+                            parse_layout, layout_names);
     }
     try {
       graph.add_input(name, desc);

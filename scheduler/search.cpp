@@ -80,68 +80,65 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Costs every stage and fills stats for the simple schedulers.
-Schedule finish(const graph::Graph& graph, CostModel& model, const SearchOptions& options,
-                std::vector<Stage> stages, Clock::time_point start, SearchStats* stats) {
-  Schedule schedule;
-  schedule.stages = std::move(stages);
-  StageCoster coster(graph, model);
-  for (Stage& stage : schedule.stages) stage.predicted_ms = coster.latency(stage);
-  fill_meta(graph, model, options, schedule);
-  schedule.meta.search_seconds = seconds_since(start);
-  if (stats) {
-    stats->stage_keys = coster.distinct_keys();
-    stats->cost_queries = coster.queries();
-    stats->seconds = schedule.meta.search_seconds;
-  }
-  return schedule;
+std::vector<Stage> sequential_stages(const graph::Graph& graph, const SearchOptions&) {
+  return sequential_schedule(graph).stages;
 }
 
-class SequentialScheduler : public Scheduler {
+// Up to max_num_groups ready ops a stage, one op a group, lowest ids first.
+std::vector<Stage> greedy_stages(const graph::Graph& graph, const SearchOptions& options) {
+  const size_t n = graph.num_ops();
+  const size_t cap = static_cast<size_t>(std::max(1, options.max_num_groups));
+  std::vector<size_t> waiting(n);
+  std::vector<OpId> ready;
+  for (OpId id = 0; static_cast<size_t>(id) < n; ++id) {
+    waiting[id] = graph.predecessors(id).size();
+    if (waiting[id] == 0) ready.push_back(id);
+  }
+  std::vector<Stage> stages;
+  while (!ready.empty()) {
+    std::sort(ready.begin(), ready.end());
+    const size_t take = std::min(cap, ready.size());
+    std::vector<std::vector<OpId>> groups;
+    for (size_t i = 0; i < take; ++i) groups.push_back({ready[i]});
+    std::vector<OpId> rest(ready.begin() + static_cast<long>(take), ready.end());
+    for (size_t i = 0; i < take; ++i) {
+      for (OpId s : graph.successors(ready[i]))
+        if (--waiting[s] == 0) rest.push_back(s);
+    }
+    stages.push_back(Stage::concurrent(std::move(groups)));
+    ready = std::move(rest);
+  }
+  return stages;
+}
+
+// A simple scheduler: one function lists the stages; this costs every stage, fills the metadata
+// and the stats, and times the whole.
+class ListScheduler : public Scheduler {
  public:
-  explicit SequentialScheduler(SearchOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "sequential"; }
+  using ListStages = std::vector<Stage> (*)(const graph::Graph&, const SearchOptions&);
+
+  ListScheduler(std::string name, ListStages list, SearchOptions options)
+      : name_(std::move(name)), list_(list), options_(std::move(options)) {}
+  std::string name() const override { return name_; }
   Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
     const auto start = Clock::now();
-    return finish(graph, model, options_, sequential_schedule(graph).stages, start, stats);
+    Schedule result;
+    result.stages = list_(graph, options_);
+    StageCoster coster(graph, model);
+    for (Stage& stage : result.stages) stage.predicted_ms = coster.latency(stage);
+    fill_meta(graph, model, options_, result);
+    result.meta.search_seconds = seconds_since(start);
+    if (stats) {
+      stats->stage_keys = coster.distinct_keys();
+      stats->cost_queries = coster.queries();
+      stats->seconds = result.meta.search_seconds;
+    }
+    return result;
   }
 
  private:
-  SearchOptions options_;
-};
-
-class GreedyScheduler : public Scheduler {
- public:
-  explicit GreedyScheduler(SearchOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "greedy"; }
-  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
-    const auto start = Clock::now();
-    const size_t n = graph.num_ops();
-    const size_t cap = static_cast<size_t>(std::max(1, options_.max_num_groups));
-    std::vector<size_t> waiting(n);
-    std::vector<OpId> ready;
-    for (OpId id = 0; static_cast<size_t>(id) < n; ++id) {
-      waiting[id] = graph.predecessors(id).size();
-      if (waiting[id] == 0) ready.push_back(id);
-    }
-    std::vector<Stage> stages;
-    while (!ready.empty()) {
-      std::sort(ready.begin(), ready.end());
-      const size_t take = std::min(cap, ready.size());
-      std::vector<std::vector<OpId>> groups;
-      for (size_t i = 0; i < take; ++i) groups.push_back({ready[i]});
-      std::vector<OpId> rest(ready.begin() + static_cast<long>(take), ready.end());
-      for (size_t i = 0; i < take; ++i) {
-        for (OpId s : graph.successors(ready[i]))
-          if (--waiting[s] == 0) rest.push_back(s);
-      }
-      stages.push_back(Stage::concurrent(std::move(groups)));
-      ready = std::move(rest);
-    }
-    return finish(graph, model, options_, std::move(stages), start, stats);
-  }
-
- private:
+  std::string name_;
+  ListStages list_;
   SearchOptions options_;
 };
 
@@ -154,9 +151,9 @@ std::unique_ptr<Scheduler> make_scheduler(const SearchOptions& options) {
   }
   switch (options.strategy) {
     case Strategy::kSequential:
-      return std::make_unique<SequentialScheduler>(options);
+      return std::make_unique<ListScheduler>("sequential", sequential_stages, options);
     case Strategy::kGreedy:
-      return std::make_unique<GreedyScheduler>(options);
+      return std::make_unique<ListScheduler>("greedy", greedy_stages, options);
     case Strategy::kDp:
       return make_dp_scheduler(options);
   }

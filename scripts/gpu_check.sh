@@ -143,6 +143,14 @@ python=${STAGECRAFT_PYTHON:-$(command -v python3 || true)}
 
 no_gpu() { finish 3 "no usable GPU: $gpu_reason" no; }
 
+# The start of a phase that runs on the GPU with the working cache: stops without a GPU or, given
+# a tool's path (empty when it was not found) and a reason, without the tool; then prepares the cache.
+start_gpu_phase() {  # [TOOL_PATH MISSING_REASON]
+  [ $have_gpu = 1 ] || no_gpu
+  [ $# = 0 ] || [ -n "$1" ] || finish 1 "$2" no
+  prepare_cache
+}
+
 prepare_cache() {
   mkdir -p "$cache"
   if [ -n "$cache_in" ]; then
@@ -235,9 +243,7 @@ EOF
 
 # ---- memcheck ------------------------------------------------------------------------------------
 phase_memcheck() {
-  [ $have_gpu = 1 ] || no_gpu
-  [ -n "$sanitizer" ] || finish 1 "compute-sanitizer not found" no
-  prepare_cache
+  start_gpu_phase "$sanitizer" "compute-sanitizer not found"
   local common=(run squeezenet1_1 --input-size 64 --backend cuda --cache-dir "$cache" --schedule greedy
                 --cost-model analytic:h100 --iters 2 --warmup 0)
   local configs=("f32 nchw graph:" "f32 stream mode:--stream-mode" "f16 nhwc:--dtype f16 --layout nhwc"
@@ -271,8 +277,7 @@ phase_memcheck() {
 
 # ---- bench-small, bench-large ----------------------------------------------------------------------
 phase_bench() {  # NETWORK...
-  [ $have_gpu = 1 ] || no_gpu
-  prepare_cache
+  start_gpu_phase
   local state="$cache/state/$phase" variants=("f32-strict:" "tf32:--tf32" "f16-nhwc:--dtype f16 --layout nhwc")
   if [ -n "${STAGECRAFT_GPU_VARIANTS:-}" ]; then IFS=';' read -r -a variants <<<"$STAGECRAFT_GPU_VARIANTS"; fi
   if [ -n "${STAGECRAFT_GPU_NETWORKS:-}" ]; then read -r -a nets <<<"$STAGECRAFT_GPU_NETWORKS"; set -- "${nets[@]}"; fi
@@ -349,9 +354,7 @@ phase_bench() {  # NETWORK...
 
 # ---- baseline ------------------------------------------------------------------------------------
 phase_baseline() {
-  [ $have_gpu = 1 ] || no_gpu
-  [ -n "$python" ] || finish 1 "no python3 for the PyTorch baseline" no
-  prepare_cache
+  start_gpu_phase "$python" "no python3 for the PyTorch baseline"
   export TORCHINDUCTOR_CACHE_DIR="$cache/inductor"
   local rc
   local device=cuda

@@ -101,16 +101,13 @@ std::string build_add(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 
 // ---- binary with broadcasting ---------------------------------------------------------------
 
-struct AlgorithmEntry {
-  BinaryOp value;
-  dnnl::algorithm dnnl;
-};
-constexpr AlgorithmEntry kAlgorithms[] = {{BinaryOp::kAdd, dnnl::algorithm::binary_add},
-                                          {BinaryOp::kSub, dnnl::algorithm::binary_sub},
-                                          {BinaryOp::kMul, dnnl::algorithm::binary_mul},
-                                          {BinaryOp::kDiv, dnnl::algorithm::binary_div}};
+constexpr Mapped<BinaryOp, dnnl::algorithm> kAlgorithms[] = {
+    {BinaryOp::kAdd, dnnl::algorithm::binary_add},
+    {BinaryOp::kSub, dnnl::algorithm::binary_sub},
+    {BinaryOp::kMul, dnnl::algorithm::binary_mul},
+    {BinaryOp::kDiv, dnnl::algorithm::binary_div}};
 
-dnnl::algorithm algorithm_of(BinaryOp op) { return entry_for(kAlgorithms, op)->dnnl; }
+dnnl::algorithm algorithm_of(BinaryOp op) { return entry_for(kAlgorithms, op)->mapped; }
 
 // The descriptor of the second operand: a tensor input, or the constant (its dims, in the
 // destination's layout tag).

@@ -28,24 +28,15 @@ using graph::TensorDesc;
 
 constexpr int kPrimitiveCacheCapacity = 4096;  // stage profiling creates many primitives
 
-class HostBuffer : public Buffer {
+class HostBuffer : public OwningBuffer {
  public:
-  explicit HostBuffer(size_t bytes) : bytes_(bytes) {
+  explicit HostBuffer(size_t bytes) : OwningBuffer(bytes, [](void* p) { std::free(p); }) {
     const size_t rounded =
         (std::max<size_t>(bytes, 1) + cpu::kAlignment - 1) / cpu::kAlignment * cpu::kAlignment;
     data_ = std::aligned_alloc(cpu::kAlignment, rounded);
     if (data_ == nullptr) throw BackendError(cat("cpu: cannot allocate ", byte_size(static_cast<double>(bytes))));
     std::memset(data_, 0, rounded);
   }
-  ~HostBuffer() override { std::free(data_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  void* data() override { return data_; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_;
 };
 
 // The AMX int8 kernels of oneDNN 2.6.3 (the inner product of a quantised linear layer, for one)

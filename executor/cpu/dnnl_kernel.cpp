@@ -19,37 +19,28 @@ using graph::TensorDesc;
 
 namespace {
 
-struct TypeEntry {
-  DataType value;
-  memory::data_type dnnl;
-};
-constexpr TypeEntry kTypes[] = {{DataType::kF32, memory::data_type::f32},
-                                {DataType::kF16, memory::data_type::f16},
-                                {DataType::kI8, memory::data_type::s8},
-                                {DataType::kU8, memory::data_type::u8},
-                                {DataType::kI32, memory::data_type::s32}};
+constexpr Mapped<DataType, memory::data_type> kTypes[] = {{DataType::kF32, memory::data_type::f32},
+                                                          {DataType::kF16, memory::data_type::f16},
+                                                          {DataType::kI8, memory::data_type::s8},
+                                                          {DataType::kU8, memory::data_type::u8},
+                                                          {DataType::kI32, memory::data_type::s32}};
 
 // Layouts oneDNN has no tag for (kNCHWVectC, a cuDNN layout) map to undef.
-struct TagEntry {
-  Layout value;
-  memory::format_tag dnnl;
-};
-constexpr TagEntry kTags[] = {{Layout::kNCHW, memory::format_tag::nchw},
-                              {Layout::kNHWC, memory::format_tag::nhwc},
-                              {Layout::kNChw8c, memory::format_tag::nChw8c},
-                              {Layout::kNChw16c, memory::format_tag::nChw16c},
-                              {Layout::kNC, memory::format_tag::nc}};
+constexpr Mapped<Layout, memory::format_tag> kTags[] = {
+    {Layout::kNCHW, memory::format_tag::nchw},
+    {Layout::kNHWC, memory::format_tag::nhwc},
+    {Layout::kNChw8c, memory::format_tag::nChw8c},
+    {Layout::kNChw16c, memory::format_tag::nChw16c},
+    {Layout::kNC, memory::format_tag::nc}};
 
 }  // namespace
 
 memory::data_type dnnl_type(DataType type) {
-  const TypeEntry* e = entry_for(kTypes, type);
-  return e != nullptr ? e->dnnl : memory::data_type::undef;
+  return mapped_or(kTypes, type, memory::data_type::undef);
 }
 
 memory::format_tag dnnl_tag(Layout layout) {
-  const TagEntry* e = entry_for(kTags, layout);
-  return e != nullptr ? e->dnnl : memory::format_tag::undef;
+  return mapped_or(kTags, layout, memory::format_tag::undef);
 }
 
 memory::dims dims_of(const graph::Shape& shape) {

@@ -54,19 +54,10 @@ class Int8ConvKernel : public CudaKernel {
     acc_dims_.nhwc = true;
     halve_input_ = src.dtype == DataType::kU8;
     pad_input_ = cin4 != cin || halve_input_;
-    STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-        x_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_INT8, static_cast<int>(src_dims_.n), static_cast<int>(cin4),
-        static_cast<int>(src_dims_.h), static_cast<int>(src_dims_.w)));
-    STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-        y_.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(dst_dims_.n), static_cast<int>(k4),
-        static_cast<int>(dst_dims_.h), static_cast<int>(dst_dims_.w)));
-    STAGECRAFT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.get(), CUDNN_DATA_INT8, CUDNN_TENSOR_NHWC,
-                                                      static_cast<int>(k4), static_cast<int>(cin4),
-                                                      static_cast<int>(a.kernel.h), static_cast<int>(a.kernel.w)));
-    STAGECRAFT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-        conv_.get(), static_cast<int>(a.padding.top), static_cast<int>(a.padding.left),
-        static_cast<int>(a.stride.h), static_cast<int>(a.stride.w), static_cast<int>(a.dilation.h),
-        static_cast<int>(a.dilation.w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_INT32));
+    set_tensor_4d(x_, CUDNN_TENSOR_NHWC, CUDNN_DATA_INT8, padded_dims_);
+    set_tensor_4d(y_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, acc_dims_);
+    set_filter(w_, CUDNN_DATA_INT8, CUDNN_TENSOR_NHWC, k4, cin4, a);
+    set_convolution(conv_, a, CUDNN_DATA_INT32);
 
     // Weights and epilogue as on the CPU (kernel_math.h), the weights re-ordered to OHWI with zero
     // padding to k4 × kh × kw × cin4.

@@ -33,9 +33,7 @@ cudnnDataType_t cudnn_type(DataType t) { return t == DataType::kF16 ? CUDNN_DATA
 
 void set_tensor(const TensorDescriptor& desc, const TensorDesc& d) {
   const Dims4 g = dims_of(d);
-  STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-      desc.get(), g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, cudnn_type(d.dtype),
-      static_cast<int>(g.n), static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w)));
+  set_tensor_4d(desc, g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, cudnn_type(d.dtype), g);
 }
 
 // Device buffers for a search: input, output and the largest workspace that fits (halved until
@@ -73,14 +71,9 @@ class ConvKernel : public CudaKernel {
     set_tensor(x_, src);
     set_tensor(y_, dst);
     if (residual_) set_tensor(z_, spec.srcs[1]);
-    STAGECRAFT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
-        w_.get(), cudnn_type(src.dtype), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-        static_cast<int>(a.out_channels), static_cast<int>(a.in_channels / a.groups),
-        static_cast<int>(a.kernel.h), static_cast<int>(a.kernel.w)));
-    STAGECRAFT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-        conv_.get(), static_cast<int>(a.padding.top), static_cast<int>(a.padding.left),
-        static_cast<int>(a.stride.h), static_cast<int>(a.stride.w), static_cast<int>(a.dilation.h),
-        static_cast<int>(a.dilation.w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    set_filter(w_, cudnn_type(src.dtype), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+               a.out_channels, a.in_channels / a.groups, a);
+    set_convolution(conv_, a, CUDNN_DATA_FLOAT);
     STAGECRAFT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_.get(), static_cast<int>(a.groups)));
     STAGECRAFT_CUDNN_CHECK(cudnnSetConvolutionMathType(
         conv_.get(), half ? CUDNN_TENSOR_OP_MATH : (ctx.config.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)));

@@ -17,35 +17,34 @@ namespace stagecraft::executor::cuda {
 
 const char* cublas_error_string(cublasStatus_t status);
 
+// Whether a library call succeeded, and its error string, for each library's status type.
+inline bool status_ok(cudaError_t status) { return status == cudaSuccess; }
+inline bool status_ok(cudnnStatus_t status) { return status == CUDNN_STATUS_SUCCESS; }
+inline bool status_ok(cublasStatus_t status) { return status == CUBLAS_STATUS_SUCCESS; }
+inline const char* status_string(cudaError_t status) { return cudaGetErrorString(status); }
+inline const char* status_string(cudnnStatus_t status) { return cudnnGetErrorString(status); }
+inline const char* status_string(cublasStatus_t status) { return cublas_error_string(status); }
+
 }  // namespace stagecraft::executor::cuda
 
-#define STAGECRAFT_CUDA_CHECK(statement)                                                       \
-  do {                                                                                         \
-    const cudaError_t stagecraft_status_ = (statement);                                        \
-    if (stagecraft_status_ != cudaSuccess) {                                                   \
-      ::stagecraft::executor::cuda::fail_call("CUDA", #statement, __FILE__, __LINE__,         \
-                                              cudaGetErrorString(stagecraft_status_));         \
-    }                                                                                          \
+// The statement's result must convert to `status_type` (each library's check takes its own
+// library's calls only); `text` is the statement as written, for the message.
+#define STAGECRAFT_STATUS_CHECK(status_type, library, text, statement)      \
+  do {                                                                      \
+    const status_type stagecraft_status_ = (statement);                     \
+    if (!::stagecraft::executor::cuda::status_ok(stagecraft_status_)) {     \
+      ::stagecraft::executor::cuda::fail_call(                              \
+          library, text, __FILE__, __LINE__,                                \
+          ::stagecraft::executor::cuda::status_string(stagecraft_status_)); \
+    }                                                                       \
   } while (0)
 
-#define STAGECRAFT_CUDNN_CHECK(statement)                                                      \
-  do {                                                                                         \
-    const cudnnStatus_t stagecraft_status_ = (statement);                                      \
-    if (stagecraft_status_ != CUDNN_STATUS_SUCCESS) {                                          \
-      ::stagecraft::executor::cuda::fail_call("cuDNN", #statement, __FILE__, __LINE__,        \
-                                              cudnnGetErrorString(stagecraft_status_));        \
-    }                                                                                          \
-  } while (0)
-
-#define STAGECRAFT_CUBLAS_CHECK(statement)                                                     \
-  do {                                                                                         \
-    const cublasStatus_t stagecraft_status_ = (statement);                                     \
-    if (stagecraft_status_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      ::stagecraft::executor::cuda::fail_call(                                                 \
-          "cuBLAS", #statement, __FILE__, __LINE__,                                            \
-          ::stagecraft::executor::cuda::cublas_error_string(stagecraft_status_));              \
-    }                                                                                          \
-  } while (0)
+#define STAGECRAFT_CUDA_CHECK(statement) \
+  STAGECRAFT_STATUS_CHECK(cudaError_t, "CUDA", #statement, statement)
+#define STAGECRAFT_CUDNN_CHECK(statement) \
+  STAGECRAFT_STATUS_CHECK(cudnnStatus_t, "cuDNN", #statement, statement)
+#define STAGECRAFT_CUBLAS_CHECK(statement) \
+  STAGECRAFT_STATUS_CHECK(cublasStatus_t, "cuBLAS", #statement, statement)
 
 // After own kernel launches: catches launch configuration errors at once.
 #define STAGECRAFT_CUDA_LAUNCHED() STAGECRAFT_CUDA_CHECK(cudaGetLastError())

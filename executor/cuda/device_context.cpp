@@ -172,22 +172,9 @@ void DeviceContext::shutdown() {
   cudaDeviceSynchronize();
   for (cudaGraphExec_t exec : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
-  for (auto& h : streams_) {
-    if (h->cublas) cublasDestroy(h->cublas);
-    h->cublas = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->cudnn) cudnnDestroy(h->cudnn);
-    h->cudnn = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->cublas_workspace) cudaFree(h->cublas_workspace);
-    h->cublas_workspace = nullptr;
-  }
-  for (auto& h : streams_) {
-    if (h->stream) cudaStreamDestroy(h->stream);
-    h->stream = nullptr;
-  }
+  // Each stream's handles are bound to that stream only, so one stream after another (as
+  // release() does while the others live on).
+  for (auto& h : streams_) destroy(*h);
   setup_ = StreamHandles{};
   if (pinned_) cudaFreeHost(pinned_);
   pinned_ = nullptr;
@@ -238,7 +225,9 @@ void DeviceContext::zero(void* dst, size_t bytes) {
 
 // ---- RAII objects -------------------------------------------------------------------------------
 
-CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes) : bytes_(bytes) {
+// An error freeing (runtime unloading at exit) is not actionable.
+CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes)
+    : OwningBuffer(bytes, [](void* p) { cudaFree(p); }) {
   const size_t size = std::max<size_t>(bytes, 1);
   if (cudaMalloc(&data_, size) != cudaSuccess) {
     cudaGetLastError();
@@ -246,16 +235,7 @@ CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes) : bytes_(bytes) {
     throw BackendError(cat("cuda: cannot allocate ", byte_size(static_cast<double>(bytes)),
                            " of GPU memory"));
   }
-  try {
-    ctx.zero(data_, size);
-  } catch (...) {
-    cudaFree(data_);
-    throw;
-  }
-}
-
-CudaBuffer::~CudaBuffer() {
-  if (data_) cudaFree(data_);  // an error here (runtime unloading at exit) is not actionable
+  ctx.zero(data_, size);  // on failure the base's destructor frees the memory
 }
 
 CudaEvent::CudaEvent() {

@@ -102,19 +102,10 @@ class DeviceContext {
 };
 
 /// Device memory, zeroed (in order, on the setup stream) when allocated.
-class CudaBuffer : public Buffer {
+class CudaBuffer : public OwningBuffer {
  public:
   /// Allocates `bytes`; throws BackendError when the device has no room.
   CudaBuffer(DeviceContext& ctx, size_t bytes);
-  ~CudaBuffer() override;
-  CudaBuffer(const CudaBuffer&) = delete;
-  CudaBuffer& operator=(const CudaBuffer&) = delete;
-  void* data() override { return data_; }
-  size_t bytes() const override { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_;
 };
 
 /// An event without timing, for cross-stream dependencies.

@@ -331,46 +331,62 @@ STAGECRAFT_HD void pool_at(const T* x, const Dims4& in, T* y, const Dims4& out, 
   store(y, i, acc);
 }
 
-/// Global average pooling into N×C×1×1 (the same memory order in NCHW and NHWC: offset n·C + c):
-/// output i = (n, c). In NHWC neighbouring threads (channels) read neighbouring addresses; NCHW
-/// inputs use plane_partial_sum with one warp per plane instead.
+/// The global poolings as reductions of an H×W plane: the value before the first element, how
+/// an element is folded in, and the output from the folded value and the plane's size.
+struct MeanReduction {
+  static constexpr float kStart = 0.f;
+  STAGECRAFT_HD static float fold(float acc, float v) { return acc + v; }
+  STAGECRAFT_HD static float result(float acc, int64_t count) {
+    return acc / static_cast<float>(count);
+  }
+};
+struct MaxReduction {
+  static constexpr float kStart = -FLT_MAX;
+  STAGECRAFT_HD static float fold(float acc, float v) { return fmaxf(acc, v); }
+  STAGECRAFT_HD static float result(float acc, int64_t) { return acc; }
+};
+
+/// Global pooling by reduction R into N×C×1×1 (the same memory order in NCHW and NHWC: offset
+/// n·C + c): output i = (n, c). In NHWC neighbouring threads (channels) read neighbouring
+/// addresses; NCHW inputs use plane_partial with one warp per plane instead.
+template <class R, class T>
+STAGECRAFT_HD void global_pool_at(const T* x, const Dims4& in, T* y, int64_t i) {
+  const int64_t c = i % in.c, n = i / in.c;
+  float acc = R::kStart;
+  for (int64_t h = 0; h < in.h; ++h)
+    for (int64_t w = 0; w < in.w; ++w) acc = R::fold(acc, load(x, offset(in, n, c, h, w)));
+  store(y, i, R::result(acc, in.h * in.w));
+}
+
 template <class T>
 STAGECRAFT_HD void global_avg_at(const T* x, const Dims4& in, T* y, int64_t i) {
-  const int64_t c = i % in.c, n = i / in.c;
-  float acc = 0.f;
-  for (int64_t h = 0; h < in.h; ++h)
-    for (int64_t w = 0; w < in.w; ++w) acc += load(x, offset(in, n, c, h, w));
-  store(y, i, acc / static_cast<float>(in.h * in.w));
+  global_pool_at<MeanReduction>(x, in, y, i);
 }
 
-/// Global max pooling into N×C×1×1, output i = (n, c) (as global_avg_at).
 template <class T>
 STAGECRAFT_HD void global_max_at(const T* x, const Dims4& in, T* y, int64_t i) {
-  const int64_t c = i % in.c, n = i / in.c;
-  float acc = -FLT_MAX;
-  for (int64_t h = 0; h < in.h; ++h)
-    for (int64_t w = 0; w < in.w; ++w) acc = fmaxf(acc, load(x, offset(in, n, c, h, w)));
-  store(y, i, acc);
+  global_pool_at<MaxReduction>(x, in, y, i);
 }
 
-/// The maximum over the part of the H×W plane `nc` of an NCHW tensor that lane `lane` of `lanes`
-/// reads (-FLT_MAX for a lane without elements), as plane_partial_sum.
-template <class T>
-STAGECRAFT_HD float plane_partial_max(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
+/// The part of the reduction R over the H×W plane `nc` (= n·C + c) of an NCHW tensor that lane
+/// `lane` of `lanes` folds (R::kStart for a lane without elements): lanes read neighbouring
+/// addresses.
+template <class R, class T>
+STAGECRAFT_HD float plane_partial(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
   const int64_t hw = in.h * in.w;
-  float acc = -FLT_MAX;
-  for (int64_t j = lane; j < hw; j += lanes) acc = fmaxf(acc, load(x, nc * hw + j));
+  float acc = R::kStart;
+  for (int64_t j = lane; j < hw; j += lanes) acc = R::fold(acc, load(x, nc * hw + j));
   return acc;
 }
 
-/// The part of the sum over the H×W plane `nc` (= n·C + c) of an NCHW tensor that lane `lane` of
-/// `lanes` adds: lanes read neighbouring addresses.
 template <class T>
 STAGECRAFT_HD float plane_partial_sum(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
-  const int64_t hw = in.h * in.w;
-  float acc = 0.f;
-  for (int64_t j = lane; j < hw; j += lanes) acc += load(x, nc * hw + j);
-  return acc;
+  return plane_partial<MeanReduction>(x, in, nc, lane, lanes);
+}
+
+template <class T>
+STAGECRAFT_HD float plane_partial_max(const T* x, const Dims4& in, int64_t nc, int lane, int lanes) {
+  return plane_partial<MaxReduction>(x, in, nc, lane, lanes);
 }
 
 // ---- Data movement (thread i writes destination offset i) -----------------------------------

@@ -42,17 +42,34 @@ bool packable(int64_t n, const void* p) {
 
 // ---- Element-wise ------------------------------------------------------------------------------
 
-template <class T>
-__global__ void act_kernel(const T* x, T* y, int64_t n, ActParams act) {
-  GRID_LOOP(i, n) { act_at(x, y, i, act); }
+// Element-wise maps: f(x, y, i) writes y[i] from x[i] (act_at, scale_at with their parameter).
+struct ActMap {
+  ActParams act;
+  template <class T>
+  __device__ void operator()(const T* x, T* y, int64_t i) const {
+    act_at(x, y, i, act);
+  }
+};
+
+struct ScaleMap {
+  float factor;
+  template <class T>
+  __device__ void operator()(const T* x, T* y, int64_t i) const {
+    scale_at(x, y, i, factor);
+  }
+};
+
+template <class T, class Map>
+__global__ void map_kernel(const T* x, T* y, int64_t n, Map f) {
+  GRID_LOOP(i, n) { f(x, y, i); }
 }
 
-template <class T>
-__global__ void act_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, ActParams act) {
+template <class T, class Map>
+__global__ void map_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, Map f) {
   GRID_LOOP(i, packs) {
     const Pack4<T> in = x[i];
     Pack4<T> out;
-    for (int k = 0; k < kPack; ++k) act_at(in.v, out.v, k, act);
+    for (int k = 0; k < kPack; ++k) f(in.v, out.v, k);
     y[i] = out;
   }
 }
@@ -71,21 +88,6 @@ __global__ void binary_pack_kernel(const Pack4<T>* x, const TO* o, Dims4 od, Pac
     const Pack4<T> in = x[i];
     Pack4<T> out;
     for (int k = 0; k < kPack; ++k) store(out.v, k, binary_with(load(in.v, k), o, od, yd, p, i * kPack + k));
-    y[i] = out;
-  }
-}
-
-template <class T>
-__global__ void scale_kernel(const T* x, T* y, int64_t n, float factor) {
-  GRID_LOOP(i, n) { scale_at(x, y, i, factor); }
-}
-
-template <class T>
-__global__ void scale_pack_kernel(const Pack4<T>* x, Pack4<T>* y, int64_t packs, float factor) {
-  GRID_LOOP(i, packs) {
-    const Pack4<T> in = x[i];
-    Pack4<T> out;
-    for (int k = 0; k < kPack; ++k) scale_at(in.v, out.v, k, factor);
     y[i] = out;
   }
 }
@@ -163,42 +165,23 @@ __global__ void pool_kernel(const T* x, Dims4 in, T* y, Dims4 out, PoolParams p)
   GRID_LOOP(i, out.numel()) { pool_at(x, in, y, out, p, i); }
 }
 
-template <class T>
-__global__ void global_avg_kernel(const T* x, T* y, Dims4 in) {
-  GRID_LOOP(i, in.n * in.c) { global_avg_at(x, in, y, i); }
+template <class R, class T>
+__global__ void global_pool_kernel(const T* x, T* y, Dims4 in) {
+  GRID_LOOP(i, in.n * in.c) { global_pool_at<R>(x, in, y, i); }
 }
 
 // NCHW: one warp per H×W plane (lanes read neighbouring addresses), reduced by shuffles. The loop
 // bound is the same for every lane of a warp, so the full-warp shuffles are safe.
-template <class T>
-__global__ void global_avg_planes_kernel(const T* x, T* y, Dims4 in) {
+template <class R, class T>
+__global__ void global_pool_planes_kernel(const T* x, T* y, Dims4 in) {
   const int64_t planes = in.n * in.c;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
   for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
        nc < planes; nc += warps) {
-    float acc = plane_partial_sum(x, in, nc, lane, kWarp);
-    for (int o = kWarp / 2; o > 0; o /= 2) acc += __shfl_down_sync(kFullWarp, acc, o);
-    if (lane == 0) store(y, nc, acc / static_cast<float>(in.h * in.w));
-  }
-}
-
-template <class T>
-__global__ void global_max_kernel(const T* x, T* y, Dims4 in) {
-  GRID_LOOP(i, in.n * in.c) { global_max_at(x, in, y, i); }
-}
-
-// NCHW: one warp per plane, as global_avg_planes_kernel, reduced by maximum.
-template <class T>
-__global__ void global_max_planes_kernel(const T* x, T* y, Dims4 in) {
-  const int64_t planes = in.n * in.c;
-  const int lane = static_cast<int>(threadIdx.x % kWarp);
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
-  for (int64_t nc = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
-       nc < planes; nc += warps) {
-    float acc = plane_partial_max(x, in, nc, lane, kWarp);
-    for (int o = kWarp / 2; o > 0; o /= 2) acc = fmaxf(acc, __shfl_down_sync(kFullWarp, acc, o));
-    if (lane == 0) store(y, nc, acc);
+    float acc = plane_partial<R>(x, in, nc, lane, kWarp);
+    for (int o = kWarp / 2; o > 0; o /= 2) acc = R::fold(acc, __shfl_down_sync(kFullWarp, acc, o));
+    if (lane == 0) store(y, nc, R::result(acc, in.h * in.w));
   }
 }
 
@@ -298,13 +281,13 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
 
 namespace {
 
-template <class T>
-void act_typed(const T* x, T* y, int64_t n, const ActParams& act, cudaStream_t s) {
+template <class T, class Map>
+void map_typed(const T* x, T* y, int64_t n, const Map& f, cudaStream_t s) {
   if (packable<T>(n, x) && packable<T>(n, y)) {
-    act_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
-        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, act);
+    map_pack_kernel<T, Map><<<blocks_for(n / kPack), kThreads, 0, s>>>(
+        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, f);
   } else {
-    act_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act);
+    map_kernel<T, Map><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, f);
   }
 }
 
@@ -334,16 +317,6 @@ template <class U>
 void shuffle_planes(const void* x, void* y, const ShufflePlanes& r, cudaStream_t s) {
   shuffle_planes_kernel<U><<<blocks_for(r.units()), kThreads, 0, s>>>(static_cast<const U*>(x),
                                                                       static_cast<U*>(y), r);
-}
-
-template <class T>
-void scale_typed(const T* x, T* y, int64_t n, float factor, cudaStream_t s) {
-  if (packable<T>(n, x) && packable<T>(n, y)) {
-    scale_pack_kernel<T><<<blocks_for(n / kPack), kThreads, 0, s>>>(
-        reinterpret_cast<const Pack4<T>*>(x), reinterpret_cast<Pack4<T>*>(y), n / kPack, factor);
-  } else {
-    scale_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x, y, n, factor);
-  }
 }
 
 template <class T>
@@ -400,6 +373,43 @@ void rows_copy(const void* src, void* dst, const RowsCopy& r, cudaStream_t s) {
                                                                  static_cast<U*>(dst), r);
 }
 
+template <class U>
+struct UnitType {
+  using type = U;
+};
+
+// Calls f(UnitType<U>{}), U the type of `unit` bytes (16, 8, 4, 2 or 1), and returns what f
+// returns; false for any other unit (0: the per-element kernel copies).
+template <class F>
+bool with_unit_type(int unit, F&& f) {
+  switch (unit) {
+    case 16:
+      return f(UnitType<Bytes16>{});
+    case 8:
+      return f(UnitType<Bytes8>{});
+    case 4:
+      return f(UnitType<uint32_t>{});
+    case 2:
+      return f(UnitType<uint16_t>{});
+    case 1:
+      return f(UnitType<uint8_t>{});
+    default:
+      return false;
+  }
+}
+
+// NHWC: one thread per (n, c); NCHW: one warp per plane.
+template <class R>
+void launch_global_pool(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  if (in.nhwc) {
+    DISPATCH(e, (global_pool_kernel<R, T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  } else {
+    DISPATCH(e, (global_pool_planes_kernel<R, T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
+                    static_cast<const T*>(x), static_cast<T*>(y), in)));
+  }
+}
+
 }  // namespace
 
 void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act, float relu6_max,
@@ -408,7 +418,7 @@ void launch_bias_act(Elem e, void* y, const float* bias, const Dims4& d, Act act
 }
 
 void launch_act(Elem e, const void* x, void* y, int64_t n, const ActParams& act, cudaStream_t s) {
-  DISPATCH(e, act_typed(static_cast<const T*>(x), static_cast<T*>(y), n, act, s));
+  DISPATCH(e, map_typed(static_cast<const T*>(x), static_cast<T*>(y), n, ActMap{act}, s));
 }
 
 // f32 and f16 only (the int8 contract gives binary ops no 8-bit tensors): no 8-bit instances.
@@ -421,34 +431,15 @@ void launch_binary(Elem e, const void* x, const Dims4& xd, const void* o, Elem o
   }
 }
 
-void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
-  if (in.nhwc) {
-    DISPATCH(e, (global_max_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  } else {
-    DISPATCH(e, (global_max_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  }
-}
-
 void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd,
                             int64_t groups, cudaStream_t s) {
   const ShufflePlanes r = plan_shuffle_planes(elem_bytes(e), xd, reinterpret_cast<uintptr_t>(x), yd,
                                               reinterpret_cast<uintptr_t>(y), groups);
-  switch (r.unit) {
-    case 16:
-      return shuffle_planes<Bytes16>(x, y, r, s);
-    case 8:
-      return shuffle_planes<Bytes8>(x, y, r, s);
-    case 4:
-      return shuffle_planes<uint32_t>(x, y, r, s);
-    case 2:
-      return shuffle_planes<uint16_t>(x, y, r, s);
-    case 1:
-      return shuffle_planes<uint8_t>(x, y, r, s);
-    default:
-      break;
-  }
+  const auto planes = [&](auto unit) {
+    shuffle_planes<typename decltype(unit)::type>(x, y, r, s);
+    return true;
+  };
+  if (with_unit_type(r.unit, planes)) return;
   DISPATCH(e, (channel_shuffle_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
                   static_cast<const T*>(x), xd, static_cast<T*>(y), yd, groups)));
 }
@@ -464,7 +455,7 @@ void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4
 }
 
 void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaStream_t s) {
-  DISPATCH(e, scale_typed(static_cast<const T*>(x), static_cast<T*>(y), n, factor, s));
+  DISPATCH(e, map_typed(static_cast<const T*>(x), static_cast<T*>(y), n, ScaleMap{factor}, s));
 }
 
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
@@ -484,13 +475,11 @@ void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& o
 }
 
 void launch_global_avg(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
-  if (in.nhwc) {
-    DISPATCH(e, (global_avg_kernel<T><<<blocks_for(in.n * in.c), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  } else {
-    DISPATCH(e, (global_avg_planes_kernel<T><<<blocks_for(in.n * in.c * kWarp), kThreads, 0, s>>>(
-                    static_cast<const T*>(x), static_cast<T*>(y), in)));
-  }
+  launch_global_pool<MeanReduction>(e, x, y, in, s);
+}
+
+void launch_global_max(Elem e, const void* x, void* y, const Dims4& in, cudaStream_t s) {
+  launch_global_pool<MaxReduction>(e, x, y, in, s);
 }
 
 void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_t src_c0,
@@ -498,20 +487,11 @@ void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_
                           cudaStream_t s) {
   const RowsCopy r = plan_rows_copy(elem_bytes(e), src_dims, src_c0, reinterpret_cast<uintptr_t>(src),
                                     dst_dims, dst_c0, reinterpret_cast<uintptr_t>(dst), channels);
-  switch (r.unit) {
-    case 16:
-      return rows_copy<Bytes16>(src, dst, r, s);
-    case 8:
-      return rows_copy<Bytes8>(src, dst, r, s);
-    case 4:
-      return rows_copy<uint32_t>(src, dst, r, s);
-    case 2:
-      return rows_copy<uint16_t>(src, dst, r, s);
-    case 1:
-      return rows_copy<uint8_t>(src, dst, r, s);
-    default:
-      break;
-  }
+  const auto rows = [&](auto unit) {
+    rows_copy<typename decltype(unit)::type>(src, dst, r, s);
+    return true;
+  };
+  if (with_unit_type(r.unit, rows)) return;
   const int64_t n = dst_dims.n * channels * dst_dims.h * dst_dims.w;
   DISPATCH(e, (copy_channels_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(
                   static_cast<const T*>(src), src_dims, src_c0, static_cast<T*>(dst), dst_dims,

@@ -30,6 +30,28 @@ Support one_layout(const KernelSpec& spec) {
   return Support::native();
 }
 
+void set_tensor_4d(const TensorDescriptor& desc, cudnnTensorFormat_t format, cudnnDataType_t type,
+                   const Dims4& g) {
+  STAGECRAFT_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), format, type, static_cast<int>(g.n),
+                                                    static_cast<int>(g.c), static_cast<int>(g.h),
+                                                    static_cast<int>(g.w)));
+}
+
+void set_filter(const FilterDescriptor& desc, cudnnDataType_t type, cudnnTensorFormat_t format,
+                int64_t k, int64_t c, const graph::Conv2dAttrs& a) {
+  STAGECRAFT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc.get(), type, format, static_cast<int>(k),
+                                                    static_cast<int>(c), static_cast<int>(a.kernel.h),
+                                                    static_cast<int>(a.kernel.w)));
+}
+
+void set_convolution(const ConvolutionDescriptor& desc, const graph::Conv2dAttrs& a,
+                     cudnnDataType_t compute) {
+  STAGECRAFT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+      desc.get(), static_cast<int>(a.padding.top), static_cast<int>(a.padding.left),
+      static_cast<int>(a.stride.h), static_cast<int>(a.stride.w), static_cast<int>(a.dilation.h),
+      static_cast<int>(a.dilation.w), CUDNN_CROSS_CORRELATION, compute));
+}
+
 FnKernel::FnKernel(std::string impl, Fn fn, size_t workspace)
     : CudaKernel(std::move(impl)), fn_(std::move(fn)) {
   workspace_ = workspace;

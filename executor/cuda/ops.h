@@ -142,4 +142,16 @@ using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudn
 using ActivationDescriptor = CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
                                              cudnnDestroyActivationDescriptor>;
 
+// Descriptor settings shared by the convolutions (conv_ops.cpp, conv_int8.cpp).
+
+/// A tensor of `g`'s sizes (N, C, H, W) in `format` and `type`.
+void set_tensor_4d(const TensorDescriptor& desc, cudnnTensorFormat_t format, cudnnDataType_t type,
+                   const Dims4& g);
+/// `k` filters of `c` channels each over `a`'s kernel window, in `format` and `type`.
+void set_filter(const FilterDescriptor& desc, cudnnDataType_t type, cudnnTensorFormat_t format,
+                int64_t k, int64_t c, const graph::Conv2dAttrs& a);
+/// `a`'s padding (top, left), stride and dilation as a cross-correlation accumulating in `compute`.
+void set_convolution(const ConvolutionDescriptor& desc, const graph::Conv2dAttrs& a,
+                     cudnnDataType_t compute);
+
 }  // namespace stagecraft::executor::cuda

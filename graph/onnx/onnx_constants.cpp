@@ -8,7 +8,9 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 
+#include "common/enum_table.h"
 #include "common/files.h"
 #include "common/half.h"
 #include "common/strings.h"
@@ -30,6 +32,60 @@ void read_raw(const std::string& raw, std::vector<double>& out) {
     out[i] = static_cast<double>(v);
   }
 }
+
+// The typed field that holds the elements whose raw bytes are T: ONNX keeps the 8- to 32-bit
+// integers (and FLOAT16's bits) in int32_data, UINT32 and UINT64 in uint64_data.
+template <class T>
+const auto& typed_field(const TensorProto& p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return p.float_data();
+  } else if constexpr (std::is_same_v<T, double>) {
+    return p.double_data();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return p.int64_data();
+  } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+    return p.uint64_data();
+  } else {
+    return p.int32_data();
+  }
+}
+
+// The values of `p`, an element type whose raw bytes are T: from the raw bytes where it has them,
+// else from the typed field.
+template <class T>
+std::vector<double> stored_values(const TensorProto& p) {
+  std::vector<double> out;
+  if (p.has_raw_data()) {
+    read_raw<T>(p.raw_data(), out);
+  } else {
+    const auto& field = typed_field<T>(p);
+    out.assign(field.begin(), field.end());
+  }
+  return out;
+}
+
+std::vector<double> half_values(const TensorProto& p) {
+  std::vector<double> out;
+  for (double b : stored_values<uint16_t>(p))
+    out.push_back(half_to_float(static_cast<uint16_t>(b)));
+  return out;
+}
+
+// The reader of each supported element type.
+constexpr Mapped<int32_t, std::vector<double> (*)(const TensorProto&)> kValueReaders[] = {
+    {TensorProto::FLOAT, stored_values<float>},
+    {TensorProto::DOUBLE, stored_values<double>},
+    {TensorProto::FLOAT16, half_values},
+    {TensorProto::INT64, stored_values<int64_t>},
+    {TensorProto::INT32, stored_values<int32_t>},
+    {TensorProto::INT16, stored_values<int16_t>},
+    {TensorProto::UINT16, stored_values<uint16_t>},
+    {TensorProto::INT8, stored_values<int8_t>},
+    {TensorProto::UINT8, stored_values<uint8_t>},
+    {TensorProto::BOOL, stored_values<uint8_t>},
+    {TensorProto::UINT32, stored_values<uint32_t>},
+    {TensorProto::UINT64, stored_values<uint64_t>},
+};
 
 }  // namespace
 
@@ -154,55 +210,12 @@ std::optional<ConstTensor> from_proto(const TensorProto& proto, std::string* why
   t.kind = kind_of(p.data_type());
   t.dims.assign(p.dims().begin(), p.dims().end());
   const int64_t n = t.numel();
-  const bool raw = p.has_raw_data();
-  switch (p.data_type()) {
-    case TensorProto::FLOAT:
-      if (raw) read_raw<float>(p.raw_data(), t.values);
-      else t.values.assign(p.float_data().begin(), p.float_data().end());
-      break;
-    case TensorProto::DOUBLE:
-      if (raw) read_raw<double>(p.raw_data(), t.values);
-      else t.values.assign(p.double_data().begin(), p.double_data().end());
-      break;
-    case TensorProto::FLOAT16: {
-      std::vector<double> bits;
-      if (raw) read_raw<uint16_t>(p.raw_data(), bits);
-      else bits.assign(p.int32_data().begin(), p.int32_data().end());
-      for (double b : bits) t.values.push_back(half_to_float(static_cast<uint16_t>(b)));
-      break;
-    }
-    case TensorProto::INT64:
-      if (raw) read_raw<int64_t>(p.raw_data(), t.values);
-      else t.values.assign(p.int64_data().begin(), p.int64_data().end());
-      break;
-    case TensorProto::INT32:
-      if (raw) read_raw<int32_t>(p.raw_data(), t.values);
-      else t.values.assign(p.int32_data().begin(), p.int32_data().end());
-      break;
-    case TensorProto::INT16:
-    case TensorProto::INT8:
-    case TensorProto::UINT8:
-    case TensorProto::UINT16:
-    case TensorProto::BOOL:
-      if (raw) {
-        if (p.data_type() == TensorProto::INT16) read_raw<int16_t>(p.raw_data(), t.values);
-        else if (p.data_type() == TensorProto::UINT16) read_raw<uint16_t>(p.raw_data(), t.values);
-        else if (p.data_type() == TensorProto::INT8) read_raw<int8_t>(p.raw_data(), t.values);
-        else read_raw<uint8_t>(p.raw_data(), t.values);
-      } else {
-        t.values.assign(p.int32_data().begin(), p.int32_data().end());
-      }
-      break;
-    case TensorProto::UINT32:
-    case TensorProto::UINT64:
-      if (raw && p.data_type() == TensorProto::UINT32) read_raw<uint32_t>(p.raw_data(), t.values);
-      else if (raw) read_raw<uint64_t>(p.raw_data(), t.values);
-      else t.values.assign(p.uint64_data().begin(), p.uint64_data().end());
-      break;
-    default:
-      *why = cat("element type ", p.data_type(), " is not supported");
-      return std::nullopt;
+  const auto* reader = entry_for(kValueReaders, p.data_type());
+  if (reader == nullptr) {
+    *why = cat("element type ", p.data_type(), " is not supported");
+    return std::nullopt;
   }
+  t.values = reader->mapped(p);
   if (static_cast<int64_t>(t.values.size()) != n) {
     *why = cat("it holds ", t.values.size(), " values for shape [", join(t.dims, ", "), "]");
     return std::nullopt;

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "common/enum_table.h"
 #include "common/strings.h"
 #include "graph/onnx/onnx_constants.h"
 
@@ -181,6 +182,43 @@ ConstTensor reduce(const ConstTensor& t, std::vector<int64_t> axes, bool keepdim
   return out;
 }
 
+// Element-wise ops that need no attributes: the function of the operands' values, and whether the
+// result is Boolean (otherwise it has the first operand's kind).
+template <class F>
+struct ElementwiseFold {
+  std::string_view name;
+  F* f;
+  bool boolean = false;
+};
+
+constexpr ElementwiseFold<double(double)> kUnaryFolds[] = {
+    {"Neg", [](double v) { return -v; }},
+    {"Abs", [](double v) { return std::fabs(v); }},
+    {"Ceil", [](double v) { return std::ceil(v); }},
+    {"Floor", [](double v) { return std::floor(v); }},
+    {"Round", [](double v) { return std::nearbyint(v); }},
+    {"Sqrt", [](double v) { return std::sqrt(v); }},
+    {"Exp", [](double v) { return std::exp(v); }},
+    {"Log", [](double v) { return std::log(v); }},
+    {"Reciprocal", [](double v) { return 1.0 / v; }},
+    {"Not", [](double v) { return v == 0 ? 1.0 : 0.0; }, true},
+    {"Sign", [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }},
+};
+
+constexpr ElementwiseFold<double(double, double)> kBinaryFolds[] = {
+    {"Add", [](double a, double b) { return a + b; }},
+    {"Sub", [](double a, double b) { return a - b; }},
+    {"Mul", [](double a, double b) { return a * b; }},
+    {"Pow", [](double a, double b) { return std::pow(a, b); }},
+    {"Equal", [](double a, double b) { return a == b ? 1.0 : 0.0; }, true},
+    {"Less", [](double a, double b) { return a < b ? 1.0 : 0.0; }, true},
+    {"LessOrEqual", [](double a, double b) { return a <= b ? 1.0 : 0.0; }, true},
+    {"Greater", [](double a, double b) { return a > b ? 1.0 : 0.0; }, true},
+    {"GreaterOrEqual", [](double a, double b) { return a >= b ? 1.0 : 0.0; }, true},
+    {"And", [](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }, true},
+    {"Or", [](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }, true},
+};
+
 }  // namespace
 
 std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
@@ -227,7 +265,11 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
     out.push_back(elementwise({&x, c(1)}, kind, type, [&](const std::vector<double>& a) { return f(a[0], a[1]); }));
   };
   const bool integer = x.kind != ElemKind::kFloat;
-  if (op == "Identity") {
+  if (const auto* one = entry_named(kUnaryFolds, op)) {
+    unary(one->f, one->boolean ? ElemKind::kBool : x.kind);
+  } else if (const auto* two = entry_named(kBinaryFolds, op)) {
+    binary(two->f, two->boolean ? ElemKind::kBool : x.kind);
+  } else if (op == "Identity") {
     out.push_back(x);
   } else if (op == "Cast") {
     const auto to = static_cast<int32_t>(attr_int(node, "to", TensorProto::FLOAT));
@@ -241,34 +283,6 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
       if (to == TensorProto::FLOAT) v = static_cast<double>(static_cast<float>(v));
     }
     out.push_back(t);
-  } else if (op == "Neg") {
-    unary([](double v) { return -v; }, x.kind);
-  } else if (op == "Abs") {
-    unary([](double v) { return std::fabs(v); }, x.kind);
-  } else if (op == "Ceil") {
-    unary([](double v) { return std::ceil(v); }, x.kind);
-  } else if (op == "Floor") {
-    unary([](double v) { return std::floor(v); }, x.kind);
-  } else if (op == "Round") {
-    unary([](double v) { return std::nearbyint(v); }, x.kind);
-  } else if (op == "Sqrt") {
-    unary([](double v) { return std::sqrt(v); }, x.kind);
-  } else if (op == "Exp") {
-    unary([](double v) { return std::exp(v); }, x.kind);
-  } else if (op == "Log") {
-    unary([](double v) { return std::log(v); }, x.kind);
-  } else if (op == "Reciprocal") {
-    unary([](double v) { return 1.0 / v; }, x.kind);
-  } else if (op == "Not") {
-    unary([](double v) { return v == 0 ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "Sign") {
-    unary([](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }, x.kind);
-  } else if (op == "Add") {
-    binary([](double a, double b) { return a + b; }, x.kind);
-  } else if (op == "Sub") {
-    binary([](double a, double b) { return a - b; }, x.kind);
-  } else if (op == "Mul") {
-    binary([](double a, double b) { return a * b; }, x.kind);
   } else if (op == "Div") {
     if (integer) {
       binary([](double a, double b) {
@@ -286,22 +300,6 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
       const double r = std::fmod(a, b);
       return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }, x.kind);
-  } else if (op == "Pow") {
-    binary([](double a, double b) { return std::pow(a, b); }, x.kind);
-  } else if (op == "Equal") {
-    binary([](double a, double b) { return a == b ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "Less") {
-    binary([](double a, double b) { return a < b ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "LessOrEqual") {
-    binary([](double a, double b) { return a <= b ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "Greater") {
-    binary([](double a, double b) { return a > b ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "GreaterOrEqual") {
-    binary([](double a, double b) { return a >= b ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "And") {
-    binary([](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }, ElemKind::kBool);
-  } else if (op == "Or") {
-    binary([](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }, ElemKind::kBool);
   } else if (op == "Max" || op == "Min") {
     std::vector<const ConstTensor*> args;
     for (size_t i = 0; i < in.size(); ++i) args.push_back(c(i));

@@ -64,6 +64,17 @@ class ConvertingLayoutCost : public LayoutCostModel {
   uint64_t salt_;
 };
 
+// The layouts every test here chooses among.
+const std::vector<Layout> kCandidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
+
+// The exact (exhaustive) layout DP over kCandidates.
+LayoutOptions exhaustive_options() {
+  LayoutOptions options;
+  options.candidates = kCandidates;
+  options.exhaustive = true;
+  return options;
+}
+
 double exhaustive_best(const graph::Graph& g, LayoutCostModel& model,
                        const std::vector<Layout>& candidates) {
   std::vector<graph::ValueId> free;
@@ -94,12 +105,9 @@ class RandomLayoutGraphs : public ::testing::TestWithParam<int> {};
 TEST_P(RandomLayoutGraphs, ExhaustiveDpEqualsEnumerationAndPruningNeverWins) {
   testing::Rng rng(900 + GetParam());
   const graph::Graph g = testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
-  const std::vector<Layout> candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
   RandomLayoutCost model(GetParam());
-  const double best = exhaustive_best(g, model, candidates);
-  LayoutOptions options;
-  options.candidates = candidates;
-  options.exhaustive = true;
+  const double best = exhaustive_best(g, model, kCandidates);
+  LayoutOptions options = exhaustive_options();
   const LayoutPlan exact = optimize_layouts(g, model, options);
   EXPECT_NEAR(exact.predicted_ms, best, 1e-9);
   EXPECT_NEAR(layout_plan_cost(g, model, exact.value_layouts), exact.predicted_ms, 1e-9);
@@ -118,13 +126,10 @@ class DominanceGraphs : public ::testing::TestWithParam<int> {};
 TEST_P(DominanceGraphs, DominancePruningKeepsTheOptimumWhenConvertingNeverHelps) {
   testing::Rng rng(1900 + GetParam());
   const graph::Graph g = testing::random_dag(rng, 4 + rng.below(5), 1 + rng.below(4));
-  const std::vector<Layout> candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
   ConvertingLayoutCost model(GetParam());
-  LayoutOptions options;
-  options.candidates = candidates;
-  options.exhaustive = true;
+  LayoutOptions options = exhaustive_options();
   const LayoutPlan exact = optimize_layouts(g, model, options);
-  EXPECT_NEAR(exact.predicted_ms, exhaustive_best(g, model, candidates), 1e-9);
+  EXPECT_NEAR(exact.predicted_ms, exhaustive_best(g, model, kCandidates), 1e-9);
   // Dominance alone (no factor, no cap): the same optimum with fewer states.
   options.exhaustive = false;
   options.prune_factor = std::numeric_limits<double>::infinity();
@@ -143,7 +148,7 @@ TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
   const graph::Graph g = testing::random_dag(rng, 9, 3);
   ConvertingLayoutCost model(7);
   LayoutOptions options;
-  options.candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
+  options.candidates = kCandidates;
   options.prune_factor = std::numeric_limits<double>::infinity();
   const LayoutPlan pruned = optimize_layouts(g, model, options);
   options.dominance = false;

@@ -45,19 +45,21 @@ graph::Graph random_dag(Rng& rng, int num_ops, int window) {
   return std::move(b).finish(outputs);
 }
 
-double RandomKeyCostModel::stage_latency_ms(const graph::Graph& graph, const Stage& stage) {
+uint64_t SaltedCostModel::salted_hash(const std::string& key) const {
   Fnv1a hasher;
   hasher.add_int(salt_);
-  hasher.add_string(stage_key(graph, stage));
-  return 0.05 + 0.95 * static_cast<double>(hasher.digest() >> 11) * 0x1.0p-53;
+  hasher.add_string(key);
+  return hasher.digest();
+}
+
+double RandomKeyCostModel::stage_latency_ms(const graph::Graph& graph, const Stage& stage) {
+  return 0.05 + 0.95 * static_cast<double>(salted_hash(stage_key(graph, stage)) >> 11) * 0x1.0p-53;
 }
 
 double RandomOpCostModel::op_ms(const graph::Graph& graph, graph::OpId id) const {
-  Fnv1a hasher;
-  hasher.add_int(salt_);
   // Ops that compute the same thing get the same time, as the canonical stage keys assume.
-  hasher.add_string(stage_key(graph, Stage::concurrent({{id}})));
-  return 0.1 + static_cast<double>(hasher.digest() % 1000) / 1000.0;
+  const uint64_t hash = salted_hash(stage_key(graph, Stage::concurrent({{id}})));
+  return 0.1 + static_cast<double>(hash % 1000) / 1000.0;
 }
 
 double RandomOpCostModel::stage_latency_ms(const graph::Graph& graph, const Stage& stage) {

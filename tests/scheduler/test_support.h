@@ -30,31 +30,40 @@ class Rng {
 /// op reads (small windows give narrow graphs).
 graph::Graph random_dag(Rng& rng, int num_ops, int window);
 
-/// Stage latency = a pseudo-random number in [0.05, 1) derived from the stage's canonical key
-/// and a salt: arbitrary but consistent costs, so only an exact search finds the optimum.
-class RandomKeyCostModel : public CostModel {
+/// The base of the random cost models below: their name, the test device, and the salt that
+/// picks one set of random costs.
+class SaltedCostModel : public CostModel {
  public:
-  explicit RandomKeyCostModel(uint64_t salt) : salt_(salt) {}
-  std::string name() const override { return "random-key"; }
+  SaltedCostModel(std::string name, uint64_t salt) : name_(std::move(name)), salt_(salt) {}
+  std::string name() const override { return name_; }
   std::string device_fingerprint() const override { return "test"; }
-  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
+
+ protected:
+  /// A hash of the salt and `key`: the source of every random cost.
+  uint64_t salted_hash(const std::string& key) const;
 
  private:
+  std::string name_;
   uint64_t salt_;
+};
+
+/// Stage latency = a pseudo-random number in [0.05, 1) derived from the stage's canonical key
+/// and a salt: arbitrary but consistent costs, so only an exact search finds the optimum.
+class RandomKeyCostModel : public SaltedCostModel {
+ public:
+  explicit RandomKeyCostModel(uint64_t salt) : SaltedCostModel("random-key", salt) {}
+  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
 };
 
 /// Per-op random times (by what the op computes, not its name); a concurrent stage costs max(longest group, total / 2) + 0.1 per extra
 /// group; a merge stage costs 0.6 × the sum of its convolutions' times.
-class RandomOpCostModel : public CostModel {
+class RandomOpCostModel : public SaltedCostModel {
  public:
-  explicit RandomOpCostModel(uint64_t salt) : salt_(salt) {}
-  std::string name() const override { return "random-op"; }
-  std::string device_fingerprint() const override { return "test"; }
+  explicit RandomOpCostModel(uint64_t salt) : SaltedCostModel("random-op", salt) {}
   double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
 
  private:
   double op_ms(const graph::Graph& graph, graph::OpId id) const;
-  uint64_t salt_;
 };
 
 /// The cheapest valid schedule's cost found by enumerating every schedule whose stages stay
