@@ -146,6 +146,9 @@ def main() -> int:
                    help="stagecraft's schedule: sequential (default) or dp (searched, slower)")
     p.add_argument("--stagecraft", default=str(ROOT / "build" / "cli" / "stagecraft"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_zoo.md"))
+    p.add_argument("--update", action="store_true",
+                   help="replace only these models' rows in the existing table (--out's .json), "
+                        "keeping the others (each row says when and at which commit it was measured)")
     args = p.parse_args()
     reexec_in_venv("model_zoo", __file__, PACKAGES, PACKAGES)
     import numpy as np
@@ -163,6 +166,16 @@ def main() -> int:
     exporters = [e for e in args.exporters.split(",") if e]
     names = classification_models(args.models.split(",") if args.models else None)
     rows = []
+    json_out = Path(args.out).with_suffix(".json")
+    earlier = json.loads(json_out.read_text()) if args.update and json_out.exists() else []
+    measured = f"{datetime.date.today()} {git_commit()}"
+
+    def save() -> None:  # after every model: a partial run still leaves a table
+        table = merge_rows(earlier, rows)
+        write_report(Path(args.out), table, args, onnxruntime.__version__, torch.__version__,
+                     torchvision.__version__)
+        json_out.write_text(json.dumps(table, indent=1) + "\n")
+
     work = Path(tempfile.mkdtemp(prefix="model_zoo."))
     for name in names:
         size = RESOLUTION.get(name, 224)
@@ -174,7 +187,7 @@ def main() -> int:
                              note=f"model: {str(e).splitlines()[0][:150]}"))
             continue
         for exporter in exporters:
-            row = dict(model=name, family=family, exporter=exporter, size=size)
+            row = dict(model=name, family=family, exporter=exporter, size=size, measured=measured)
             print(f"model_zoo: {name} ({exporter}, {size}x{size})", file=sys.stderr, flush=True)
             try:
                 path = export(model, name, size, exporter, folder)
@@ -207,15 +220,32 @@ def main() -> int:
             rows.append(row)
             print(f"  rel err {row['rel_err']:.2e}, stagecraft {row['stagecraft_ms']:.2f} ms, "
                   f"ORT {row['ort_ms']:.2f} ms", file=sys.stderr, flush=True)
-        # After every model: a partial run still leaves a table.
-        write_report(Path(args.out), rows, args, onnxruntime.__version__, torch.__version__,
-                     torchvision.__version__)
-        (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
-    write_report(Path(args.out), rows, args, onnxruntime.__version__, torch.__version__,
-                 torchvision.__version__)
-    (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
+        save()
+    save()
     bad = [r for r in rows if r["family"] != "other" and r.get("loads") != "yes"]
     return 1 if bad else 0
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def merge_rows(earlier: list[dict], rows: list[dict]) -> list[dict]:
+    """`earlier` with the rows of the same (model, exporter) replaced by `rows`, new ones last."""
+    fresh = {(r["model"], r["exporter"]): r for r in rows}
+    models = {r["model"] for r in rows}
+    table = []
+    for r in earlier:
+        key = (r["model"], r.get("exporter"))
+        if key in fresh:
+            table.append(fresh.pop(key))
+        elif r["model"] not in models:  # a model run now keeps no stale row of its own
+            table.append(r)
+    return table + [r for r in rows if (r["model"], r["exporter"]) in fresh]
 
 
 def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_version: str,
@@ -227,13 +257,16 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
         f"- torch {torch_version}, torchvision {tv_version}, ONNX Runtime {ort_version} (CPU provider, "
         f"all graph optimisations, {os.cpu_count()} threads); stagecraft `run --schedule {args.schedule}` "
         f"(default layout), batch 1, f32",
-        f"- command: `python3 scripts/model_zoo.py{' --models ' + args.models if args.models else ''} "
-        f"--exporters {args.exporters} --iters {args.iters} --schedule {args.schedule}`",
+        f"- command{' of the last update' if args.update else ''}: `python3 scripts/model_zoo.py"
+        f"{' --models ' + args.models if args.models else ''} "
+        f"--exporters {args.exporters} --iters {args.iters} --schedule {args.schedule}"
+        f"{' --update' if args.update else ''}`"
+        + ("; the other rows come from earlier runs (see `measured`: date and commit)" if args.update else ""),
         "- weights random, batch-norm statistics calibrated on random images; error = max|a - b| / "
         "max|b| against ONNX Runtime on one random input; latencies are medians of interleaved runs",
         "",
-        "| model | exporter | input | loads | max rel err | stagecraft ms | ORT ms | stagecraft / ORT | note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | exporter | input | loads | max rel err | stagecraft ms | ORT ms | stagecraft / ORT | measured | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         loaded = "rel_err" in r
@@ -242,7 +275,7 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
                  f"{r['stagecraft_ms']:.2f}" if loaded else "",
                  f"{r['ort_ms']:.2f}" if "ort_ms" in r else "",
                  f"{r['stagecraft_ms'] / r['ort_ms']:.2f}x" if loaded else "",
-                 r.get("note", "").replace("|", "/")]
+                 r.get("measured", ""), r.get("note", "").replace("|", "/")]
         lines.append("| " + " | ".join(cells) + " |")
     listed = [r for r in rows if r.get("family") != "other"]
     loaded = [r for r in listed if r.get("loads") == "yes"]
