@@ -11,7 +11,7 @@ and a bar plot of latency relative to ONNX Runtime.
 stagecraft runs through its Python package (build/python, made by ./scripts/test.sh), as a user's
 `stagecraft.Session(model)` would: default layout and schedule unless --layout/--schedule say.
 
-Usage: bench/side_by_side.py [--models a,b] [--rounds 20] [--out bench/results] [--no-compile]
+Usage: bench/side_by_side.py [--models a,b] [--rounds 8] [--block 5] [--out bench/results] [--no-compile]
        [--int8]   (also inception_v3 int8: stagecraft --dtype int8 against ORT's QDQ model)
 """
 from __future__ import annotations
@@ -86,16 +86,25 @@ def engines_for(name: str, onnx_path: Path, model, x, args):
     return engines, setup_s, sess
 
 
-def time_interleaved(engines: dict, rounds: int) -> dict[str, list[float]]:
+def time_interleaved(engines: dict, rounds: int, block: int) -> dict[str, list[float]]:
+    """Each round runs every engine for one untimed run and `block` timed ones in a row.
+
+    Blocks, not single runs: an engine's idle worker threads spin for a while after its run
+    (ONNX Runtime's thread pool, OpenMP teams), so the engine timed right after another one pays
+    for the other's spinning; one untimed run per block absorbs that, and rounds still alternate
+    the engines so that the machine's slow and fast phases fall on all of them alike.
+    """
     for fn in engines.values():
         for _ in range(WARMUP):
             fn()
     samples = {k: [] for k in engines}
     for _ in range(rounds):
         for k, fn in engines.items():
-            t0 = time.perf_counter()
             fn()
-            samples[k].append((time.perf_counter() - t0) * 1e3)
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fn()
+                samples[k].append((time.perf_counter() - t0) * 1e3)
     return samples
 
 
@@ -129,7 +138,8 @@ def quantised_onnx(fp32: Path, x, work: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--block", type=int, default=5, help="timed runs of one engine in a row per round")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "side_by_side")
     parser.add_argument("--layout", default=None, help="stagecraft layout (default: the backend's)")
@@ -161,7 +171,7 @@ def main() -> int:
         engines, setup_s, sess = engines_for(name, path, model, x, args)
         want = engines["onnxruntime"]()
         errors = {k: rel_err(fn(), want) for k, fn in engines.items() if k != "onnxruntime"}
-        samples = time_interleaved(engines, args.rounds)
+        samples = time_interleaved(engines, args.rounds, args.block)
         row = {"model": name, "input": list(x.shape), "setup_s": setup_s,
                "plan": sess.description,
                "median_ms": {k: median(v) for k, v in samples.items()},
@@ -192,7 +202,7 @@ def main() -> int:
                    "onnxruntime int8 (QDQ)": lambda: ort8.run(None, {n8: x})[0]}
         want = engines["onnxruntime f32"]()
         errors = {k: rel_err(fn(), want) for k, fn in engines.items() if k != "onnxruntime f32"}
-        samples = time_interleaved(engines, args.rounds)
+        samples = time_interleaved(engines, args.rounds, args.block)
         rows.append({"model": "inception_v3 int8", "input": list(x.shape),
                      "median_ms": {k: median(v) for k, v in samples.items()},
                      "samples_ms": samples, "max_rel_err": errors})
@@ -207,7 +217,7 @@ def write(args, rows, ort_version: str, torch_version: str, stagecraft) -> None:
     stem = args.out / "side_by_side"
     cmd = "bench/side_by_side.py " + " ".join(sys.argv[1:])
     info = {"date": str(datetime.date.today()), "machine": machine(), "onnxruntime": ort_version,
-            "torch": torch_version, "command": cmd, "rounds": args.rounds,
+            "torch": torch_version, "command": cmd, "rounds": args.rounds, "block": args.block,
             "stagecraft_backend": rows[0].get("plan", "") if rows else ""}
     (stem.with_suffix(".json")).write_text(json.dumps({"info": info, "rows": rows}, indent=1) + "\n")
     fp32 = [r for r in rows if "onnxruntime" in r["median_ms"]]
@@ -222,7 +232,9 @@ def write(args, rows, ort_version: str, torch_version: str, stagecraft) -> None:
              f"{os.cpu_count()} intra-op threads); torch {torch_version} "
              f"({os.cpu_count()} threads); batch 1, f32, torchvision models with random weights "
              "and calibrated batch-norm statistics, TorchScript exporter (opset 17)",
-             f"- {args.rounds} interleaved rounds after {WARMUP} warm-up runs each; medians; "
+             f"- {args.rounds} interleaved rounds after {WARMUP} warm-up runs each, each round one untimed "
+             f"and {args.block} timed runs of every engine in a row (an engine timed right after another "
+             "pays for the other's spinning worker threads); medians; "
              "ratio = engine / ONNX Runtime (below 1: faster than ORT)",
              f"- stagecraft: `Session(model.onnx)` (schedule dp, measured cost model, the backend's "
              f"default layout unless the command says): {info['stagecraft_backend']}",
