@@ -194,7 +194,8 @@ void run_bench(const BenchOptions& o) {
       executors.back()->set_inputs(inputs);
       timed.push_back(executors.back().get());
     }
-    std::cerr << "bench: " << network << ": timing " << o.iters << " interleaved rounds...\n";
+    std::cerr << "bench: " << network << ": timing " << o.iters
+              << " runs of each, in alternating blocks of " << profiler::kTimedBlock << "...\n";
     const auto times = profiler::interleaved_ms(timed, o.warmup, o.iters);
     for (size_t k = 0; k < net_rows.size(); ++k) {
       const profiler::LatencySummary t = profiler::summarise(times[k]);
@@ -306,7 +307,7 @@ void add_run_commands(CLI::App& app) {
   add_search_options(*bench, b->search);
   bench->add_option("--warmup", b->warmup, "untimed runs of each schedule first (default 3)")
       ->check(CLI::NonNegativeNumber);
-  bench->add_option("--iters", b->iters, "interleaved timed rounds (default 20)")
+  bench->add_option("--iters", b->iters, "timed runs of each schedule, in alternating blocks (default 20)")
       ->check(CLI::PositiveNumber);
   bench->add_option("--out", b->out, "directory for bench.csv and bench.json "
                                      "(default ./stagecraft-results)");

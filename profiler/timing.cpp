@@ -25,22 +25,37 @@ LatencySummary summarise(const std::vector<double>& samples_ms) {
           samples_ms.size()};
 }
 
+std::vector<std::vector<double>> interleaved_ms(const std::vector<std::function<void()>>& runs,
+                                                int warmup, int rounds,
+                                                const std::function<void(int, int)>& on_round) {
+  for (const auto& run : runs)
+    for (int i = 0; i < warmup; ++i) run();
+  const bool alone = runs.size() == 1;
+  const int block = alone ? 1 : kTimedBlock;
+  std::vector<std::vector<double>> ms(runs.size());
+  for (int done = 0; done < rounds;) {
+    const int n = std::min(block, rounds - done);
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (!alone) runs[k]();  // absorbs the previous plan's spinning threads
+      for (int i = 0; i < n; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        runs[k]();
+        ms[k].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+    done += n;
+    if (on_round) on_round(done, rounds);
+  }
+  return ms;
+}
+
 std::vector<std::vector<double>> interleaved_ms(
     const std::vector<executor::Executor*>& executors, int warmup, int rounds,
     const std::function<void(int, int)>& on_round) {
-  for (executor::Executor* e : executors)
-    for (int i = 0; i < warmup; ++i) e->execute();
-  std::vector<std::vector<double>> ms(executors.size());
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t k = 0; k < executors.size(); ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      executors[k]->execute();
-      ms[k].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    if (on_round) on_round(round + 1, rounds);
-  }
-  return ms;
+  std::vector<std::function<void()>> runs;
+  for (executor::Executor* e : executors) runs.push_back([e] { e->execute(); });
+  return interleaved_ms(runs, warmup, rounds, on_round);
 }
 
 }  // namespace stagecraft::profiler

@@ -1,7 +1,7 @@
 #pragma once
 /// The timing protocol of whole runs (after TVM's time evaluator): warm-up runs, then timed runs;
-/// several plans are timed round by round, interleaved, so that a noisy machine slows all of them
-/// alike; summaries are medians and percentiles, never means.
+/// several plans are timed in alternating blocks, so that a noisy machine slows all of them alike
+/// and none pays for another's idle threads; summaries are medians and percentiles, never means.
 ///
 /// Example:
 ///   std::vector<std::vector<double>> ms = interleaved_ms({&a, &b}, /*warmup=*/3, /*rounds=*/20);
@@ -24,11 +24,22 @@ struct LatencySummary {
 };
 LatencySummary summarise(const std::vector<double>& samples_ms);
 
-/// Runs every executor `warmup` times, then `rounds` rounds in each of which every executor runs
-/// once (in order); returns the wall time of each run (ms) per executor. `on_round`, when given,
-/// is called after each round with (rounds done, rounds) and may throw to stop.
+/// Runs every executor `warmup` times, then takes `rounds` timed runs of each (wall time, ms, per
+/// executor). Several executors are timed in blocks that alternate: one untimed run, then up to
+/// kTimedBlock timed runs of one executor, then the next. Blocks, not single runs: a plan's idle
+/// stream workers and OpenMP teams spin for a while after its run, and the plan timed right after
+/// it would pay for that spinning (15-25% on `bench`); the untimed run absorbs it. `on_round`,
+/// when given, is called with (timed runs done per executor, rounds) and may throw to stop.
 std::vector<std::vector<double>> interleaved_ms(
     const std::vector<executor::Executor*>& executors, int warmup, int rounds,
     const std::function<void(int, int)>& on_round = nullptr);
+
+/// The same protocol over any runs (one function per thing timed).
+std::vector<std::vector<double>> interleaved_ms(const std::vector<std::function<void()>>& runs,
+                                                int warmup, int rounds,
+                                                const std::function<void(int, int)>& on_round = nullptr);
+
+/// Timed runs of one executor in a row (after one untimed run) when several are interleaved.
+inline constexpr int kTimedBlock = 5;
 
 }  // namespace stagecraft::profiler

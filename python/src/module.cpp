@@ -361,7 +361,7 @@ class PySession {
   std::mutex mutex_;
 };
 
-// Times sessions in interleaved rounds on generated inputs (seed 1, as `stagecraft bench`);
+// Times sessions in alternating blocks (profiler::interleaved_ms) on generated inputs (seed 1, as `stagecraft bench`);
 // returns the milliseconds of every run, per session.
 std::vector<std::vector<double>> time_sessions(const std::vector<PySession*>& sessions, int warmup,
                                                int iters, py::object progress_callback) {

@@ -528,7 +528,7 @@ def bench(model: Union[ModelLike, Sequence[ModelLike]],
               "sequential", "greedy", "dp"),
           *, iters: int = 20, warmup: int = 3, backend: str = "cpu", as_frame: bool = False,
           progress: ProgressArg = None, **session_args: Any) -> Any:
-    """Runs `model` (one, or a list) with each schedule and times them in interleaved rounds, like
+    """Runs `model` (one, or a list) with each schedule and times them in alternating blocks, like
     ``stagecraft bench``. `schedules` are strategy names, Schedules or schedule files (a dict
     gives them labels). Other keyword arguments go to ``Session`` (dtype, batch, layout,
     cache_dir, mode, r, s, cost_model, ...).

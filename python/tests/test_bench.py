@@ -14,7 +14,7 @@ KEYS = {"network", "batch", "dtype", "schedule", "stages", "median_ms", "p10_ms"
 def test_bench_rows(squeezenet):
     found = stagecraft.schedule(squeezenet, "dp", cost_model="analytic:v100", progress=False)
     rounds = []
-    rows = stagecraft.bench(squeezenet, ["sequential", "greedy", found], iters=3, warmup=1,
+    rows = stagecraft.bench(squeezenet, ["sequential", "greedy", found], iters=7, warmup=1,
                             progress=lambda p, d, t, s, x: rounds.append((p, d, t)))
     assert [r["schedule"] for r in rows] == ["sequential", "greedy", "dp-both"]
     for r in rows:
@@ -26,7 +26,8 @@ def test_bench_rows(squeezenet):
     assert rows[1]["speedup"] == pytest.approx(rows[0]["median_ms"] / rows[1]["median_ms"])
     assert rows[0]["stages"] == squeezenet.num_ops
     assert rows[2]["stages"] == len(found)
-    assert [(d, t) for p, d, t in rounds if p == "bench"] == [(1, 3), (2, 3), (3, 3)]
+    # Progress after each block of timed runs (5 of each schedule, then the other 2).
+    assert [(d, t) for p, d, t in rounds if p == "bench"] == [(5, 7), (7, 7)]
 
 
 def test_bench_labels_and_several_models():

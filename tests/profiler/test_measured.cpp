@@ -10,12 +10,34 @@
 #include "networks/registry.h"
 #include "profiler/measured_cost_model.h"
 #include "profiler/profile_cache.h"
+#include "profiler/timing.h"
 #include "scheduler/search.h"
 
 namespace stagecraft::profiler {
 namespace {
 
 namespace fs = std::filesystem;
+
+TEST(Timing, SeveralPlansAreTimedInAlternatingBlocksAfterAnUntimedRun) {
+  // Which plan ran, in order; 'a'/'b' timed or not is told by the sample counts.
+  std::string order;
+  const std::vector<std::function<void()>> runs = {[&] { order += 'a'; }, [&] { order += 'b'; }};
+  std::vector<int> progress;
+  const auto ms = interleaved_ms(runs, /*warmup=*/1, /*rounds=*/7,
+                                 [&](int done, int all) { progress.push_back(done * 100 + all); });
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].size(), 7u);
+  EXPECT_EQ(ms[1].size(), 7u);
+  // Warm-up, then a block of 1 + 5 runs each, then 1 + 2 (7 timed runs of each in all).
+  EXPECT_EQ(order, "ab" "aaaaaa" "bbbbbb" "aaa" "bbb");
+  EXPECT_EQ(progress, (std::vector<int>{507, 707}));
+  // One plan alone: no settling runs, progress after every run.
+  order.clear();
+  progress.clear();
+  EXPECT_EQ(interleaved_ms({runs[0]}, 0, 3, [&](int done, int) { progress.push_back(done); })[0].size(), 3u);
+  EXPECT_EQ(order, "aaa");
+  EXPECT_EQ(progress, (std::vector<int>{1, 2, 3}));
+}
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("stagecraft_" + name);
