@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "executor/cpu/channel_gather.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
 
@@ -21,8 +22,9 @@ dnnl::concat::primitive_desc concat_pd(const KernelSpec& spec, const DnnlContext
 }
 
 // oneDNN's concat has only its reference kernel when parts do not start on a channel block of a
-// blocked destination; the parts then go into a plain (nchw) temporary at their channel offsets,
-// which one reorder turns into the destination (all optimised reorders).
+// blocked destination; a channel gather then copies the parts in one pass (or, for parts of other
+// element types or scales, they go into a plain nchw temporary which one reorder turns into the
+// destination).
 std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const auto pd = concat_pd(spec, ctx);
   const std::string impl = pd.impl_info_str();
@@ -36,6 +38,13 @@ std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
     return impl;
   }
   const graph::TensorDesc& out = spec.dsts[0];
+  if (channel_gather_applies(spec.srcs, out)) {
+    std::vector<ChannelSource> from;
+    for (size_t i = 0; i < spec.srcs.size(); ++i)
+      for (int64_t c = 0; c < spec.srcs[i].shape[1]; ++c) from.push_back({static_cast<int>(i), c});
+    add_channel_gather(k, spec.srcs, out, 0, from);
+    return kChannelGatherImpl;
+  }
   const memory::desc plain = plain_md(out.shape, out.dtype);
   k.reserve_temp(plain.get_size());
   int64_t c0 = 0;
@@ -68,6 +77,17 @@ std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx)
   const graph::TensorDesc& in = spec.srcs[0];
   int64_t begin = slice_begin(spec);
   const bool aligned = block_aligned(spec, begin);
+  if (!aligned && channel_gather_applies({in}, spec.dsts[0]) &&
+      std::all_of(spec.dsts.begin(), spec.dsts.end(),
+                  [&](const graph::TensorDesc& d) { return channel_gather_applies({in}, d); })) {
+    for (size_t i = 0; i < spec.dsts.size(); ++i) {
+      std::vector<ChannelSource> from;
+      for (int64_t c = 0; c < spec.dsts[i].shape[1]; ++c) from.push_back({0, begin + c});
+      add_channel_gather(k, {in}, spec.dsts[i], static_cast<int>(i), from);
+      begin += spec.dsts[i].shape[1];
+    }
+    return kChannelGatherImpl;
+  }
   memory::desc src = md(in);
   int src_slot = 0;
   if (!aligned) {
@@ -134,6 +154,15 @@ std::string build_reshape(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ct
   return "reorder";
 }
 
+// A channel shuffle of g groups: destination channel j is source channel (j % g) * (C / g) + j / g.
+std::vector<ChannelSource> shuffle_sources(const KernelSpec& spec) {
+  const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
+  const int64_t channels = spec.srcs[0].shape[1], per_group = channels / groups;
+  std::vector<ChannelSource> from;
+  for (int64_t j = 0; j < channels; ++j) from.push_back({0, j % groups * per_group + j / groups});
+  return from;
+}
+
 dnnl::shuffle_forward::primitive_desc shuffle_pd(const KernelSpec& spec, const DnnlContext& ctx) {
   // oneDNN's group size is the number of channels in a group of its view, C / groups of ours.
   const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
@@ -152,6 +181,7 @@ Support check(const KernelSpec& spec, DnnlContext& ctx) {
       return Support::native();
     case OpKind::kChannelShuffle:
       if (Support s = same_layout_support(spec); !s.runnable()) return s;
+      if (channel_gather_applies(spec.srcs, spec.dsts[0])) return Support::native();
       return implementation_support(shuffle_pd(spec, ctx).impl_info_str(),
                                     cat("channel shuffle in ", graph::to_string(spec.dsts[0].layout)));
     case OpKind::kConcat:
@@ -176,6 +206,10 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
     case OpKind::kReshape:
       return build_reshape(k, spec, ctx);
     case OpKind::kChannelShuffle: {
+      if (channel_gather_applies(spec.srcs, spec.dsts[0])) {
+        add_channel_gather(k, spec.srcs, spec.dsts[0], 0, shuffle_sources(spec));
+        return kChannelGatherImpl;
+      }
       const auto pd = shuffle_pd(spec, ctx);
       k.add({dnnl::shuffle_forward(pd),
              {{DNNL_ARG_SRC, 0, md(spec.srcs[0])}, {DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}},

@@ -166,6 +166,13 @@ void DnnlKernel::add(StepSpec step, size_t scratchpad, std::string impl) {
   impls_.push_back(std::move(impl));
 }
 
+void DnnlKernel::add_host(HostFunction fn, std::vector<int> slots, std::string impl) {
+  StepSpec step(dnnl::primitive(), {}, {}, /*scratchpad=*/false);
+  step.host = std::move(fn);
+  step.host_slots = std::move(slots);
+  add(std::move(step), 0, std::move(impl));
+}
+
 void DnnlKernel::add_reorder(DnnlContext& ctx, const memory::desc& src, int src_slot,
                              const memory::desc& dst, int dst_slot_index, size_t zero_dst,
                              const dnnl::primitive_attr& attr) {
@@ -204,12 +211,14 @@ void DnnlKernel::bind(const std::vector<TensorRef>& srcs, const std::vector<Tens
   steps_.clear();
   zero_.clear();
   for (const StepSpec& spec : specs_) {
-    Step step{spec.primitive, spec.constants};
+    Step step{spec.primitive, spec.constants, {}};
+    if (spec.host) {
+      std::vector<void*> data;
+      for (int slot : spec.host_slots) data.push_back(slot_data(slot, srcs, dsts, workspace));
+      step.host = [fn = spec.host, data = std::move(data)] { fn(data); };
+    }
     for (const ArgSpec& a : spec.args) {
-      void* data = a.slot == kTemp ? static_cast<char*>(workspace) + scratch_
-                   : a.slot >= 0   ? srcs.at(static_cast<size_t>(a.slot)).data
-                                   : dsts.at(static_cast<size_t>(-1 - a.slot)).data;
-      step.args.emplace(a.arg, memory(a.desc, engine_, data));
+      step.args.emplace(a.arg, memory(a.desc, engine_, slot_data(a.slot, srcs, dsts, workspace)));
     }
     if (spec.uses_scratchpad && scratch_ > 0) {
       const memory::desc scratchpad({static_cast<memory::dim>(scratch_)}, memory::data_type::u8,
@@ -222,6 +231,13 @@ void DnnlKernel::bind(const std::vector<TensorRef>& srcs, const std::vector<Tens
     }
     steps_.push_back(std::move(step));
   }
+}
+
+void* DnnlKernel::slot_data(int slot, const std::vector<TensorRef>& srcs,
+                            const std::vector<TensorRef>& dsts, void* workspace) const {
+  return slot == kTemp ? static_cast<char*>(workspace) + scratch_
+         : slot >= 0   ? srcs.at(static_cast<size_t>(slot)).data
+                       : dsts.at(static_cast<size_t>(-1 - slot)).data;
 }
 
 void DnnlKernel::launch(Stream& stream) {
@@ -237,7 +253,12 @@ void DnnlKernel::run(dnnl::stream& stream) {
   for (size_t i = 0; i < steps_.size(); ++i) {
     for (const Zero& z : zero_)
       if (z.before_step == i) std::memset(z.data, 0, z.bytes);
-    steps_[i].primitive.execute(stream, steps_[i].args);
+    if (steps_[i].host) {
+      stream.wait();  // earlier primitives first
+      steps_[i].host();
+    } else {
+      steps_[i].primitive.execute(stream, steps_[i].args);
+    }
   }
   stream.wait();
 }

@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -106,6 +107,9 @@ class DnnlKernel : public Kernel {
     int slot;                 ///< >= 0: source slot; dst_slot(i): destination i; kTemp
     dnnl::memory::desc desc;  ///< how the step sees the tensor (may be a sub-memory)
   };
+  /// A step run on the worker instead of a oneDNN primitive (inside the kernel's OpenMP thread
+  /// count); it gets the data pointers of its slots, in the order given to add_host().
+  using HostFunction = std::function<void(const std::vector<void*>& data)>;
   struct StepSpec {
     StepSpec(dnnl::primitive p, std::vector<ArgSpec> a,
              std::unordered_map<int, dnnl::memory> c = {}, bool scratchpad = true,
@@ -117,6 +121,8 @@ class DnnlKernel : public Kernel {
     std::unordered_map<int, dnnl::memory> constants;  ///< packed weights, bias, statistics
     bool uses_scratchpad = true;
     size_t zero_dst = SIZE_MAX;  ///< when set: zero this destination slot before the step
+    HostFunction host;            ///< when set: run instead of `primitive`
+    std::vector<int> host_slots;  ///< the slots whose data `host` gets
   };
 
   DnnlKernel(dnnl::engine engine, int threads) : engine_(std::move(engine)), threads_(threads) {}
@@ -125,6 +131,9 @@ class DnnlKernel : public Kernel {
   /// Appends a step that needs `scratchpad` bytes of scratch memory; `impl` names its oneDNN
   /// implementation (for step_implementation()).
   void add(StepSpec step, size_t scratchpad, std::string impl = "");
+  /// Appends a host step calling `fn` with the data pointers of `slots` (source slots,
+  /// dst_slot(i), kTemp).
+  void add_host(HostFunction fn, std::vector<int> slots, std::string impl = "");
   /// The implementation name given with step `i` ("" when none was).
   const std::string& step_implementation(size_t i) const { return impls_.at(i); }
   /// Reserves a temporary tensor inside the workspace (after the scratchpad).
@@ -151,7 +160,10 @@ class DnnlKernel : public Kernel {
   struct Step {
     dnnl::primitive primitive;
     std::unordered_map<int, dnnl::memory> args;
+    std::function<void()> host;  // bound host step (then `primitive` is empty)
   };
+  void* slot_data(int slot, const std::vector<TensorRef>& srcs, const std::vector<TensorRef>& dsts,
+                  void* workspace) const;
   struct Zero {
     size_t before_step;
     void* data;
