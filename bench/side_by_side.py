@@ -28,11 +28,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+from model_zoo import PAUSE_S, WARMUP, time_interleaved  # noqa: E402
 
 PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision", "matplotlib"]
 DEFAULT_MODELS = ["inception_v3", "googlenet", "resnet50", "squeezenet1_0", "densenet121",
                   "mobilenet_v2", "resnext50_32x4d"]
-WARMUP = 3
 
 
 def median(v: list[float]) -> float:
@@ -84,28 +84,6 @@ def engines_for(name: str, onnx_path: Path, model, x, args):
         except Exception as e:  # noqa: BLE001 - a missing compiler is reported, not fatal
             print(f"  torch.compile unavailable for {name}: {str(e).splitlines()[0][:160]}")
     return engines, setup_s, sess
-
-
-def time_interleaved(engines: dict, rounds: int, block: int) -> dict[str, list[float]]:
-    """Each round runs every engine for one untimed run and `block` timed ones in a row.
-
-    Blocks, not single runs: an engine's idle worker threads spin for a while after its run
-    (ONNX Runtime's thread pool, OpenMP teams), so the engine timed right after another one pays
-    for the other's spinning; one untimed run per block absorbs that, and rounds still alternate
-    the engines so that the machine's slow and fast phases fall on all of them alike.
-    """
-    for fn in engines.values():
-        for _ in range(WARMUP):
-            fn()
-    samples = {k: [] for k in engines}
-    for _ in range(rounds):
-        for k, fn in engines.items():
-            fn()
-            for _ in range(block):
-                t0 = time.perf_counter()
-                fn()
-                samples[k].append((time.perf_counter() - t0) * 1e3)
-    return samples
 
 
 def quantised_onnx(fp32: Path, x, work: Path) -> Path:
@@ -232,9 +210,10 @@ def write(args, rows, ort_version: str, torch_version: str, stagecraft) -> None:
              f"{os.cpu_count()} intra-op threads); torch {torch_version} "
              f"({os.cpu_count()} threads); batch 1, f32, torchvision models with random weights "
              "and calibrated batch-norm statistics, TorchScript exporter (opset 17)",
-             f"- {args.rounds} interleaved rounds after {WARMUP} warm-up runs each, each round one untimed "
-             f"and {args.block} timed runs of every engine in a row (an engine timed right after another "
-             "pays for the other's spinning worker threads); medians; "
+             f"- {args.rounds} interleaved rounds after {WARMUP} warm-up runs each, each round a "
+             f"{PAUSE_S * 1e3:.0f} ms pause, one untimed and {args.block} timed runs of every engine in a "
+             "row (an engine timed right after another paid for the other's spinning worker threads: "
+             "ONNX Runtime's pool burns a core for about 60 ms after a run); medians; "
              "ratio = engine / ONNX Runtime (below 1: faster than ORT)",
              f"- stagecraft: `Session(model.onnx)` (schedule dp, measured cost model, the backend's "
              f"default layout unless the command says): {info['stagecraft_backend']}",

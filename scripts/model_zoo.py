@@ -6,9 +6,13 @@ For each model: random weights, batch-norm statistics calibrated on random image
 passes in training mode with cumulative averages), then `torch.onnx.export(..., dynamo=False)`
 (TorchScript, opset 17) and `dynamo=True` (opset 18), models cached under .cache/model_zoo/. Each
 export is run by ONNX Runtime (CPU provider, all graph optimisations, one session thread per core)
-and by `stagecraft run MODEL.onnx --input x.npy --output y.npy` on the same input; the report has
-whether it loads, the largest relative error (max |a - b| / max |b|, b = ONNX Runtime), both
-latencies (medians, interleaved) and their ratio. Transformers (ViT, Swin, MaxViT) are left out.
+and by `stagecraft run MODEL.onnx --input x.npy --output y.npy` on the same input: whether it
+loads, and the largest relative error (max |a - b| / max |b|, b = ONNX Runtime). Latencies come
+from one process: the same model as a `stagecraft.Session` (the Python package in build/python,
+the plan `run` builds) and the ONNX Runtime session, timed in alternating blocks (per round each
+engine runs once untimed, then `--block` timed runs), medians and their ratio. Timing a fresh
+`stagecraft run` process against a warm ONNX Runtime session measured first-touch memory and this
+VM's slow phases rather than the engines. Transformers (ViT, Swin, MaxViT) are left out.
 
 The script sets up (once) the project's virtual environment with torch, torchvision, onnx,
 onnxscript, onnxruntime and numpy (scripts/common.sh, .venv/) and re-runs itself in it.
@@ -22,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -124,16 +127,46 @@ def time_ort(session, x, iters: int) -> list[float]:
     return samples
 
 
-def run_stagecraft(binary: Path, path: Path, x_file: Path, y_file: Path, iters: int,
-                   schedule: str, cache: Path) -> tuple[float | None, str]:
+WARMUP = 3
+PAUSE_S = 0.1  # longer than ONNX Runtime's spinning after a run (about 60 ms here)
+
+
+def time_interleaved(engines: dict, rounds: int, block: int) -> dict[str, list[float]]:
+    """Each round runs every engine for one untimed run and `block` timed ones in a row, after a
+    pause of PAUSE_S.
+
+    Blocks after a pause, not single runs: an engine's idle worker threads spin after its run
+    (measured here: ONNX Runtime's pool burns a whole core for about 60 ms after each run;
+    stagecraft's stream workers and OpenMP teams about nothing), so an engine timed right after
+    another one paid for the other's spinning. The pause lets that end, one untimed run per block
+    warms the engine's caches again, and rounds alternate the engines so that the machine's slow
+    and fast phases fall on all of them alike.
+    """
+    for fn in engines.values():
+        for _ in range(WARMUP):
+            fn()
+    samples = {k: [] for k in engines}
+    for _ in range(rounds):
+        for k, fn in engines.items():
+            time.sleep(PAUSE_S)
+            fn()
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fn()
+                samples[k].append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def run_stagecraft(binary: Path, path: Path, x_file: Path, y_file: Path, schedule: str,
+                   cache: Path) -> str:
+    """`stagecraft run` as a user calls it; "" when it wrote y_file, else its last error line."""
     cmd = [str(binary), "run", str(path), "--input", str(x_file), "--output", str(y_file),
-           "--iters", str(iters), "--warmup", "3", "--schedule", schedule, "--cache-dir", str(cache)]
+           "--iters", "1", "--warmup", "0", "--schedule", schedule, "--cache-dir", str(cache)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
-        return None, lines[-1] if lines else f"exit {result.returncode}"
-    m = re.search(r"latency: median ([0-9.]+) ms", result.stdout)
-    return (float(m.group(1)) if m else None), ""
+        return lines[-1] if lines else f"exit {result.returncode}"
+    return ""
 
 
 def main() -> int:
@@ -141,7 +174,9 @@ def main() -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", help="comma-separated torchvision model names (default: all CNNs)")
     p.add_argument("--exporters", default="ts,dynamo", help="ts, dynamo or both (default both)")
-    p.add_argument("--iters", type=int, default=20, help="timed runs per engine (default 20)")
+    p.add_argument("--iters", type=int, default=20,
+                   help="timed runs per engine (default 20), in rounds of --block")
+    p.add_argument("--block", type=int, default=5, help="timed runs of one engine in a row per round")
     p.add_argument("--schedule", default="sequential",
                    help="stagecraft's schedule: sequential (default) or dp (searched, slower)")
     p.add_argument("--stagecraft", default=str(ROOT / "build" / "cli" / "stagecraft"))
@@ -151,6 +186,12 @@ def main() -> int:
                         "keeping the others (each row says when and at which commit it was measured)")
     args = p.parse_args()
     reexec_in_venv("model_zoo", __file__, PACKAGES, PACKAGES)
+    sys.path.insert(0, str(ROOT / "build" / "python"))
+    sys.path.insert(0, str(ROOT / "python"))
+    try:
+        import stagecraft
+    except ImportError as e:
+        sys.exit(f"model_zoo: the stagecraft package is not built ({e}); run ./scripts/test.sh")
     import numpy as np
     import onnxruntime
     import torch
@@ -200,22 +241,20 @@ def main() -> int:
             np.save(x_file, x)
             session = ort_session(path)
             want = session.run(None, {session.get_inputs()[0].name: x})[0]
-            ort_ms, sc_ms = [], []
-            error = ""
-            for _ in range(2):  # interleaved: ORT, stagecraft, ORT, stagecraft
-                ort_ms += time_ort(session, x, args.iters // 2)
-                ms, error = run_stagecraft(binary, path, x_file, y_file, max(1, args.iters // 2),
-                                           args.schedule, cache)
-                if ms is None:
-                    break
-                sc_ms.append(ms)
-            row["ort_ms"] = statistics.median(ort_ms)
-            if not sc_ms:
+            error = run_stagecraft(binary, path, x_file, y_file, args.schedule, cache)
+            if error:
                 row.update(loads="no", note=error)
                 rows.append(row)
                 continue
+            sc = stagecraft.Session(path, schedule=args.schedule, cache_dir=cache)
+            ort_input = {session.get_inputs()[0].name: x}
+            samples = time_interleaved({"ort": lambda: session.run(None, ort_input),
+                                        "stagecraft": lambda: sc.run(x)},
+                                       max(1, args.iters // args.block), args.block)
+            sc = None  # its plan's memory and threads go before the next model
+            row["ort_ms"] = statistics.median(samples["ort"])
             got = np.load(y_file).reshape(want.shape)
-            row.update(loads="yes", stagecraft_ms=statistics.median(sc_ms),
+            row.update(loads="yes", stagecraft_ms=statistics.median(samples["stagecraft"]),
                        rel_err=float(np.abs(got - want).max() / max(1e-12, np.abs(want).max())))
             rows.append(row)
             print(f"  rel err {row['rel_err']:.2e}, stagecraft {row['stagecraft_ms']:.2f} ms, "
@@ -259,11 +298,13 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
         f"(default layout), batch 1, f32",
         f"- command{' of the last update' if args.update else ''}: `python3 scripts/model_zoo.py"
         f"{' --models ' + args.models if args.models else ''} "
-        f"--exporters {args.exporters} --iters {args.iters} --schedule {args.schedule}"
+        f"--exporters {args.exporters} --iters {args.iters} --block {args.block} --schedule {args.schedule}"
         f"{' --update' if args.update else ''}`"
         + ("; the other rows come from earlier runs (see `measured`: date and commit)" if args.update else ""),
         "- weights random, batch-norm statistics calibrated on random images; error = max|a - b| / "
-        "max|b| against ONNX Runtime on one random input; latencies are medians of interleaved runs",
+        "max|b| against ONNX Runtime on one random input (output of `stagecraft run`); latencies are "
+        "medians in one process (`stagecraft.Session` and the ORT session in alternating blocks: one "
+        "untimed and --block timed runs of each per round)",
         "",
         "| model | exporter | input | loads | max rel err | stagecraft ms | ORT ms | stagecraft / ORT | measured | note |",
         "|---|---|---|---|---|---|---|---|---|---|",
