@@ -30,9 +30,9 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
 from model_zoo import PAUSE_S, WARMUP, time_interleaved  # noqa: E402
 
-PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision", "matplotlib"]
+PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision", "matplotlib", "timm"]
 DEFAULT_MODELS = ["inception_v3", "googlenet", "resnet50", "squeezenet1_0", "densenet121",
-                  "mobilenet_v2", "resnext50_32x4d"]
+                  "mobilenet_v2", "resnext50_32x4d", "timm/inception_resnet_v2"]
 
 
 def median(v: list[float]) -> float:
@@ -136,12 +136,12 @@ def main() -> int:
     import numpy as np
     import onnxruntime
     import torch
-    from model_zoo import RESOLUTION, calibrated_model, export, ort_session
+    from model_zoo import calibrated_model, export, input_size, ort_session
 
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in [m for m in args.models.split(",") if m]:
-        size = RESOLUTION.get(name, 224)
+        size = input_size(name)
         print(f"{name}: exporting / loading", flush=True)
         model = calibrated_model(name, size)
         path = export(model, name, size, "ts", args.work)
@@ -159,7 +159,7 @@ def main() -> int:
         del engines, sess
     if args.int8:
         name = "inception_v3"
-        size = RESOLUTION[name]
+        size = input_size(name)
         model = calibrated_model(name, size)
         path = export(model, name, size, "ts", args.work)
         x = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)

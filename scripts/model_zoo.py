@@ -36,7 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pyenv import ROOT, machine, reexec_in_venv, torch_export  # noqa: E402
 
-PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision"]
+PACKAGES = ["numpy", "onnx", "onnxruntime", "onnxscript", "torch", "torchvision", "timm"]
+# Models of the timm library (pytorch-image-models) are named "timm/NAME"; they are outside the
+# families the check is about (reported as "other"), the way a user's own model would be.
+TIMM = "timm/"
+DEFAULT_OUT = ROOT / "bench" / "results" / "model_zoo.md"
 
 # Input resolution of models whose default is not 224.
 RESOLUTION = {
@@ -57,6 +61,14 @@ def classification_models(selected: list[str] | None) -> list[str]:
     names = torchvision.models.list_models(module=torchvision.models)
     names = [n for n in names if not n.startswith(TRANSFORMERS)]
     if selected:
+        timm_names = [n for n in selected if n.startswith(TIMM)]
+        if timm_names:
+            import timm
+            known = set(timm.list_models())
+            unknown = [n for n in timm_names if n[len(TIMM):] not in known]
+            if unknown:
+                sys.exit(f"model_zoo: unknown timm models {unknown} (see timm.list_models())")
+            names += timm_names
         unknown = [n for n in selected if n not in names]
         if unknown:
             sys.exit(f"model_zoo: unknown models {unknown} (known: {', '.join(names)})")
@@ -64,16 +76,28 @@ def classification_models(selected: list[str] | None) -> list[str]:
     return names
 
 
+def input_size(name: str) -> int:
+    """Height = width of the model's input: its default resolution."""
+    if name.startswith(TIMM):
+        import timm
+        return int(timm.create_model(name[len(TIMM):], pretrained=False).pretrained_cfg["input_size"][-1])
+    return RESOLUTION.get(name, 224)
+
+
 def calibrated_model(name: str, size: int):
     """Random weights; batch-norm statistics from a few batches of random images."""
     import torch
     import torchvision
     torch.manual_seed(0)
-    kwargs = {"weights": None}
-    if name in ("googlenet", "inception_v3"):
-        kwargs["aux_logits"] = False
-        kwargs["init_weights"] = True
-    model = getattr(torchvision.models, name)(**kwargs)
+    if name.startswith(TIMM):
+        import timm
+        model = timm.create_model(name[len(TIMM):], pretrained=False)
+    else:
+        kwargs = {"weights": None}
+        if name in ("googlenet", "inception_v3"):
+            kwargs["aux_logits"] = False
+            kwargs["init_weights"] = True
+        model = getattr(torchvision.models, name)(**kwargs)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     for bn in bns:
         bn.reset_running_stats()
@@ -88,11 +112,11 @@ def calibrated_model(name: str, size: int):
 
 def export(model, name: str, size: int, exporter: str, folder: Path) -> Path:
     import torch
-    path = folder / f"{name}_{exporter}.onnx"
+    path = folder / f"{name.replace('/', '_')}_{exporter}.onnx"
     if path.exists():
         return path
     x = torch.randn(1, 3, size, size)
-    tmp = folder / f".{name}_{exporter}.tmp.onnx"
+    tmp = folder / f".{name.replace('/', '_')}_{exporter}.tmp.onnx"
     torch_export(model, x, tmp, exporter)
     data = Path(str(tmp) + ".data")
     if data.exists():  # external weights: rename both, the model refers to the data file by name
@@ -172,7 +196,8 @@ def run_stagecraft(binary: Path, path: Path, x_file: Path, y_file: Path, schedul
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", help="comma-separated torchvision model names (default: all CNNs)")
+    p.add_argument("--models", help="comma-separated torchvision model names (default: all CNNs); "
+                                    "timm/NAME for a model of the timm library")
     p.add_argument("--exporters", default="ts,dynamo", help="ts, dynamo or both (default both)")
     p.add_argument("--iters", type=int, default=20,
                    help="timed runs per engine (default 20), in rounds of --block")
@@ -180,7 +205,7 @@ def main() -> int:
     p.add_argument("--schedule", default="sequential",
                    help="stagecraft's schedule: sequential (default) or dp (searched, slower)")
     p.add_argument("--stagecraft", default=str(ROOT / "build" / "cli" / "stagecraft"))
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "model_zoo.md"))
+    p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--update", action="store_true",
                    help="replace only these models' rows in the existing table (--out's .json), "
                         "keeping the others (each row says when and at which commit it was measured)")
@@ -219,7 +244,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="model_zoo."))
     for name in names:
-        size = RESOLUTION.get(name, 224)
+        size = input_size(name)
         family = next((f for f in FAMILIES if name.startswith(f)), "other")
         try:
             model = calibrated_model(name, size)
@@ -299,7 +324,8 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
         f"- command{' of the last update' if args.update else ''}: `python3 scripts/model_zoo.py"
         f"{' --models ' + args.models if args.models else ''} "
         f"--exporters {args.exporters} --iters {args.iters} --block {args.block} --schedule {args.schedule}"
-        f"{' --update' if args.update else ''}`"
+        f"{' --update' if args.update else ''}"
+        f"{'' if Path(args.out) == DEFAULT_OUT else ' --out ' + str(Path(args.out).relative_to(ROOT) if Path(args.out).is_relative_to(ROOT) else args.out)}`"
         + ("; the other rows come from earlier runs (see `measured`: date and commit)" if args.update else ""),
         "- weights random, batch-norm statistics calibrated on random images; error = max|a - b| / "
         "max|b| against ONNX Runtime on one random input (output of `stagecraft run`); latencies are "
