@@ -302,6 +302,26 @@ struct BinaryAttrs {
   bool operator==(const BinaryAttrs&) const = default;
 };
 
+/// Resampling of H and W (ONNX Resize, PyTorch's interpolate/Upsample) to `size`. A destination
+/// pixel y maps to the source coordinate y / scale_h (x likewise): nearest takes source pixel
+/// floor(y / scale_h) (ONNX "asymmetric" with nearest_mode "floor": PyTorch's "nearest"); linear
+/// interpolates between the two nearest pixels at (y + 0.5) / scale_h - 0.5 clamped to the
+/// source (ONNX "half_pixel": PyTorch's "bilinear" with align_corners=False).
+struct ResizeAttrs {
+  Hw size;             ///< output height and width
+  double scale_h = 0;  ///< coordinate scale (output / input when the model gives sizes)
+  double scale_w = 0;
+  bool linear = false;  ///< bilinear; nearest otherwise
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("size", a.size, FieldRule::kRequired);
+    v("scale_h", a.scale_h, FieldRule::kRequired);
+    v("scale_w", a.scale_w, FieldRule::kRequired);
+    v("linear", a.linear, FieldRule::kOptional);
+  }
+  bool operator==(const ResizeAttrs&) const = default;
+};
+
 /// The shape of a binary op's constant at `rank` (leading 1s added, as NumPy aligns trailing
 /// dimensions).
 std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank);
@@ -357,7 +377,8 @@ struct ChannelShuffleAttrs {
   X(kGlobalMaxPool, "global_max_pool", NoAttrs)        \
   X(kReshape, "reshape", ReshapeAttrs)                 \
   X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs) \
-  X(kLeakyRelu, "leaky_relu", LeakyReluAttrs)
+  X(kLeakyRelu, "leaky_relu", LeakyReluAttrs)          \
+  X(kResize, "resize", ResizeAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -370,7 +391,7 @@ enum class OpKind : uint8_t {
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
-                             LeakyReluAttrs>;
+                             LeakyReluAttrs, ResizeAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

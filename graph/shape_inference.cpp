@@ -278,6 +278,15 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                     cat("groups ", g, " must divide the ", inputs[0].shape[1], " channels"));
       return {inputs[0]};
     }
+    case OpKind::kResize: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const auto& a = op.attrs_as<ResizeAttrs>();
+      check.require(a.size.h > 0 && a.size.w > 0, "size must be positive");
+      check.require(a.scale_h > 0 && a.scale_w > 0, "scale_h and scale_w must be positive");
+      const Shape& s = inputs[0].shape;
+      return {with_shape(inputs[0], Shape{s[0], s[1], a.size.h, a.size.w})};
+    }
     case OpKind::kMaxPool:
       check.arity(inputs, 1, 1);
       return infer_pool(check, op.attrs_as<MaxPoolAttrs>(), inputs[0]);

@@ -208,7 +208,21 @@ def modules():
                 features.append(layer(torch.cat(features, 1)))
             return self.transition(torch.cat(features, 1))
 
+    class Upsampling(nn.Module):  # hrnet / FPN: nearest x2 fused by addition, bilinear to a size
+        def __init__(self):
+            super().__init__()
+            self.fine = nn.Conv2d(3, 12, 3, 1, 1)
+            self.coarse = nn.Conv2d(12, 12, 3, 2, 1)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+
+        def forward(self, x):
+            fine = self.fine(x)
+            fused = fine + self.up(self.coarse(fine))
+            smooth = F.interpolate(fused, scale_factor=2.0, mode="bilinear", align_corners=False)
+            return F.interpolate(smooth, size=(13, 11), mode="bilinear", align_corners=False)
+
     return {
+        "upsampling": (Upsampling(), (2, 3, 8, 8)),
         "partial_residual": (PartialResidual(), (1, 3, 6, 6)),
         "tf_same_padding": (TfSamePadding(), (1, 3, 9, 9)),
         "squeeze_excite": (SqueezeExcite(), (1, 3, 8, 8)),

@@ -1,10 +1,8 @@
 // Channel gathers: each destination channel copied from a channel of a source, in any CPU layout.
 //
-// Every layout here places element (n, c, p) (p = h * W + w) at
-//   n * batch_stride + channel_offset(c) + p * pixel_stride
-// so a destination is walked as groups of channels that sit together at one pixel (one channel
-// in nchw, all of them in nhwc, a block in nChw8c/nChw16c): per group, per pixel, per lane. Lanes
-// whose sources are consecutive in memory are copied as runs.
+// A destination (host_layout.h) is walked as groups of channels that sit together at one pixel
+// (one channel in nchw, all of them in nhwc, a block in nChw8c/nChw16c): per group, per pixel, per
+// lane. Lanes whose sources are consecutive in memory are copied as runs.
 #include "executor/cpu/channel_gather.h"
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <memory>
 
 #include "common/strings.h"
+#include "executor/cpu/host_layout.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -19,46 +18,6 @@ namespace {
 
 using graph::Layout;
 using graph::TensorDesc;
-
-struct Geometry {
-  int64_t images, channels, padded_channels, pixels;
-  int64_t batch_stride, pixel_stride;
-  int64_t block;  // channel block of a blocked layout, 0 otherwise
-  Layout layout;
-
-  int64_t channel_offset(int64_t c) const {
-    switch (layout) {
-      case Layout::kNCHW:
-        return c * pixels;
-      case Layout::kNHWC:
-        return c;
-      default:
-        return c / block * pixels * block + c % block;
-    }
-  }
-  /// Channels that sit together at one pixel (a group), and the distance between two groups.
-  int64_t group() const {
-    return layout == Layout::kNCHW ? 1 : layout == Layout::kNHWC ? channels : block;
-  }
-  int64_t group_stride() const { return layout == Layout::kNCHW ? pixels : pixels * group(); }
-};
-
-bool cpu_layout(Layout l) {
-  return l == Layout::kNCHW || l == Layout::kNHWC || l == Layout::kNChw8c || l == Layout::kNChw16c;
-}
-
-Geometry geometry_of(const TensorDesc& d) {
-  Geometry g{};
-  g.layout = d.layout;
-  g.images = d.shape[0];
-  g.channels = d.shape[1];
-  g.pixels = d.shape[2] * d.shape[3];
-  g.block = graph::channel_block(d.layout);
-  g.padded_channels = g.block > 0 ? (g.channels + g.block - 1) / g.block * g.block : g.channels;
-  g.batch_stride = g.padded_channels * g.pixels;
-  g.pixel_stride = d.layout == Layout::kNCHW ? 1 : d.layout == Layout::kNHWC ? g.channels : g.block;
-  return g;
-}
 
 // Lanes [lane, lane + count) of a destination group, copied from consecutive elements of source
 // `slot` (slot < 0: zeros, the padding lanes of a blocked destination).
@@ -69,7 +28,7 @@ struct Run {
 };
 
 struct Gather {
-  Geometry dst;
+  HostLayout dst;
   std::vector<std::vector<Run>> groups;  // per destination group, in lane order
 };
 
@@ -135,7 +94,7 @@ void run_gather(const Gather& g, const std::vector<void*>& data) {
 
 bool channel_gather_applies(const std::vector<TensorDesc>& srcs, const TensorDesc& dst) {
   auto fits = [&](const TensorDesc& d) {
-    return d.shape.rank() == 4 && cpu_layout(d.layout) && d.dtype == dst.dtype &&
+    return d.shape.rank() == 4 && host_layout_known(d.layout) && d.dtype == dst.dtype &&
            d.scale == dst.scale && d.shape[0] == dst.shape[0] && d.shape[2] == dst.shape[2] &&
            d.shape[3] == dst.shape[3];
   };
@@ -150,9 +109,9 @@ void add_channel_gather(DnnlKernel& kernel, const std::vector<TensorDesc>& srcs,
                            " channels is not possible"));
   }
   auto gather = std::make_shared<Gather>();
-  gather->dst = geometry_of(dst);
-  std::vector<Geometry> src_geometry;
-  for (const TensorDesc& s : srcs) src_geometry.push_back(geometry_of(s));
+  gather->dst = host_layout(dst);
+  std::vector<HostLayout> src_geometry;
+  for (const TensorDesc& s : srcs) src_geometry.push_back(host_layout(s));
   const int64_t group = gather->dst.group();
   for (int64_t g0 = 0; g0 < gather->dst.padded_channels; g0 += group) {
     std::vector<Run> runs;
@@ -161,7 +120,7 @@ void add_channel_gather(DnnlKernel& kernel, const std::vector<TensorDesc>& srcs,
       Run next{-1, lane, 1, 0, 0, 0};
       if (j < dst.shape[1]) {
         const ChannelSource& f = from[static_cast<size_t>(j)];
-        const Geometry& s = src_geometry.at(static_cast<size_t>(f.slot));
+        const HostLayout& s = src_geometry.at(static_cast<size_t>(f.slot));
         next = {f.slot, lane, 1, s.channel_offset(f.channel), s.pixel_stride, s.batch_stride};
       }
       if (!runs.empty()) {  // extends the last run when it continues it in memory

@@ -213,7 +213,7 @@ namespace cpu {
 const OpFamily& family_of(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
                                               &kElementwiseFamily, &kBinaryFamily,
-                                              &kDataMovementFamily};
+                                              &kDataMovementFamily, &kResizeFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

@@ -36,5 +36,6 @@ extern const OpFamily kElementwiseFamily;  // activations, scale, batch_norm, so
 extern const OpFamily kBinaryFamily;       // add, binary
 extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten, reshape,
                                             // channel_shuffle
+extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 
 }  // namespace stagecraft::executor::cpu

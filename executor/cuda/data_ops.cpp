@@ -2,7 +2,8 @@
 // a conversion of element type or scale), pad, flatten, reshape (the plan makes it a view when
 // source and result are plain; otherwise the plain element order is kept across layouts, a flat
 // 16-byte copy where both memory orders are plain), channel shuffle (whole planes in NCHW, one
-// element per thread otherwise), and the backend's layout copies. A
+// element per thread otherwise), resize (one destination element per thread), and the backend's
+// layout copies. A
 // channel-window copy between tensors of one layout moves strided rows of bytes in the widest
 // aligned unit (16 bytes per thread where possible); copies between layouts write the destination
 // in its memory order.
@@ -44,6 +45,10 @@ Support check(const KernelSpec& spec) {
     if (spec.srcs[0].dtype != spec.dsts[0].dtype) {
       return Support::unsupported(SupportReason::kDataType, "a reshape keeps the element type");
     }
+  }
+  if (spec.kind == OpKind::kResize &&
+      (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype)) {
+    return Support::unsupported(SupportReason::kDataType, "a resize runs in f32 or f16 and keeps the element type");
   }
   if (spec.kind == OpKind::kChannelShuffle && spec.srcs[0].dtype != spec.dsts[0].dtype) {
     return Support::unsupported(SupportReason::kDataType, "a channel shuffle keeps the element type");
@@ -113,6 +118,13 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
         launch_channel_shuffle(e, srcs[0].data, in, dsts[0].data, out, groups, s.get());
       });
     }
+    case OpKind::kResize: {
+      const auto a = std::get<graph::ResizeAttrs>(spec.attrs);
+      return std::make_unique<FnKernel>(a.linear ? "own resize bilinear" : "own resize nearest",
+                                        [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_resize(e, srcs[0].data, in, dsts[0].data, out, a.scale_h, a.scale_w, a.linear, s.get());
+      });
+    }
     default:
       throw BackendError(cat("cuda: the data movement family does not build ", graph::to_string(spec.kind)));
   }
@@ -122,7 +134,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
 
 const OpFamily kDataMovementFamily{"data movement",
                                    {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice, OpKind::kIdentity,
-                                    OpKind::kPad, OpKind::kFlatten, OpKind::kReshape, OpKind::kChannelShuffle},
+                                    OpKind::kPad, OpKind::kFlatten, OpKind::kReshape, OpKind::kChannelShuffle,
+                                    OpKind::kResize},
                                    check,
                                    build};
 

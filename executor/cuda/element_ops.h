@@ -426,6 +426,42 @@ STAGECRAFT_HD void channel_shuffle_at(const T* src, const Dims4& sd, T* dst, con
   store(dst, i, load(src, offset(sd, p.n, shuffled_channel(p.c, dd.c, groups), p.h, p.w)));
 }
 
+/// One axis of a resize: destination index y reads source indices `first` and `second`, the
+/// second with `weight` (graph::ResizeAttrs: nearest floor(y / scale); linear at half-pixel
+/// centres (y + 0.5) / scale - 0.5, clamped to the source).
+struct ResizeTap {
+  int64_t first = 0, second = 0;
+  float weight = 0;
+};
+
+STAGECRAFT_HD ResizeTap resize_tap(int64_t y, int64_t in, double scale, bool linear) {
+  ResizeTap t;
+  if (!linear) {
+    t.first = t.second = min64(in - 1, static_cast<int64_t>(static_cast<double>(y) / scale));  // y, scale > 0
+    return t;
+  }
+  double src = (static_cast<double>(y) + 0.5) / scale - 0.5;
+  if (src < 0) src = 0;
+  t.first = min64(in - 1, static_cast<int64_t>(src));  // src >= 0: truncation is floor
+  t.second = min64(in - 1, t.first + 1);
+  t.weight = t.first == in - 1 ? 0.0f : static_cast<float>(src - static_cast<double>(t.first));
+  return t;
+}
+
+/// Element i of a bilinear or nearest resize from src to dst (each in its own layout).
+template <class T>
+STAGECRAFT_HD void resize_at(const T* src, const Dims4& sd, T* dst, const Dims4& dd, double scale_h,
+                             double scale_w, bool linear, int64_t i) {
+  const Coords p = coords_at(dd, i);
+  const ResizeTap ty = resize_tap(p.h, sd.h, scale_h, linear), tx = resize_tap(p.w, sd.w, scale_w, linear);
+  const float a = load(src, offset(sd, p.n, p.c, ty.first, tx.first));
+  const float b = load(src, offset(sd, p.n, p.c, ty.first, tx.second));
+  const float c = load(src, offset(sd, p.n, p.c, ty.second, tx.first));
+  const float d = load(src, offset(sd, p.n, p.c, ty.second, tx.second));
+  const float top = a + tx.weight * (b - a), bottom = c + tx.weight * (d - c);
+  store(dst, i, top + ty.weight * (bottom - top));
+}
+
 /// Whether a tensor's memory order is its plain (NCHW, or N×C) order: NCHW, or NHWC where a
 /// pixel or a channel is all there is.
 STAGECRAFT_HD bool plain_order(const Dims4& d) { return !d.nhwc || d.c == 1 || d.h * d.w == 1; }

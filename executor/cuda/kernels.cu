@@ -198,6 +198,12 @@ __global__ void shuffle_planes_kernel(const U* x, U* y, ShufflePlanes r) {
 }
 
 template <class T>
+__global__ void resize_kernel(const T* x, Dims4 xd, T* y, Dims4 yd, double scale_h, double scale_w,
+                              bool linear) {
+  GRID_LOOP(i, yd.numel()) { resize_at(x, xd, y, yd, scale_h, scale_w, linear, i); }
+}
+
+template <class T>
 __global__ void reshape_kernel(const T* x, Dims4 xd, T* y, Dims4 yd) {
   GRID_LOOP(i, yd.numel()) { reshape_at(x, xd, y, yd, i); }
 }
@@ -442,6 +448,12 @@ void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, con
   if (with_unit_type(r.unit, planes)) return;
   DISPATCH(e, (channel_shuffle_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
                   static_cast<const T*>(x), xd, static_cast<T*>(y), yd, groups)));
+}
+
+void launch_resize(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, double scale_h,
+                   double scale_w, bool linear, cudaStream_t s) {
+  DISPATCH(e, (resize_kernel<T><<<blocks_for(yd.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), xd, static_cast<T*>(y), yd, scale_h, scale_w, linear)));
 }
 
 void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, cudaStream_t s) {

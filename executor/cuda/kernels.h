@@ -46,6 +46,9 @@ void launch_channel_shuffle(Elem e, const void* x, const Dims4& xd, void* y, con
 /// Reshape keeping the plain element order (rank 2 or 4 either side, each in its own layout): a
 /// flat copy in 16-byte units where both memory orders are plain, else one element per thread.
 void launch_reshape(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, cudaStream_t s);
+/// Nearest or bilinear resize of H and W (graph::ResizeAttrs), each tensor in its own layout.
+void launch_resize(Elem e, const void* x, const Dims4& xd, void* y, const Dims4& yd, double scale_h,
+                   double scale_w, bool linear, cudaStream_t s);
 /// Copies `channels` channels from src (channels [src_c0, ...)) to dst (channels [dst_c0, ...)),
 /// converting layout when the two differ; N, H, W are shared. Same-layout copies move strided
 /// rows of bytes in the widest aligned unit (up to 16 bytes per thread).

@@ -1,6 +1,7 @@
 // ONNX export: a graph and its weights as an opset-17 model checked by the ONNX checker. Fused
 // activations become their own nodes after the op; binary ops with a constant get it as an
 // initializer; a channel shuffle becomes Reshape -> Transpose -> Reshape (what PyTorch writes).
+#include <cmath>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
@@ -92,6 +93,13 @@ class Exporter {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
   }
+  static void text(onnx::NodeProto* n, const char* name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+
   static void real(onnx::NodeProto* n, const char* name, float v) {
     auto* a = n->add_attribute();
     a->set_name(name);
@@ -312,6 +320,26 @@ class Exporter {
         const Shape& s = g_.value(op.outputs[0]).desc.shape;
         in.push_back(int64s(op.name + "/shape", std::vector<int64_t>(s.dims().begin(), s.dims().end())));
         node("Reshape", op.name, in, {out});
+        return;
+      }
+      case OpKind::kResize: {
+        // Scales when float32 holds them exactly and they give back the size (in float, as ONNX
+        // Runtime computes it), else sizes (the importer then takes size / input as the scale).
+        const auto& a = op.attrs_as<ResizeAttrs>();
+        const Shape& s = g_.value(op.inputs[0]).desc.shape;
+        const auto scale_h = static_cast<float>(a.scale_h), scale_w = static_cast<float>(a.scale_w);
+        const bool scales_fit = static_cast<double>(scale_h) == a.scale_h && static_cast<double>(scale_w) == a.scale_w &&
+                                static_cast<int64_t>(std::floor(static_cast<float>(s[2]) * scale_h)) == a.size.h &&
+                                static_cast<int64_t>(std::floor(static_cast<float>(s[3]) * scale_w)) == a.size.w;
+        if (scales_fit) {
+          in.insert(in.end(), {"", floats(op.name + "/scales", {1, 1, scale_h, scale_w}, {4})});
+        } else {
+          in.insert(in.end(), {"", "", int64s(op.name + "/sizes", {s[0], s[1], a.size.h, a.size.w})});
+        }
+        auto* n = node("Resize", op.name, in, {out});
+        text(n, "mode", a.linear ? "linear" : "nearest");
+        text(n, "coordinate_transformation_mode", a.linear ? "half_pixel" : "asymmetric");
+        if (!a.linear) text(n, "nearest_mode", "floor");
         return;
       }
       case OpKind::kChannelShuffle: {

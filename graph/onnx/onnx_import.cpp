@@ -256,6 +256,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
     split(node);
   } else if (t == "Slice") {
     slice(node);
+  } else if (t == "Resize" || t == "Upsample") {
+    resize(node);
   } else {
     fail(node, "this op is not supported");
   }

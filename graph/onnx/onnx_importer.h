@@ -89,6 +89,8 @@ class Importer {
   void pad(const onnx::NodeProto& node);
   void slice(const onnx::NodeProto& node);
   void split(const onnx::NodeProto& node);
+  // ---- onnx_import_resize.cpp
+  void resize(const onnx::NodeProto& node);
 
   std::string source_;
   OnnxImportOptions options_;

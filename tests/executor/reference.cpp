@@ -342,6 +342,47 @@ HostTensor channel_shuffle(const HostTensor& src, int64_t groups) {
   return dst;
 }
 
+// ONNX Resize as PyTorch exports it, written from the ONNX formulas: nearest = asymmetric
+// coordinates (x / scale) rounded down; linear = half-pixel coordinates ((x + 0.5) / scale - 0.5),
+// clamped into the source, interpolated between the two neighbours per axis.
+HostTensor resize(const HostTensor& src, const graph::ResizeAttrs& a) {
+  const Nchw in(src.shape);
+  const Shape out_shape{in.n, in.c, a.size.h, a.size.w};
+  const Nchw out(out_shape);
+  HostTensor dst = zeros(out_shape);
+  auto coordinate = [&](int64_t y, double scale, int64_t size, int64_t* lo, int64_t* hi, double* frac) {
+    if (!a.linear) {
+      *lo = *hi = std::min<int64_t>(size - 1, static_cast<int64_t>(std::floor(static_cast<double>(y) / scale)));
+      *frac = 0;
+      return;
+    }
+    const double original = std::clamp((static_cast<double>(y) + 0.5) / scale - 0.5, 0.0,
+                                       static_cast<double>(size - 1));
+    *lo = static_cast<int64_t>(std::floor(original));
+    *hi = std::min<int64_t>(*lo + 1, size - 1);
+    *frac = original - static_cast<double>(*lo);
+  };
+  for (int64_t n = 0; n < in.n; ++n) {
+    for (int64_t c = 0; c < in.c; ++c) {
+      for (int64_t y = 0; y < out.h; ++y) {
+        int64_t y0, y1;
+        double fy;
+        coordinate(y, a.scale_h, in.h, &y0, &y1, &fy);
+        for (int64_t x = 0; x < out.w; ++x) {
+          int64_t x0, x1;
+          double fx;
+          coordinate(x, a.scale_w, in.w, &x0, &x1, &fx);
+          auto v = [&](int64_t h, int64_t w) { return static_cast<double>(src.data[static_cast<size_t>(in.at(n, c, h, w))]); };
+          const double top = v(y0, x0) * (1 - fx) + v(y0, x1) * fx;
+          const double bottom = v(y1, x0) * (1 - fx) + v(y1, x1) * fx;
+          dst.data[static_cast<size_t>(out.at(n, c, y, x))] = static_cast<float>(top * (1 - fy) + bottom * fy);
+        }
+      }
+    }
+  }
+  return dst;
+}
+
 // Channels [begin, end) of a rank-4 tensor: per batch item, one contiguous block.
 HostTensor channel_slice(const HostTensor& src, int64_t begin, int64_t end) {
   const Nchw in(src.shape);
@@ -500,6 +541,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     }
     case OpKind::kChannelShuffle:
       return {channel_shuffle(x, op.attrs_as<graph::ChannelShuffleAttrs>().groups)};
+    case OpKind::kResize:
+      return {resize(x, op.attrs_as<graph::ResizeAttrs>())};
     case OpKind::kLeakyRelu: {
       const double alpha = op.attrs_as<graph::LeakyReluAttrs>().alpha;
       HostTensor y = x;

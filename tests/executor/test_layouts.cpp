@@ -141,6 +141,42 @@ TEST(LayoutKernels, ModernOpsEqualTheReferenceInEveryLayout) {
   }
 }
 
+// Resizes (nearest x2 as in HRNet's fusions, bilinear to a size that is no multiple) equal the
+// reference loops in every layout, channels filling blocks or not, batch 1 and 2, with the
+// padding lanes of blocked layouts zero for the convolution after them.
+TEST(LayoutKernels, ResizesEqualTheReferenceInEveryLayout) {
+  for (int64_t batch : {1, 2}) {
+    for (int64_t width : {16, 12}) {
+      networks::NetBuilder b("resizes", batch, 3, 7, 6);
+      auto x = b.conv(b.input(), networks::square_conv(width, 3, 1, 1, true), "stem");
+      graph::ResizeAttrs nearest;
+      nearest.size = {14, 12};
+      nearest.scale_h = nearest.scale_w = 2;
+      auto up = b.op("nearest", graph::OpKind::kResize, nearest, {x});
+      auto mixed = b.conv(up, networks::square_conv(width, 3, 1, 1, true), "mix");
+      graph::ResizeAttrs linear;
+      linear.size = {9, 17};
+      linear.scale_h = 9.0 / 14.0;
+      linear.scale_w = 17.0 / 12.0;
+      linear.linear = true;
+      auto out = b.conv(b.op("bilinear", graph::OpKind::kResize, linear, {mixed}),
+                        networks::square_conv(4, 1), "head");
+      const Model m = stagecraft::testing::model_of(std::move(b).finish({out}));
+      const auto inputs = stagecraft::testing::inputs_of(m.graph);
+      const auto want = testing::reference_run(m.graph, m.weights, inputs);
+      const scheduler::Schedule s = sequential(m.graph);
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+        const std::string where = cat("batch ", batch, ", ", width, " channels, ", graph::to_string(layout));
+        const PlanRun got = run(m, s, layout, RK::kAvoid);
+        expect_same(got, want, where);
+        EXPECT_TRUE(std::any_of(got.implementations.begin(), got.implementations.end(),
+                                [](const std::string& i) { return i.find("resize bilinear") != std::string::npos; }))
+            << where;
+      }
+    }
+  }
+}
+
 // Residual additions fused into convolutions (ResNet shortcuts: act(conv(x) + b + r)) equal the
 // reference loops in every layout, channels filling blocks or not, with the residual in the
 // destination's layout (a binary post-op where oneDNN has an optimised kernel for it) and in

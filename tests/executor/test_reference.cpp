@@ -377,6 +377,27 @@ TEST(Reference, GlobalAvgPoolAveragesEachPlane) {
                 {2.5, 2, 2, 5});
 }
 
+// PyTorch's F.interpolate on [[1, 2], [3, 4]] (scale 2): "nearest" repeats pixels; "bilinear"
+// with align_corners=False samples at half-pixel centres, clamped at the borders.
+TEST(Reference, ResizeNearestRepeatsAndBilinearSamplesAtPixelCentres) {
+  const HostTensor x{Shape{1, 1, 2, 2}, {1, 2, 3, 4}};
+  graph::ResizeAttrs a;
+  a.size = {4, 4};
+  a.scale_h = a.scale_w = 2;
+  expect_values(run_one(OpKind::kResize, a, x), Shape{1, 1, 4, 4},
+                {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+  a.linear = true;
+  expect_values(run_one(OpKind::kResize, a, x), Shape{1, 1, 4, 4},
+                {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  // Downsampling 4 -> 3 nearest: floor(y * 4 / 3) = 0, 1, 2.
+  graph::ResizeAttrs down;
+  down.size = {1, 3};
+  down.scale_h = 1;
+  down.scale_w = 0.75;
+  expect_values(run_one(OpKind::kResize, down, HostTensor{Shape{1, 1, 1, 4}, {5, 6, 7, 8}}), Shape{1, 1, 1, 3},
+                {5, 6, 7});
+}
+
 // ---- Element-wise sum and data movement ---------------------------------------------------------
 
 TEST(Reference, AddSumsEveryInputThenActivates) {

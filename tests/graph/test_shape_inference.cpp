@@ -259,9 +259,25 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
             std::string::npos);
 }
 
+TEST(ShapeInference, ResizeTakesItsSizeAndRejectsNonPositiveOnes) {
+  ResizeAttrs a;
+  a.size = {9, 17};
+  a.scale_h = 9.0 / 14.0;
+  a.scale_w = 17.0 / 12.0;
+  EXPECT_EQ(infer1(make_op(OpKind::kResize, a), {nchw(2, 8, 14, 12)}), (Shape{2, 8, 9, 17}));
+  ResizeAttrs empty = a;
+  empty.size = {0, 17};
+  EXPECT_NE(error_of(make_op(OpKind::kResize, empty), {nchw(2, 8, 14, 12)}).find("size must be positive"),
+            std::string::npos);
+  ResizeAttrs unscaled = a;
+  unscaled.scale_w = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kResize, unscaled), {nchw(2, 8, 14, 12)}).find("scale_w"), std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kResize, a), {make_desc(Shape{2, 8})}).find("rank"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 26u);
+  EXPECT_EQ(all_op_kinds().size(), 27u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

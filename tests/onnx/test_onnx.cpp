@@ -11,6 +11,7 @@
 #include "graph/onnx/onnx_io.h"
 #include "graph/onnx/tensor_files.h"
 #include "graph/passes.h"
+#include "networks/builder.h"
 #include "networks/registry.h"
 #include "support/models.h"
 
@@ -166,6 +167,53 @@ TEST(Onnx, MalformedFilesAreClearErrors) {
   EXPECT_EQ(four.graph.value(four.graph.outputs()[0]).desc.shape[0], 4);
 
   EXPECT_THROW(import_onnx("/nonexistent/model.onnx", {}), IoError);
+}
+
+// Resizes travel as ONNX Resize (scales where they give the size back, sizes otherwise) and come
+// back with the same attributes and outputs; the coordinate rules and modes PyTorch does not
+// export without align_corners are refused naming the node and the attribute.
+TEST(Onnx, ResizesRoundTripAndOtherCoordinateRulesAreClearErrors) {
+  networks::NetBuilder b("resizes", 2, 3, 7, 6);
+  auto x = b.conv(b.input(), networks::square_conv(12, 3, 1, 1, true), "stem");
+  ResizeAttrs nearest;
+  nearest.size = {14, 12};
+  nearest.scale_h = nearest.scale_w = 2;
+  ResizeAttrs linear;
+  linear.size = {9, 17};
+  linear.scale_h = 9.0 / 14.0;
+  linear.scale_w = 17.0 / 12.0;
+  linear.linear = true;
+  auto up = b.op("up", OpKind::kResize, nearest, {x});
+  const Graph g = std::move(b).finish({b.op("fit", OpKind::kResize, linear, {up})});
+  const WeightStore w = random_weights(g, 4);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(g, w), "resizes", {});
+  std::vector<ResizeAttrs> attrs;
+  for (const Op& op : back.graph.ops())
+    if (op.kind == OpKind::kResize) attrs.push_back(op.attrs_as<ResizeAttrs>());
+  ASSERT_EQ(attrs.size(), 2u);
+  EXPECT_EQ(attrs[0], nearest);
+  EXPECT_EQ(attrs[1], linear);
+  const auto want = run_cpu(Model{g, w});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LT(executor::relative_error(got[0], want[0]), 1e-6);
+
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(export_onnx_bytes(g, w)));
+  auto with = [&](const char* name, const std::string& value) {
+    onnx::ModelProto m = model;
+    for (auto& node : *m.mutable_graph()->mutable_node()) {
+      if (node.op_type() != "Resize" || node.name() != "fit") continue;
+      for (auto& a : *node.mutable_attribute())
+        if (a.name() == name) a.set_s(value);
+    }
+    return import_error(serialize(m));
+  };
+  std::string m = with("coordinate_transformation_mode", "align_corners");
+  EXPECT_NE(m.find("node 'fit' (Resize): linear resizing with coordinate_transformation_mode 'align_corners' is not supported"),
+            std::string::npos) << m;
+  m = with("mode", "cubic");
+  EXPECT_NE(m.find("mode 'cubic' is not supported"), std::string::npos) << m;
 }
 
 // ---- Tensor files -----------------------------------------------------------------------------

@@ -1,0 +1,57 @@
+#pragma once
+// Internal to the CPU backend: where an element of a 4-D tensor sits in each CPU layout, for our
+// own host kernels (channel gather, resize). Every layout places element (n, c, p), p = h * W + w,
+// at  n * batch_stride + channel_offset(c) + p * pixel_stride.
+
+#include <cstdint>
+
+#include "graph/types.h"
+
+namespace stagecraft::executor::cpu {
+
+struct HostLayout {
+  int64_t images = 0, channels = 0, padded_channels = 0, height = 0, width = 0, pixels = 0;
+  int64_t batch_stride = 0, pixel_stride = 0;
+  int64_t block = 0;  ///< channel block of a blocked layout, 0 otherwise
+  graph::Layout layout = graph::Layout::kNCHW;
+
+  int64_t channel_offset(int64_t c) const {
+    switch (layout) {
+      case graph::Layout::kNCHW:
+        return c * pixels;
+      case graph::Layout::kNHWC:
+        return c;
+      default:
+        return c / block * pixels * block + c % block;
+    }
+  }
+  /// Channels that sit together at one pixel (a group), and the distance between two groups.
+  int64_t group() const {
+    return layout == graph::Layout::kNCHW ? 1 : layout == graph::Layout::kNHWC ? channels : block;
+  }
+  int64_t group_stride() const { return layout == graph::Layout::kNCHW ? pixels : pixels * group(); }
+};
+
+/// Whether our host kernels know the layout (nchw, nhwc, nChw8c, nChw16c).
+inline bool host_layout_known(graph::Layout l) {
+  return l == graph::Layout::kNCHW || l == graph::Layout::kNHWC || l == graph::Layout::kNChw8c ||
+         l == graph::Layout::kNChw16c;
+}
+
+/// The geometry of a rank-4 tensor in a known layout.
+inline HostLayout host_layout(const graph::TensorDesc& d) {
+  HostLayout g;
+  g.layout = d.layout;
+  g.images = d.shape[0];
+  g.channels = d.shape[1];
+  g.height = d.shape[2];
+  g.width = d.shape[3];
+  g.pixels = g.height * g.width;
+  g.block = graph::channel_block(d.layout);
+  g.padded_channels = g.block > 0 ? (g.channels + g.block - 1) / g.block * g.block : g.channels;
+  g.batch_stride = g.padded_channels * g.pixels;
+  g.pixel_stride = d.layout == graph::Layout::kNCHW ? 1 : d.layout == graph::Layout::kNHWC ? g.channels : g.block;
+  return g;
+}
+
+}  // namespace stagecraft::executor::cpu

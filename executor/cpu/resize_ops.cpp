@@ -1,0 +1,108 @@
+// Resize (nearest and bilinear resampling of H and W) on the CPU: our own host kernel in every
+// CPU layout (oneDNN's resampling maps nearest coordinates with half-pixel centres, not the floor
+// rule PyTorch exports). Per destination row and column the source indices and weights are
+// computed once when the kernel is built; images x channels are spread over the threads.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "common/strings.h"
+#include "executor/cpu/host_layout.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+using graph::OpKind;
+using graph::ResizeAttrs;
+
+// Source positions of one axis: per destination index, two source indices and the second's weight.
+struct Axis {
+  std::vector<int64_t> first, second;
+  std::vector<float> weight;
+};
+
+Axis axis_of(int64_t in, int64_t out, double scale, bool linear) {
+  Axis a;
+  for (int64_t y = 0; y < out; ++y) {
+    if (!linear) {  // floor(y / scale)
+      const auto s = std::min(in - 1, static_cast<int64_t>(std::floor(static_cast<double>(y) / scale)));
+      a.first.push_back(s);
+      a.second.push_back(s);
+      a.weight.push_back(0);
+      continue;
+    }
+    const double src = std::max(0.0, (static_cast<double>(y) + 0.5) / scale - 0.5);  // half pixel
+    const int64_t y0 = std::min(in - 1, static_cast<int64_t>(std::floor(src)));
+    a.first.push_back(y0);
+    a.second.push_back(std::min(in - 1, y0 + 1));
+    a.weight.push_back(y0 == in - 1 ? 0.0f : static_cast<float>(src - static_cast<double>(y0)));
+  }
+  return a;
+}
+
+struct Resize {
+  HostLayout src, dst;
+  Axis rows, cols;
+};
+
+void run_resize(const Resize& r, const float* in, float* out) {
+  const int64_t planes = r.dst.images * r.dst.padded_channels;
+  const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < planes; ++t) {
+    const int64_t n = t / r.dst.padded_channels, c = t % r.dst.padded_channels;
+    float* o = out + n * r.dst.batch_stride + r.dst.channel_offset(c);
+    if (c >= r.dst.channels) {  // the padding lanes of a blocked destination
+      for (int64_t p = 0; p < r.dst.pixels; ++p) o[p * dps] = 0.0f;
+      continue;
+    }
+    const float* i = in + n * r.src.batch_stride + r.src.channel_offset(c);
+    for (int64_t y = 0; y < r.dst.height; ++y) {
+      const float* row0 = i + r.rows.first[static_cast<size_t>(y)] * r.src.width * sps;
+      const float* row1 = i + r.rows.second[static_cast<size_t>(y)] * r.src.width * sps;
+      const float wy = r.rows.weight[static_cast<size_t>(y)];
+      float* orow = o + y * r.dst.width * dps;
+      for (int64_t x = 0; x < r.dst.width; ++x) {
+        const int64_t x0 = r.cols.first[static_cast<size_t>(x)] * sps, x1 = r.cols.second[static_cast<size_t>(x)] * sps;
+        const float wx = r.cols.weight[static_cast<size_t>(x)];
+        const float top = row0[x0] + wx * (row0[x1] - row0[x0]);
+        const float bottom = row1[x0] + wx * (row1[x1] - row1[x0]);
+        orow[x * dps] = top + wy * (bottom - top);
+      }
+    }
+  }
+}
+
+Support check(const KernelSpec& spec, DnnlContext&) {
+  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
+  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
+    return Support::unsupported(SupportReason::kDataType, "resize runs in f32 only: dequantise its input first");
+  }
+  if (!host_layout_known(in.layout) || !host_layout_known(out.layout)) {
+    return Support::unsupported(SupportReason::kLayout, cat("resize reads and writes nchw, nhwc, nChw8c or nChw16c, not ",
+                                                            graph::to_string(in.layout), " -> ",
+                                                            graph::to_string(out.layout)));
+  }
+  return Support::native();
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext&) {
+  const auto& a = std::get<ResizeAttrs>(spec.attrs);
+  auto r = std::make_shared<Resize>();
+  r->src = host_layout(spec.srcs[0]);
+  r->dst = host_layout(spec.dsts[0]);
+  r->rows = axis_of(r->src.height, r->dst.height, a.scale_h, a.linear);
+  r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear);
+  k.add_host([r](const std::vector<void*>& data) {
+    run_resize(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
+  }, {0, dst_slot(0)}, a.linear ? "resize bilinear" : "resize nearest");
+  return a.linear ? "resize bilinear" : "resize nearest";
+}
+
+}  // namespace
+
+const OpFamily kResizeFamily{"resize", {OpKind::kResize}, check, build};
+
+}  // namespace stagecraft::executor::cpu
