@@ -778,6 +778,35 @@ TEST(CudaElementOps, ChannelShuffleMatchesTheCpu) {
   }
 }
 
+// Resize: nearest x2, bilinear to a size that is no multiple (up in W, down in H), in both
+// layouts and between them, against the CPU's kernel.
+TEST(CudaElementOps, ResizeMatchesTheCpu) {
+  graph::ResizeAttrs nearest;
+  nearest.size = {10, 12};
+  nearest.scale_h = nearest.scale_w = 2;
+  graph::ResizeAttrs linear;
+  linear.size = {3, 13};
+  linear.scale_h = 3.0 / 5.0;
+  linear.scale_w = 13.0 / 6.0;
+  linear.linear = true;
+  for (const graph::ResizeAttrs& a : {nearest, linear}) {
+    for (Layout from : {Layout::kNCHW, Layout::kNHWC}) {
+      for (Layout to : {Layout::kNCHW, Layout::kNHWC}) {
+        const TensorDesc s = desc(Shape{2, 5, 5, 6}, from), d = desc(Shape{2, 5, a.size.h, a.size.w}, to);
+        const Bytes x = wide_floats(s, 11);
+        const Bytes want = run_cpu(make_spec(OpKind::kResize, a, {s}, {d}), {x})[0];
+        const Dims4 sd = dims_of(s), dd = dims_of(d);
+        Bytes got(want.size());
+        for (int64_t i = 0; i < dd.numel(); ++i) {
+          resize_at(as<float>(x), sd, as<float>(got), dd, a.scale_h, a.scale_w, a.linear, i);
+        }
+        EXPECT_LT(max_difference(got, want, d), 1e-5)
+            << (a.linear ? "bilinear " : "nearest ") << graph::to_string(from) << " -> " << graph::to_string(to);
+      }
+    }
+  }
+}
+
 TEST(CudaElementOps, ReshapeMatchesTheCpuAcrossLayoutsAndRanks) {
   struct Case {
     Shape in, out;
