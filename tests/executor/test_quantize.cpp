@@ -3,7 +3,9 @@
 // step), calibration, and clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "common/strings.h"
 #include "executor/backend.h"
@@ -95,6 +97,68 @@ TEST(QuantisedKernels, ConvolutionMatchesF32PerChannel) {
           EXPECT_LT(err, 0.03 * std::max(mag, 1e-3)) << what << ", channel " << ch;
         }
       }
+    }
+  }
+}
+
+// Quantised additions (our own kernel: oneDNN 2.6 has only its reference sum for them) give the
+// saturated, half-to-even rounded sum of the rescaled inputs exactly, with ReLU and ReLU6 in the
+// destination's units; 210 elements per tensor leave a tail after the 16-element blocks.
+TEST(QuantisedKernels, AdditionsRoundAndSaturateExactly) {
+  struct Case {
+    graph::DataType out;
+    graph::Activation act;
+  };
+  for (const Case c : {Case{graph::DataType::kU8, graph::Activation::kRelu},
+                       Case{graph::DataType::kI8, graph::Activation::kNone},
+                       Case{graph::DataType::kI8, graph::Activation::kRelu6},
+                       Case{graph::DataType::kU8, graph::Activation::kNone}}) {
+    graph::TensorDesc a = graph::make_desc(graph::Shape{2, 5, 3, 7}, graph::DataType::kU8);
+    a.layout = graph::Layout::kNHWC;
+    a.scale = 0.05f;
+    graph::TensorDesc b = a;
+    b.dtype = graph::DataType::kI8;
+    b.scale = 0.03f;
+    graph::TensorDesc out = a;
+    out.dtype = c.out;
+    out.scale = 0.021f;
+    KernelSpec spec;
+    spec.kind = graph::OpKind::kAdd;
+    graph::AddAttrs attrs;
+    attrs.activation = c.act;
+    spec.attrs = attrs;
+    spec.srcs = {a, b};
+    spec.dsts = {out};
+    spec.threads = 2;
+    spec.name = "add";
+    const size_t n = static_cast<size_t>(a.shape.numel());
+    std::vector<uint8_t> x(n);
+    std::vector<int8_t> y(n);
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = static_cast<uint8_t>((i * 37) % 256);
+      y[i] = static_cast<int8_t>(static_cast<int>((i * 53) % 256) - 128);
+    }
+    auto xb = cpu().allocate(n), yb = cpu().allocate(n), ob = cpu().allocate(n);
+    std::memcpy(xb->data(), x.data(), n);
+    std::memcpy(yb->data(), y.data(), n);
+    auto kernel = cpu().create_kernel(spec);
+    EXPECT_EQ(kernel->implementation(), "int8 add");
+    auto ws = cpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
+    kernel->bind({{xb->data(), a}, {yb->data(), b}}, {{ob->data(), out}}, ws->data());
+    auto stream = cpu().create_stream();
+    kernel->launch(*stream);
+    stream->synchronize();
+    const bool u8 = c.out == graph::DataType::kU8;
+    const double lo = c.act == graph::Activation::kNone ? (u8 ? 0 : -128) : 0;
+    const double hi = c.act == graph::Activation::kRelu6 ? 6.0 / out.scale : (u8 ? 255 : 127);
+    for (size_t i = 0; i < n; ++i) {
+      const float sum = static_cast<float>(x[i]) * (a.scale / out.scale) + static_cast<float>(y[i]) * (b.scale / out.scale);
+      const double want = std::clamp(std::nearbyint(std::clamp(static_cast<double>(sum), lo, hi)), u8 ? 0.0 : -128.0,
+                                     u8 ? 255.0 : 127.0);
+      const auto* got = static_cast<const uint8_t*>(ob->data()) + i;
+      const double value = u8 ? *got : static_cast<int8_t>(*got);
+      ASSERT_EQ(value, want) << "element " << i << " (" << graph::to_string(c.out) << ", activation "
+                             << graph::to_string(c.act) << "): sum " << sum;
     }
   }
 }
