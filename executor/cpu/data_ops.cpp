@@ -77,8 +77,7 @@ std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx)
   const graph::TensorDesc& in = spec.srcs[0];
   int64_t begin = slice_begin(spec);
   const bool aligned = block_aligned(spec, begin);
-  if (!aligned && channel_gather_applies({in}, spec.dsts[0]) &&
-      std::all_of(spec.dsts.begin(), spec.dsts.end(),
+  if (!aligned && std::all_of(spec.dsts.begin(), spec.dsts.end(),
                   [&](const graph::TensorDesc& d) { return channel_gather_applies({in}, d); })) {
     for (size_t i = 0; i < spec.dsts.size(); ++i) {
       std::vector<ChannelSource> from;

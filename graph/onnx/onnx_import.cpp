@@ -256,7 +256,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
     split(node);
   } else if (t == "Slice") {
     slice(node);
-  } else if (t == "Resize" || t == "Upsample") {
+  } else if (t == "Resize") {
     resize(node);
   } else {
     fail(node, "this op is not supported");

@@ -1,5 +1,5 @@
-// The ONNX importer's Resize (opset 10+) and Upsample (opset 7-9) translator: the spatial
-// resamplings PyTorch exports (interpolate / nn.Upsample, "nearest" and "bilinear" without
+// The ONNX importer's Resize translator (the importer reads opsets 11+): the spatial resamplings
+// PyTorch exports (interpolate / nn.Upsample, "nearest" and "bilinear" without
 // align_corners) become a resize op; other coordinate rules are refused, naming the attribute.
 #include <cmath>
 
@@ -18,29 +18,23 @@ void Importer::resize(const onnx::NodeProto& node) {
   const ValueId x = input(node, 0);
   const Shape& in = shape(x);
   if (in.rank() != 4) fail(node, "only resizing of a 4-D (N, C, H, W) tensor is supported");
-  const bool upsample = node.op_type() == "Upsample";
   std::string mode = attr_string(node, "mode");
   if (mode.empty()) mode = "nearest";
-  if (mode == "bilinear") mode = "linear";  // Upsample-7's name
   if (mode != "nearest" && mode != "linear") fail(node, cat("mode '", mode, "' is not supported (nearest, linear)"));
-  // Upsample and Resize-10 map coordinates asymmetrically; Resize-11+ says how.
-  std::string transform = upsample || opset_ < 11 ? "asymmetric" : attr_string(node, "coordinate_transformation_mode");
+  std::string transform = attr_string(node, "coordinate_transformation_mode");
   if (transform.empty()) transform = "half_pixel";
   std::string nearest = attr_string(node, "nearest_mode");
-  if (nearest.empty()) nearest = upsample || opset_ < 11 ? "floor" : "round_prefer_floor";
+  if (nearest.empty()) nearest = "round_prefer_floor";
   if (attr_int(node, "antialias", 0) != 0) fail(node, "antialias is not supported");
   const std::string policy = attr_string(node, "keep_aspect_ratio_policy");
   if (!policy.empty() && policy != "stretch") fail(node, cat("keep_aspect_ratio_policy '", policy, "' is not supported"));
 
-  // Scales or sizes per axis (all four, or H and W when `axes` says so).
+  // Scales (input 2) or sizes (input 3) per axis: all four, or H and W when `axes` says so.
   std::vector<float> scales;
   std::vector<int64_t> sizes;
-  const int scales_slot = upsample || opset_ < 11 ? 1 : 2;
-  if (upsample && opset_ < 9) {
-    if (const auto* a = attribute(node, "scales")) scales.assign(a->floats().begin(), a->floats().end());
-  } else if (has_input(node, scales_slot) && !constant_floats(node, scales_slot, "scales").empty()) {
-    scales = constant_floats(node, scales_slot, "scales");
-  } else if (!upsample && opset_ >= 11 && has_input(node, 3)) {
+  if (has_input(node, 2) && !constant_floats(node, 2, "scales").empty()) {
+    scales = constant_floats(node, 2, "scales");
+  } else if (has_input(node, 3)) {
     sizes = constant_ints(node, 3, "sizes");
   } else {
     fail(node, "neither scales nor sizes are given");
