@@ -117,10 +117,14 @@ class Event {
   virtual ~Event() = default;
 };
 
-/// An in-order queue of work. Launches and event operations return at once.
+/// An in-order queue of work. Launches and event operations return at once — except on a
+/// caller stream (runs_on_caller()), which does the work on the enqueuing thread before returning.
 class Stream {
  public:
   virtual ~Stream() = default;
+  /// Whether work runs on the thread that enqueues it (see Backend::create_caller_stream). Work
+  /// for the other streams should then be enqueued before this stream's own.
+  virtual bool runs_on_caller() const { return false; }
   /// Marks the point after everything enqueued so far.
   virtual void record(Event& event) = 0;
   /// Makes later work wait for the event's last recorded point (the host does not block).
@@ -214,6 +218,11 @@ class Backend {
   virtual void download(void* dst, const void* src, size_t bytes) = 0;
   /// A new stream.
   virtual std::unique_ptr<Stream> create_stream() = 0;
+  /// A stream whose work runs on the thread that enqueues it, where the backend gains from that
+  /// (CPU: no hand-off to a worker thread, and the caller's OpenMP team is the one that runs the
+  /// kernels, so that the process holds no more OpenMP workers than cores); others return an
+  /// ordinary stream. A plan's stream 0.
+  virtual std::unique_ptr<Stream> create_caller_stream() { return create_stream(); }
   /// A new event.
   virtual std::unique_ptr<Event> create_event() = 0;
   /// Whether and how well the backend runs `spec` (see Support).

@@ -1,7 +1,11 @@
 // The executor: streams, events, uploads and downloads, launches and replays of a plan.
 #include "executor/executor.h"
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
+#include <numeric>
+#include <optional>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -26,8 +30,42 @@ void warn_capture_failed(const std::string& reason) {
 
 }  // namespace
 
+std::vector<size_t> launch_order(const std::vector<PlannedKernel>& kernels, int caller_stream) {
+  std::vector<size_t> order;
+  order.reserve(kernels.size());
+  std::deque<size_t> deferred;  // caller-stream kernels not yet enqueued, in plan order
+  auto flush_through = [&](size_t last) {
+    while (!deferred.empty() && deferred.front() <= last) {
+      order.push_back(deferred.front());
+      deferred.pop_front();
+    }
+  };
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const PlannedKernel& k = kernels[i];
+    if (k.stream == caller_stream) {
+      deferred.push_back(i);
+      continue;
+    }
+    // The latest deferred kernel this one must follow: one recording an event it waits for, or
+    // one waiting for the event it records (enqueued later, its wait would see a newer record).
+    std::optional<size_t> needed;
+    for (size_t d : deferred) {
+      const PlannedKernel& c = kernels[d];
+      const bool feeds = c.record >= 0 && std::find(k.waits.begin(), k.waits.end(), c.record) != k.waits.end();
+      const bool reads = k.record >= 0 && std::find(c.waits.begin(), c.waits.end(), k.record) != c.waits.end();
+      if (feeds || reads) needed = d;
+    }
+    if (needed) flush_through(*needed);
+    order.push_back(i);
+  }
+  flush_through(kernels.size());
+  return order;
+}
+
 Stream& StreamPool::get(size_t i) {
-  while (streams_.size() <= i) streams_.push_back(backend_.create_stream());
+  while (streams_.size() <= i) {
+    streams_.push_back(streams_.empty() ? backend_.create_caller_stream() : backend_.create_stream());
+  }
   return *streams_[i];
 }
 
@@ -37,11 +75,15 @@ Executor::Executor(ExecutionPlan& plan, StreamPool* pool, ExecutorOptions option
     if (pool) {
       streams_.push_back(&pool->get(static_cast<size_t>(s)));
     } else {
-      owned_.push_back(plan.backend().create_stream());
+      owned_.push_back(s == 0 ? plan.backend().create_caller_stream() : plan.backend().create_stream());
       streams_.push_back(owned_.back().get());
     }
   }
   for (int e = 0; e < plan.num_events(); ++e) events_.push_back(plan.backend().create_event());
+  int caller = -1;
+  for (size_t s = 0; s < streams_.size(); ++s)
+    if (streams_[s]->runs_on_caller()) caller = static_cast<int>(s);
+  order_ = launch_order(plan.kernels(), caller);
 }
 
 Executor::~Executor() {
@@ -77,7 +119,7 @@ void Executor::enqueue(std::vector<KernelTiming>* timings) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
         .count();
   };
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  for (size_t i : order_) {
     const PlannedKernel& k = kernels[i];
     Stream& stream = *streams_[k.stream];
     for (int e : k.waits) stream.wait(*events_[e]);
@@ -140,7 +182,8 @@ double Executor::execute_repeated(int times) {
     }
   }
   for (int r = 0; r < times; ++r) {
-    for (const PlannedKernel& k : kernels) {
+    for (size_t i : order_) {
+      const PlannedKernel& k = kernels[i];
       Stream& stream = *streams_[k.stream];
       for (int e : k.waits) stream.wait(*events_[e]);
       k.kernel->launch(stream);
@@ -148,7 +191,12 @@ double Executor::execute_repeated(int times) {
     }
     if (streams_.size() > 1) {  // every stream waits for all others before the next repetition
       for (size_t s = 0; s < streams_.size(); ++s) streams_[s]->record(*barrier_[s]);
-      for (size_t s = 0; s < streams_.size(); ++s)
+      // A caller stream blocks the host in its waits: it waits last, after the others' are queued.
+      std::vector<size_t> waiting(streams_.size());
+      std::iota(waiting.begin(), waiting.end(), size_t{0});
+      std::stable_partition(waiting.begin(), waiting.end(),
+                            [&](size_t s) { return !streams_[s]->runs_on_caller(); });
+      for (size_t s : waiting)
         for (size_t o = 0; o < streams_.size(); ++o)
           if (o != s) streams_[s]->wait(*barrier_[o]);
     }

@@ -22,13 +22,21 @@ struct KernelTiming {
   double end_us = 0;
 };
 
+/// The order in which the executor enqueues `kernels` when `caller_stream` runs its work on the
+/// enqueuing thread (-1: none): the other streams' kernels as early as the plan allows, the caller
+/// stream's as late as the plan allows — a caller-stream kernel is enqueued only once a kernel of
+/// another stream waits for what it records, or records what it waits for, or at the end — so
+/// that the other streams are busy while the host works. Every wait still sees the record it sees
+/// in plan order, and each stream keeps its plan order.
+std::vector<size_t> launch_order(const std::vector<PlannedKernel>& kernels, int caller_stream);
+
 /// Streams kept across executors (the profiler runs thousands of small plans: creating worker
 /// threads for each would cost more than the stages it times).
 class StreamPool {
  public:
   /// A pool of streams of `backend`.
   explicit StreamPool(Backend& backend) : backend_(backend) {}
-  /// Stream `i`, created on first use.
+  /// Stream `i`, created on first use; stream 0 is a caller stream (Backend::create_caller_stream).
   Stream& get(size_t i);
 
  private:
@@ -78,6 +86,7 @@ class Executor {
   std::vector<Stream*> streams_;
   std::vector<std::unique_ptr<Event>> events_;
   std::vector<std::unique_ptr<Event>> barrier_;  // one per stream, for execute_repeated
+  std::vector<size_t> order_;                    // launch_order of the plan's kernels
   ExecutorOptions options_;
   bool capture_tried_ = false;
   std::unique_ptr<CapturedWork> captured_;

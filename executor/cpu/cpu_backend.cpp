@@ -133,6 +133,9 @@ class CpuBackend : public Backend {
   std::unique_ptr<Stream> create_stream() override {
     return std::make_unique<CpuStream>(ctx_.engine, streams_created_++);
   }
+  std::unique_ptr<Stream> create_caller_stream() override {
+    return std::make_unique<CpuStream>(ctx_.engine, streams_created_++, /*on_caller=*/true);
+  }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
 
   Support supports(const KernelSpec& spec) const override {

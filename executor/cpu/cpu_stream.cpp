@@ -1,5 +1,6 @@
 #include "executor/cpu/cpu_stream.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -21,12 +22,20 @@ void CpuEvent::block_until(uint64_t sequence) {
   reached_.wait(lock, [&] { return completed_ >= sequence; });
 }
 
-CpuStream::CpuStream(const dnnl::engine& engine, int index)
-    : dnnl_stream_(engine), index_(index), worker_([this] { run(); }) {}
+CpuStream::CpuStream(const dnnl::engine& engine, int index, bool on_caller)
+    : dnnl_stream_(engine), index_(index), on_caller_(on_caller) {
+  if (!on_caller_) worker_ = std::thread([this] { run(); });
+}
 
 void CpuStream::place(int threads) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (cores <= 1 || threads == placed_threads_) return;
+  if (on_caller_ && threads >= cores) {  // all cores: the ones the caller had
+    if (placed_threads_ >= 0 && CPU_COUNT(&caller_cores_) > 0)
+      pthread_setaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_);
+    placed_threads_ = -1;
+    return;
+  }
   placed_threads_ = threads;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -39,6 +48,10 @@ void CpuStream::place(int threads) {
 }
 
 CpuStream::~CpuStream() {
+  if (on_caller_) {
+    restore_caller();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -47,7 +60,34 @@ CpuStream::~CpuStream() {
   worker_.join();
 }
 
+void CpuStream::run_now(std::function<void()>& task) {
+  if (!caller_changed_) {
+    caller_changed_ = true;
+    caller_threads_ = omp_get_max_threads();
+    if (pthread_getaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_) != 0)
+      CPU_ZERO(&caller_cores_);
+  }
+  try {
+    task();
+  } catch (...) {
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
+void CpuStream::restore_caller() {
+  if (!caller_changed_) return;
+  caller_changed_ = false;
+  omp_set_num_threads(caller_threads_);
+  if (placed_threads_ >= 0 && CPU_COUNT(&caller_cores_) > 0)
+    pthread_setaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_);
+  placed_threads_ = -1;
+}
+
 void CpuStream::enqueue(std::function<void()> task) {
+  if (on_caller_) {
+    run_now(task);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     tasks_.push_back(std::move(task));
@@ -70,6 +110,11 @@ void CpuStream::wait(Event& event) {
 }
 
 void CpuStream::synchronize() {
+  if (on_caller_) {
+    restore_caller();
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [&] { return busy_ == 0; });
   if (error_) {

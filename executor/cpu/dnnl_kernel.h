@@ -24,7 +24,12 @@ inline constexpr size_t kAlignment = 64;
 /// What kernel builders need: the engine, and a stream for packing weights at creation.
 struct DnnlContext {
   dnnl::engine engine;
-  dnnl::stream setup;  ///< packs weights (blocking) while kernels are created
+  /// Packs weights (blocking) while kernels are created, on the calling thread with one OpenMP
+  /// thread: GNU OpenMP keeps a pool of workers per thread that ever opened a parallel region,
+  /// and once the process holds more of them than there are cores, every pool's workers stop
+  /// spinning between regions and sleep — 8-30 us more per kernel (a third of mobilenet_v3_small's
+  /// run). Kernels run on the streams' workers; the host thread must not hold a pool too.
+  dnnl::stream setup;
 };
 
 // ---- Descriptors ---------------------------------------------------------------------------
@@ -83,6 +88,7 @@ dnnl::memory pack(DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::
                   const std::vector<T>& data) {
   dnnl::memory src(user, ctx.engine, const_cast<T*>(data.data()));
   dnnl::memory dst(packed, ctx.engine);
+  const ThreadScope one_thread(1);  // see DnnlContext::setup
   dnnl::reorder(src, dst).execute(ctx.setup, src, dst);
   ctx.setup.wait();
   return dst;

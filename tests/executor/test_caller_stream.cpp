@@ -1,0 +1,175 @@
+// Caller streams: a plan's stream 0 on the CPU runs its kernels on the thread that runs the plan
+// (no worker thread, no second OpenMP team), the executor enqueues the other streams' work first,
+// and the caller's OpenMP thread count and cores are given back after the run.
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "executor/backend.h"
+#include "executor/cpu/cpu_stream.h"
+#include "executor/executor.h"
+#include "support/models.h"
+
+namespace stagecraft::executor {
+namespace {
+
+constexpr auto& cpu = stagecraft::testing::cpu_backend;
+using stagecraft::testing::inputs_of;
+using stagecraft::testing::Model;
+using stagecraft::testing::network;
+
+size_t threads_in_process() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                           std::filesystem::directory_iterator{}));
+}
+
+PlannedKernel kernel_on(int stream, std::vector<int> waits, int record) {
+  PlannedKernel k;
+  k.stream = stream;
+  k.waits = std::move(waits);
+  k.record = record;
+  return k;
+}
+
+TEST(CallerStream, WorkRunsOnTheCallingThreadAndFailuresComeAtSynchronize) {
+  auto caller = cpu().create_caller_stream();
+  ASSERT_TRUE(caller->runs_on_caller());
+  std::thread::id ran_on;
+  bool done = false;
+  caller->host_callback([&] {
+    ran_on = std::this_thread::get_id();
+    done = true;
+  });
+  EXPECT_TRUE(done) << "a caller stream's work is done when enqueue returns";
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+
+  int after_failure = 0;
+  caller->host_callback([] { throw std::runtime_error("kernel failed"); });
+  caller->host_callback([&] { ++after_failure; });
+  EXPECT_EQ(after_failure, 1) << "later work still runs, as on a worker stream";
+  EXPECT_THROW(caller->synchronize(), std::runtime_error);
+  EXPECT_NO_THROW(caller->synchronize()) << "a failure is reported once";
+
+  auto worker = cpu().create_stream();
+  EXPECT_FALSE(worker->runs_on_caller());
+  worker->host_callback([&] { ran_on = std::this_thread::get_id(); });
+  worker->synchronize();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(CallerStream, EventsOfWorkerStreamsAreWaitedForOnTheCaller) {
+  auto caller = cpu().create_caller_stream();
+  auto worker = cpu().create_stream();
+  auto event = cpu().create_event();
+  std::atomic<bool> released{false};
+  std::atomic<int> worker_value{0};
+  worker->host_callback([&] {
+    while (!released) std::this_thread::yield();
+    worker_value = 7;
+  });
+  worker->record(*event);
+  released = true;
+  caller->wait(*event);  // blocks this thread until the worker reaches the record
+  EXPECT_EQ(worker_value.load(), 7);
+  caller->synchronize();
+  worker->synchronize();
+}
+
+TEST(LaunchOrder, OtherStreamsGoFirstAndEveryWaitFollowsItsRecord) {
+  std::vector<PlannedKernel> ks;
+  ks.push_back(kernel_on(0, {}, 0));   // 0: caller, records e0
+  ks.push_back(kernel_on(1, {}, -1));  // 1
+  ks.push_back(kernel_on(0, {}, 1));   // 2: caller, records e1
+  ks.push_back(kernel_on(1, {0}, -1)); // 3: waits for e0 (kernel 0)
+  ks.push_back(kernel_on(0, {}, -1));  // 4: caller
+  ks.push_back(kernel_on(2, {1}, -1)); // 5: waits for e1 (kernel 2)
+  ks.push_back(kernel_on(1, {}, -1));  // 6
+  EXPECT_EQ(launch_order(ks, 0), (std::vector<size_t>{1, 0, 3, 2, 5, 6, 4}));
+  EXPECT_EQ(launch_order(ks, -1), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+  // Caller stream 1: kernel 3 waits (for kernel 0, enqueued before it anyway).
+  EXPECT_EQ(launch_order(ks, 1), (std::vector<size_t>{0, 2, 4, 5, 1, 3, 6}));
+}
+
+TEST(LaunchOrder, RealPlansKeepStreamOrderAndRecordBeforeWait) {
+  const Model m = network("googlenet", 64);
+  ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kGreedy),
+                     m.weights, cpu());
+  ASSERT_GT(plan.num_streams(), 1);
+  const auto& ks = plan.kernels();
+  const std::vector<size_t> order = launch_order(ks, 0);
+  ASSERT_EQ(order.size(), ks.size());
+  std::vector<bool> seen(ks.size(), false);
+  std::vector<size_t> last_on_stream(static_cast<size_t>(plan.num_streams()), ks.size());
+  std::vector<bool> recorded(static_cast<size_t>(plan.num_events()), false);
+  size_t overtaken = 0;  // kernels of other streams enqueued before an earlier caller kernel
+  for (size_t i : order) {
+    ASSERT_FALSE(seen[i]) << "kernel " << i << " twice";
+    seen[i] = true;
+    const size_t s = static_cast<size_t>(ks[i].stream);
+    if (last_on_stream[s] != ks.size()) EXPECT_LT(last_on_stream[s], i) << "stream " << s;
+    last_on_stream[s] = i;
+    for (int e : ks[i].waits) EXPECT_TRUE(recorded[static_cast<size_t>(e)]) << "kernel " << i;
+    if (ks[i].record >= 0) recorded[static_cast<size_t>(ks[i].record)] = true;
+    if (s != 0) {
+      for (size_t j = 0; j < i; ++j) overtaken += ks[j].stream == 0 && !seen[j];
+    }
+  }
+  EXPECT_GT(overtaken, 0u) << "the other streams' work should be enqueued ahead of the caller's";
+}
+
+TEST(CallerStream, RunningAPlanOpensNoSecondOpenMpTeam) {
+  // The calling thread already has a team of two, as PyTorch leaves one after its first op.
+  omp_set_num_threads(2);
+  int team = 0;
+#pragma omp parallel
+  {
+#pragma omp atomic
+    ++team;
+  }
+  ASSERT_EQ(team, 2);
+  const size_t before = threads_in_process();
+  const Model m = network("squeezenet1_1", 64);
+  ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential),
+                     m.weights, cpu());
+  ASSERT_EQ(plan.num_streams(), 1);
+  Executor executor(plan);
+  omp_set_num_threads(5);  // the caller's setting, which the kernels (2 threads) change
+  executor.run(inputs_of(m.graph));
+  // A worker thread for stream 0 would add itself and an OpenMP team of its own (GNU OpenMP then
+  // throttles every team's spinning: see CpuStream).
+  EXPECT_LE(threads_in_process(), before);
+  EXPECT_EQ(omp_get_max_threads(), 5) << "the caller's OpenMP thread count is given back";
+}
+
+TEST(CallerStream, KernelsOfFewerThreadsGiveTheCallerItsCoresBack) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: streams are not placed";
+  cpu_set_t mine;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine), 0);
+  const int threads = omp_get_max_threads();
+  auto stream = cpu().create_caller_stream();
+  auto* caller = dynamic_cast<cpu::CpuStream*>(stream.get());
+  ASSERT_NE(caller, nullptr);
+  int cores_while_placed = 0;
+  stream->host_callback([&] {
+    caller->place(1);  // what a kernel of one thread beside another stream does
+    cpu_set_t now;
+    pthread_getaffinity_np(pthread_self(), sizeof(now), &now);
+    cores_while_placed = CPU_COUNT(&now);
+    omp_set_num_threads(1);  // what its kernels do
+  });
+  EXPECT_EQ(cores_while_placed, 1);
+  stream->synchronize();
+  cpu_set_t after;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &after)) << "the caller keeps the cores it had";
+  EXPECT_EQ(omp_get_max_threads(), threads) << "the caller's OpenMP thread count is given back";
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
