@@ -177,6 +177,39 @@ TEST(LayoutKernels, ResizesEqualTheReferenceInEveryLayout) {
   }
 }
 
+// Max pooling (our own kernel in nhwc, nChw8c and nChw16c; oneDNN's in nchw) equals the reference
+// loops: odd sizes with ceil_mode (a last window that passes the input), padding on every side,
+// asymmetric windows and strides; channel counts that fill blocks, leave a tail in a block, and
+// (nhwc) runs longer than the 32 lanes the kernel takes at a time.
+TEST(LayoutKernels, MaxPoolsEqualTheReferenceInEveryLayout) {
+  for (int64_t batch : {1, 2}) {
+    for (int64_t width : {16, 12, 40}) {
+      networks::NetBuilder b("max pools", batch, 3, 15, 13);
+      auto x = b.conv(b.input(), networks::square_conv(width, 3, 1, 1, true), "stem");
+      auto p1 = b.max_pool(x, 3, 2, 0, true, "ceil");      // 15x13 -> 7x6, last window clipped
+      auto p2 = b.max_pool(p1, 3, 1, 1, false, "padded");  // windows over the border
+      graph::MaxPoolAttrs odd;
+      odd.kernel = {2, 3};
+      odd.stride = {1, 2};
+      odd.padding = {1, 0, 0, 1};  // top, left, bottom, right
+      auto p3 = b.op("odd", graph::OpKind::kMaxPool, odd, {p2});
+      auto out = b.conv(p3, networks::square_conv(4, 1), "head");
+      const Model m = stagecraft::testing::model_of(std::move(b).finish({out}));
+      const auto inputs = stagecraft::testing::inputs_of(m.graph);
+      const auto want = testing::reference_run(m.graph, m.weights, inputs);
+      const scheduler::Schedule s = sequential(m.graph);
+      for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+        const std::string where = cat("batch ", batch, ", ", width, " channels, ", graph::to_string(layout));
+        const PlanRun got = run(m, s, layout, RK::kAvoid);
+        expect_same(got, want, where);
+        const auto ours = std::count_if(got.implementations.begin(), got.implementations.end(),
+                                        [](const std::string& i) { return i.find("max pool (ours)") != std::string::npos; });
+        EXPECT_EQ(ours, layout == Layout::kNCHW ? 0 : 3) << where;
+      }
+    }
+  }
+}
+
 // Residual additions fused into convolutions (ResNet shortcuts: act(conv(x) + b + r)) equal the
 // reference loops in every layout, channels filling blocks or not, with the residual in the
 // destination's layout (a binary post-op where oneDNN has an optimised kernel for it) and in
