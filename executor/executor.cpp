@@ -169,6 +169,12 @@ double Executor::execute_repeated(int times) {
   if (barrier_.empty() && streams_.size() > 1) {
     for (size_t s = 0; s < streams_.size(); ++s) barrier_.push_back(plan_.backend().create_event());
   }
+  // A caller stream blocks the host in its waits: at the barrier it waits last, after the others'
+  // waits are queued.
+  std::vector<size_t> waiting(streams_.size());
+  std::iota(waiting.begin(), waiting.end(), size_t{0});
+  std::stable_partition(waiting.begin(), waiting.end(),
+                        [&](size_t s) { return !streams_[s]->runs_on_caller(); });
   const auto t0 = std::chrono::steady_clock::now();
   if (options_.graph && (captured_ || !capture_tried_)) {
     // Replays on the origin stream follow each other: no barrier needed.
@@ -191,11 +197,6 @@ double Executor::execute_repeated(int times) {
     }
     if (streams_.size() > 1) {  // every stream waits for all others before the next repetition
       for (size_t s = 0; s < streams_.size(); ++s) streams_[s]->record(*barrier_[s]);
-      // A caller stream blocks the host in its waits: it waits last, after the others' are queued.
-      std::vector<size_t> waiting(streams_.size());
-      std::iota(waiting.begin(), waiting.end(), size_t{0});
-      std::stable_partition(waiting.begin(), waiting.end(),
-                            [&](size_t s) { return !streams_[s]->runs_on_caller(); });
       for (size_t s : waiting)
         for (size_t o = 0; o < streams_.size(); ++o)
           if (o != s) streams_[s]->wait(*barrier_[o]);

@@ -31,9 +31,7 @@ void CpuStream::place(int threads) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (cores <= 1 || threads == placed_threads_) return;
   if (on_caller_ && threads >= cores) {  // all cores: the ones the caller had
-    if (placed_threads_ >= 0 && CPU_COUNT(&caller_cores_) > 0)
-      pthread_setaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_);
-    placed_threads_ = -1;
+    give_back_cores();
     return;
   }
   placed_threads_ = threads;
@@ -78,6 +76,10 @@ void CpuStream::restore_caller() {
   if (!caller_changed_) return;
   caller_changed_ = false;
   omp_set_num_threads(caller_threads_);
+  give_back_cores();
+}
+
+void CpuStream::give_back_cores() {
   if (placed_threads_ >= 0 && CPU_COUNT(&caller_cores_) > 0)
     pthread_setaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_);
   placed_threads_ = -1;

@@ -74,6 +74,7 @@ class CpuStream : public Stream {
   void run();
   void run_now(std::function<void()>& task);  // a caller stream's enqueue
   void restore_caller();  // gives the caller thread back its cores and OpenMP thread count
+  void give_back_cores();  // the caller's cores, if place() changed them
 
 
   dnnl::stream dnnl_stream_;

@@ -112,7 +112,9 @@ TEST(LaunchOrder, RealPlansKeepStreamOrderAndRecordBeforeWait) {
     ASSERT_FALSE(seen[i]) << "kernel " << i << " twice";
     seen[i] = true;
     const size_t s = static_cast<size_t>(ks[i].stream);
-    if (last_on_stream[s] != ks.size()) EXPECT_LT(last_on_stream[s], i) << "stream " << s;
+    if (last_on_stream[s] != ks.size()) {
+      EXPECT_LT(last_on_stream[s], i) << "stream " << s;
+    }
     last_on_stream[s] = i;
     for (int e : ks[i].waits) EXPECT_TRUE(recorded[static_cast<size_t>(e)]) << "kernel " << i;
     if (ks[i].record >= 0) recorded[static_cast<size_t>(ks[i].record)] = true;
