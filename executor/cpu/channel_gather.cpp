@@ -3,11 +3,22 @@
 // A destination (host_layout.h) is walked as groups of channels that sit together at one pixel
 // (one channel in nchw, all of them in nhwc, a block in nChw8c/nChw16c): per group, per pixel, per
 // lane. Lanes whose sources are consecutive in memory are copied as runs.
+//
+// f32 into nChw8c/nChw16c from sources whose pixels hold whole 8-channel chunks (blocked, or nhwc
+// with a multiple of 8 channels) take a vector path on CPUs with AVX2: each 8 destination lanes of
+// a pixel are the source chunks they come from, loaded, permuted and blended (a 2-group shuffle:
+// two loads, two permutes, a blend and a store per pixel, where the run copy moved lane by lane).
 #include "executor/cpu/channel_gather.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define STAGECRAFT_GATHER_AVX2 1
+#endif
 
 #include "common/strings.h"
 #include "executor/cpu/host_layout.h"
@@ -27,9 +38,23 @@ struct Run {
   int64_t offset, pixel_stride, batch_stride;  // of the source, in elements
 };
 
+// Eight destination lanes taken from one 8-element chunk of a source pixel: lane l is element
+// index[l] of the chunk where select[l] is all ones.
+struct Chunk {
+  int slot;
+  int64_t offset, pixel_stride, batch_stride;  // of the chunk's first element, in elements
+  std::array<int32_t, 8> index{}, select{};
+};
+
+// The vector path: 8 destination lanes at a time (vectors per group = block / 8).
+struct Vector8 {
+  std::vector<Chunk> chunks;  // lanes in no chunk are zero
+};
+
 struct Gather {
   HostLayout dst;
   std::vector<std::vector<Run>> groups;  // per destination group, in lane order
+  std::vector<Vector8> vectors;          // per 8 destination lanes, when the vector path applies
 };
 
 template <class T>
@@ -71,12 +96,77 @@ void copy_runs(const std::vector<Run>& runs, const std::vector<void*>& data, int
   }
 }
 
+#ifdef STAGECRAFT_GATHER_AVX2
+__attribute__((target("avx2"))) void copy_vector(const Vector8& v, const std::vector<void*>& data,
+                                                 int64_t image, float* out, int64_t p0, int64_t p1,
+                                                 int64_t out_pixel_stride) {
+  struct Source {
+    const float* in;
+    int64_t pixel_stride;
+    __m256i index, select;
+  };
+  std::array<Source, 8> sources;
+  const size_t n = v.chunks.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Chunk& c = v.chunks[i];
+    sources[i] = {static_cast<const float*>(data[static_cast<size_t>(c.slot)]) + image * c.batch_stride + c.offset,
+                  c.pixel_stride,
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.index.data())),
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c.select.data()))};
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t i = 0; i < n; ++i) {
+      const Source& s = sources[i];
+      const __m256 lanes = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s.in + p * s.pixel_stride), s.index);
+      acc = _mm256_blendv_ps(acc, lanes, _mm256_castsi256_ps(s.select));
+    }
+    _mm256_storeu_ps(out + p * out_pixel_stride, acc);
+  }
+}
+
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+#endif
+
+// Tasks: (image, group, pixel chunk); a chunk keeps a task's lines in cache.
+constexpr int64_t kPixelChunk = 256;
+
+void run_vectors(const Gather& g, const std::vector<void*>& data) {
+#ifdef STAGECRAFT_GATHER_AVX2
+  float* const out = static_cast<float*>(data.back());
+  const int64_t chunks = (g.dst.pixels + kPixelChunk - 1) / kPixelChunk;
+  const int64_t n_vectors = static_cast<int64_t>(g.vectors.size());
+  const int64_t per_group = g.dst.group() / 8;
+  const int64_t tasks = g.dst.images * n_vectors * chunks;
+  const int64_t group_stride = g.dst.group_stride();
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t image = t / (n_vectors * chunks);
+    const int64_t vector = t / chunks % n_vectors;
+    const int64_t p0 = t % chunks * kPixelChunk, p1 = std::min(g.dst.pixels, p0 + kPixelChunk);
+    copy_vector(g.vectors[static_cast<size_t>(vector)], data, image,
+                out + image * g.dst.batch_stride + vector / per_group * group_stride + vector % per_group * 8,
+                p0, p1, g.dst.pixel_stride);
+  }
+#else
+  (void)g;
+  (void)data;
+#endif
+}
+
 template <class T>
 void run_gather(const Gather& g, const std::vector<void*>& data) {
+  if constexpr (sizeof(T) == 4) {
+    if (!g.vectors.empty()) {
+      run_vectors(g, data);
+      return;
+    }
+  }
   T* const out = static_cast<T*>(data.back());
-  // Tasks: (image, group, pixel chunk); a chunk keeps a task's lines in cache.
-  constexpr int64_t kChunk = 256;
-  const int64_t chunks = (g.dst.pixels + kChunk - 1) / kChunk;
+  const int64_t chunks = (g.dst.pixels + kPixelChunk - 1) / kPixelChunk;
   const int64_t n_groups = static_cast<int64_t>(g.groups.size());
   const int64_t tasks = g.dst.images * n_groups * chunks;
   const int64_t group_stride = g.dst.group_stride();
@@ -84,10 +174,44 @@ void run_gather(const Gather& g, const std::vector<void*>& data) {
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t image = t / (n_groups * chunks);
     const int64_t group = t / chunks % n_groups;
-    const int64_t p0 = t % chunks * kChunk, p1 = std::min(g.dst.pixels, p0 + kChunk);
+    const int64_t p0 = t % chunks * kPixelChunk, p1 = std::min(g.dst.pixels, p0 + kPixelChunk);
     copy_runs(g.groups[static_cast<size_t>(group)], data, image,
               out + image * g.dst.batch_stride + group * group_stride, p0, p1, g.dst.pixel_stride);
   }
+}
+
+// The vector path's plan, or nothing when it does not apply: f32, a destination in 8- or 16-channel
+// blocks, every source channel inside an 8-element chunk of its pixel (a pixel stride of a multiple
+// of 8 elements: blocked layouts, nhwc with a multiple of 8 channels), an AVX2 CPU.
+std::vector<Vector8> plan_vectors(const std::vector<HostLayout>& srcs, const HostLayout& dst,
+                                  graph::DataType dtype, const std::vector<ChannelSource>& from) {
+#ifdef STAGECRAFT_GATHER_AVX2
+  const bool applies = has_avx2() && dtype == graph::DataType::kF32 && dst.block > 0 && dst.block % 8 == 0 &&
+                       std::all_of(srcs.begin(), srcs.end(), [](const HostLayout& s) { return s.pixel_stride % 8 == 0; });
+  if (!applies) return {};
+  std::vector<Vector8> vectors;
+  for (int64_t j0 = 0; j0 < dst.padded_channels; j0 += 8) {
+    Vector8 v;
+    for (int64_t lane = 0; lane < 8 && j0 + lane < dst.channels; ++lane) {
+      const ChannelSource& f = from[static_cast<size_t>(j0 + lane)];
+      const HostLayout& s = srcs[static_cast<size_t>(f.slot)];
+      const int64_t offset = s.channel_offset(f.channel), start = offset - offset % 8;
+      auto same = [&](const Chunk& c) { return c.slot == f.slot && c.offset == start; };
+      auto it = std::find_if(v.chunks.begin(), v.chunks.end(), same);
+      if (it == v.chunks.end()) {
+        v.chunks.push_back({f.slot, start, s.pixel_stride, s.batch_stride, {}, {}});
+        it = v.chunks.end() - 1;
+      }
+      it->index[static_cast<size_t>(lane)] = static_cast<int32_t>(offset % 8);
+      it->select[static_cast<size_t>(lane)] = -1;
+    }
+    vectors.push_back(std::move(v));
+  }
+  return vectors;
+#else
+  (void)srcs, (void)dst, (void)dtype, (void)from;
+  return {};
+#endif
 }
 
 }  // namespace
@@ -136,6 +260,7 @@ void add_channel_gather(DnnlKernel& kernel, const std::vector<TensorDesc>& srcs,
     }
     gather->groups.push_back(std::move(runs));
   }
+  gather->vectors = plan_vectors(src_geometry, gather->dst, dst.dtype, from);
   std::vector<int> slots;
   for (size_t i = 0; i < srcs.size(); ++i) slots.push_back(static_cast<int>(i));
   slots.push_back(dst_slot(dst_index));

@@ -198,6 +198,32 @@ TEST(ChannelMoves, ConcatenationsOfUnalignedPartsEqualTheirDefinitionInEveryLayo
   }
 }
 
+// f32 parts whose pixels hold whole 8-channel chunks (blocked, nhwc with 16 channels) go into a
+// blocked destination on the vector path (permuted and blended chunks) where the CPU has AVX2.
+TEST(ChannelMoves, ConcatenationsOfChunkedPartsEqualTheirDefinitionInBlockedLayouts) {
+  const std::vector<int64_t> parts = {5, 16, 3, 7};
+  const Layout part_layouts[] = {Layout::kNChw8c, Layout::kNHWC, Layout::kNChw16c, Layout::kNChw8c};
+  for (int64_t batch : {1, 2}) {
+    for (Layout dst_layout : {Layout::kNChw8c, Layout::kNChw16c}) {
+      std::vector<TensorDesc> srcs;
+      std::vector<std::vector<float>> data;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        srcs.push_back(desc(batch, parts[i], part_layouts[i], DataType::kF32));
+        data.push_back(values(srcs.back(), static_cast<int>(i) + 7));
+      }
+      const TensorDesc dst = desc(batch, 31, dst_layout, DataType::kF32);
+      const std::string where = cat("batch ", batch, " into ", graph::to_string(dst_layout));
+      const Result r = run_kernel(spec_of(OpKind::kConcat, graph::NoAttrs{}, srcs, {dst}), data);
+      expect_channels(r, 0, batch, 31, [&](int64_t n, int64_t c) {
+        size_t i = 0;
+        while (c >= parts[i]) c -= parts[i++];
+        return channel(data[i], parts[i], n, c);
+      }, where);
+      EXPECT_EQ(r.implementation, "channel gather") << where;
+    }
+  }
+}
+
 TEST(ChannelMoves, UnalignedSlicesAndSplitsEqualTheirDefinitionInEveryLayoutPair) {
   for (DataType type : {DataType::kF32, DataType::kU8}) {
     for (int64_t batch : {1, 2}) {
