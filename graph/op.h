@@ -338,7 +338,8 @@ struct ReshapeAttrs {
 };
 
 /// Channel shuffle (ShuffleNet): channels viewed as [groups, C / groups], transposed, flattened:
-/// output channel k · groups + g is input channel g · (C / groups) + k.
+/// output channel k · groups + g is input channel g · (C / groups) + k. With several inputs it
+/// shuffles their concatenation along channels (fold_concats_into_shuffles makes those).
 struct ChannelShuffleAttrs {
   int64_t groups = 1;  ///< the number of groups
   template <class Self, class Visitor>

@@ -193,6 +193,20 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
   return rebuild(graph, decisions);
 }
 
+Graph fold_concats_into_shuffles(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kChannelShuffle) continue;
+    const auto producer = sole_producer(graph, op);
+    if (!producer || graph.op(*producer).kind != OpKind::kConcat) continue;
+    const Op& concat = graph.op(*producer);
+    decisions[concat.id] = Decision::dropped(-1);
+    decisions[op.id].new_inputs = concat.inputs;
+    if (log) log->concats.push_back({op.name, concat.name});
+  }
+  return rebuild(graph, decisions);
+}
+
 Graph remove_identities(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
@@ -206,8 +220,10 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
 }
 
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {
-  Graph g = remove_identities(
-      fuse_activations(recognise_gated_activations(fold_batch_norm(graph, log), log), log), log);
+  Graph g = fold_concats_into_shuffles(
+      remove_identities(
+          fuse_activations(recognise_gated_activations(fold_batch_norm(graph, log), log), log), log),
+      log);
   return options.fuse_residual_adds ? fuse_residual_adds(g, log) : g;
 }
 

@@ -38,12 +38,19 @@ struct FusedResidual {
   std::string add;   ///< name of the addition (removed)
 };
 
+/// A concatenation folded into the channel shuffle reading it.
+struct FoldedConcat {
+  std::string shuffle;  ///< name of the channel shuffle (kept, now reading the concat's inputs)
+  std::string concat;   ///< name of the concatenation (removed)
+};
+
 /// What the inference passes changed.
 struct PassLog {
   std::vector<FoldedBatchNorm> folded;        ///< batch norms folded into convolutions
   std::vector<RecognisedActivation> recognised;  ///< x · sigmoid(x) and x · hard_sigmoid(x)
   std::vector<FusedActivation> fused;         ///< activations fused into producers
   std::vector<FusedResidual> residual;        ///< additions fused into convolutions
+  std::vector<FoldedConcat> concats;          ///< concatenations folded into channel shuffles
   std::vector<std::string> removed;           ///< identity ops removed
 };
 
@@ -65,6 +72,11 @@ Graph fuse_activations(const Graph& graph, PassLog* log = nullptr);
 /// oneDNN's sum/binary post-ops compute it. Quantised additions are left alone.
 Graph fuse_residual_adds(const Graph& graph, PassLog* log = nullptr);
 
+/// Folds a concatenation read by a channel shuffle alone (ShuffleNet's units: concat, then
+/// shuffle) into the shuffle, which reads the parts: one pass over the channels instead of a copy
+/// into the concatenation and a shuffle of it.
+Graph fold_concats_into_shuffles(const Graph& graph, PassLog* log = nullptr);
+
 /// Removes identity ops, rewiring their readers to the identity's input.
 Graph remove_identities(const Graph& graph, PassLog* log = nullptr);
 
@@ -75,8 +87,8 @@ struct InferenceOptions {
   bool fuse_residual_adds = true;
 };
 
-/// fold_batch_norm, recognise_gated_activations, fuse_activations, remove_identities, then
-/// fuse_residual_adds when the options ask for it.
+/// fold_batch_norm, recognise_gated_activations, fuse_activations, remove_identities,
+/// fold_concats_into_shuffles, then fuse_residual_adds when the options ask for it.
 Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr,
                             const InferenceOptions& options = {});
 

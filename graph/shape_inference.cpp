@@ -270,13 +270,13 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kReshape:
       check.arity(inputs, 1, 1);
       return infer_reshape(check, op.attrs_as<ReshapeAttrs>(), inputs[0]);
-    case OpKind::kChannelShuffle: {
-      check.arity(inputs, 1, 1);
-      check.rank(inputs[0], 4);
+    case OpKind::kChannelShuffle: {  // of the concatenation of its inputs
+      check.arity(inputs, 1, SIZE_MAX);
+      std::vector<TensorDesc> out = infer_concat(check, inputs);
       const int64_t g = op.attrs_as<ChannelShuffleAttrs>().groups;
-      check.require(g >= 1 && inputs[0].shape[1] % g == 0,
-                    cat("groups ", g, " must divide the ", inputs[0].shape[1], " channels"));
-      return {inputs[0]};
+      check.require(g >= 1 && out[0].shape[1] % g == 0,
+                    cat("groups ", g, " must divide the ", out[0].shape[1], " channels"));
+      return out;
     }
     case OpKind::kResize: {
       check.arity(inputs, 1, 1);

@@ -153,12 +153,16 @@ std::string build_reshape(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ct
   return "reorder";
 }
 
-// A channel shuffle of g groups: destination channel j is source channel (j % g) * (C / g) + j / g.
+// A channel shuffle of g groups: destination channel j is channel (j % g) * (C / g) + j / g of the
+// concatenation of the sources.
 std::vector<ChannelSource> shuffle_sources(const KernelSpec& spec) {
   const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
-  const int64_t channels = spec.srcs[0].shape[1], per_group = channels / groups;
+  std::vector<ChannelSource> concatenated;
+  for (size_t i = 0; i < spec.srcs.size(); ++i)
+    for (int64_t c = 0; c < spec.srcs[i].shape[1]; ++c) concatenated.push_back({static_cast<int>(i), c});
+  const int64_t channels = static_cast<int64_t>(concatenated.size()), per_group = channels / groups;
   std::vector<ChannelSource> from;
-  for (int64_t j = 0; j < channels; ++j) from.push_back({0, j % groups * per_group + j / groups});
+  for (int64_t j = 0; j < channels; ++j) from.push_back(concatenated[static_cast<size_t>(j % groups * per_group + j / groups)]);
   return from;
 }
 
@@ -181,6 +185,10 @@ Support check(const KernelSpec& spec, DnnlContext& ctx) {
     case OpKind::kChannelShuffle:
       if (Support s = same_layout_support(spec); !s.runnable()) return s;
       if (channel_gather_applies(spec.srcs, spec.dsts[0])) return Support::native();
+      if (spec.srcs.size() > 1) {
+        return Support::unsupported(SupportReason::kDataType,
+                                    "a channel shuffle of several inputs needs one element type and scale");
+      }
       return implementation_support(shuffle_pd(spec, ctx).impl_info_str(),
                                     cat("channel shuffle in ", graph::to_string(spec.dsts[0].layout)));
     case OpKind::kConcat:

@@ -7,6 +7,8 @@
 // channel-window copy between tensors of one layout moves strided rows of bytes in the widest
 // aligned unit (16 bytes per thread where possible); copies between layouts write the destination
 // in its memory order.
+#include <algorithm>
+
 #include "common/strings.h"
 #include "executor/cuda/ops.h"
 
@@ -50,8 +52,11 @@ Support check(const KernelSpec& spec) {
       (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype)) {
     return Support::unsupported(SupportReason::kDataType, "a resize runs in f32 or f16 and keeps the element type");
   }
-  if (spec.kind == OpKind::kChannelShuffle && spec.srcs[0].dtype != spec.dsts[0].dtype) {
-    return Support::unsupported(SupportReason::kDataType, "a channel shuffle keeps the element type");
+  if (spec.kind == OpKind::kChannelShuffle &&
+      std::any_of(spec.srcs.begin(), spec.srcs.end(), [&](const graph::TensorDesc& d) {
+        return d.dtype != spec.dsts[0].dtype || d.scale != spec.dsts[0].scale;
+      })) {
+    return Support::unsupported(SupportReason::kDataType, "a channel shuffle keeps the element type and scale");
   }
   if (spec.kind == OpKind::kPad && graph::is_int8(spec.srcs[0].dtype) &&
       std::get<graph::PadAttrs>(spec.attrs).value != 0) {
@@ -113,6 +118,19 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
       });
     case OpKind::kChannelShuffle: {
       const int64_t groups = std::get<graph::ChannelShuffleAttrs>(spec.attrs).groups;
+      if (spec.srcs.size() > 1) {  // of the concatenation: the parts go into the workspace first
+        std::vector<Dims4> parts;
+        for (const auto& d : spec.srcs) parts.push_back(dims_of(d));
+        return std::make_unique<FnKernel>("own concat + channel shuffle",
+                                          [=](CudaStream& s, Refs srcs, Refs dsts, void* workspace) {
+          int64_t c0 = 0;
+          for (size_t i = 0; i < parts.size(); ++i) {
+            launch_copy_channels(e, srcs[i].data, parts[i], 0, workspace, out, c0, parts[i].c, s.get());
+            c0 += parts[i].c;
+          }
+          launch_channel_shuffle(e, workspace, out, dsts[0].data, out, groups, s.get());
+        }, static_cast<size_t>(spec.dsts[0].bytes()));
+      }
       if (groups == 1 || groups == in.c) return make_copy(spec.srcs[0], spec.dsts[0]);  // no channel moves
       return std::make_unique<FnKernel>("own channel shuffle", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
         launch_channel_shuffle(e, srcs[0].data, in, dsts[0].data, out, groups, s.get());

@@ -343,8 +343,12 @@ class Exporter {
         return;
       }
       case OpKind::kChannelShuffle: {
-        const Shape& s = g_.value(op.inputs[0]).desc.shape;
+        const Shape& s = g_.value(op.outputs[0]).desc.shape;
         const int64_t g = op.attrs_as<ChannelShuffleAttrs>().groups;
+        if (in.size() > 1) {  // a shuffle of the concatenation of its inputs
+          integer(node("Concat", op.name + "/concat", in, {op.name + "/concatenated"}), "axis", 1);
+          in = {op.name + "/concatenated"};
+        }
         node("Reshape", op.name + "/view", {in[0], int64s(op.name + "/view_shape", {s[0], g, s[1] / g, s[2], s[3]})},
              {op.name + "/grouped"});
         ints(node("Transpose", op.name + "/transpose", {op.name + "/grouped"}, {op.name + "/transposed"}),

@@ -539,8 +539,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       dims.insert(dims.end(), d.begin(), d.end());
       return {HostTensor{Shape(dims), x.data}};  // plain order is unchanged
     }
-    case OpKind::kChannelShuffle:
-      return {channel_shuffle(x, op.attrs_as<graph::ChannelShuffleAttrs>().groups)};
+    case OpKind::kChannelShuffle:  // of the concatenation of its inputs
+      return {channel_shuffle(srcs.size() == 1 ? x : concat(srcs), op.attrs_as<graph::ChannelShuffleAttrs>().groups)};
     case OpKind::kResize:
       return {resize(x, op.attrs_as<graph::ResizeAttrs>())};
     case OpKind::kLeakyRelu: {

@@ -132,6 +132,37 @@ TEST(Passes, ResidualAdditionsFuseIntoTheDeeperConvolution) {
   EXPECT_EQ(count_ops(unfused, OpKind::kAdd), 16u);
 }
 
+// ShuffleNet's unit ending, concat then shuffle, becomes one shuffle reading the parts; a
+// concatenation read by anything else (or a graph output) stays.
+TEST(Passes, ConcatenationsReadByAShuffleAloneFoldIntoIt) {
+  NetBuilder nb("t", 1, 3, 8, 8);
+  const ValueId a = nb.conv(nb.input(), networks::square_conv(4, 1), "a");
+  const ValueId b = nb.conv(nb.input(), networks::square_conv(6, 3, 1, 1), "b");
+  ChannelShuffleAttrs two;
+  two.groups = 2;
+  const ValueId folded = nb.op("shuffle1", OpKind::kChannelShuffle, two, {nb.concat({a, b}, "cat1")});
+  const ValueId shared = nb.concat({a, b}, "cat2");
+  const ValueId kept = nb.op("shuffle2", OpKind::kChannelShuffle, two, {shared});
+  const ValueId pooled = nb.global_avg_pool(shared, "pool");
+  const ValueId output = nb.concat({b, a}, "cat3");
+  const ValueId kept_too = nb.op("shuffle3", OpKind::kChannelShuffle, two, {output});
+  const Graph g = std::move(nb).finish({folded, kept, pooled, output, kept_too});
+  PassLog log;
+  const Graph out = prepare_for_inference(g, &log);
+  ASSERT_EQ(log.concats.size(), 1u);
+  EXPECT_EQ(log.concats[0].shuffle, "shuffle1");
+  EXPECT_EQ(log.concats[0].concat, "cat1");
+  EXPECT_FALSE(out.find_op("cat1").has_value());
+  const Op& shuffle = out.op(*out.find_op("shuffle1"));
+  ASSERT_EQ(shuffle.inputs.size(), 2u);
+  EXPECT_EQ(out.value(shuffle.inputs[0]).producer, *out.find_op("a"));
+  EXPECT_EQ(out.value(shuffle.inputs[1]).producer, *out.find_op("b"));
+  EXPECT_EQ(out.value(shuffle.outputs[0]).desc.shape, (Shape{1, 10, 8, 8}));
+  EXPECT_EQ(out.op(*out.find_op("shuffle2")).inputs.size(), 1u);
+  EXPECT_EQ(out.op(*out.find_op("shuffle3")).inputs.size(), 1u);
+  EXPECT_EQ(count_ops(out, OpKind::kConcat), 2u);
+}
+
 TEST(Passes, WithBatchReinfersEveryShape) {
   const Graph g = networks::build_network("squeezenet1_1");
   const Graph g8 = with_batch(g, 8);

@@ -98,6 +98,14 @@ TEST(Onnx, ModernOpKindsRoundTripAndRunTheSame) {
     const auto got = run_cpu(Model{back.graph, back.weights});
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5);
+    // The prepared graph (a shuffle reading the parts of its concatenation) exports too.
+    ASSERT_EQ(a.op(*a.find_op("shuffle")).inputs.size(), 2u);
+    const OnnxModel prepared = import_onnx_bytes(export_onnx_bytes(a, w), "modern_ops_prepared", {});
+    const auto got_prepared = run_cpu(Model{prepared.graph, prepared.weights});
+    ASSERT_EQ(got_prepared.size(), want.size());
+    for (size_t i = 0; i < got_prepared.size(); ++i) {
+      EXPECT_LT(executor::relative_error(got_prepared[i], want[i]), 1e-5) << "output " << i;
+    }
   }
 }
 

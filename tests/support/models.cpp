@@ -166,9 +166,13 @@ graph::Graph modern_ops_graph(int64_t batch, int64_t width) {
   auto divided = b.op("c_over_x", OpKind::kBinary, over, {positive});
   graph::ChannelShuffleAttrs shuffle;
   shuffle.groups = 2;
-  auto shuffled = b.op("shuffle", OpKind::kChannelShuffle, shuffle, {divided});
+  // ShuffleNet's unit ending: a concatenation read by the shuffle alone (folded into it).
+  auto joined = b.concat({divided, si}, "shuffle_cat");
+  auto shuffled = b.op("shuffle", OpKind::kChannelShuffle, shuffle, {joined});
   auto pooled = b.op("gmp", OpKind::kGlobalMaxPool, graph::NoAttrs{}, {shuffled});
-  auto out = b.op("flat", OpKind::kReshape, flat, {pooled});
+  graph::ReshapeAttrs flat_both;
+  flat_both.dims = {2 * width};
+  auto out = b.op("flat", OpKind::kReshape, flat_both, {pooled});
   return std::move(b).finish({out, hw});
 }
 

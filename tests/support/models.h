@@ -48,7 +48,8 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 /// (ONNX's default slope), hard swish, SiLU, a squeeze-and-excitation gate (global pool, reshape
 /// to N×C, linear layers, reshape back, sigmoid, broadcast multiplication), binary ops with
 /// per-channel and scalar constants (also constant-first subtraction and division), a channel
-/// shuffle, a leaky ReLU, a global max pool and a reshape to N×C.
+/// shuffle of a concatenation (ShuffleNet's unit ending), a leaky ReLU, a global max pool and a
+/// reshape to N×C.
 graph::Graph modern_ops_graph(int64_t batch, int64_t width);
 
 /// A pre-activation dense block (DenseNet): layer i reads the concatenation of the stem and every
