@@ -4,6 +4,9 @@
 // reference kernel. PlanRun on the machine's ISA and again capped at AVX2 (ctest entries "*/avx2").
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/strings.h"
 #include "executor/executor.h"
 #include "networks/builder.h"
@@ -208,6 +211,53 @@ TEST(LayoutKernels, MaxPoolsEqualTheReferenceInEveryLayout) {
                                         [](const std::string& i) { return i.find("max pool (ours)") != std::string::npos; });
         return ours == (layout == Layout::kNCHW ? 0 : 3);
       });
+    }
+  }
+}
+
+// Max pooling keeps NaN, as PyTorch's does: an output whose window holds a NaN is NaN, the
+// others are the max; in every channel-innermost layout, channels filling blocks or not.
+TEST(LayoutKernels, MaxPoolsKeepNaNInEveryLayout) {
+  constexpr int64_t kSize = 9, kOut = 5;  // 3x3 windows, stride 2, padding 1
+  for (int64_t width : {16, 12}) {
+    networks::NetBuilder b("nan pool", 1, width, kSize, kSize);
+    auto y = b.max_pool(b.input(), 3, 2, 1, false, "pool");
+    const Model m = stagecraft::testing::model_of(std::move(b).finish({y}));
+    HostTensor x = random_host_tensor(graph::Shape{1, width, kSize, kSize}, 11);
+    auto at = [&](int64_t c, int64_t h, int64_t w) -> float& {
+      return x.data[static_cast<size_t>((c * kSize + h) * kSize + w)];
+    };
+    at(0, 0, 0) = NAN;                         // first window of channel 0
+    at(3, 4, 4) = NAN;                         // the middle: four windows of channel 3
+    at(width - 1, kSize - 1, kSize - 2) = NAN;  // the last row, one column in: two windows
+    for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      PlanOptions options;
+      options.layout = layout;
+      ExecutionPlan plan(m.graph, sequential(m.graph), m.weights, cpu(), options);
+      Executor executor(plan);
+      const std::vector<HostTensor> got = executor.run({x});
+      ASSERT_EQ(got.size(), 1u);
+      const std::string where = cat(width, " channels, ", graph::to_string(layout));
+      for (int64_t c = 0; c < width; ++c) {
+        for (int64_t oy = 0; oy < kOut; ++oy) {
+          for (int64_t ox = 0; ox < kOut; ++ox) {
+            bool nan = false;
+            float best = -INFINITY;
+            for (int64_t h = std::max<int64_t>(0, 2 * oy - 1); h < std::min(kSize, 2 * oy + 2); ++h) {
+              for (int64_t w = std::max<int64_t>(0, 2 * ox - 1); w < std::min(kSize, 2 * ox + 2); ++w) {
+                nan = nan || std::isnan(at(c, h, w));
+                if (!std::isnan(at(c, h, w))) best = std::max(best, at(c, h, w));
+              }
+            }
+            const float v = got[0].data[static_cast<size_t>((c * kOut + oy) * kOut + ox)];
+            if (nan) {
+              EXPECT_TRUE(std::isnan(v)) << where << ": channel " << c << " at " << oy << "," << ox;
+            } else {
+              EXPECT_EQ(v, best) << where << ": channel " << c << " at " << oy << "," << ox;
+            }
+          }
+        }
+      }
     }
   }
 }
