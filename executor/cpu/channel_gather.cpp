@@ -131,26 +131,31 @@ bool has_avx2() {
 }
 #endif
 
-// Tasks: (image, group, pixel chunk); a chunk keeps a task's lines in cache.
+// Tasks: (image, unit, pixel chunk), a unit being a destination group or 8 lanes of one; a chunk
+// keeps a task's lines in cache. fn(image, unit, p0, p1) runs once per task, in parallel.
 constexpr int64_t kPixelChunk = 256;
+
+template <class Fn>
+void for_each_task(const HostLayout& dst, int64_t units, Fn fn) {
+  const int64_t chunks = (dst.pixels + kPixelChunk - 1) / kPixelChunk;
+  const int64_t tasks = dst.images * units * chunks;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t p0 = t % chunks * kPixelChunk;
+    fn(t / (units * chunks), t / chunks % units, p0, std::min(dst.pixels, p0 + kPixelChunk));
+  }
+}
 
 void run_vectors(const Gather& g, const std::vector<void*>& data) {
 #ifdef STAGECRAFT_GATHER_AVX2
   float* const out = static_cast<float*>(data.back());
-  const int64_t chunks = (g.dst.pixels + kPixelChunk - 1) / kPixelChunk;
-  const int64_t n_vectors = static_cast<int64_t>(g.vectors.size());
   const int64_t per_group = g.dst.group() / 8;
-  const int64_t tasks = g.dst.images * n_vectors * chunks;
   const int64_t group_stride = g.dst.group_stride();
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t image = t / (n_vectors * chunks);
-    const int64_t vector = t / chunks % n_vectors;
-    const int64_t p0 = t % chunks * kPixelChunk, p1 = std::min(g.dst.pixels, p0 + kPixelChunk);
+  for_each_task(g.dst, static_cast<int64_t>(g.vectors.size()), [&](int64_t image, int64_t vector, int64_t p0, int64_t p1) {
     copy_vector(g.vectors[static_cast<size_t>(vector)], data, image,
                 out + image * g.dst.batch_stride + vector / per_group * group_stride + vector % per_group * 8,
                 p0, p1, g.dst.pixel_stride);
-  }
+  });
 #else
   (void)g;
   (void)data;
@@ -166,18 +171,11 @@ void run_gather(const Gather& g, const std::vector<void*>& data) {
     }
   }
   T* const out = static_cast<T*>(data.back());
-  const int64_t chunks = (g.dst.pixels + kPixelChunk - 1) / kPixelChunk;
-  const int64_t n_groups = static_cast<int64_t>(g.groups.size());
-  const int64_t tasks = g.dst.images * n_groups * chunks;
   const int64_t group_stride = g.dst.group_stride();
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t image = t / (n_groups * chunks);
-    const int64_t group = t / chunks % n_groups;
-    const int64_t p0 = t % chunks * kPixelChunk, p1 = std::min(g.dst.pixels, p0 + kPixelChunk);
+  for_each_task(g.dst, static_cast<int64_t>(g.groups.size()), [&](int64_t image, int64_t group, int64_t p0, int64_t p1) {
     copy_runs(g.groups[static_cast<size_t>(group)], data, image,
               out + image * g.dst.batch_stride + group * group_stride, p0, p1, g.dst.pixel_stride);
-  }
+  });
 }
 
 // The vector path's plan, or nothing when it does not apply: f32, a destination in 8- or 16-channel
