@@ -15,13 +15,9 @@
 #include <cstring>
 #include <memory>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define STAGECRAFT_GATHER_AVX2 1
-#endif
-
 #include "common/strings.h"
 #include "executor/cpu/host_layout.h"
+#include "executor/cpu/host_simd.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -96,7 +92,7 @@ void copy_runs(const std::vector<Run>& runs, const std::vector<void*>& data, int
   }
 }
 
-#ifdef STAGECRAFT_GATHER_AVX2
+#ifdef STAGECRAFT_HOST_AVX2
 __attribute__((target("avx2"))) void copy_vector(const Vector8& v, const std::vector<void*>& data,
                                                  int64_t image, float* out, int64_t p0, int64_t p1,
                                                  int64_t out_pixel_stride) {
@@ -124,11 +120,6 @@ __attribute__((target("avx2"))) void copy_vector(const Vector8& v, const std::ve
     _mm256_storeu_ps(out + p * out_pixel_stride, acc);
   }
 }
-
-bool has_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-}
 #endif
 
 // Tasks: (image, unit, pixel chunk), a unit being a destination group or 8 lanes of one; a chunk
@@ -147,7 +138,7 @@ void for_each_task(const HostLayout& dst, int64_t units, Fn fn) {
 }
 
 void run_vectors(const Gather& g, const std::vector<void*>& data) {
-#ifdef STAGECRAFT_GATHER_AVX2
+#ifdef STAGECRAFT_HOST_AVX2
   float* const out = static_cast<float*>(data.back());
   const int64_t per_group = g.dst.group() / 8;
   const int64_t group_stride = g.dst.group_stride();
@@ -183,8 +174,8 @@ void run_gather(const Gather& g, const std::vector<void*>& data) {
 // of 8 elements: blocked layouts, nhwc with a multiple of 8 channels), an AVX2 CPU.
 std::vector<Vector8> plan_vectors(const std::vector<HostLayout>& srcs, const HostLayout& dst,
                                   graph::DataType dtype, const std::vector<ChannelSource>& from) {
-#ifdef STAGECRAFT_GATHER_AVX2
-  const bool applies = has_avx2() && dtype == graph::DataType::kF32 && dst.block > 0 && dst.block % 8 == 0 &&
+#ifdef STAGECRAFT_HOST_AVX2
+  const bool applies = host_has_avx2() && dtype == graph::DataType::kF32 && dst.block > 0 && dst.block % 8 == 0 &&
                        std::all_of(srcs.begin(), srcs.end(), [](const HostLayout& s) { return s.pixel_stride % 8 == 0; });
   if (!applies) return {};
   std::vector<Vector8> vectors;

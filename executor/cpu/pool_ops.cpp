@@ -11,13 +11,10 @@
 #include <memory>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define STAGECRAFT_POOL_AVX2 1
-#endif
 
 #include "common/strings.h"
 #include "executor/cpu/host_layout.h"
+#include "executor/cpu/host_simd.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
 
@@ -132,7 +129,7 @@ inline __attribute__((always_inline)) void max_pool_row(const MaxPool& m, const 
   }
 }
 
-#ifdef STAGECRAFT_POOL_AVX2
+#ifdef STAGECRAFT_HOST_AVX2
 // max of 8 lanes keeping a NaN of either side: vmaxps returns its second operand when either is
 // NaN, so one of the two orders is the NaN, and OR-ing a NaN's bits into a number gives a NaN
 // (all exponent bits, a non-zero fraction); without NaNs both orders are the max (of +0 and -0
@@ -150,14 +147,13 @@ __attribute__((target("avx2"))) void max_pool_row_avx2(const MaxPool& m, const f
   const int64_t lanes = m.lanes, width = m.src.width;
   const int64_t y0 = oy * w.stride.h - w.padding.top;
   const int64_t ylo = std::max<int64_t>(0, y0), yhi = std::min(m.src.height, y0 + w.kernel.h);
-  const int64_t xa = std::max<int64_t>(0, -w.padding.left);
   const int64_t xb = std::min(width, (m.dst.width - 1) * w.stride.w - w.padding.left + w.kernel.w);
   if (ylo >= yhi) {  // a window of padding only
     std::fill(out + oy * m.dst.width * lanes, out + (oy + 1) * m.dst.width * lanes,
               -std::numeric_limits<float>::infinity());
     return;
   }
-  for (int64_t x = xa; x < xb; ++x) {
+  for (int64_t x = 0; x < xb; ++x) {  // the input columns the row's windows cover
     for (int64_t l = 0; l < lanes; l += 8) {
       const float* v = in + (ylo * width + x) * lanes + l;
       __m256 acc = _mm256_loadu_ps(v);
@@ -180,10 +176,6 @@ __attribute__((target("avx2"))) void max_pool_row_avx2(const MaxPool& m, const f
   }
 }
 
-bool pool_has_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-}
 
 void run_max_pool_avx2(const MaxPool& m, const float* in, float* out) {
   const int64_t rows = m.planes * m.dst.height;
@@ -221,8 +213,8 @@ __attribute__((target_clones("avx2", "default"))) void run_max_pool_direct(const
 }
 
 void run_max_pool(const MaxPool& m, const float* in, float* out) {
-#ifdef STAGECRAFT_POOL_AVX2
-  if (m.lanes % 8 == 0 && pool_has_avx2()) {
+#ifdef STAGECRAFT_HOST_AVX2
+  if (m.lanes % 8 == 0 && host_has_avx2()) {
     run_max_pool_avx2(m, in, out);
     return;
   }
