@@ -36,7 +36,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConf
                      "(a CUDA setting)\n";
       });
     }
-    return make_cpu_backend();
+    return make_cpu_backend(config);
   }
   if (name == "cuda") {
     const DeviceQuery q = query_cuda_devices();

@@ -31,6 +31,7 @@ executor::BackendConfig BackendOptions::backend_config() const {
   executor::BackendConfig config;
   config.cache_dir = cache_dir;
   config.tf32 = tf32;
+  config.winograd = winograd;
   return config;
 }
 

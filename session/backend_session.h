@@ -21,7 +21,7 @@
 namespace stagecraft::session {
 
 /// Backend, profile cache, layout and stream settings (the CLI's --backend, --cache-dir,
-/// --layout, --streams, --tf32, --stream-mode).
+/// --layout, --streams, --tf32, --stream-mode, --no-winograd).
 struct BackendOptions {
   std::string backend;     ///< "" = none (analytic model only)
   std::string cache_dir;   ///< "" = ProfileCache::default_dir()
@@ -29,6 +29,7 @@ struct BackendOptions {
   int max_streams = 8;     ///< stream slots of plans
   bool tf32 = false;       ///< CUDA: allow TF32 tensor-core math for f32
   bool stream_mode = false;  ///< launch kernel by kernel instead of replaying a CUDA Graph
+  bool winograd = true;      ///< CPU: Winograd 3x3 convolutions where they apply (BackendConfig)
   /// Progress lines of the layout search and warnings (layouts a kernel cannot run in) go here;
   /// null: quiet.
   std::ostream* log = nullptr;
@@ -43,7 +44,7 @@ struct BackendOptions {
   bool auto_layout() const { return layout == "auto"; }
   /// Executor settings from `stream_mode`.
   executor::ExecutorOptions executor_options() const;
-  /// Backend settings from `cache_dir` and `tf32`.
+  /// Backend settings from `cache_dir`, `tf32` and `winograd`.
   executor::BackendConfig backend_config() const;
   /// `cache_dir`, or the default ($STAGECRAFT_CACHE_DIR or ~/.cache/stagecraft).
   std::string cache_dir_or_default() const;

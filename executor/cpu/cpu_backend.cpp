@@ -82,7 +82,8 @@ std::string cpu_model() {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend() : ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}} {
+  explicit CpuBackend(const BackendConfig& config)
+      : ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd} {
     cap_isa_below_amx();
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
@@ -104,7 +105,8 @@ class CpuBackend : public Backend {
   std::string device_fingerprint() const override {
     const dnnl::version_t* v = dnnl::version();
     return cat("cpu:", cpu_model(), ":", parallelism(), "threads:onednn-", v->major, ".", v->minor,
-               ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()));
+               ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()),
+               ctx_.winograd ? ":winograd" : "");
   }
 
   std::string description() const override {
@@ -114,7 +116,8 @@ class CpuBackend : public Backend {
     return cat("cpu: ", cpu_model(), ", ", parallelism(), " threads, oneDNN ", v->major, ".",
                v->minor, ".", v->patch, ", ISA ", isa_, cap ? cat(" (capped by the environment at ", cap, ")") : "",
                ", default layout ", graph::to_string(preferred_layout(DataType::kF32)),
-               " (int8: ", graph::to_string(preferred_layout(DataType::kU8)), ")");
+               " (int8: ", graph::to_string(preferred_layout(DataType::kU8)), ")",
+               ctx_.winograd ? "" : ", Winograd convolutions off");
   }
 
   const Capabilities& capabilities() const override { return caps_; }
@@ -226,6 +229,8 @@ const OpFamily& family_of(graph::OpKind kind) {
 
 }  // namespace cpu
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& config) {
+  return std::make_unique<CpuBackend>(config);
+}
 
 }  // namespace stagecraft::executor

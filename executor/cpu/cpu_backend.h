@@ -10,7 +10,7 @@
 
 namespace stagecraft::executor {
 
-/// A new CPU backend.
-std::unique_ptr<Backend> make_cpu_backend();
+/// A new CPU backend (of `config`, it reads `winograd`).
+std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& config = {});
 
 }  // namespace stagecraft::executor

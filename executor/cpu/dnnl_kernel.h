@@ -30,6 +30,8 @@ struct DnnlContext {
   /// spinning between regions and sleep — 8-30 us more per kernel (a third of mobilenet_v3_small's
   /// run). Kernels run on the streams' workers; the host thread must not hold a pool too.
   dnnl::stream setup;
+  /// Whether eligible 3x3 convolutions may run as Winograd (BackendConfig::winograd).
+  bool winograd = false;
 };
 
 // ---- Descriptors ---------------------------------------------------------------------------

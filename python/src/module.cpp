@@ -168,7 +168,7 @@ session::SearchSettings search_settings(const std::string& mode, int r, int s, b
 
 session::BackendOptions backend_options(const std::string& backend, const std::string& cache_dir,
                                         const std::string& layout, int streams, bool tf32,
-                                        bool stream_mode) {
+                                        bool stream_mode, bool winograd = true) {
   session::BackendOptions options;
   options.backend = backend;
   options.cache_dir = cache_dir;
@@ -176,6 +176,7 @@ session::BackendOptions backend_options(const std::string& backend, const std::s
   options.max_streams = streams;
   options.tf32 = tf32;
   options.stream_mode = stream_mode;
+  options.winograd = winograd;
   return options;
 }
 
@@ -560,17 +561,18 @@ PYBIND11_MODULE(_stagecraft, m) {
                        int s, bool unpruned, double max_part_transitions,
                        const std::string& cost_model, const std::string& backend,
                        const std::string& cache_dir, const std::string& layout, int streams,
-                       bool tf32, bool stream_mode, py::object progress) {
+                       bool tf32, bool stream_mode, bool winograd, py::object progress) {
              return std::make_unique<PySession>(
                  model, schedule, given,
                  search_settings(mode, r, s, unpruned, max_part_transitions, cost_model),
-                 backend_options(backend, cache_dir, layout, streams, tf32, stream_mode),
+                 backend_options(backend, cache_dir, layout, streams, tf32, stream_mode, winograd),
                  std::move(progress));
            }),
            py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
            py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
            py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
-           py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("progress"))
+           py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("winograd"),
+           py::arg("progress"))
       .def("run", &PySession::run, py::arg("inputs"))
       .def_property_readonly("model", [](const PySession& x) { return x.model(); })
       .def_property_readonly("schedule", &PySession::schedule)

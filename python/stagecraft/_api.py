@@ -367,7 +367,9 @@ class Session:
     schedule file (``.yaml``). ``layout``: None (the backend's preferred), ``"auto"`` (chosen per
     tensor by measuring), or ``nchw`` | ``nhwc`` | ``nChw8c`` | ``nChw16c``. ``dtype="int8"``
     quantises with ``calibration`` (a file from ``stagecraft.calibrate``) or calibrates now on
-    ``calibration_samples`` generated inputs.
+    ``calibration_samples`` generated inputs. ``winograd=False`` runs every convolution on oneDNN
+    (default: f32 3x3 stride-1 convolutions by Winograd's algorithm where oneDNN has only direct
+    AVX2 kernels; results differ from direct ones by rounding).
 
     ``run(x)`` takes float32 arrays — one array, a list in ``inputs`` order, or a dict by input
     name — and returns a **list** of float32 arrays in ``outputs`` order. Wrong names, counts,
@@ -388,7 +390,8 @@ class Session:
                  calibration_samples: Optional[int] = None, mode: str = "both", r: int = 3,
                  s: int = 8, unpruned: bool = False, max_part_transitions: float = 2e5,
                  cost_model: Optional[str] = None, streams: int = 8, tf32: bool = False,
-                 stream_mode: bool = False, progress: ProgressArg = None) -> None:
+                 stream_mode: bool = False, winograd: bool = True,
+                 progress: ProgressArg = None) -> None:
         m = _model(model, dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
                                calibration=calibration, calibration_samples=calibration_samples,
                                progress=progress))
@@ -409,7 +412,7 @@ class Session:
                                        float(max_part_transitions), _cost_model(cost_model),
                                        backend, _fspath(cache_dir) if cache_dir else "",
                                        layout or "", int(streams), bool(tf32), bool(stream_mode),
-                                       callback)
+                                       bool(winograd), callback)
         self._model = m
         self._inputs = m.inputs
         self._outputs = m.outputs

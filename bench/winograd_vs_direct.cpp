@@ -1,0 +1,142 @@
+// Our Winograd 3x3 convolutions (executor/cpu/winograd.h) against oneDNN's direct ones, on the
+// stride-1 3x3 convolutions of the models we run, in nChw8c with bias and ReLU, interleaved:
+//   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds]
+// Prints per shape oneDNN's implementation, the median of each method's per-round medians (µs),
+// the speed-up and the largest difference to oneDNN's result relative to its largest |value|.
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "executor/cpu/winograd.h"
+
+namespace {
+
+using dnnl::memory;
+using stagecraft::executor::cpu::HostLayout;
+using stagecraft::executor::cpu::WinogradConv;
+using stagecraft::executor::cpu::WinogradProblem;
+
+struct Shape {
+  const char* name;
+  int64_t cin, h, cout, pad;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double time_us(F&& f, int runs) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const int threads = omp_get_max_threads();
+  const std::vector<Shape> shapes = {
+      {"inception_v3 32->32 147 p0", 32, 147, 32, 0},  {"inception_v3 32->64 147", 32, 147, 64, 1},
+      {"inception_v3 80->192 73 p0", 80, 73, 192, 0},  {"inception_v3 64->96 35", 64, 35, 96, 1},
+      {"inception_v3 96->96 35", 96, 35, 96, 1},       {"inception_v3 448->384 8", 448, 8, 384, 1},
+      {"resnet50 64->64 56", 64, 56, 64, 1},           {"resnet50 128->128 28", 128, 28, 128, 1},
+      {"resnet50 256->256 14", 256, 14, 256, 1},       {"resnet50 512->512 7", 512, 7, 512, 1},
+      {"googlenet 64->192 56", 64, 56, 192, 1},        {"googlenet 96->128 28", 96, 28, 128, 1},
+      {"googlenet 112->224 14", 112, 14, 224, 1},      {"densenet121 128->32 56", 128, 56, 32, 1},
+      {"densenet121 128->32 14", 128, 14, 32, 1},      {"squeezenet 16->64 55", 16, 55, 64, 1},
+  };
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream st(eng);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::printf("threads %d\n%-28s %-22s %9s %9s %9s %6s %6s %9s %9s\n", threads, "shape", "oneDNN", "direct",
+              "F(2,3)", "F(4,3)", "x F2", "x F4", "err F2", "err F4");
+  for (const Shape& s : shapes) {
+    const int64_t oh = s.h + 2 * s.pad - 2;
+    const memory::desc src_md({1, s.cin, s.h, s.h}, memory::data_type::f32, memory::format_tag::nChw8c);
+    const memory::desc dst_md({1, s.cout, oh, oh}, memory::data_type::f32, memory::format_tag::nChw8c);
+    const memory::desc w_user({s.cout, s.cin, 3, 3}, memory::data_type::f32, memory::format_tag::oihw);
+    const memory::desc w_any({s.cout, s.cin, 3, 3}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc b_md({s.cout}, memory::data_type::f32, memory::format_tag::x);
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
+                                            dst_md, {1, 1}, {0, 0}, {s.pad, s.pad}, {s.pad, s.pad});
+    const dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    std::vector<float> w(static_cast<size_t>(s.cout * s.cin * 9)), b(static_cast<size_t>(s.cout));
+    for (float& x : w) x = normal(rng) / std::sqrt(static_cast<float>(9 * s.cin));
+    for (float& x : b) x = normal(rng) * 0.1f;
+    dnnl::memory src(src_md, eng), dst(dst_md, eng), bias(b_md, eng, b.data()), wu(w_user, eng, w.data());
+    dnnl::memory wp(pd.weights_desc(), eng);
+    dnnl::reorder(wu, wp).execute(st, wu, wp);
+    float* sp = static_cast<float*>(src.get_data_handle());
+    for (size_t i = 0; i < src_md.get_size() / sizeof(float); ++i) sp[i] = normal(rng);
+    dnnl::convolution_forward conv(pd);
+    const auto direct = [&] {
+      conv.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wp}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+      st.wait();
+    };
+    direct();
+    const size_t out_n = dst_md.get_size() / sizeof(float);
+    const std::vector<float> ref(static_cast<float*>(dst.get_data_handle()),
+                                 static_cast<float*>(dst.get_data_handle()) + out_n);
+    float scale = 0.0f;
+    for (float x : ref) scale = std::max(scale, std::fabs(x));
+
+    const auto layout = [](int64_t c, int64_t h) {
+      stagecraft::graph::TensorDesc t;
+      t.shape = stagecraft::graph::Shape{1, c, h, h};
+      t.layout = stagecraft::graph::Layout::kNChw8c;
+      return stagecraft::executor::cpu::host_layout(t);
+    };
+    std::vector<double> times[3];
+    double err[2] = {0, 0};
+    std::vector<WinogradConv> wino;
+    std::vector<std::vector<float>> out(2, std::vector<float>(out_n));
+    for (int m : {2, 4}) {
+      WinogradProblem p;
+      p.src = layout(s.cin, s.h);
+      p.dst = layout(s.cout, oh);
+      p.pad_top = p.pad_left = s.pad;
+      p.activation = stagecraft::graph::Activation::kRelu;
+      p.tile = m;
+      p.threads = threads;
+      wino.emplace_back(p, w, b);
+    }
+    std::vector<std::vector<float>> ws(2);
+    for (int i = 0; i < 2; ++i) ws[i].resize(wino[i].workspace_bytes() / sizeof(float) + 16);
+    const auto run_wino = [&](int i) { wino[i].run(sp, nullptr, out[i].data(), ws[i].data()); };
+    for (int i = 0; i < 2; ++i) {
+      run_wino(i);
+      for (size_t j = 0; j < out_n; ++j) err[i] = std::max<double>(err[i], std::fabs(out[i][j] - ref[j]) / scale);
+    }
+    const int runs = s.h >= 100 ? 20 : 100;
+    for (int r = 0; r < rounds; ++r) {
+      times[0].push_back(time_us(direct, runs));
+      times[1].push_back(time_us([&] { run_wino(0); }, runs));
+      times[2].push_back(time_us([&] { run_wino(1); }, runs));
+    }
+    const double t0 = median(times[0]), t1 = median(times[1]), t2 = median(times[2]);
+    std::printf("%-28s %-22s %9.1f %9.1f %9.1f %6.2f %6.2f %9.1e %9.1e\n", s.name,
+                pd.impl_info_str(), t0, t1, t2, t0 / t1, t0 / t2, err[0], err[1]);
+  }
+  return 0;
+}
