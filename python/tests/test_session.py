@@ -135,3 +135,15 @@ def test_onnx_model_runs_like_the_cli_export(tmp_path, cli, squeezenet):
     (got,) = sess.run(x)
     (want,) = stagecraft.Session(squeezenet, schedule="sequential", progress=False).run(x)
     assert relative_error(got, want) < 1e-5
+
+
+def test_winograd_can_be_turned_off_with_the_same_result():
+    kw = dict(input_size=64, schedule="sequential")
+    on = stagecraft.Session("squeezenet1_1", **kw)
+    off = stagecraft.Session("squeezenet1_1", winograd=False, **kw)
+    assert "Winograd convolutions off" in off.description
+    assert "Winograd convolutions off" not in on.description
+    x = random_input((1, 3, 64, 64))
+    (a,) = on.run(x)
+    (b,) = off.run(x)
+    assert relative_error(a, b) < 1e-4
