@@ -14,7 +14,7 @@
 //
 // Results differ from direct convolution by rounding only (the transforms' coefficients are small:
 // measured relative errors are given in the tests), which is why the choice is visible in the
-// kernel's implementation name and can be turned off (CpuOptions).
+// kernel's implementation name and can be turned off (BackendConfig::winograd).
 
 #include <cstdint>
 #include <memory>
