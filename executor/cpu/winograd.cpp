@@ -13,7 +13,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "common/strings.h"
 #include "executor/cpu/host_simd.h"
@@ -142,7 +141,7 @@ STAGECRAFT_AVX2_FMA void product_rows(int64_t rows, const float* a, int64_t lda,
 
 struct Geometry {
   const WinogradProblem* p;
-  int64_t alpha, tiles_w, tiles;
+  int64_t tiles_w, tiles;
   const float* u;
   const float* bias;
 };
@@ -234,14 +233,14 @@ STAGECRAFT_AVX2_FMA void transform_outputs(const Geometry& g, const float* m, in
 // Tiles [t0, t0 + n), output channels [o_begin, o_end) (multiples of 16, o_end may be the end).
 template <int kM>
 STAGECRAFT_AVX2_FMA void run_block(const Geometry& g, const float* src, const float* residual, float* dst,
-                                   int64_t t0, int64_t n, int64_t o_begin, int64_t o_end,
-                                   int64_t chunk, float* v, float* m) {
+                                   int64_t t0, int64_t n, int64_t o_begin, int64_t o_end, float* v,
+                                   float* m) {
   constexpr int kA = kM + 2;
   const WinogradProblem& p = *g.p;
   const int64_t cin = p.src.channels, cout = p.dst.channels;
   transform_inputs<kM>(g, src, t0, n, v);
-  for (int64_t c0 = o_begin; c0 < o_end; c0 += chunk) {
-    const int64_t c1 = std::min(o_end, c0 + chunk), width = c1 - c0;
+  for (int64_t c0 = o_begin; c0 < o_end; c0 += kChunk) {
+    const int64_t c1 = std::min(o_end, c0 + kChunk), width = c1 - c0;
     for (int64_t xi = 0; xi < kA * kA; ++xi) {
       const float* a = v + xi * n * cin;
       float* c = m + xi * n * width;
@@ -259,11 +258,11 @@ STAGECRAFT_AVX2_FMA void run_block(const Geometry& g, const float* src, const fl
 }
 
 template <int kM>
-void run_all(const Geometry& g, const float* src, const float* residual, float* dst, int64_t block_tiles,
-             int64_t chunk, float* workspace, size_t per_thread) {
+void run_all(const Geometry& g, const float* src, const float* residual, float* dst, float* workspace,
+             size_t per_thread) {
   const WinogradProblem& p = *g.p;
   const int64_t cout = p.dst.channels;
-  const int64_t blocks = ceil_div(g.tiles, block_tiles);
+  const int64_t blocks = ceil_div(g.tiles, kBlockTiles);
   // Fewer blocks than threads: split the output channels too (each part transforms its block).
   const int64_t panels = ceil_div(cout, kPanel);
   const int64_t splits = blocks >= p.threads ? 1 : std::min(panels, ceil_div(p.threads, blocks));
@@ -276,13 +275,13 @@ void run_all(const Geometry& g, const float* src, const float* residual, float* 
 #pragma omp parallel for num_threads(p.threads) schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t block = item / splits, part = item % splits;
-      const int64_t t0 = block * block_tiles, n = std::min(block_tiles, g.tiles - t0);
+      const int64_t t0 = block * kBlockTiles, n = std::min(kBlockTiles, g.tiles - t0);
       const int64_t o_begin = part * panels_per * kPanel;
       const int64_t o_end = std::min(cout, (part + 1) * panels_per * kPanel);
       if (o_begin >= o_end) continue;
       float* v = workspace + static_cast<size_t>(omp_get_thread_num()) * per_thread;
-      float* m = v + (kM + 2) * (kM + 2) * block_tiles * p.src.channels;
-      run_block<kM>(g, s, r, d, t0, n, o_begin, o_end, chunk, v, m);
+      float* m = v + (kM + 2) * (kM + 2) * kBlockTiles * p.src.channels;
+      run_block<kM>(g, s, r, d, t0, n, o_begin, o_end, v, m);
     }
   }
 }
@@ -292,7 +291,7 @@ void run_all(const Geometry& g, const float* src, const float* residual, float* 
 
 bool winograd_supported(const WinogradProblem& p) {
 #ifdef STAGECRAFT_HOST_AVX2
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool cpu = host_has_avx2() && __builtin_cpu_supports("fma");
   const auto whole_groups = [](const HostLayout& l) {
     if (l.layout == graph::Layout::kNHWC) return l.channels % kLanes == 0;
     return (l.block == 8 || l.block == 16) && l.channels % l.block == 0;
@@ -315,8 +314,6 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
   alpha_ = m + 2;
   tiles_h_ = ceil_div(p.dst.height, m);
   tiles_w_ = ceil_div(p.dst.width, m);
-  block_tiles_ = kBlockTiles;
-  chunk_ = kChunk;
   bias_ = bias.empty() ? std::vector<float>(static_cast<size_t>(cout), 0.0f) : bias;
   // U[xi] = G g G^T per (out, in), packed as U[xi][panel][in][panel lanes].
   u_.assign(static_cast<size_t>(alpha_ * alpha_ * cin * cout), 0.0f);
@@ -342,20 +339,20 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
 }
 
 size_t WinogradConv::workspace_bytes() const {
-  const size_t v = static_cast<size_t>(alpha_ * alpha_ * block_tiles_ * p_.src.channels);
-  const size_t m = static_cast<size_t>(alpha_ * alpha_ * block_tiles_ * chunk_);
+  const size_t v = static_cast<size_t>(alpha_ * alpha_ * kBlockTiles * p_.src.channels);
+  const size_t m = static_cast<size_t>(alpha_ * alpha_ * kBlockTiles * kChunk);
   return static_cast<size_t>(p_.threads) * (v + m) * sizeof(float);
 }
 
 void WinogradConv::run(const float* src, const float* residual, float* dst, void* workspace) const {
 #ifdef STAGECRAFT_HOST_AVX2
-  const Geometry g{&p_, alpha_, tiles_w_, tiles_h_ * tiles_w_, u_.data(), bias_.data()};
+  const Geometry g{&p_, tiles_w_, tiles_h_ * tiles_w_, u_.data(), bias_.data()};
   const size_t per_thread = workspace_bytes() / sizeof(float) / static_cast<size_t>(p_.threads);
   float* ws = static_cast<float*>(workspace);
   if (p_.tile == 2) {
-    run_all<2>(g, src, residual, dst, block_tiles_, chunk_, ws, per_thread);
+    run_all<2>(g, src, residual, dst, ws, per_thread);
   } else {
-    run_all<4>(g, src, residual, dst, block_tiles_, chunk_, ws, per_thread);
+    run_all<4>(g, src, residual, dst, ws, per_thread);
   }
 #else
   (void)src, (void)residual, (void)dst, (void)workspace;

@@ -57,7 +57,6 @@ class WinogradConv {
  private:
   WinogradProblem p_;
   int64_t alpha_ = 0, tiles_h_ = 0, tiles_w_ = 0;
-  int64_t block_tiles_ = 0, chunk_ = 0;  // tiles per block, output channels per product chunk
   std::vector<float> u_;                 // transformed weights, packed per position and panel
   std::vector<float> bias_;              // one per output channel (zeros when none)
 };
