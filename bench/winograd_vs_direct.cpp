@@ -1,8 +1,10 @@
-// Our Winograd 3x3 convolutions (executor/cpu/winograd.h) against oneDNN's direct ones, on the
-// stride-1 3x3 convolutions of the models we run, in nChw8c with bias and ReLU, interleaved:
+// Our Winograd convolutions (executor/cpu/winograd.h) against oneDNN's direct ones, on the
+// stride-1 3x3, 1xK and Kx1 convolutions of the models we run, in nChw8c with bias and ReLU,
+// interleaved:
 //   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds]
 // Prints per shape oneDNN's implementation, the median of each method's per-round medians (µs),
 // the speed-up and the largest difference to oneDNN's result relative to its largest |value|.
+// 3x3: F(2x2,3x3) and F(4x4,3x3); 1xK / Kx1: F(2, K) and the tile the backend picks.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -26,7 +28,8 @@ using stagecraft::executor::cpu::WinogradProblem;
 
 struct Shape {
   const char* name;
-  int64_t cin, h, cout, pad;
+  int64_t cin, h, cout, pad;  // pad on the long axis (3x3: both)
+  int64_t kh = 3, kw = 3;
 };
 
 double median(std::vector<double> v) {
@@ -59,19 +62,30 @@ int main(int argc, char** argv) {
       {"googlenet 64->192 56", 64, 56, 192, 1},        {"googlenet 96->128 28", 96, 28, 128, 1},
       {"googlenet 112->224 14", 112, 14, 224, 1},      {"densenet121 128->32 56", 128, 56, 32, 1},
       {"densenet121 128->32 14", 128, 14, 32, 1},      {"squeezenet 16->64 55", 16, 55, 64, 1},
+      {"inception_v3 128->128 17 1x7", 128, 17, 128, 3, 1, 7},
+      {"inception_v3 128->192 17 7x1", 128, 17, 192, 3, 7, 1},
+      {"inception_v3 192->192 17 1x7", 192, 17, 192, 3, 1, 7},
+      {"inception_v3 160->160 17 7x1", 160, 17, 160, 3, 7, 1},
+      {"inception_v3 384->384 8 1x3", 384, 8, 384, 1, 1, 3},
+      {"inception_v3 384->384 8 3x1", 384, 8, 384, 1, 3, 1},
+      {"irv2 128->160 17 1x7", 128, 17, 160, 3, 1, 7},
+      {"irv2 160->192 17 7x1", 160, 17, 192, 3, 7, 1},
+      {"irv2 192->224 8 1x3", 192, 8, 224, 1, 1, 3},
+      {"irv2 224->256 8 3x1", 224, 8, 256, 1, 3, 1},
   };
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream st(eng);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::printf("threads %d\n%-28s %-22s %9s %9s %9s %6s %6s %9s %9s\n", threads, "shape", "oneDNN", "direct",
-              "F(2,3)", "F(4,3)", "x F2", "x F4", "err F2", "err F4");
+  std::printf("threads %d\n%-30s %-10s %9s %-12s %9s %-12s %9s %6s %6s %9s %9s\n", threads, "shape", "oneDNN",
+              "direct", "A", "µs", "B", "µs", "x A", "x B", "err A", "err B");
   for (const Shape& s : shapes) {
-    const int64_t oh = s.h + 2 * s.pad - 2;
+    const int64_t pad_h = s.kh > 1 ? s.pad : 0, pad_w = s.kw > 1 ? s.pad : 0;
+    const int64_t oh = s.h + 2 * pad_h - s.kh + 1, ow = s.h + 2 * pad_w - s.kw + 1;
     const memory::desc src_md({1, s.cin, s.h, s.h}, memory::data_type::f32, memory::format_tag::nChw8c);
-    const memory::desc dst_md({1, s.cout, oh, oh}, memory::data_type::f32, memory::format_tag::nChw8c);
-    const memory::desc w_user({s.cout, s.cin, 3, 3}, memory::data_type::f32, memory::format_tag::oihw);
-    const memory::desc w_any({s.cout, s.cin, 3, 3}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc dst_md({1, s.cout, oh, ow}, memory::data_type::f32, memory::format_tag::nChw8c);
+    const memory::desc w_user({s.cout, s.cin, s.kh, s.kw}, memory::data_type::f32, memory::format_tag::oihw);
+    const memory::desc w_any({s.cout, s.cin, s.kh, s.kw}, memory::data_type::f32, memory::format_tag::any);
     const memory::desc b_md({s.cout}, memory::data_type::f32, memory::format_tag::x);
     dnnl::post_ops po;
     po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -79,10 +93,10 @@ int main(int argc, char** argv) {
     attr.set_post_ops(po);
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                             dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
-                                            dst_md, {1, 1}, {0, 0}, {s.pad, s.pad}, {s.pad, s.pad});
+                                            dst_md, {1, 1}, {0, 0}, {pad_h, pad_w}, {pad_h, pad_w});
     const dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
-    std::vector<float> w(static_cast<size_t>(s.cout * s.cin * 9)), b(static_cast<size_t>(s.cout));
-    for (float& x : w) x = normal(rng) / std::sqrt(static_cast<float>(9 * s.cin));
+    std::vector<float> w(static_cast<size_t>(s.cout * s.cin * s.kh * s.kw)), b(static_cast<size_t>(s.cout));
+    for (float& x : w) x = normal(rng) / std::sqrt(static_cast<float>(s.kh * s.kw * s.cin));
     for (float& x : b) x = normal(rng) * 0.1f;
     dnnl::memory src(src_md, eng), dst(dst_md, eng), bias(b_md, eng, b.data()), wu(w_user, eng, w.data());
     dnnl::memory wp(pd.weights_desc(), eng);
@@ -101,9 +115,9 @@ int main(int argc, char** argv) {
     float scale = 0.0f;
     for (float x : ref) scale = std::max(scale, std::fabs(x));
 
-    const auto layout = [](int64_t c, int64_t h) {
+    const auto layout = [](int64_t c, int64_t h, int64_t w) {
       stagecraft::graph::TensorDesc t;
-      t.shape = stagecraft::graph::Shape{1, c, h, h};
+      t.shape = stagecraft::graph::Shape{1, c, h, w};
       t.layout = stagecraft::graph::Layout::kNChw8c;
       return stagecraft::executor::cpu::host_layout(t);
     };
@@ -111,15 +125,24 @@ int main(int argc, char** argv) {
     double err[2] = {0, 0};
     std::vector<WinogradConv> wino;
     std::vector<std::vector<float>> out(2, std::vector<float>(out_n));
-    for (int m : {2, 4}) {
+    const bool line = s.kh != s.kw;
+    const int taps = static_cast<int>(std::max(s.kh, s.kw));
+    const int picked = line ? stagecraft::executor::cpu::winograd_1d_tile(taps, s.kh > 1 ? oh : ow) : 4;
+    const int tiles[2] = {2, picked == 2 ? 3 : picked};
+    std::string names[2];
+    for (int m : tiles) {
       WinogradProblem p;
-      p.src = layout(s.cin, s.h);
-      p.dst = layout(s.cout, oh);
-      p.pad_top = p.pad_left = s.pad;
+      p.src = layout(s.cin, s.h, s.h);
+      p.dst = layout(s.cout, oh, ow);
+      p.pad_top = pad_h;
+      p.pad_left = pad_w;
+      p.kernel_h = static_cast<int>(s.kh);
+      p.kernel_w = static_cast<int>(s.kw);
       p.activation = stagecraft::graph::Activation::kRelu;
       p.tile = m;
       p.threads = threads;
       wino.emplace_back(p, w, b);
+      names[wino.size() - 1] = wino.back().name().substr(9, wino.back().name().find(')') - 8);
     }
     std::vector<std::vector<float>> ws(2);
     for (int i = 0; i < 2; ++i) ws[i].resize(wino[i].workspace_bytes() / sizeof(float) + 16);
@@ -135,8 +158,9 @@ int main(int argc, char** argv) {
       times[2].push_back(time_us([&] { run_wino(1); }, runs));
     }
     const double t0 = median(times[0]), t1 = median(times[1]), t2 = median(times[2]);
-    std::printf("%-28s %-22s %9.1f %9.1f %9.1f %6.2f %6.2f %9.1e %9.1e\n", s.name,
-                pd.impl_info_str(), t0, t1, t2, t0 / t1, t0 / t2, err[0], err[1]);
+    std::printf("%-30s %-10s %9.1f %-12s %9.1f %-12s %9.1f %6.2f %6.2f %9.1e %9.1e\n", s.name,
+                pd.impl_info_str(), t0, names[0].c_str(), t1, names[1].c_str(), t2, t0 / t1, t0 / t2, err[0],
+                err[1]);
   }
   return 0;
 }

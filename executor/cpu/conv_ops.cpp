@@ -7,8 +7,9 @@
 // A fused residual (y = act(conv(x) + b + r), graph::fuse_residual_adds) is a binary-add post-op
 // reading r where oneDNN has an optimised kernel for that, else an in-place addition after the
 // convolution.
-// f32 3x3 stride-1 convolutions run on our Winograd kernels (winograd.h) where oneDNN has only
-// direct AVX2 kernels for them: 1.2-2.9x faster on the models' shapes (bench/winograd_vs_direct).
+// f32 stride-1 3x3, 1xK and Kx1 convolutions run on our Winograd kernels (winograd.h) where oneDNN
+// has only direct AVX2 kernels for them: 3x3 1.3-3.0x faster on the models' shapes
+// (bench/winograd_vs_direct).
 #include <unistd.h>
 
 #include <numeric>
@@ -182,13 +183,16 @@ size_t winograd_weight_limit() {
   return limit;
 }
 
-// The Winograd problem of `spec` when it runs as one: Winograd allowed, an f32 3x3 stride-1
-// ungrouped convolution in one channel-innermost layout (a residual too), oneDNN's own kernel for
-// it no wider than AVX2 (ours are AVX2), at least 9 tiles and transformed weights within
-// winograd_weight_limit(): F(4x4,3x3) when it has them, else F(2x2,3x3).
+// The Winograd problem of `spec` when it runs as one: Winograd allowed, an f32 stride-1 ungrouped
+// undilated 3x3, 1xK or Kx1 (K = 3, 5, 7) convolution in one channel-innermost layout (a residual
+// too), oneDNN's own kernel for it no wider than AVX2 (ours are AVX2), at least 9 tiles and
+// transformed weights within winograd_weight_limit(). 3x3: F(4x4,3x3) when it has them, else
+// F(2x2,3x3); 1xK / Kx1: F(m, K) along the long axis with m from winograd_1d_tile.
 std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const DnnlContext& ctx) {
   const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
-  if (!ctx.winograd || a.groups != 1 || a.kernel != graph::Hw{3, 3} || a.stride != graph::Hw{1, 1} ||
+  const bool square = a.kernel == graph::Hw{3, 3};
+  const bool line = (a.kernel.h == 1) != (a.kernel.w == 1);
+  if (!ctx.winograd || a.groups != 1 || !(square || line) || a.stride != graph::Hw{1, 1} ||
       a.dilation != graph::Hw{1, 1}) {
     return std::nullopt;
   }
@@ -203,19 +207,31 @@ std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const Dn
   p.dst = host_layout(out);
   p.pad_top = a.padding.top;
   p.pad_left = a.padding.left;
+  p.kernel_h = static_cast<int>(a.kernel.h);
+  p.kernel_w = static_cast<int>(a.kernel.w);
   p.activation = a.activation;
   p.residual = a.residual;
   p.threads = std::max(1, spec.threads);
-  const auto tiles = [&](int64_t m) { return ((p.dst.height + m - 1) / m) * ((p.dst.width + m - 1) / m); };
-  const auto weight_bytes = [&](int64_t m) {
-    return static_cast<size_t>((m + 2) * (m + 2) * a.in_channels * a.out_channels) * sizeof(float);
+  const int64_t h = p.dst.height, w = p.dst.width;
+  const auto fits = [&](int64_t points) {
+    return static_cast<size_t>(points * a.in_channels * a.out_channels) * sizeof(float) <= winograd_weight_limit();
   };
-  if (tiles(4) >= 9 && weight_bytes(4) <= winograd_weight_limit()) {
-    p.tile = 4;
-  } else if (tiles(2) >= 9 && weight_bytes(2) <= winograd_weight_limit()) {
-    p.tile = 2;
+  if (line) {
+    const int taps = static_cast<int>(std::max(a.kernel.h, a.kernel.w));
+    const int64_t length = a.kernel.h > 1 ? h : w;
+    p.tile = winograd_1d_tile(taps, length);
+    if ((length + p.tile - 1) / p.tile * (a.kernel.h > 1 ? w : h) < 9 || !fits(p.tile + taps - 1)) {
+      return std::nullopt;
+    }
   } else {
-    return std::nullopt;
+    const auto tiles = [&](int64_t m) { return ((h + m - 1) / m) * ((w + m - 1) / m); };
+    if (tiles(4) >= 9 && fits(36)) {
+      p.tile = 4;
+    } else if (tiles(2) >= 9 && fits(16)) {
+      p.tile = 2;
+    } else {
+      return std::nullopt;
+    }
   }
   if (!winograd_supported(p)) return std::nullopt;
   const std::string direct = conv_pd(spec, a, ctx).impl_info_str();

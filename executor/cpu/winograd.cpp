@@ -1,11 +1,13 @@
-// Winograd F(m x m, 3 x 3) convolutions on AVX2 + FMA (see winograd.h).
+// Winograd convolutions on AVX2 + FMA (see winograd.h): F(m x m, 3 x 3) and, for 1xK / Kx1
+// kernels, F(m, K) along the kernel's long axis.
 //
-// Per run: the output is cut into tiles of m x m, tiles into blocks of kBlockTiles (a block's
-// transformed input, alpha^2 x tiles x in-channels, stays in the core's L2 cache). For each block:
-//   1. input transform: each tile's alpha x alpha x 8-channel patches -> V[xi][tile][in channel]
+// Per run: the output is cut into tiles (m x m, or m along the axis), tiles into blocks (a block's
+// transformed input, points x tiles x in-channels, stays in the core's L2 cache; points = alpha^2
+// or alpha). For each block:
+//   1. input transform: each tile's input patch of 8-channel vectors -> V[xi][tile][in channel]
 //   2. products, per chunk of output channels: M[xi][tile][out] = V[xi] (tiles x in) U[xi] (in x out)
 //      on a register tile of 6 tiles x 16 output channels (12 accumulators)
-//   3. output transform of the chunk: Y = A^T M A, + bias (+ residual), activation, stored.
+//   3. output transform of the chunk: Y = A^T M A (or A^T M), + bias (+ residual), activation.
 // Work items are blocks (and, when there are fewer blocks than threads, chunks of output channels
 // of a block); each thread has its own V and M in the workspace.
 #include "executor/cpu/winograd.h"
@@ -13,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/strings.h"
 #include "executor/cpu/host_simd.h"
@@ -24,7 +27,8 @@ namespace {
 constexpr int64_t kLanes = 8;       // channels per vector
 constexpr int64_t kRows = 6;        // tiles per register tile
 constexpr int64_t kPanel = 16;      // output channels per register tile (2 vectors)
-constexpr int64_t kBlockTiles = 12; // tiles per block
+constexpr int64_t kBlockTiles = 12; // tiles per block (3x3)
+constexpr int64_t kLineBlockTiles = 24;  // tiles per block at most (1-D: smaller tiles, more of them)
 constexpr int64_t kChunk = 64;      // output channels per product chunk
 
 // G of F(m, 3): the weight transform, alpha x 3 (in double: weights are transformed once).
@@ -42,6 +46,102 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t panel_width(int64_t out_channels, int64_t p) {
   return std::min(kPanel, out_channels - p * kPanel);
 }
+
+// ---- 1-D transforms by Cook-Toom ---------------------------------------------------------------
+//
+// F(m, K) with alpha = m + K - 1 evaluates at alpha - 1 finite points and at infinity. With E(k)
+// the alpha x k matrix that evaluates a polynomial of k coefficients there (row of a point p:
+// 1, p, .., p^(k-1); the row of infinity picks the leading coefficient), the correlation
+//   y_i = sum_k g_k d_(i+k), i < m,
+// is the transpose of the linear convolution g * y' = E(alpha)^-1 [(E(K) g) (.) (E(m) y')], so
+//   y = A^T [(G g) (.) (B^T d)]   with  A^T = E(m)^T,  G = E(K),  B^T = (E(alpha)^-1)^T.
+// B^T's rows are scaled to a largest |entry| of 1 and G's rows by the inverse factors (the
+// weights are transformed once, in double). Points: 0, 1, -1, 2, -2, 1/2, -1/2, then 3/2
+// (alpha 9) or +-3/4 (alpha 10), the sets with the smallest float32 error we measured.
+
+struct LineTransforms {
+  std::vector<double> at, g, bt;  // m x alpha, alpha x K, alpha x alpha (row-major)
+};
+
+std::vector<double> interpolation_points(int64_t alpha) {
+  std::vector<double> p = {0, 1, -1, 2, -2, 0.5, -0.5};
+  if (alpha == 9) p.push_back(1.5);
+  if (alpha == 10) p.insert(p.end(), {0.75, -0.75});
+  p.resize(static_cast<size_t>(alpha - 1));
+  return p;
+}
+
+// E(k): alpha x k.
+std::vector<double> evaluation(const std::vector<double>& points, int64_t k) {
+  const int64_t alpha = static_cast<int64_t>(points.size()) + 1;
+  std::vector<double> e(static_cast<size_t>(alpha * k), 0.0);
+  for (int64_t j = 0; j + 1 < alpha; ++j) {
+    double power = 1.0;
+    for (int64_t i = 0; i < k; ++i, power *= points[static_cast<size_t>(j)]) e[static_cast<size_t>(j * k + i)] = power;
+  }
+  e[static_cast<size_t>((alpha - 1) * k + k - 1)] = 1.0;
+  return e;
+}
+
+// The inverse of an n x n matrix (Gauss-Jordan, partial pivoting; E(alpha) is a Vandermonde
+// matrix with distinct points, so it is invertible).
+std::vector<double> inverse(std::vector<double> a, int64_t n) {
+  std::vector<double> inv(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) inv[static_cast<size_t>(i * n + i)] = 1.0;
+  const auto at = [n](std::vector<double>& m, int64_t r, int64_t c) -> double& { return m[static_cast<size_t>(r * n + c)]; };
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t pivot = c;
+    for (int64_t r = c + 1; r < n; ++r) {
+      if (std::fabs(at(a, r, c)) > std::fabs(at(a, pivot, c))) pivot = r;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      std::swap(at(a, c, k), at(a, pivot, k));
+      std::swap(at(inv, c, k), at(inv, pivot, k));
+    }
+    const double d = at(a, c, c);
+    for (int64_t k = 0; k < n; ++k) {
+      at(a, c, k) /= d;
+      at(inv, c, k) /= d;
+    }
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == c || at(a, r, c) == 0.0) continue;
+      const double f = at(a, r, c);
+      for (int64_t k = 0; k < n; ++k) {
+        at(a, r, k) -= f * at(a, c, k);
+        at(inv, r, k) -= f * at(inv, c, k);
+      }
+    }
+  }
+  return inv;
+}
+
+LineTransforms line_transforms(int64_t m, int64_t taps) {
+  const int64_t alpha = m + taps - 1;
+  const std::vector<double> points = interpolation_points(alpha);
+  LineTransforms t;
+  const std::vector<double> em = evaluation(points, m);
+  t.at.resize(static_cast<size_t>(m * alpha));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < alpha; ++j) t.at[static_cast<size_t>(i * alpha + j)] = em[static_cast<size_t>(j * m + i)];
+  t.g = evaluation(points, taps);
+  const std::vector<double> e_inv = inverse(evaluation(points, alpha), alpha);
+  t.bt.resize(static_cast<size_t>(alpha * alpha));
+  for (int64_t i = 0; i < alpha; ++i) {
+    double largest = 0.0;
+    for (int64_t j = 0; j < alpha; ++j) {
+      const double v = e_inv[static_cast<size_t>(j * alpha + i)];
+      t.bt[static_cast<size_t>(i * alpha + j)] = v;
+      largest = std::max(largest, std::fabs(v));
+    }
+    for (int64_t j = 0; j < alpha; ++j) t.bt[static_cast<size_t>(i * alpha + j)] /= largest;
+    for (int64_t k = 0; k < taps; ++k) t.g[static_cast<size_t>(i * taps + k)] *= largest;
+  }
+  return t;
+}
+
+int64_t taps_of(const WinogradProblem& p) { return std::max(p.kernel_h, p.kernel_w); }
+bool is_line(const WinogradProblem& p) { return p.kernel_h == 1 || p.kernel_w == 1; }
+int64_t max_line_alpha(int64_t taps) { return taps == 7 ? 10 : 8; }
 
 }  // namespace
 
@@ -141,10 +241,26 @@ STAGECRAFT_AVX2_FMA void product_rows(int64_t rows, const float* a, int64_t lda,
 
 struct Geometry {
   const WinogradProblem* p;
-  int64_t tiles_w, tiles;
+  int64_t tiles_w, tiles;  // tiles per row of tiles, in all
+  int64_t block, points;   // tiles per block; positions of a transformed tile (alpha^2 or alpha)
   const float* u;
   const float* bias;
+  const float* bt;         // 1-D: B^T (alpha x alpha) and A^T (m x alpha)
+  const float* at;
 };
+
+// dst[at] = act(y + bias (+ residual[at])).
+STAGECRAFT_AVX2_FMA inline void store_output(const WinogradProblem& p, __m256 y, __m256 bias,
+                                             const float* residual, float* dst, int64_t at) {
+  __m256 v = _mm256_add_ps(y, bias);
+  if (p.residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
+  if (p.activation == graph::Activation::kRelu) {
+    v = _mm256_max_ps(v, _mm256_setzero_ps());
+  } else if (p.activation == graph::Activation::kRelu6) {
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+  }
+  _mm256_storeu_ps(dst + at, v);
+}
 
 // Input transform of tiles [t0, t0 + n) into v (V[xi][tile][in channel]).
 template <int kM>
@@ -195,7 +311,6 @@ STAGECRAFT_AVX2_FMA void transform_outputs(const Geometry& g, const float* m, in
   const WinogradProblem& p = *g.p;
   const HostLayout& d = p.dst;
   const int64_t xi_stride = n * ldm;
-  const __m256 zero = _mm256_setzero_ps(), six = _mm256_set1_ps(6.0f);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = t0 + i, ty = t / g.tiles_w, tx = t % g.tiles_w;
     const int64_t y0 = ty * kM, x0 = tx * kM;
@@ -215,33 +330,105 @@ STAGECRAFT_AVX2_FMA void transform_outputs(const Geometry& g, const float* m, in
         __m256 y[kM];
         output_1d(t1[a], y);
         for (int b = 0; b < cols; ++b) {
-          const int64_t at = offset + ((y0 + a) * d.width + x0 + b) * d.pixel_stride;
-          __m256 v = _mm256_add_ps(y[b], bias);
-          if (p.residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
-          if (p.activation == graph::Activation::kRelu) {
-            v = _mm256_max_ps(v, zero);
-          } else if (p.activation == graph::Activation::kRelu6) {
-            v = _mm256_min_ps(_mm256_max_ps(v, zero), six);
-          }
-          _mm256_storeu_ps(dst + at, v);
+          store_output(p, y[b], bias, residual, dst, offset + ((y0 + a) * d.width + x0 + b) * d.pixel_stride);
         }
       }
     }
   }
 }
 
+// ---- 1-D tiles (1xK along W, Kx1 along H) ----------------------------------------------------
+
+// A 1-D tile: its first output (oy, ox) and the axis' step (dy, dx).
+struct LineTile {
+  int64_t oy, ox, dy, dx;
+};
+
+inline LineTile line_tile(const Geometry& g, int64_t t) {
+  const int64_t ty = t / g.tiles_w, tx = t % g.tiles_w, m = g.p->tile;
+  return g.p->kernel_h > 1 ? LineTile{ty * m, tx, 1, 0} : LineTile{ty, tx * m, 0, 1};
+}
+
+// Input transform of tiles [t0, t0 + n): alpha inputs along the axis -> B^T d.
+template <int kA>
+STAGECRAFT_AVX2_FMA void transform_inputs_line(const Geometry& g, const float* src, int64_t t0, int64_t n,
+                                               float* v) {
+  const WinogradProblem& p = *g.p;
+  const HostLayout& s = p.src;
+  const int64_t cin = s.channels, xi_stride = n * cin;
+  for (int64_t i = 0; i < n; ++i) {
+    const LineTile l = line_tile(g, t0 + i);
+    const int64_t y0 = l.oy - p.pad_top, x0 = l.ox - p.pad_left;
+    int64_t at[kA];
+    bool valid[kA];
+    for (int a = 0; a < kA; ++a) {
+      const int64_t y = y0 + a * l.dy, x = x0 + a * l.dx;
+      valid[a] = y >= 0 && y < s.height && x >= 0 && x < s.width;
+      at[a] = (y * s.width + x) * s.pixel_stride;
+    }
+    for (int64_t c = 0; c < cin; c += kLanes) {
+      const float* base = src + s.channel_offset(c);
+      __m256 d[kA];
+      for (int a = 0; a < kA; ++a) d[a] = valid[a] ? _mm256_loadu_ps(base + at[a]) : _mm256_setzero_ps();
+      for (int r = 0; r < kA; ++r) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int a = 0; a < kA; ++a) {
+          acc = _mm256_fmadd_ps(_mm256_set1_ps(g.bt[r * kA + a]), d[a], acc);
+        }
+        _mm256_storeu_ps(v + r * xi_stride + i * cin + c, acc);
+      }
+    }
+  }
+}
+
+// Output transform of tiles [t0, t0 + n), output channels [o0, o0 + width): A^T M along the axis.
+template <int kA>
+STAGECRAFT_AVX2_FMA void transform_outputs_line(const Geometry& g, const float* m, int64_t ldm, int64_t t0,
+                                                int64_t n, int64_t o0, int64_t width, const float* residual,
+                                                float* dst) {
+  const WinogradProblem& p = *g.p;
+  const HostLayout& d = p.dst;
+  const int64_t xi_stride = n * ldm;
+  for (int64_t i = 0; i < n; ++i) {
+    const LineTile l = line_tile(g, t0 + i);
+    const int64_t count = std::min<int64_t>(p.tile, l.dy ? d.height - l.oy : d.width - l.ox);
+    for (int64_t o = 0; o < width; o += kLanes) {
+      __m256 col[kA];
+      for (int a = 0; a < kA; ++a) col[a] = _mm256_loadu_ps(m + a * xi_stride + i * ldm + o);
+      const int64_t channel = o0 + o;
+      const __m256 bias = _mm256_loadu_ps(g.bias + channel);
+      const int64_t offset = d.channel_offset(channel);
+      for (int64_t r = 0; r < count; ++r) {
+        __m256 y = _mm256_setzero_ps();
+        for (int a = 0; a < kA; ++a) {
+          y = _mm256_fmadd_ps(_mm256_set1_ps(g.at[r * kA + a]), col[a], y);
+        }
+        store_output(p, y, bias, residual, dst, offset + ((l.oy + r * l.dy) * d.width + l.ox + r * l.dx) * d.pixel_stride);
+      }
+    }
+  }
+}
+
+// ---- Blocks and threads -----------------------------------------------------------------------
+
+using InputTransform = void (*)(const Geometry&, const float*, int64_t, int64_t, float*);
+using OutputTransform = void (*)(const Geometry&, const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                 const float*, float*);
+struct Transforms {
+  InputTransform input;
+  OutputTransform output;
+};
+
 // Tiles [t0, t0 + n), output channels [o_begin, o_end) (multiples of 16, o_end may be the end).
-template <int kM>
-STAGECRAFT_AVX2_FMA void run_block(const Geometry& g, const float* src, const float* residual, float* dst,
-                                   int64_t t0, int64_t n, int64_t o_begin, int64_t o_end, float* v,
+STAGECRAFT_AVX2_FMA void run_block(const Geometry& g, Transforms tr, const float* src, const float* residual,
+                                   float* dst, int64_t t0, int64_t n, int64_t o_begin, int64_t o_end, float* v,
                                    float* m) {
-  constexpr int kA = kM + 2;
   const WinogradProblem& p = *g.p;
   const int64_t cin = p.src.channels, cout = p.dst.channels;
-  transform_inputs<kM>(g, src, t0, n, v);
+  tr.input(g, src, t0, n, v);
   for (int64_t c0 = o_begin; c0 < o_end; c0 += kChunk) {
     const int64_t c1 = std::min(o_end, c0 + kChunk), width = c1 - c0;
-    for (int64_t xi = 0; xi < kA * kA; ++xi) {
+    for (int64_t xi = 0; xi < g.points; ++xi) {
       const float* a = v + xi * n * cin;
       float* c = m + xi * n * width;
       for (int64_t o = c0; o < c1; o += kPanel) {
@@ -253,16 +440,15 @@ STAGECRAFT_AVX2_FMA void run_block(const Geometry& g, const float* src, const fl
         }
       }
     }
-    transform_outputs<kM>(g, m, width, t0, n, c0, width, residual, dst);
+    tr.output(g, m, width, t0, n, c0, width, residual, dst);
   }
 }
 
-template <int kM>
-void run_all(const Geometry& g, const float* src, const float* residual, float* dst, float* workspace,
-             size_t per_thread) {
+void run_all(const Geometry& g, Transforms tr, const float* src, const float* residual, float* dst,
+             float* workspace, size_t per_thread) {
   const WinogradProblem& p = *g.p;
   const int64_t cout = p.dst.channels;
-  const int64_t blocks = ceil_div(g.tiles, kBlockTiles);
+  const int64_t blocks = ceil_div(g.tiles, g.block);
   // Fewer blocks than threads: split the output channels too (each part transforms its block).
   const int64_t panels = ceil_div(cout, kPanel);
   const int64_t splits = blocks >= p.threads ? 1 : std::min(panels, ceil_div(p.threads, blocks));
@@ -275,17 +461,32 @@ void run_all(const Geometry& g, const float* src, const float* residual, float* 
 #pragma omp parallel for num_threads(p.threads) schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t block = item / splits, part = item % splits;
-      const int64_t t0 = block * kBlockTiles, n = std::min(kBlockTiles, g.tiles - t0);
+      const int64_t t0 = block * g.block, n = std::min(g.block, g.tiles - t0);
       const int64_t o_begin = part * panels_per * kPanel;
       const int64_t o_end = std::min(cout, (part + 1) * panels_per * kPanel);
       if (o_begin >= o_end) continue;
       float* v = workspace + static_cast<size_t>(omp_get_thread_num()) * per_thread;
-      float* m = v + (kM + 2) * (kM + 2) * kBlockTiles * p.src.channels;
-      run_block<kM>(g, s, r, d, t0, n, o_begin, o_end, v, m);
+      float* m = v + g.points * g.block * p.src.channels;
+      run_block(g, tr, s, r, d, t0, n, o_begin, o_end, v, m);
     }
   }
 }
 
+Transforms transforms_of(const WinogradProblem& p, int64_t alpha) {
+  if (!is_line(p)) {
+    return p.tile == 2 ? Transforms{transform_inputs<2>, transform_outputs<2>}
+                       : Transforms{transform_inputs<4>, transform_outputs<4>};
+  }
+  switch (alpha) {
+    case 4: return {transform_inputs_line<4>, transform_outputs_line<4>};
+    case 5: return {transform_inputs_line<5>, transform_outputs_line<5>};
+    case 6: return {transform_inputs_line<6>, transform_outputs_line<6>};
+    case 7: return {transform_inputs_line<7>, transform_outputs_line<7>};
+    case 8: return {transform_inputs_line<8>, transform_outputs_line<8>};
+    case 9: return {transform_inputs_line<9>, transform_outputs_line<9>};
+    default: return {transform_inputs_line<10>, transform_outputs_line<10>};
+  }
+}
 }  // namespace
 #endif  // STAGECRAFT_HOST_AVX2
 
@@ -299,27 +500,76 @@ bool winograd_supported(const WinogradProblem& p) {
   const bool act = p.activation == graph::Activation::kNone ||
                    p.activation == graph::Activation::kRelu ||
                    p.activation == graph::Activation::kRelu6;
-  return cpu && (p.tile == 2 || p.tile == 4) && whole_groups(p.src) && whole_groups(p.dst) && act &&
-         p.threads >= 1 && p.src.images == p.dst.images;
+  const int64_t taps = taps_of(p);
+  const bool square = p.kernel_h == 3 && p.kernel_w == 3 && (p.tile == 2 || p.tile == 4);
+  const bool line = is_line(p) && (taps == 3 || taps == 5 || taps == 7) && p.tile >= 2 &&
+                    p.tile + taps - 1 <= max_line_alpha(taps);
+  return cpu && (square || line) && whole_groups(p.src) && whole_groups(p.dst) && act && p.threads >= 1 &&
+         p.src.images == p.dst.images;
 #else
   (void)p;
   return false;
 #endif
 }
 
+int winograd_1d_tile(int taps, int64_t length) {
+  int best = 2;
+  int64_t best_cost = -1;
+  for (int m = 2; m + taps - 1 <= max_line_alpha(taps); ++m) {
+    const int64_t cost = ceil_div(length, m) * (m + taps - 1);
+    if (best_cost < 0 || cost < best_cost) {
+      best = m;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& weights,
                            const std::vector<float>& bias)
     : p_(p) {
   const int64_t m = p.tile, cin = p.src.channels, cout = p.dst.channels;
+  bias_ = bias.empty() ? std::vector<float>(static_cast<size_t>(cout), 0.0f) : bias;
+  const auto pack = [&](int64_t xi, int64_t o, int64_t i, double value) {
+    const int64_t panel = o / kPanel, lane = o % kPanel, width = panel_width(cout, panel);
+    u_[static_cast<size_t>(xi * cin * cout + panel * kPanel * cin + i * width + lane)] = static_cast<float>(value);
+  };
+  if (is_line(p)) {
+    // F(m, K) along H (Kx1) or W (1xK): U[xi] = (G g)[xi] per (out, in).
+    const int64_t taps = taps_of(p);
+    alpha_ = m + taps - 1;
+    points_ = alpha_;
+    tiles_h_ = p.kernel_h > 1 ? ceil_div(p.dst.height, m) : p.dst.height;
+    tiles_w_ = p.kernel_w > 1 ? ceil_div(p.dst.width, m) : p.dst.width;
+    const LineTransforms t = line_transforms(m, taps);
+    bt_.assign(t.bt.begin(), t.bt.end());
+    at_.assign(t.at.begin(), t.at.end());
+    u_.assign(static_cast<size_t>(points_ * cin * cout), 0.0f);
+    for (int64_t o = 0; o < cout; ++o) {
+      for (int64_t i = 0; i < cin; ++i) {
+        const float* g = weights.data() + (o * cin + i) * taps;
+        for (int64_t xi = 0; xi < alpha_; ++xi) {
+          double value = 0.0;
+          for (int64_t k = 0; k < taps; ++k) value += t.g[static_cast<size_t>(xi * taps + k)] * g[k];
+          pack(xi, o, i, value);
+        }
+      }
+    }
+    // Blocks of at most kLineBlockTiles, as many per thread (the last one no shorter than needed).
+    int64_t blocks = ceil_div(tiles_h_ * tiles_w_, kLineBlockTiles);
+    blocks = ceil_div(blocks, p.threads) * p.threads;
+    block_tiles_ = std::max<int64_t>(1, ceil_div(tiles_h_ * tiles_w_, blocks));
+    return;
+  }
   alpha_ = m + 2;
+  points_ = alpha_ * alpha_;
+  block_tiles_ = kBlockTiles;
   tiles_h_ = ceil_div(p.dst.height, m);
   tiles_w_ = ceil_div(p.dst.width, m);
-  bias_ = bias.empty() ? std::vector<float>(static_cast<size_t>(cout), 0.0f) : bias;
   // U[xi] = G g G^T per (out, in), packed as U[xi][panel][in][panel lanes].
-  u_.assign(static_cast<size_t>(alpha_ * alpha_ * cin * cout), 0.0f);
+  u_.assign(static_cast<size_t>(points_ * cin * cout), 0.0f);
   const double* gm = m == 2 ? &kG2[0][0] : &kG4[0][0];
   for (int64_t o = 0; o < cout; ++o) {
-    const int64_t panel = o / kPanel, lane = o % kPanel, width = panel_width(cout, panel);
     for (int64_t i = 0; i < cin; ++i) {
       const float* g = weights.data() + (o * cin + i) * 9;
       double gg[6][3];  // G g
@@ -328,10 +578,7 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
           gg[a][c] = gm[a * 3] * g[c] + gm[a * 3 + 1] * g[3 + c] + gm[a * 3 + 2] * g[6 + c];
       for (int64_t a = 0; a < alpha_; ++a) {
         for (int64_t b = 0; b < alpha_; ++b) {
-          const double value = gg[a][0] * gm[b * 3] + gg[a][1] * gm[b * 3 + 1] + gg[a][2] * gm[b * 3 + 2];
-          const int64_t xi = a * alpha_ + b;
-          u_[static_cast<size_t>(xi * cin * cout + panel * kPanel * cin + i * width + lane)] =
-              static_cast<float>(value);
+          pack(a * alpha_ + b, o, i, gg[a][0] * gm[b * 3] + gg[a][1] * gm[b * 3 + 1] + gg[a][2] * gm[b * 3 + 2]);
         }
       }
     }
@@ -339,28 +586,27 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
 }
 
 size_t WinogradConv::workspace_bytes() const {
-  const size_t v = static_cast<size_t>(alpha_ * alpha_ * kBlockTiles * p_.src.channels);
-  const size_t m = static_cast<size_t>(alpha_ * alpha_ * kBlockTiles * kChunk);
+  const size_t v = static_cast<size_t>(points_ * block_tiles_ * p_.src.channels);
+  const size_t m = static_cast<size_t>(points_ * block_tiles_ * kChunk);
   return static_cast<size_t>(p_.threads) * (v + m) * sizeof(float);
 }
 
 void WinogradConv::run(const float* src, const float* residual, float* dst, void* workspace) const {
 #ifdef STAGECRAFT_HOST_AVX2
-  const Geometry g{&p_, tiles_w_, tiles_h_ * tiles_w_, u_.data(), bias_.data()};
+  const Geometry g{&p_, tiles_w_, tiles_h_ * tiles_w_, block_tiles_, points_,
+                   u_.data(), bias_.data(), bt_.data(), at_.data()};
   const size_t per_thread = workspace_bytes() / sizeof(float) / static_cast<size_t>(p_.threads);
-  float* ws = static_cast<float*>(workspace);
-  if (p_.tile == 2) {
-    run_all<2>(g, src, residual, dst, ws, per_thread);
-  } else {
-    run_all<4>(g, src, residual, dst, ws, per_thread);
-  }
+  run_all(g, transforms_of(p_, alpha_), src, residual, dst, static_cast<float*>(workspace), per_thread);
 #else
   (void)src, (void)residual, (void)dst, (void)workspace;
 #endif
 }
 
 std::string WinogradConv::name() const {
-  return cat("winograd F(", p_.tile, "x", p_.tile, ",3x3) (ours)", p_.residual ? " (residual post-op)" : "");
+  const std::string tile = p_.kernel_h == 1 ? cat("1x", p_.tile) : p_.kernel_w == 1 ? cat(p_.tile, "x1")
+                                                                                      : cat(p_.tile, "x", p_.tile);
+  return cat("winograd F(", tile, ",", p_.kernel_h, "x", p_.kernel_w, ") (ours)",
+             p_.residual ? " (residual post-op)" : "");
 }
 
 }  // namespace stagecraft::executor::cpu

@@ -1,7 +1,8 @@
-// Winograd 3x3 convolutions on the CPU (executor/cpu/winograd.h): every tile size, channel count,
-// padding, partial tile, residual, activation, batch and channel-innermost layout gives the
-// reference result without writing outside its buffer; only f32 3x3 stride-1 ungrouped undilated
-// convolutions take it, and BackendConfig::winograd = false turns it off.
+// Winograd convolutions on the CPU (executor/cpu/winograd.h), 3x3 and 1xK / Kx1: every tile size,
+// channel count, padding, partial tile, residual, activation, batch and channel-innermost layout
+// gives the reference result without writing outside its buffer; only f32 stride-1 ungrouped
+// undilated 3x3, 1xK and Kx1 (K = 3, 5, 7) convolutions take it, and BackendConfig::winograd =
+// false turns it off.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,8 +79,10 @@ std::string implementation_of(const WinoRun& r, const std::string& label) {
 
 // On an x86 CPU with AVX2 and FMA a Winograd kernel runs unless oneDNN has a wider (AVX-512)
 // direct one.
+// `tile` is "4x4" (of a 3x3 kernel) or the whole "F(...)" of another.
 void expect_winograd(const std::string& impl, const std::string& tile, const std::string& where) {
-  EXPECT_TRUE(impl.find("winograd F(" + tile + ",3x3)") != std::string::npos ||
+  const std::string f = tile.rfind("F(", 0) == 0 ? tile : "F(" + tile + ",3x3)";
+  EXPECT_TRUE(impl.find("winograd " + f) != std::string::npos ||
               impl.find("avx512") != std::string::npos)
       << where << ": " << impl;
 }
@@ -89,7 +92,8 @@ struct Case {
   graph::Pads pads;
   bool residual;
   graph::Activation act;
-  const char* tile;  // the tile size the rule picks
+  const char* tile;  // the tile size the rule picks ("4x4" of 3x3, else the whole "F(..)")
+  graph::Hw kernel = {3, 3};
 };
 
 TEST(Winograd, ConvolutionsEqualTheReferenceInEveryShapeAndLayout) {
@@ -102,12 +106,19 @@ TEST(Winograd, ConvolutionsEqualTheReferenceInEveryShapeAndLayout) {
       {2, 24, 16, 20, 19, {0, 1, 1, 0}, true, A::kNone, "4x4"},     // asymmetric padding, batch 2
       {1, 40, 72, 30, 30, {1, 1, 1, 1}, false, A::kRelu, "4x4"},    // several blocks and chunks
       {1, 16, 48, 8, 8, {1, 1, 1, 1}, true, A::kRelu, "2x2"},       // blocks < threads: split
+      // 1xK / Kx1 (Inception's factorised convolutions): F(m, K) along the long axis
+      {1, 32, 40, 17, 17, {0, 3, 0, 3}, false, A::kRelu, "F(1x4,1x7)", {1, 7}},
+      {1, 24, 48, 17, 13, {3, 0, 3, 0}, true, A::kRelu6, "F(4x1,7x1)", {7, 1}},
+      {2, 16, 24, 8, 8, {0, 1, 0, 1}, true, A::kNone, "F(1x4,1x3)", {1, 3}},
+      {1, 48, 32, 8, 9, {1, 0, 1, 0}, false, A::kRelu, "F(4x1,3x1)", {3, 1}},
+      {1, 16, 16, 19, 12, {0, 2, 0, 1}, false, A::kRelu, "F(1x4,1x5)", {1, 5}},   // asymmetric
+      {1, 8, 16, 20, 6, {2, 0, 2, 0}, true, A::kRelu, "F(4x1,5x1)", {5, 1}},
   };
   for (const Case& c : cases) {
     networks::NetBuilder b("winograd", c.batch, c.in, c.height, c.width);
     networks::ConvSpec spec;
     spec.out_channels = c.out;
-    spec.kernel = {3, 3};
+    spec.kernel = c.kernel;
     spec.padding = c.pads;
     spec.bias = true;
     graph::ValueId y = b.conv(b.input(), spec, "w");
@@ -120,9 +131,9 @@ TEST(Winograd, ConvolutionsEqualTheReferenceInEveryShapeAndLayout) {
     const Model m = stagecraft::testing::model_of(std::move(b).finish({y}), 3);
     const auto want = testing::reference_run(m.graph, m.weights, stagecraft::testing::inputs_of(m.graph));
     for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
-      const std::string where = cat(c.batch, "x", c.in, "x", c.height, "x", c.width, " -> ", c.out,
-                                    " in ", graph::to_string(layout));
-      if (layout == Layout::kNChw16c && c.out % 16 != 0) continue;  // tails: not ours
+      const std::string where = cat(c.batch, "x", c.in, "x", c.height, "x", c.width, " -> ", c.out, " ",
+                                    c.kernel.h, "x", c.kernel.w, " in ", graph::to_string(layout));
+      if (layout == Layout::kNChw16c && (c.out % 16 != 0 || c.in % 16 != 0)) continue;  // tails: not ours
       const WinoRun got = run(m, layout, true);
       ASSERT_EQ(got.outputs.size(), 1u);
       EXPECT_LT(relative_error(got.outputs[0], want[0]), kTolerance) << where;
@@ -138,6 +149,57 @@ TEST(Winograd, ConvolutionsEqualTheReferenceInEveryShapeAndLayout) {
   }
 }
 
+// Runs `p`'s Winograd kernel on x (and residual r when p.residual) and returns the largest
+// difference to a direct loop in double, relative to the largest pre-activation output; an output
+// left unwritten (NaN) or a write past the output (its guard floats) counts as infinite.
+double kernel_error(const cpu::WinogradProblem& p, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const int64_t cin = p.src.channels, cout = p.dst.channels, kh = p.kernel_h, kw = p.kernel_w;
+  const int64_t height = p.dst.height, width = p.dst.width, guard = 64;
+  std::vector<float> w(static_cast<size_t>(cout * cin * kh * kw)), bias(static_cast<size_t>(cout));
+  for (float& v : w) v = 2.0f * uniform(rng);
+  for (float& v : bias) v = uniform(rng);
+  std::vector<float> x(static_cast<size_t>(p.src.images * p.src.batch_stride));
+  std::vector<float> r(static_cast<size_t>(p.dst.images * p.dst.batch_stride));
+  std::vector<float> y(static_cast<size_t>(p.dst.images * p.dst.batch_stride + guard), NAN);
+  for (float& v : x) v = uniform(rng);
+  for (float& v : r) v = 4.0f * uniform(rng);
+  const cpu::WinogradConv conv(p, w, bias);
+  std::vector<float> workspace(conv.workspace_bytes() / sizeof(float));
+  conv.run(x.data(), p.residual ? r.data() : nullptr, y.data(), workspace.data());
+  for (int64_t i = 0; i < guard; ++i) {
+    if (!std::isnan(y[y.size() - 1 - static_cast<size_t>(i)])) return INFINITY;
+  }
+  double worst = 0, largest = 0;
+  for (int64_t n = 0; n < p.dst.images; ++n) {
+    for (int64_t o = 0; o < cout; ++o) {
+      for (int64_t row = 0; row < height; ++row) {
+        for (int64_t col = 0; col < width; ++col) {
+          const int64_t at = n * p.dst.batch_stride + p.dst.channel_offset(o) + (row * width + col) * p.dst.pixel_stride;
+          double sum = bias[static_cast<size_t>(o)] + (p.residual ? r[static_cast<size_t>(at)] : 0.0);
+          for (int64_t i = 0; i < cin; ++i) {
+            for (int64_t dy = 0; dy < kh; ++dy) {
+              for (int64_t dx = 0; dx < kw; ++dx) {
+                const int64_t yy = row + dy - p.pad_top, xx = col + dx - p.pad_left;
+                if (yy < 0 || yy >= p.src.height || xx < 0 || xx >= p.src.width) continue;
+                sum += static_cast<double>(w[static_cast<size_t>(((o * cin + i) * kh + dy) * kw + dx)]) *
+                       x[static_cast<size_t>(n * p.src.batch_stride + p.src.channel_offset(i) +
+                                             (yy * p.src.width + xx) * p.src.pixel_stride)];
+              }
+            }
+          }
+          largest = std::max(largest, std::fabs(sum));  // before clipping: the error's scale
+          if (p.activation != graph::Activation::kNone) sum = std::max(sum, 0.0);
+          if (p.activation == graph::Activation::kRelu6) sum = std::min(sum, 6.0);
+          const float got = y[static_cast<size_t>(at)];
+          worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - sum));
+        }
+      }
+    }
+  }
+  return worst / largest;
+}
+
 // The kernel alone against a direct loop (in double): every count of tiles in a register tile's
 // last rows (1..6, in the first block and the second), partial tiles, both tile sizes, every activation (outputs up to ~+-30, so that ReLU6 clips),
 // one and two threads, nChw8c and nhwc.
@@ -146,7 +208,6 @@ TEST(Winograd, KernelEqualsADirectLoopForEveryTileRemainderAndActivation) {
   using A = graph::Activation;
   const int64_t cin = 16, cout = 24;
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (int tile : {2, 4}) {
     // One row of 1..18 tiles, the last one partial: 1..12 in one block, then 12 + 1..6.
     const int64_t height = tile;
@@ -164,41 +225,85 @@ TEST(Winograd, KernelEqualsADirectLoopForEveryTileRemainderAndActivation) {
           p.tile = tile;
           p.threads = threads;
           ASSERT_TRUE(cpu::winograd_supported(p));
-          std::vector<float> w(static_cast<size_t>(cout * cin * 9)), bias(static_cast<size_t>(cout));
-          for (float& v : w) v = 2.0f * uniform(rng);
-          for (float& v : bias) v = uniform(rng);
-          std::vector<float> x(static_cast<size_t>(in.bytes() / 4)), y(static_cast<size_t>(out.bytes() / 4), NAN);
-          for (float& v : x) v = uniform(rng);
-          const cpu::WinogradConv conv(p, w, bias);
-          std::vector<float> workspace(conv.workspace_bytes() / sizeof(float));
-          conv.run(x.data(), nullptr, y.data(), workspace.data());
-          double worst = 0, largest = 0;
-          for (int64_t o = 0; o < cout; ++o) {
-            for (int64_t r = 0; r < height; ++r) {
-              for (int64_t c = 0; c < width; ++c) {
-                double sum = bias[static_cast<size_t>(o)];
-                for (int64_t i = 0; i < cin; ++i)
-                  for (int64_t dy = 0; dy < 3; ++dy)
-                    for (int64_t dx = 0; dx < 3; ++dx) {
-                      const int64_t yy = r + dy - 1, xx = c + dx - 1;
-                      if (yy < 0 || yy >= height || xx < 0 || xx >= width) continue;
-                      sum += static_cast<double>(w[static_cast<size_t>(((o * cin + i) * 3 + dy) * 3 + dx)]) *
-                             x[static_cast<size_t>(p.src.channel_offset(i) + (yy * width + xx) * p.src.pixel_stride)];
-                    }
-                largest = std::max(largest, std::fabs(sum));  // before clipping: the error's scale
-                if (act != A::kNone) sum = std::max(sum, 0.0);
-                if (act == A::kRelu6) sum = std::min(sum, 6.0);
-                const float got = y[static_cast<size_t>(p.dst.channel_offset(o) + (r * width + c) * p.dst.pixel_stride)];
-                worst = std::isnan(got) ? INFINITY : std::max(worst, std::fabs(got - sum));
-              }
-            }
-          }
-          EXPECT_LT(worst / largest, kTolerance) << "F(" << tile << ") width " << width << " act "
+          EXPECT_LT(kernel_error(p, rng), kTolerance) << "F(" << tile << ") width " << width << " act "
                                            << graph::to_string(act) << " " << graph::to_string(layout);
         }
       }
     }
   }
+}
+
+// 1xK and Kx1 kernels alone against a direct loop: K = 3, 5, 7 along either axis, every tile m
+// the kernel has for K (alpha = m + K - 1 up to 8, 10 for K = 7: each its own Cook-Toom
+// transforms), output lengths that leave every remainder of a tile, padded and unpadded
+// (shorter outputs), batch 2 with a residual, every activation, one and two threads, nChw8c,
+// nChw16c and nhwc.
+TEST(Winograd, LineKernelsEqualADirectLoopForEveryTapTileAndRemainder) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
+  using A = graph::Activation;
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (int taps : {3, 5, 7}) {
+    for (bool along_h : {false, true}) {
+      const int max_tile = (taps == 7 ? 10 : 8) - taps + 1;
+      for (int tile = 2; tile <= max_tile; ++tile) {
+        for (int64_t extra = 0; extra < tile; ++extra) {
+          const int64_t length = 2 * tile + extra + (extra == 0 ? 9 * tile : 0);  // 2 tiles + part; 11 tiles
+          const bool padded = (extra + taps) % 2 == 0;
+          const int64_t pad = padded ? taps / 2 : 0;
+          const int variant = checked++;
+          const Layout layout = variant % 3 == 0 ? Layout::kNChw8c : variant % 3 == 1 ? Layout::kNHWC : Layout::kNChw16c;
+          const A act = variant % 4 == 0 ? A::kNone : variant % 4 == 1 ? A::kRelu : A::kRelu6;
+          const int64_t images = variant % 5 == 0 ? 2 : 1, cin = 16, cout = variant % 2 == 0 ? 24 : 32;
+          if (layout == Layout::kNChw16c && cout % 16 != 0) continue;
+          const int64_t in_len = length + taps - 1 - 2 * pad, across = 3;
+          const graph::Shape in_shape = along_h ? graph::Shape{images, cin, in_len, across}
+                                                : graph::Shape{images, cin, across, in_len};
+          const graph::Shape out_shape = along_h ? graph::Shape{images, cout, length, across}
+                                                 : graph::Shape{images, cout, across, length};
+          cpu::WinogradProblem p;
+          p.src = cpu::host_layout({in_shape, graph::DataType::kF32, layout});
+          p.dst = cpu::host_layout({out_shape, graph::DataType::kF32, layout});
+          p.kernel_h = along_h ? taps : 1;
+          p.kernel_w = along_h ? 1 : taps;
+          (along_h ? p.pad_top : p.pad_left) = pad;
+          p.activation = act;
+          p.residual = variant % 3 != 1;
+          p.tile = tile;
+          p.threads = variant % 2 == 0 ? 2 : 1;
+          ASSERT_TRUE(cpu::winograd_supported(p));
+          const cpu::WinogradConv conv(p, std::vector<float>(static_cast<size_t>(cout * cin * taps)), {});
+          EXPECT_NE(conv.name().find(along_h ? cat("F(", tile, "x1,", taps, "x1)") : cat("F(1x", tile, ",1x", taps, ")")),
+                    std::string::npos)
+              << conv.name();
+          EXPECT_LT(kernel_error(p, rng), kTolerance)
+              << (along_h ? cat(taps, "x1") : cat("1x", taps)) << " m " << tile << " length " << length << " pad "
+              << pad << " " << graph::to_string(layout) << " act " << graph::to_string(act) << " images " << images
+              << " residual " << p.residual << " threads " << p.threads;
+        }
+      }
+    }
+  }
+  // Tiles the kernel has no transforms for are refused (the rule never picks them).
+  cpu::WinogradProblem p;
+  p.src = p.dst = cpu::host_layout({graph::Shape{1, 8, 8, 8}, graph::DataType::kF32, Layout::kNChw8c});
+  p.kernel_h = 1;
+  for (auto [taps, tile] : {std::pair{7, 5}, {5, 5}, {3, 7}, {9, 2}, {2, 2}, {7, 1}}) {
+    p.kernel_w = taps;
+    p.tile = tile;
+    EXPECT_FALSE(cpu::winograd_supported(p)) << "1x" << taps << " m " << tile;
+  }
+}
+
+// The tile the backend picks for 1xK / Kx1: the fewest transformed points per output row.
+TEST(Winograd, LineTileTakesTheFewestTransformedPoints) {
+  EXPECT_EQ(cpu::winograd_1d_tile(7, 17), 4);  // 5 tiles x 10 points, not 6 x 9 or 9 x 8
+  EXPECT_EQ(cpu::winograd_1d_tile(7, 12), 4);  // 3 x 10 (m = 3: 4 x 9)
+  EXPECT_EQ(cpu::winograd_1d_tile(7, 2), 2);   // 1 x 8
+  EXPECT_EQ(cpu::winograd_1d_tile(7, 9), 3);   // 3 x 9 (m = 4: 3 x 10)
+  EXPECT_EQ(cpu::winograd_1d_tile(3, 8), 4);   // 2 x 6 (m = 6: 2 x 8, m = 3: 3 x 5)
+  EXPECT_EQ(cpu::winograd_1d_tile(3, 17), 6);  // 3 x 8
+  EXPECT_EQ(cpu::winograd_1d_tile(5, 35), 4);  // 9 x 8 (m = 3: 12 x 7)
 }
 
 // Strided, 1x1, grouped and dilated convolutions stay on oneDNN; BackendConfig::winograd = false
