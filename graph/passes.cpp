@@ -89,6 +89,21 @@ Graph fold_batch_norm(const Graph& graph, PassLog* log) {
   return rebuild(graph, decisions);
 }
 
+Graph fold_scales(const Graph& graph, PassLog* log) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind != OpKind::kScale) continue;
+    const auto producer = sole_producer(graph, op);
+    if (!producer || graph.op(*producer).kind != OpKind::kConv2d) continue;
+    const auto& conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
+    if (conv.activation != Activation::kNone || conv.residual) continue;
+    if (is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
+    if (log) log->scales.push_back({graph.op(*producer).name, op.name, op.attrs_as<ScaleAttrs>().factor});
+  }
+  return rebuild(graph, decisions);
+}
+
 Graph fuse_activations(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
@@ -222,7 +237,8 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {
   Graph g = fold_concats_into_shuffles(
       remove_identities(
-          fuse_activations(recognise_gated_activations(fold_batch_norm(graph, log), log), log), log),
+          fuse_activations(recognise_gated_activations(fold_scales(fold_batch_norm(graph, log), log), log), log),
+          log),
       log);
   return options.fuse_residual_adds ? fuse_residual_adds(g, log) : g;
 }

@@ -19,6 +19,14 @@ struct FoldedBatchNorm {
   std::string batch_norm;  ///< name of the batch norm (removed)
 };
 
+/// A multiplication by a constant (a Scale op: ONNX Mul or Div by a scalar) folded into the
+/// convolution before it: its weights and bias are multiplied by the factor.
+struct FoldedScale {
+  std::string conv;   ///< name of the convolution (kept)
+  std::string scale;  ///< name of the scale (removed)
+  double factor = 1.0;
+};
+
 /// An activation fused into the op before it.
 struct FusedActivation {
   std::string producer;    ///< name of the conv, linear or add (kept)
@@ -47,6 +55,7 @@ struct FoldedConcat {
 /// What the inference passes changed.
 struct PassLog {
   std::vector<FoldedBatchNorm> folded;        ///< batch norms folded into convolutions
+  std::vector<FoldedScale> scales;            ///< constant multiplications folded into convolutions
   std::vector<RecognisedActivation> recognised;  ///< x · sigmoid(x) and x · hard_sigmoid(x)
   std::vector<FusedActivation> fused;         ///< activations fused into producers
   std::vector<FusedResidual> residual;        ///< additions fused into convolutions
@@ -57,6 +66,11 @@ struct PassLog {
 /// Folds every batch norm whose input is a convolution read by nothing else into that
 /// convolution (which gains a bias). Batch norms after other ops stay.
 Graph fold_batch_norm(const Graph& graph, PassLog* log = nullptr);
+
+/// Folds every Scale op (y = factor · x) whose input is a convolution read by nothing else, with
+/// no activation or residual of its own, into that convolution (Inception-ResNet's scaled
+/// residual branches: conv, x 0.17, add), as ONNX Runtime's ConvMulFusion does.
+Graph fold_scales(const Graph& graph, PassLog* log = nullptr);
 
 /// Recognises x · sigmoid(x) as one SiLU op and x · hard_sigmoid(x) (PyTorch's) as one hard swish
 /// (how exporters write them), when the gate is read by the multiplication alone.
@@ -87,7 +101,7 @@ struct InferenceOptions {
   bool fuse_residual_adds = true;
 };
 
-/// fold_batch_norm, recognise_gated_activations, fuse_activations, remove_identities,
+/// fold_batch_norm, fold_scales, recognise_gated_activations, fuse_activations, remove_identities,
 /// fold_concats_into_shuffles, then fuse_residual_adds when the options ask for it.
 Graph prepare_for_inference(const Graph& graph, PassLog* log = nullptr,
                             const InferenceOptions& options = {});

@@ -104,6 +104,13 @@ WeightStore fold_weights(const Graph& raw, const WeightStore& weights, const Pas
       out.bias[c] = static_cast<float>((b - bn->mean[c]) * scale + bn->beta[c]);
     }
   }
+  // After the batch norms: a scale folds into the convolution as the batch norm left it.
+  for (const FoldedScale& f : log.scales) {
+    OpWeights* conv = folded.find(f.conv) ? &folded[f.conv] : nullptr;
+    if (!conv) throw GraphError(cat("cannot fold scale '", f.scale, "' into '", f.conv, "': weights missing"));
+    for (float& w : conv->weight) w = static_cast<float>(w * f.factor);
+    for (float& b : conv->bias) b = static_cast<float>(b * f.factor);
+  }
   return folded;
 }
 

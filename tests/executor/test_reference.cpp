@@ -639,6 +639,41 @@ TEST(FoldWeights, ConvBatchNormReluNetworkIsUnchanged) {
   EXPECT_GT(max_relative_error(wrong[1], r.raw[1]), 1e-2);
 }
 
+// Inception-ResNet's scaled residual branch: conv, batch norm, x 0.17, + shortcut, ReLU. The
+// scale folds into the convolution (after its batch norm), which then takes the addition as its
+// residual; a scale after a convolution read twice, or after one with an activation, stays.
+TEST(FoldWeights, ScaledResidualBranchFoldsItsScaleIntoTheConvolution) {
+  NetBuilder nb("scaled", 2, 8, 10, 10);
+  const ValueId x = nb.input();
+  graph::ScaleAttrs scale;
+  scale.factor = 0.17;
+  const ValueId branch = nb.bn(nb.conv(x, networks::square_conv(8, 3, 1, 1), "c1"), 1e-3, "b1");
+  const ValueId scaled = nb.op("s1", OpKind::kScale, scale, {branch});
+  const ValueId y = nb.relu(nb.add({scaled, x}, "sum"), "r1");
+  // c2 is read by its scale and by the concat: nothing folds.
+  const ValueId c2 = nb.conv(y, networks::square_conv(8, 1), "c2");
+  scale.factor = -2.5;
+  const ValueId kept = nb.op("s2", OpKind::kScale, scale, {c2});
+  // c3 has a ReLU between it and the scale: scale(relu(conv)) != relu(scale(conv)) for a negative factor.
+  const ValueId kept_too = nb.op("s3", OpKind::kScale, scale, {nb.relu(nb.conv(y, networks::square_conv(8, 1), "c3"), "r3")});
+  const Graph raw = std::move(nb).finish({nb.concat({kept, c2, kept_too}, "out")});
+  const FoldRun r = run_raw_and_folded(raw);
+  ASSERT_EQ(r.log.scales.size(), 1u);
+  EXPECT_EQ(r.log.scales[0].conv, "c1");
+  EXPECT_EQ(r.log.scales[0].scale, "s1");
+  EXPECT_EQ(graph::count_ops(r.inference, OpKind::kScale), 2u);  // s2, s3 stay
+  ASSERT_EQ(r.log.residual.size(), 1u);  // the addition fused into c1 once the scale is gone
+  EXPECT_EQ(r.log.residual[0].conv, "c1");
+  EXPECT_LT(max_relative_error(r.folded[0], r.raw[0]), kFoldTolerance);
+
+  // The check can fail: without the scale folded into c1's weights the result differs.
+  graph::PassLog no_scales = r.log;
+  no_scales.scales.clear();
+  const std::vector<HostTensor> wrong =
+      reference_run(r.inference, graph::fold_weights(raw, r.weights, no_scales), r.inputs);
+  EXPECT_GT(max_relative_error(wrong[0], r.raw[0]), 1e-2);
+}
+
 networks::NetworkOptions small_options() {
   networks::NetworkOptions options;
   options.batch = 2;
