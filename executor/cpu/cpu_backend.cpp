@@ -18,6 +18,10 @@ namespace stagecraft::executor {
 
 namespace {
 
+// Which convolutions our Winograd kernels take, in the device fingerprint: profiles measured
+// before a change (2: 1xK and Kx1 too) are not reused for plans whose kernels differ.
+constexpr int kWinogradRevision = 2;
+
 using cpu::CpuEvent;
 using cpu::CpuStream;
 using cpu::DnnlContext;
@@ -106,7 +110,7 @@ class CpuBackend : public Backend {
     const dnnl::version_t* v = dnnl::version();
     return cat("cpu:", cpu_model(), ":", parallelism(), "threads:onednn-", v->major, ".", v->minor,
                ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()),
-               ctx_.winograd ? ":winograd" : "");
+               ctx_.winograd ? cat(":winograd-r", kWinogradRevision) : std::string());
   }
 
   std::string description() const override {
