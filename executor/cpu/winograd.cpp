@@ -27,7 +27,7 @@ namespace {
 constexpr int64_t kLanes = 8;       // channels per vector
 constexpr int64_t kRows = 6;        // tiles per register tile
 constexpr int64_t kPanel = 16;      // output channels per register tile (2 vectors)
-constexpr int64_t kBlockTiles = 12; // tiles per block (3x3)
+constexpr int64_t kBlockTiles = 12;      // tiles per block at most (3x3)
 constexpr int64_t kLineBlockTiles = 24;  // tiles per block at most (1-D: smaller tiles, more of them)
 constexpr int64_t kChunk = 64;      // output channels per product chunk
 
@@ -137,6 +137,18 @@ LineTransforms line_transforms(int64_t m, int64_t taps) {
     for (int64_t k = 0; k < taps; ++k) t.g[static_cast<size_t>(i * taps + k)] *= largest;
   }
   return t;
+}
+
+// Tiles per block: at most `largest`, the blocks an equal share per thread (a static schedule of
+// 5 blocks of 12 on 2 threads would give one thread 36 tiles and the other 13; as 6 blocks of 9:
+// 27 and 22). With fewer blocks of `largest` than threads, `largest`: run_all splits the output
+// channels instead, so that each thread reads only its share of the transformed weights (smaller
+// blocks would each read all of them: 448->384 at 8x8 took twice as long as 2 blocks of 2 tiles).
+int64_t balanced_block(int64_t tiles, int64_t threads, int64_t largest) {
+  const int64_t natural = ceil_div(tiles, largest);
+  if (natural < threads) return largest;
+  const int64_t blocks = ceil_div(natural, threads) * threads;
+  return std::max<int64_t>(1, ceil_div(tiles, blocks));
 }
 
 int64_t taps_of(const WinogradProblem& p) { return std::max(p.kernel_h, p.kernel_w); }
@@ -555,17 +567,14 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
         }
       }
     }
-    // Blocks of at most kLineBlockTiles, as many per thread (the last one no shorter than needed).
-    int64_t blocks = ceil_div(tiles_h_ * tiles_w_, kLineBlockTiles);
-    blocks = ceil_div(blocks, p.threads) * p.threads;
-    block_tiles_ = std::max<int64_t>(1, ceil_div(tiles_h_ * tiles_w_, blocks));
+    block_tiles_ = balanced_block(tiles_h_ * tiles_w_, p.threads, kLineBlockTiles);
     return;
   }
   alpha_ = m + 2;
   points_ = alpha_ * alpha_;
-  block_tiles_ = kBlockTiles;
   tiles_h_ = ceil_div(p.dst.height, m);
   tiles_w_ = ceil_div(p.dst.width, m);
+  block_tiles_ = balanced_block(tiles_h_ * tiles_w_, p.threads, kBlockTiles);
   // U[xi] = G g G^T per (out, in), packed as U[xi][panel][in][panel lanes].
   u_.assign(static_cast<size_t>(points_ * cin * cout), 0.0f);
   const double* gm = m == 2 ? &kG2[0][0] : &kG4[0][0];
