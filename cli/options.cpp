@@ -53,8 +53,8 @@ void add_backend_options(CLI::App& command, BackendOptions& options, bool backen
   command.add_flag("--tf32", options.tf32,
                    "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
   command.add_flag("!--no-winograd", options.winograd,
-                   "CPU: run every convolution on oneDNN (default: f32 3x3 stride-1 convolutions "
-                   "by Winograd's algorithm where oneDNN has only direct AVX2 kernels)");
+                   "CPU: run every convolution on oneDNN (default: f32 stride-1 3x3, 1xK and Kx1 "
+                   "convolutions by Winograd's algorithm where oneDNN has only direct AVX2 kernels)");
   command.add_flag("--stream-mode", options.stream_mode,
                    "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
 }

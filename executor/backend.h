@@ -259,9 +259,9 @@ struct BackendConfig {
   std::string cache_dir;                 ///< CUDA: where the algorithm cache goes ("" = the default)
   bool tf32 = false;                     ///< CUDA: allow TF32 tensor-core math for f32
   size_t workspace_limit = 256u << 20;   ///< CUDA: largest convolution workspace considered
-  /// CPU: f32 3x3 stride-1 convolutions by Winograd's algorithm (our AVX2 kernels) where oneDNN
-  /// has only direct AVX2 kernels for them and the transformed weights fit the cache; false: every
-  /// convolution on oneDNN.
+  /// CPU: f32 stride-1 3x3, 1xK and Kx1 convolutions by Winograd's algorithm (our AVX2 kernels)
+  /// where oneDNN has only direct AVX2 kernels for them and the transformed weights fit the cache;
+  /// false: every convolution on oneDNN.
   bool winograd = true;
 };
 

@@ -368,8 +368,8 @@ class Session:
     tensor by measuring), or ``nchw`` | ``nhwc`` | ``nChw8c`` | ``nChw16c``. ``dtype="int8"``
     quantises with ``calibration`` (a file from ``stagecraft.calibrate``) or calibrates now on
     ``calibration_samples`` generated inputs. ``winograd=False`` runs every convolution on oneDNN
-    (default: f32 3x3 stride-1 convolutions by Winograd's algorithm where oneDNN has only direct
-    AVX2 kernels; results differ from direct ones by rounding).
+    (default: f32 stride-1 3x3, 1xK and Kx1 convolutions by Winograd's algorithm where oneDNN has
+    only direct AVX2 kernels; results differ from direct ones by rounding).
 
     ``run(x)`` takes float32 arrays — one array, a list in ``inputs`` order, or a dict by input
     name — and returns a **list** of float32 arrays in ``outputs`` order. Wrong names, counts,
