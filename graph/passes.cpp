@@ -69,16 +69,26 @@ std::optional<OpId> sole_producer(const Graph& graph, const Op& op) {
   return in.producer;
 }
 
+// The convolution producing `op`'s input (sole_producer) when a per-channel affine map after it
+// can be folded into its weights: no activation of its own, no residual (act(conv(x) + r) and
+// conv(x) + r are not convolutions of x).
+std::optional<OpId> plain_conv_producer(const Graph& graph, const Op& op) {
+  const auto producer = sole_producer(graph, op);
+  if (!producer || graph.op(*producer).kind != OpKind::kConv2d) return std::nullopt;
+  const auto& conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
+  if (conv.activation != Activation::kNone || conv.residual) return std::nullopt;
+  return producer;
+}
+
 }  // namespace
 
 Graph fold_batch_norm(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
     if (op.kind != OpKind::kBatchNorm) continue;
-    const auto producer = sole_producer(graph, op);
-    if (!producer || graph.op(*producer).kind != OpKind::kConv2d) continue;
+    const auto producer = plain_conv_producer(graph, op);
+    if (!producer) continue;
     auto conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
-    if (conv.activation != Activation::kNone) continue;  // BN after a fused activation: keep
     Decision& kept = decisions[*producer];
     if (kept.new_attrs) conv = std::get<Conv2dAttrs>(*kept.new_attrs);
     conv.bias = true;
@@ -93,11 +103,8 @@ Graph fold_scales(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
     if (op.kind != OpKind::kScale) continue;
-    const auto producer = sole_producer(graph, op);
-    if (!producer || graph.op(*producer).kind != OpKind::kConv2d) continue;
-    const auto& conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
-    if (conv.activation != Activation::kNone || conv.residual) continue;
-    if (is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
+    const auto producer = plain_conv_producer(graph, op);
+    if (!producer || is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
     decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->scales.push_back({graph.op(*producer).name, op.name, op.attrs_as<ScaleAttrs>().factor});
   }

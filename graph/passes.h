@@ -63,8 +63,10 @@ struct PassLog {
   std::vector<std::string> removed;           ///< identity ops removed
 };
 
-/// Folds every batch norm whose input is a convolution read by nothing else into that
-/// convolution (which gains a bias). Batch norms after other ops stay.
+/// Folds every batch norm whose input is a convolution read by nothing else, with no activation or
+/// residual of its own, into that convolution (which gains a bias). Batch norms after other ops
+/// stay (so does one after a convolution with a fused residual: a pre-activation network's
+/// add-then-BN, when a prepared graph is prepared again).
 Graph fold_batch_norm(const Graph& graph, PassLog* log = nullptr);
 
 /// Folds every Scale op (y = factor · x) whose input is a convolution read by nothing else, with

@@ -674,6 +674,27 @@ TEST(FoldWeights, ScaledResidualBranchFoldsItsScaleIntoTheConvolution) {
   EXPECT_GT(max_relative_error(wrong[0], r.raw[0]), 1e-2);
 }
 
+// A pre-activation block (conv, + shortcut, then BN and ReLU): preparing fuses the addition into
+// the convolution as its residual and keeps the batch norm; preparing that graph again must keep
+// it too (BN(conv(x) + r) is not a convolution of x) and compute what the raw graph computes.
+TEST(FoldWeights, ABatchNormAfterAFusedResidualStaysWhenPreparedAgain) {
+  NetBuilder nb("preact", 2, 8, 10, 10);
+  const ValueId x = nb.input();
+  const ValueId sum = nb.add({nb.conv(x, networks::square_conv(8, 3, 1, 1), "c1"), x}, "sum");
+  const Graph raw = std::move(nb).finish({nb.relu(nb.bn(sum, 1e-3, "b1"), "r1")});
+  const FoldRun once = run_raw_and_folded(raw);
+  ASSERT_EQ(once.log.residual.size(), 1u);
+  EXPECT_EQ(graph::count_ops(once.inference, OpKind::kBatchNorm), 1u);
+  graph::PassLog again_log;
+  const Graph again = graph::prepare_for_inference(once.inference, &again_log);
+  EXPECT_TRUE(again_log.folded.empty());
+  EXPECT_EQ(graph::count_ops(again, OpKind::kBatchNorm), 1u);
+  const WeightStore once_weights = graph::fold_weights(raw, once.weights, once.log);
+  const std::vector<HostTensor> got =
+      reference_run(again, graph::fold_weights(once.inference, once_weights, again_log), once.inputs);
+  EXPECT_LT(max_relative_error(got[0], once.raw[0]), kFoldTolerance);
+}
+
 networks::NetworkOptions small_options() {
   networks::NetworkOptions options;
   options.batch = 2;
