@@ -33,23 +33,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
-import compare_ort  # noqa: E402  (machine facts, model input)
+import compare_ort  # noqa: E402  (model input, core count, commit)
+from pyenv import machine  # noqa: E402
 
 CHAIN_OPS = {"Relu", "Clip", "Add", "Sum", "BatchNormalization", "Mul", "Div", "LeakyRelu",
              "HardSigmoid", "HardSwish", "Sigmoid"}
-
-
-def isa() -> str:
-    try:
-        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return "unknown ISA"
-    names = [("avx512f", "AVX-512"), ("avx512_vnni", "VNNI"), ("avx_vnni", "AVX-VNNI"),
-             ("amx_tile", "AMX")]
-    found = [n for f, n in names if f in flags]
-    if not found and "avx2" in flags:
-        found = ["AVX2 (no AVX-512)"]
-    return ", ".join(found) or "no AVX2"
 
 
 def parse_args(argv):
@@ -132,7 +120,7 @@ def conv_classes(model_path: str):
         w = weights.get(n.input[1], [0, 0, 0, 0])
         group = attrs.get("group", 1)
         stride = attrs.get("strides", [1, 1])
-        kind = "depthwise" if group > 1 and w[1] == 1 else (f"grouped" if group > 1 else "")
+        kind = "depthwise" if group > 1 and w[1] == 1 else ("grouped" if group > 1 else "")
         shape = shapes.get(n.output[0], [])
         size = f"{shape[2]}x{shape[3]}" if len(shape) == 4 and shape[2] else "?"
         label = f"Conv {w[2]}x{w[3]} s{stride[0]} {kind}".rstrip() + f" @{size}"
@@ -199,7 +187,7 @@ def main(argv=None) -> int:
 
     lines = [f"# {Path(args.model).name}: stagecraft kernels against ONNX Runtime nodes",
              "",
-             f"{compare_ort.cpu_model()}, {isa()}, {compare_ort.core_count()} cores; ONNX Runtime "
+             f"{machine()}; ONNX Runtime "
              f"{onnxruntime.__version__}; stagecraft {compare_ort.git_commit()}; minima over "
              f"{args.rounds} rounds (`bench/ops_vs_ort.py {Path(args.model).name} --rounds {args.rounds}`)",
              "",
