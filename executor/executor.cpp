@@ -102,13 +102,22 @@ void Executor::set_inputs(const std::vector<HostTensor>& inputs) {
     throw BackendError(cat("the graph takes ", refs.size(), " input(s), got ", inputs.size()));
   }
   for (size_t i = 0; i < refs.size(); ++i) {
-    if (inputs[i].shape != refs[i].desc.shape ||
-        inputs[i].data.size() != static_cast<size_t>(refs[i].desc.shape.numel())) {
+    if (inputs[i].shape != refs[i].desc.shape) {
       throw BackendError(cat("input ", i, " has shape ", inputs[i].shape.to_string(),
                              " but the graph expects ", refs[i].desc.shape.to_string()));
     }
-    upload_tensor(plan_.backend(), refs[i], inputs[i]);
+    set_input(i, inputs[i].data);
   }
+}
+
+void Executor::set_input(size_t index, std::span<const float> values) {
+  const auto& refs = plan_.inputs();
+  if (index >= refs.size()) throw BackendError(cat("the graph takes ", refs.size(), " input(s), not ", index + 1));
+  if (values.size() != static_cast<size_t>(refs[index].desc.shape.numel())) {
+    throw BackendError(cat("input ", index, " has ", values.size(), " values but the graph expects ",
+                           refs[index].desc.shape.to_string()));
+  }
+  upload_tensor(plan_.backend(), refs[index], values);
 }
 
 void Executor::enqueue(std::vector<KernelTiming>* timings) {
@@ -227,6 +236,12 @@ std::vector<HostTensor> Executor::outputs() const {
   std::vector<HostTensor> result;
   for (const TensorRef& ref : plan_.outputs()) result.push_back(download_tensor(plan_.backend(), ref));
   return result;
+}
+
+void Executor::output_into(size_t index, std::span<float> out) const {
+  const auto& refs = plan_.outputs();
+  if (index >= refs.size()) throw BackendError(cat("the graph has ", refs.size(), " output(s), not ", index + 1));
+  download_tensor(plan_.backend(), refs[index], out);
 }
 
 std::vector<HostTensor> Executor::run(const std::vector<HostTensor>& inputs) {

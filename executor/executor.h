@@ -9,6 +9,7 @@
 ///   double ms = executor.execute_repeated(10);  // mean of 10 back-to-back runs
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "executor/plan.h"
@@ -64,6 +65,9 @@ class Executor {
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
   /// Uploads inputs without running.
   void set_inputs(const std::vector<HostTensor>& inputs);
+  /// Uploads graph input `index` from `values` (its shape's numel() floats, logical NCHW/NC
+  /// order) without a copy of them on the way (for callers that hold the data elsewhere).
+  void set_input(size_t index, std::span<const float> values);
   /// Launches every kernel (or replays the captured run) and blocks until all streams are done.
   /// With `timings`, runs in stream mode and records when each kernel started and ended (host
   /// callbacks on the streams; for traces, not for timing).
@@ -72,6 +76,8 @@ class Executor {
   bool captured() const { return captured_ != nullptr; }
   /// Downloads the outputs of the last run.
   std::vector<HostTensor> outputs() const;
+  /// Downloads output `index` of the last run into `out` (its shape's numel() floats).
+  void output_into(size_t index, std::span<float> out) const;
   /// Launches all kernels `times` times back to back, with an event barrier across streams
   /// between repetitions (no host synchronisation), then blocks until done; returns the mean
   /// time of one repetition (ms). Used to time stages without the cost of waking the host.

@@ -15,7 +15,7 @@ namespace {
 // Host tensors are f32; f16 tensors are converted on the host on the way in and out, 8-bit
 // tensors quantised (round to nearest, saturate) and dequantised with their scale.
 template <class T>
-std::vector<T> quantise_host(const std::vector<float>& data, float scale) {
+std::vector<T> quantise_host(std::span<const float> data, float scale) {
   std::vector<T> q(data.size());
   const float lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
   for (size_t i = 0; i < q.size(); ++i) {
@@ -25,7 +25,7 @@ std::vector<T> quantise_host(const std::vector<float>& data, float scale) {
 }
 
 template <class T>
-void dequantise_host(Backend& backend, const TensorRef& ref, std::vector<float>& out) {
+void dequantise_host(Backend& backend, const TensorRef& ref, std::span<float> out) {
   std::vector<T> q(out.size());
   backend.download(q.data(), ref.data, q.size());
   for (size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * ref.desc.scale;
@@ -34,23 +34,31 @@ void dequantise_host(Backend& backend, const TensorRef& ref, std::vector<float>&
 }  // namespace
 
 void upload_tensor(Backend& backend, const TensorRef& ref, const HostTensor& t) {
+  upload_tensor(backend, ref, std::span<const float>(t.data));
+}
+
+void upload_tensor(Backend& backend, const TensorRef& ref, std::span<const float> values) {
+  if (values.size() != static_cast<size_t>(ref.desc.shape.numel())) {
+    throw BackendError(cat("cannot upload ", values.size(), " values into a tensor of shape ",
+                           ref.desc.shape.to_string()));
+  }
   switch (ref.desc.dtype) {
     case graph::DataType::kU8: {
-      const auto q = quantise_host<uint8_t>(t.data, ref.desc.scale);
+      const auto q = quantise_host<uint8_t>(values, ref.desc.scale);
       backend.upload(ref.data, q.data(), q.size());
       return;
     }
     case graph::DataType::kI8: {
-      const auto q = quantise_host<int8_t>(t.data, ref.desc.scale);
+      const auto q = quantise_host<int8_t>(values, ref.desc.scale);
       backend.upload(ref.data, q.data(), q.size());
       return;
     }
     case graph::DataType::kF32:
-      backend.upload(ref.data, t.data.data(), t.data.size() * sizeof(float));
+      backend.upload(ref.data, values.data(), values.size() * sizeof(float));
       return;
     case graph::DataType::kF16: {
-      std::vector<uint16_t> half(t.data.size());
-      for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_half(t.data[i]);
+      std::vector<uint16_t> half(values.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_half(values[i]);
       backend.upload(ref.data, half.data(), half.size() * sizeof(uint16_t));
       return;
     }
@@ -60,30 +68,37 @@ void upload_tensor(Backend& backend, const TensorRef& ref, const HostTensor& t) 
   }
 }
 
-HostTensor download_tensor(Backend& backend, const TensorRef& ref) {
-  HostTensor t{ref.desc.shape, std::vector<float>(static_cast<size_t>(ref.desc.shape.numel()))};
+void download_tensor(Backend& backend, const TensorRef& ref, std::span<float> out) {
+  if (out.size() != static_cast<size_t>(ref.desc.shape.numel())) {
+    throw BackendError(cat("cannot download a tensor of shape ", ref.desc.shape.to_string(),
+                           " into ", out.size(), " values"));
+  }
   switch (ref.desc.dtype) {
     case graph::DataType::kF32:
-      backend.download(t.data.data(), ref.data, t.data.size() * sizeof(float));
+      backend.download(out.data(), ref.data, out.size() * sizeof(float));
       break;
     case graph::DataType::kF16: {
-      std::vector<uint16_t> half(t.data.size());
+      std::vector<uint16_t> half(out.size());
       backend.download(half.data(), ref.data, half.size() * sizeof(uint16_t));
-      for (size_t i = 0; i < half.size(); ++i) t.data[i] = half_to_float(half[i]);
+      for (size_t i = 0; i < half.size(); ++i) out[i] = half_to_float(half[i]);
       break;
     }
     case graph::DataType::kU8:
-      dequantise_host<uint8_t>(backend, ref, t.data);
+      dequantise_host<uint8_t>(backend, ref, out);
       break;
     case graph::DataType::kI8:
-      dequantise_host<int8_t>(backend, ref, t.data);
+      dequantise_host<int8_t>(backend, ref, out);
       break;
     default:
       throw BackendError(cat("cannot download a ", graph::to_string(ref.desc.dtype),
                              " tensor into a host tensor"));
   }
-  return t;
 }
 
+HostTensor download_tensor(Backend& backend, const TensorRef& ref) {
+  HostTensor t{ref.desc.shape, std::vector<float>(static_cast<size_t>(ref.desc.shape.numel()))};
+  download_tensor(backend, ref, std::span<float>(t.data));
+  return t;
+}
 
 }  // namespace stagecraft::executor

@@ -264,7 +264,7 @@ std::string build_binary(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
     const memory::dims dims(shape.begin(), shape.end());
     const memory::desc user(dims, memory::data_type::f32,
                             dims.size() == 4 ? memory::format_tag::nchw : memory::format_tag::nc);
-    step.constants.emplace(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), spec.weights->weight));
+    step.add_constant(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), spec.weights->weight));
   }
   k.add(std::move(step), scratch(pd));
   if (a.activation != Activation::kNone && split_activation(spec)) {

@@ -11,6 +11,7 @@
 #include "common/enum_table.h"
 #include "common/strings.h"
 #include "executor/cpu/cpu_stream.h"
+#include "executor/cpu/host_memory.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
 
@@ -34,12 +35,8 @@ constexpr int kPrimitiveCacheCapacity = 4096;  // stage profiling creates many p
 
 class HostBuffer : public OwningBuffer {
  public:
-  explicit HostBuffer(size_t bytes) : OwningBuffer(bytes, [](void* p) { std::free(p); }) {
-    const size_t rounded =
-        (std::max<size_t>(bytes, 1) + cpu::kAlignment - 1) / cpu::kAlignment * cpu::kAlignment;
-    data_ = std::aligned_alloc(cpu::kAlignment, rounded);
-    if (data_ == nullptr) throw BackendError(cat("cpu: cannot allocate ", byte_size(static_cast<double>(bytes))));
-    std::memset(data_, 0, rounded);
+  explicit HostBuffer(size_t bytes) : OwningBuffer(bytes, [](void* p) { cpu::HostFree()(p); }) {
+    data_ = cpu::host_allocate(bytes).release();
   }
 };
 

@@ -115,10 +115,10 @@ std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
     const memory::desc full = md(spec.dsts[0]);
     const std::vector<float> fill(static_cast<size_t>(spec.dsts[0].shape.numel()),
                                   static_cast<float>(a.value));
-    memory filled = pack(ctx, plain_md(spec.dsts[0].shape, spec.dsts[0].dtype), full, fill);
     dnnl::reorder::primitive_desc pd(ctx.engine, full, ctx.engine, full, make_attr());
-    k.add({dnnl::reorder(pd), {{DNNL_ARG_DST, dst_slot(0), full}}, {{DNNL_ARG_SRC, filled}}},
-          scratch(pd));
+    DnnlKernel::StepSpec step{dnnl::reorder(pd), {{DNNL_ARG_DST, dst_slot(0), full}}};
+    step.add_constant(DNNL_ARG_SRC, pack(ctx, plain_md(spec.dsts[0].shape, spec.dsts[0].dtype), full, fill));
+    k.add(std::move(step), scratch(pd));
   }
   const graph::Shape& in = spec.srcs[0].shape;
   const int64_t src_top = std::max<int64_t>(0, -p.top), dst_top = std::max<int64_t>(0, p.top);

@@ -8,6 +8,7 @@
 #include "common/enum_table.h"
 #include "common/strings.h"
 #include "executor/cpu/cpu_stream.h"
+#include "executor/cpu/host_memory.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -128,6 +129,11 @@ ThreadScope::ThreadScope(int threads) : saved_(omp_get_max_threads()) {
 }
 ThreadScope::~ThreadScope() { omp_set_num_threads(saved_); }
 
+Packed allocate_packed(const DnnlContext& ctx, const memory::desc& desc) {
+  std::shared_ptr<void> storage = host_allocate_constant(desc.get_size());
+  return {memory(desc, ctx.engine, storage.get()), storage};
+}
+
 memory copy_vector(const dnnl::engine& engine, const std::vector<float>& data) {
   memory m({{static_cast<memory::dim>(data.size())}, memory::data_type::f32, memory::format_tag::x},
            engine);
@@ -151,10 +157,10 @@ void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& s
                               rank == 5   ? memory::format_tag::goihw
                               : rank == 4 ? memory::format_tag::oihw
                                           : memory::format_tag::oi);
-    step.constants.emplace(DNNL_ARG_WEIGHTS, pack(ctx, w_user, w_packed, qw->values));
+    step.add_constant(DNNL_ARG_WEIGHTS, pack(ctx, w_user, w_packed, qw->values));
     if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(ctx.engine, quant->bias));
   } else {
-    step.constants.emplace(DNNL_ARG_WEIGHTS, pack(ctx, w_user_f32, w_packed, spec.weights->weight));
+    step.add_constant(DNNL_ARG_WEIGHTS, pack(ctx, w_user_f32, w_packed, spec.weights->weight));
     if (bias) step.constants.emplace(DNNL_ARG_BIAS, copy_vector(ctx.engine, spec.weights->bias));
   }
   kernel.add(std::move(step), scratchpad);

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -84,14 +85,24 @@ class ThreadScope {
 
 // ---- Constants ------------------------------------------------------------------------------
 
+/// A constant tensor: a oneDNN memory over host memory it keeps alive (host_memory.h: large
+/// blocks on huge pages, which oneDNN's own allocations are not).
+struct Packed {
+  dnnl::memory memory;
+  std::shared_ptr<void> storage;
+};
+
+/// A new memory of layout `desc` on host_allocate's memory (zeroed).
+Packed allocate_packed(const DnnlContext& ctx, const dnnl::memory::desc& desc);
+
 /// Copies `data` (in the plain layout `user`) into a new memory of layout `packed`.
 template <class T>
-dnnl::memory pack(DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::memory::desc& packed,
-                  const std::vector<T>& data) {
+Packed pack(DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::memory::desc& packed,
+            const std::vector<T>& data) {
   dnnl::memory src(user, ctx.engine, const_cast<T*>(data.data()));
-  dnnl::memory dst(packed, ctx.engine);
+  Packed dst = allocate_packed(ctx, packed);
   const ThreadScope one_thread(1);  // see DnnlContext::setup
-  dnnl::reorder(src, dst).execute(ctx.setup, src, dst);
+  dnnl::reorder(src, dst.memory).execute(ctx.setup, src, dst.memory);
   ctx.setup.wait();
   return dst;
 }
@@ -127,6 +138,12 @@ class DnnlKernel : public Kernel {
     dnnl::primitive primitive;
     std::vector<ArgSpec> args;
     std::unordered_map<int, dnnl::memory> constants;  ///< packed weights, bias, statistics
+    std::vector<std::shared_ptr<void>> storage;        ///< what constants' memories point into
+    /// Binds `arg` to a constant and keeps its storage.
+    void add_constant(int arg, Packed c) {
+      constants.emplace(arg, std::move(c.memory));
+      if (c.storage) storage.push_back(std::move(c.storage));
+    }
     bool uses_scratchpad = true;
     size_t zero_dst = SIZE_MAX;  ///< when set: zero this destination slot before the step
     HostFunction host;            ///< when set: run instead of `primitive`

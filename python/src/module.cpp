@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -312,12 +313,13 @@ class PySession {
   }
 
   // One run: float32 C-contiguous arrays, one per graph input, already checked by the package.
+  // The arrays are uploaded from their own buffers (they stay referenced by `xs` while the GIL is
+  // released) and the outputs downloaded straight into new arrays: no copies on the way.
   std::vector<py::array_t<float>> run(const std::vector<py::array_t<float, py::array::c_style>>& xs) {
     const graph::Graph& g = model_->model.graph;
     if (xs.size() != g.inputs().size()) {
       throw UsageError(cat("the graph takes ", g.inputs().size(), " input(s), got ", xs.size()));
     }
-    std::vector<executor::HostTensor> inputs;
     for (size_t i = 0; i < xs.size(); ++i) {
       const graph::Shape& shape = g.value(g.inputs()[i]).desc.shape;
       if (xs[i].size() != shape.numel()) {
@@ -325,20 +327,22 @@ class PySession {
                              " elements, the graph input ", shape.to_string(), " has ",
                              shape.numel()));
       }
-      inputs.push_back(executor::HostTensor{shape, std::vector<float>(xs[i].data(),
-                                                                       xs[i].data() + xs[i].size())});
     }
-    std::vector<executor::HostTensor> outputs;
+    std::vector<py::array_t<float>> result;
+    for (const executor::TensorRef& ref : plan_->outputs()) result.emplace_back(ref.desc.shape.dims());
+    std::vector<float*> out_data;
+    for (auto& a : result) out_data.push_back(a.mutable_data());
     {
       py::gil_scoped_release release;
       const std::lock_guard<std::mutex> lock(mutex_);
-      outputs = executor_->run(inputs);
-    }
-    std::vector<py::array_t<float>> result;
-    for (const auto& t : outputs) {
-      py::array_t<float> a(t.shape.dims());
-      std::memcpy(a.mutable_data(), t.data.data(), t.data.size() * sizeof(float));
-      result.push_back(std::move(a));
+      for (size_t i = 0; i < xs.size(); ++i) {
+        executor_->set_input(i, std::span<const float>(xs[i].data(), static_cast<size_t>(xs[i].size())));
+      }
+      executor_->execute();
+      for (size_t i = 0; i < out_data.size(); ++i) {
+        const auto n = static_cast<size_t>(plan_->outputs()[i].desc.shape.numel());
+        executor_->output_into(i, std::span<float>(out_data[i], n));
+      }
     }
     return result;
   }
