@@ -1,7 +1,9 @@
 // Our Winograd convolutions (executor/cpu/winograd.h) against oneDNN's direct ones, on the
 // stride-1 3x3, 1xK and Kx1 convolutions of the models we run, in nChw8c with bias and ReLU,
 // interleaved:
-//   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds]
+//   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds] [--cold] [NAME]
+// (--cold: weights read from memory on every call, as inside a run, see copies_for; NAME: only
+// the shapes whose name contains it)
 // Prints per shape oneDNN's implementation, the median of each method's per-round medians (µs),
 // the speed-up and the largest difference to oneDNN's result relative to its largest |value|.
 // 3x3: F(2x2,3x3) and F(4x4,3x3); 1xK / Kx1: F(2, K) and the tile the backend picks.
@@ -37,12 +39,25 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// --cold: each method runs round-robin over copies of its weights (distinct memory, together at
+// least 96 MB, at most 256 copies), so that every call reads its weights from memory as inside a
+// network's run (a model's weights together do not fit the last-level cache: each convolution's
+// are evicted before the next run reaches them), while input and output stay in the caches.
+bool cold = false;
+constexpr size_t kColdBytes = size_t{96} << 20;
+
+size_t copies_for(size_t weight_bytes) {
+  if (!cold) return 1;
+  return std::clamp<size_t>((kColdBytes + weight_bytes - 1) / weight_bytes, 2, 256);
+}
+
+// f(i): the i-th call of a round.
 template <class F>
 double time_us(F&& f, int runs) {
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) {
     const auto a = std::chrono::steady_clock::now();
-    f();
+    f(i);
     t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
   }
   return median(t);
@@ -51,7 +66,17 @@ double time_us(F&& f, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  int rounds = 5;
+  std::string filter;  // only shapes whose name contains it
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--cold") {
+      cold = true;
+    } else if (std::atoi(argv[i]) > 0) {
+      rounds = std::atoi(argv[i]);
+    } else {
+      filter = argv[i];
+    }
+  }
   const int threads = omp_get_max_threads();
   const std::vector<Shape> shapes = {
       {"inception_v3 32->32 147 p0", 32, 147, 32, 0},  {"inception_v3 32->64 147", 32, 147, 64, 1},
@@ -80,6 +105,7 @@ int main(int argc, char** argv) {
   std::printf("threads %d\n%-30s %-10s %9s %-12s %9s %-12s %9s %6s %6s %9s %9s\n", threads, "shape", "oneDNN",
               "direct", "A", "µs", "B", "µs", "x A", "x B", "err A", "err B");
   for (const Shape& s : shapes) {
+    if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
     const int64_t pad_h = s.kh > 1 ? s.pad : 0, pad_w = s.kw > 1 ? s.pad : 0;
     const int64_t oh = s.h + 2 * pad_h - s.kh + 1, ow = s.h + 2 * pad_w - s.kw + 1;
     const memory::desc src_md({1, s.cin, s.h, s.h}, memory::data_type::f32, memory::format_tag::nChw8c);
@@ -99,38 +125,43 @@ int main(int argc, char** argv) {
     for (float& x : w) x = normal(rng) / std::sqrt(static_cast<float>(s.kh * s.kw * s.cin));
     for (float& x : b) x = normal(rng) * 0.1f;
     dnnl::memory src(src_md, eng), dst(dst_md, eng), bias(b_md, eng, b.data()), wu(w_user, eng, w.data());
-    dnnl::memory wp(pd.weights_desc(), eng);
-    dnnl::reorder(wu, wp).execute(st, wu, wp);
+    std::vector<dnnl::memory> wp;
+    for (size_t c = copies_for(pd.weights_desc().get_size()); c > 0; --c) {
+      wp.emplace_back(pd.weights_desc(), eng);
+      dnnl::reorder(wu, wp.back()).execute(st, wu, wp.back());
+    }
     float* sp = static_cast<float*>(src.get_data_handle());
     for (size_t i = 0; i < src_md.get_size() / sizeof(float); ++i) sp[i] = normal(rng);
     dnnl::convolution_forward conv(pd);
-    const auto direct = [&] {
-      conv.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wp}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    const auto direct = [&](int i) {
+      conv.execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wp[static_cast<size_t>(i) % wp.size()]},
+                        {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
       st.wait();
     };
-    direct();
+    direct(0);
     const size_t out_n = dst_md.get_size() / sizeof(float);
     const std::vector<float> ref(static_cast<float*>(dst.get_data_handle()),
                                  static_cast<float*>(dst.get_data_handle()) + out_n);
     float scale = 0.0f;
     for (float x : ref) scale = std::max(scale, std::fabs(x));
 
-    const auto layout = [](int64_t c, int64_t h, int64_t w) {
+    const auto layout = [](int64_t c, int64_t h, int64_t width) {
       stagecraft::graph::TensorDesc t;
-      t.shape = stagecraft::graph::Shape{1, c, h, w};
+      t.shape = stagecraft::graph::Shape{1, c, h, width};
       t.layout = stagecraft::graph::Layout::kNChw8c;
       return stagecraft::executor::cpu::host_layout(t);
     };
     std::vector<double> times[3];
     double err[2] = {0, 0};
-    std::vector<WinogradConv> wino;
+    std::vector<WinogradConv> wino[2];  // copies of each method
     std::vector<std::vector<float>> out(2, std::vector<float>(out_n));
     const bool line = s.kh != s.kw;
     const int taps = static_cast<int>(std::max(s.kh, s.kw));
     const int picked = line ? stagecraft::executor::cpu::winograd_1d_tile(taps, s.kh > 1 ? oh : ow) : 4;
     const int tiles[2] = {2, picked == 2 ? 3 : picked};
     std::string names[2];
-    for (int m : tiles) {
+    for (int at = 0; at < 2; ++at) {
+      const int m = tiles[at];
       WinogradProblem p;
       p.src = layout(s.cin, s.h, s.h);
       p.dst = layout(s.cout, oh, ow);
@@ -141,21 +172,28 @@ int main(int argc, char** argv) {
       p.activation = stagecraft::graph::Activation::kRelu;
       p.tile = m;
       p.threads = threads;
-      wino.emplace_back(p, w, b);
-      names[wino.size() - 1] = wino.back().name().substr(9, wino.back().name().find(')') - 8);
+      wino[at].emplace_back(p, w, b);
+      names[at] = wino[at].back().name().substr(9, wino[at].back().name().find(')') - 8);
+      // Transformed weights: points x in x out floats.
+      const int64_t points = line ? m + taps - 1 : (m + 2) * (m + 2);
+      for (size_t c = copies_for(static_cast<size_t>(points * s.cin * s.cout) * sizeof(float)); c > 1; --c) {
+        wino[at].emplace_back(p, w, b);
+      }
     }
     std::vector<std::vector<float>> ws(2);
-    for (int i = 0; i < 2; ++i) ws[i].resize(wino[i].workspace_bytes() / sizeof(float) + 16);
-    const auto run_wino = [&](int i) { wino[i].run(sp, nullptr, out[i].data(), ws[i].data()); };
+    for (int i = 0; i < 2; ++i) ws[i].resize(wino[i][0].workspace_bytes() / sizeof(float) + 16);
+    const auto run_wino = [&](int i, int call) {
+      wino[i][static_cast<size_t>(call) % wino[i].size()].run(sp, nullptr, out[i].data(), ws[i].data());
+    };
     for (int i = 0; i < 2; ++i) {
-      run_wino(i);
+      run_wino(i, 0);
       for (size_t j = 0; j < out_n; ++j) err[i] = std::max<double>(err[i], std::fabs(out[i][j] - ref[j]) / scale);
     }
     const int runs = s.h >= 100 ? 20 : 100;
     for (int r = 0; r < rounds; ++r) {
       times[0].push_back(time_us(direct, runs));
-      times[1].push_back(time_us([&] { run_wino(0); }, runs));
-      times[2].push_back(time_us([&] { run_wino(1); }, runs));
+      times[1].push_back(time_us([&](int i) { run_wino(0, i); }, runs));
+      times[2].push_back(time_us([&](int i) { run_wino(1, i); }, runs));
     }
     const double t0 = median(times[0]), t1 = median(times[1]), t2 = median(times[2]);
     std::printf("%-30s %-10s %9.1f %-12s %9.1f %-12s %9.1f %6.2f %6.2f %9.1e %9.1e\n", s.name,

@@ -20,8 +20,9 @@ namespace stagecraft::executor {
 namespace {
 
 // Which convolutions our Winograd kernels take, in the device fingerprint: profiles measured
-// before a change (2: 1xK and Kx1 too) are not reused for plans whose kernels differ.
-constexpr int kWinogradRevision = 2;
+// before a change (2: 1xK and Kx1 too; 3: small maps in one block split by channels)
+// are not reused for plans whose kernels differ or run differently.
+constexpr int kWinogradRevision = 3;
 
 using cpu::CpuEvent;
 using cpu::CpuStream;

@@ -141,11 +141,16 @@ LineTransforms line_transforms(int64_t m, int64_t taps) {
 
 // Tiles per block: at most `largest`, the blocks an equal share per thread (a static schedule of
 // 5 blocks of 12 on 2 threads would give one thread 36 tiles and the other 13; as 6 blocks of 9:
-// 27 and 22). With fewer blocks of `largest` than threads, `largest`: run_all splits the output
-// channels instead, so that each thread reads only its share of the transformed weights (smaller
-// blocks would each read all of them: 448->384 at 8x8 took twice as long as 2 blocks of 2 tiles).
+// 27 and 22). Up to two blocks' worth of tiles (or fewer blocks of `largest` than threads): one
+// block of them all, and run_all splits the output channels instead, so that each thread reads
+// only its share of the transformed weights, once. Inside a network's run these come from memory
+// (a model's weights do not stay in the cache from one run to the next), and on small maps they
+// are large beside the work done with them: at 14x14 (256->256, F(4x4), 16 tiles) two blocks of 8
+// each read all 9.4 MB; one block split by channels took 748 instead of 932 us, at 7x7 (512->512,
+// F(2x2)) 1058 instead of 1559 us (bench/winograd_vs_direct --cold, AMD EPYC, 2 threads).
 int64_t balanced_block(int64_t tiles, int64_t threads, int64_t largest) {
   const int64_t natural = ceil_div(tiles, largest);
+  if (tiles <= 2 * largest) return tiles;
   if (natural < threads) return largest;
   const int64_t blocks = ceil_div(natural, threads) * threads;
   return std::max<int64_t>(1, ceil_div(tiles, blocks));
@@ -461,7 +466,8 @@ void run_all(const Geometry& g, Transforms tr, const float* src, const float* re
   const WinogradProblem& p = *g.p;
   const int64_t cout = p.dst.channels;
   const int64_t blocks = ceil_div(g.tiles, g.block);
-  // Fewer blocks than threads: split the output channels too (each part transforms its block).
+  // Fewer blocks than threads (one block of a small map): split the output channels too (each
+  // part transforms its block's inputs).
   const int64_t panels = ceil_div(cout, kPanel);
   const int64_t splits = blocks >= p.threads ? 1 : std::min(panels, ceil_div(p.threads, blocks));
   const int64_t panels_per = ceil_div(panels, splits);
@@ -544,7 +550,7 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
   bias_ = bias.empty() ? std::vector<float>(static_cast<size_t>(cout), 0.0f) : bias;
   const auto pack = [&](int64_t xi, int64_t o, int64_t i, double value) {
     const int64_t panel = o / kPanel, lane = o % kPanel, width = panel_width(cout, panel);
-    u_[static_cast<size_t>(xi * cin * cout + panel * kPanel * cin + i * width + lane)] = static_cast<float>(value);
+    u()[xi * cin * cout + panel * kPanel * cin + i * width + lane] = static_cast<float>(value);
   };
   if (is_line(p)) {
     // F(m, K) along H (Kx1) or W (1xK): U[xi] = (G g)[xi] per (out, in).
@@ -556,7 +562,7 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
     const LineTransforms t = line_transforms(m, taps);
     bt_.assign(t.bt.begin(), t.bt.end());
     at_.assign(t.at.begin(), t.at.end());
-    u_.assign(static_cast<size_t>(points_ * cin * cout), 0.0f);
+    u_ = host_allocate_constant(static_cast<size_t>(points_ * cin * cout) * sizeof(float));
     for (int64_t o = 0; o < cout; ++o) {
       for (int64_t i = 0; i < cin; ++i) {
         const float* g = weights.data() + (o * cin + i) * taps;
@@ -576,7 +582,7 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
   tiles_w_ = ceil_div(p.dst.width, m);
   block_tiles_ = balanced_block(tiles_h_ * tiles_w_, p.threads, kBlockTiles);
   // U[xi] = G g G^T per (out, in), packed as U[xi][panel][in][panel lanes].
-  u_.assign(static_cast<size_t>(points_ * cin * cout), 0.0f);
+  u_ = host_allocate_constant(static_cast<size_t>(points_ * cin * cout) * sizeof(float));
   const double* gm = m == 2 ? &kG2[0][0] : &kG4[0][0];
   for (int64_t o = 0; o < cout; ++o) {
     for (int64_t i = 0; i < cin; ++i) {
@@ -603,7 +609,7 @@ size_t WinogradConv::workspace_bytes() const {
 void WinogradConv::run(const float* src, const float* residual, float* dst, void* workspace) const {
 #ifdef STAGECRAFT_HOST_AVX2
   const Geometry g{&p_, tiles_w_, tiles_h_ * tiles_w_, block_tiles_, points_,
-                   u_.data(), bias_.data(), bt_.data(), at_.data()};
+                   u(), bias_.data(), bt_.data(), at_.data()};
   const size_t per_thread = workspace_bytes() / sizeof(float) / static_cast<size_t>(p_.threads);
   run_all(g, transforms_of(p_, alpha_), src, residual, dst, static_cast<float*>(workspace), per_thread);
 #else

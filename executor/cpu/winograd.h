@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "executor/cpu/host_layout.h"
+#include "executor/cpu/host_memory.h"
 #include "graph/op.h"
 
 namespace stagecraft::executor::cpu {
@@ -71,7 +72,8 @@ class WinogradConv {
  private:
   WinogradProblem p_;
   int64_t alpha_ = 0, points_ = 0, tiles_h_ = 0, tiles_w_ = 0, block_tiles_ = 0;
-  std::vector<float> u_;                 // transformed weights, packed per position and panel
+  std::shared_ptr<void> u_;                        // transformed weights, packed per position and panel
+  float* u() const { return static_cast<float*>(u_.get()); }
   std::vector<float> bt_, at_;           // 1-D: B^T (alpha x alpha) and A^T (m x alpha), row-major
   std::vector<float> bias_;              // one per output channel (zeros when none)
 };

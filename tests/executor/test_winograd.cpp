@@ -201,20 +201,22 @@ double kernel_error(const cpu::WinogradProblem& p, std::mt19937& rng) {
 }
 
 // The kernel alone against a direct loop (in double): every count of tiles in a register tile's
-// last rows (1..6, in the first block and the second), partial tiles, both tile sizes, every activation (outputs up to ~+-30, so that ReLU6 clips),
-// one and two threads, nChw8c and nhwc.
+// last rows (1..6), in one block (up to 24 tiles: with two threads, the output channels split
+// between them) and in several, partial tiles, both tile sizes, every activation (outputs up to
+// ~+-30, so that ReLU6 clips), one and two threads, nChw8c and nhwc.
 TEST(Winograd, KernelEqualsADirectLoopForEveryTileRemainderAndActivation) {
   if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
   using A = graph::Activation;
   const int64_t cin = 16, cout = 24;
   std::mt19937 rng(3);
   for (int tile : {2, 4}) {
-    // One row of 1..18 tiles, the last one partial: 1..12 in one block, then 12 + 1..6.
+    // One row of 1..30 tiles, the last one partial: 1..24 in one block, 25..30 in four.
     const int64_t height = tile;
-    for (int64_t width = tile - 1; width <= 18 * tile; width += tile) {
+    for (int64_t tiles = 1; tiles <= 30; ++tiles) {
+      const int64_t width = tiles * tile - 1;
+      const int threads = tiles % 2 == 0 ? 2 : 1;
       for (A act : {A::kNone, A::kRelu, A::kRelu6}) {
         for (Layout layout : {Layout::kNChw8c, Layout::kNHWC}) {
-          const int threads = width % 2 == 0 ? 2 : 1;
           graph::TensorDesc in{graph::Shape{1, cin, height, width}, graph::DataType::kF32, layout};
           graph::TensorDesc out{graph::Shape{1, cout, height, width}, graph::DataType::kF32, layout};
           cpu::WinogradProblem p;
@@ -225,7 +227,8 @@ TEST(Winograd, KernelEqualsADirectLoopForEveryTileRemainderAndActivation) {
           p.tile = tile;
           p.threads = threads;
           ASSERT_TRUE(cpu::winograd_supported(p));
-          EXPECT_LT(kernel_error(p, rng), kTolerance) << "F(" << tile << ") width " << width << " act "
+          EXPECT_LT(kernel_error(p, rng), kTolerance) << "F(" << tile << ") width " << width << " threads "
+                                           << threads << " act "
                                            << graph::to_string(act) << " " << graph::to_string(layout);
         }
       }
