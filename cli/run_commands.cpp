@@ -114,6 +114,14 @@ void run_run(const RunOptions& o) {
   }
 }
 
+// A CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 struct BenchOptions {
   std::vector<std::string> networks;
   GraphSource source;  // batch, input size, seed apply to every network
@@ -149,6 +157,8 @@ void run_bench(const BenchOptions& o) {
                               {"dp-both", "dp", "both"}};
   std::vector<BenchRow> rows;
   std::ostringstream notes;
+  std::ostringstream kernel_csv;  // kernels.csv: the first schedule's kernels in the run and alone
+  kernel_csv << "network,schedule,index,kernel,implementation,in_run_ms,alone_ms\n";
   for (const std::string& network : o.networks) {
     GraphSource source = o.source;
     source.spec = network;
@@ -207,16 +217,29 @@ void run_bench(const BenchOptions& o) {
     if (o.overhead) {
       // Kernel time inside runs of the sequential plan (host callbacks around each kernel) and
       // each kernel alone (10 back-to-back launches, warm caches).
+      // Per kernel too (kernels.csv): a kernel slower inside the run than alone waits on memory
+      // its neighbours evicted (weights a model cannot keep in the cache from one run to the next).
+      const auto& kernels = plans[0]->kernels();
       std::vector<double> in_run;
+      std::vector<std::vector<double>> per_kernel(kernels.size());
       for (int it = 0; it < std::max(3, o.iters / 4); ++it) {
         std::vector<executor::KernelTiming> timings;
         executors[0]->execute(&timings);
         double busy = 0;
-        for (const auto& t : timings) busy += (t.end_us - t.start_us) / 1e3;
+        for (const auto& t : timings) {
+          busy += (t.end_us - t.start_us) / 1e3;
+          per_kernel.at(t.kernel).push_back((t.end_us - t.start_us) / 1e3);
+        }
         in_run.push_back(busy);
       }
       const double busy = profiler::percentile(in_run, 0.5);
       const auto isolated = executors[0]->isolated_kernel_ms(10);
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        kernel_csv << csv_field(network) << "," << net_rows[0].strategy << "," << k << ","
+                   << csv_field(kernels[k].label) << "," << csv_field(kernels[k].kernel->implementation())
+                   << "," << fixed(per_kernel[k].empty() ? 0.0 : profiler::percentile(per_kernel[k], 0.5), 4)
+                   << "," << fixed(isolated[k], 4) << "\n";
+      }
       double alone = 0;
       for (double ms : isolated) alone += ms;
       const double e2e = net_rows[0].median;
@@ -268,9 +291,11 @@ void run_bench(const BenchOptions& o) {
                                {"results", results}};
   const std::string csv_path = (std::filesystem::path(o.out) / "bench.csv").string();
   const std::string json_path = (std::filesystem::path(o.out) / "bench.json").string();
+  const std::string kernels_path = (std::filesystem::path(o.out) / "kernels.csv").string();
   write_text_file(csv_path, csv.str());
   write_text_file(json_path, json.dump(2) + "\n");
-  std::cout << "wrote " << csv_path << " and " << json_path << "\n";
+  write_text_file(kernels_path, kernel_csv.str());
+  std::cout << "wrote " << csv_path << ", " << json_path << " and " << kernels_path << "\n";
 }
 
 }  // namespace
@@ -309,8 +334,9 @@ void add_run_commands(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--iters", b->iters, "timed runs of each schedule, in alternating blocks (default 20)")
       ->check(CLI::PositiveNumber);
-  bench->add_option("--out", b->out, "directory for bench.csv and bench.json "
-                                     "(default ./stagecraft-results)");
+  bench->add_option("--out", b->out,
+                    "directory for bench.csv, bench.json and kernels.csv (each kernel of the first "
+                    "schedule inside the run and alone) (default ./stagecraft-results)");
   bench->callback([b] { run_bench(*b); });
 }
 

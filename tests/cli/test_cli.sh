@@ -79,6 +79,15 @@ expect_ok schedule-measured 'measured [0-9]+ stages' -- schedule squeezenet1_1 -
 expect_ok schedule-measured-warm 'measured 0 stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
 expect_ok bench 'dp-both' -- bench squeezenet1_1 --input-size 48 --iters 2 --warmup 1 --out "$work/bench"
 [ -s "$work/bench/bench.csv" ] && [ -s "$work/bench/bench.json" ] && pass || fail "bench wrote no CSV/JSON"
+# kernels.csv: every kernel of the sequential plan, timed inside the run and alone (both > 0)
+python3 - "$work/bench/kernels.csv" <<'PY' && pass || fail "bench kernels.csv: $(head -c 400 "$work/bench/kernels.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) >= 10, len(rows)
+assert [int(r["index"]) for r in rows] == list(range(len(rows)))
+assert all(r["schedule"] == "sequential" and r["kernel"] and r["implementation"] for r in rows)
+assert all(float(r["in_run_ms"]) > 0 and float(r["alone_ms"]) > 0 for r in rows)
+PY
 # layouts chosen first, recorded in the schedule file, used by run
 expect_ok schedule-layout-auto 'layout auto \(values:' -- schedule squeezenet1_1 --input-size 32 --backend cpu --layout auto -q -o "$work/la.yaml"
 grep -q '^layouts:' "$work/la.yaml" && pass || fail "schedule file has no per-value layouts"
