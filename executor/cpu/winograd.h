@@ -72,7 +72,7 @@ class WinogradConv {
  private:
   WinogradProblem p_;
   int64_t alpha_ = 0, points_ = 0, tiles_h_ = 0, tiles_w_ = 0, block_tiles_ = 0;
-  std::shared_ptr<void> u_;                        // transformed weights, packed per position and panel
+  std::shared_ptr<void> u_;  // transformed weights, packed per position and panel (huge pages)
   float* u() const { return static_cast<float*>(u_.get()); }
   std::vector<float> bt_, at_;           // 1-D: B^T (alpha x alpha) and A^T (m x alpha), row-major
   std::vector<float> bias_;              // one per output channel (zeros when none)
