@@ -15,12 +15,10 @@
 #include <vector>
 
 #include "executor/backend.h"
+#include "executor/cpu/host_memory.h"
 #include "executor/kernel_math.h"
 
 namespace stagecraft::executor::cpu {
-
-/// Alignment of buffers, scratchpads and temporaries.
-inline constexpr size_t kAlignment = 64;
 
 /// What kernel builders need: the engine, and a stream for packing weights at creation.
 struct DnnlContext {

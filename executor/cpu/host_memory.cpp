@@ -22,7 +22,7 @@ bool host_huge_pages() {
 HostMemory host_allocate(size_t bytes) {
   bytes = std::max<size_t>(bytes, 1);
   const bool huge = bytes >= kHugePage && host_huge_pages();
-  const size_t align = huge ? kHugePage : size_t{64};
+  const size_t align = huge ? kHugePage : kAlignment;
   const size_t rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) throw BackendError(cat("cpu: cannot allocate ", byte_size(static_cast<double>(bytes))));
@@ -43,7 +43,7 @@ std::shared_ptr<void> host_allocate_constant(size_t bytes) {
   static std::shared_ptr<void> chunk;  // the chunk blocks are cut from now
   static size_t used = kChunk;
   const std::lock_guard<std::mutex> lock(mutex);
-  const size_t rounded = (bytes + 63) / 64 * 64;
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (used + rounded > kChunk) {
     chunk = std::shared_ptr<void>(host_allocate(kChunk).release(), HostFree());
     used = 0;

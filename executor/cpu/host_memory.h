@@ -5,13 +5,15 @@
 // Linux backs them with transparent huge pages where it is set to "madvise" (Debian's default):
 // a network's weights are streamed from memory once per run, and with 4 KB pages the cores'
 // prefetchers stop at every page boundary and the TLB misses every 4 KB (resnet50 reads 100 MB of
-// weights per run). Smaller blocks are 64-byte aligned. Contents are zeroed.
+// weights per run). Smaller blocks are kAlignment-aligned. Contents are zeroed.
 
 #include <cstddef>
 #include <memory>
 
 namespace stagecraft::executor::cpu {
 
+/// Alignment of buffers, scratchpads and temporaries.
+inline constexpr size_t kAlignment = 64;
 /// Bytes from which a block goes on huge pages (one 2 MB page).
 inline constexpr size_t kHugePage = size_t{2} << 20;
 
@@ -20,7 +22,7 @@ struct HostFree {
 };
 using HostMemory = std::unique_ptr<void, HostFree>;
 
-/// `bytes` (at least 1) of zeroed host memory, 64-byte aligned, on huge pages from kHugePage up
+/// `bytes` (at least 1) of zeroed host memory, kAlignment-aligned, on huge pages from kHugePage up
 /// where the kernel allows it; throws BackendError when the allocation fails.
 HostMemory host_allocate(size_t bytes);
 

@@ -330,8 +330,8 @@ class PySession {
     }
     std::vector<py::array_t<float>> result;
     for (const executor::TensorRef& ref : plan_->outputs()) result.emplace_back(ref.desc.shape.dims());
-    std::vector<float*> out_data;
-    for (auto& a : result) out_data.push_back(a.mutable_data());
+    std::vector<std::span<float>> out_data;
+    for (auto& a : result) out_data.emplace_back(a.mutable_data(), static_cast<size_t>(a.size()));
     {
       py::gil_scoped_release release;
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -339,10 +339,7 @@ class PySession {
         executor_->set_input(i, std::span<const float>(xs[i].data(), static_cast<size_t>(xs[i].size())));
       }
       executor_->execute();
-      for (size_t i = 0; i < out_data.size(); ++i) {
-        const auto n = static_cast<size_t>(plan_->outputs()[i].desc.shape.numel());
-        executor_->output_into(i, std::span<float>(out_data[i], n));
-      }
+      for (size_t i = 0; i < out_data.size(); ++i) executor_->output_into(i, out_data[i]);
     }
     return result;
   }
