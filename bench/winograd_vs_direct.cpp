@@ -1,9 +1,10 @@
 // Our Winograd convolutions (executor/cpu/winograd.h) against oneDNN's direct ones, on the
 // stride-1 3x3, 1xK and Kx1 convolutions of the models we run, in nChw8c with bias and ReLU,
 // interleaved:
-//   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds] [--cold] [NAME]
-// (--cold: weights read from memory on every call, as inside a run, see copies_for; NAME: only
-// the shapes whose name contains it)
+//   OMP_NUM_THREADS=2 ./build/bench/winograd_vs_direct [rounds] [--cold] [--nChw16c] [NAME]
+// (--cold: weights read from memory on every call, as inside a run, see copies_for; --nChw16c:
+// both in nChw16c, where oneDNN runs its AVX-512 kernels on CPUs that have them; NAME: only the
+// shapes whose name contains it)
 // Prints per shape oneDNN's implementation, the median of each method's per-round medians (µs),
 // the speed-up and the largest difference to oneDNN's result relative to its largest |value|.
 // 3x3: F(2x2,3x3) and F(4x4,3x3); 1xK / Kx1: F(2, K) and the tile the backend picks.
@@ -44,6 +45,7 @@ double median(std::vector<double> v) {
 // network's run (a model's weights together do not fit the last-level cache: each convolution's
 // are evicted before the next run reaches them), while input and output stay in the caches.
 bool cold = false;
+bool blocked16 = false;  // --nChw16c
 constexpr size_t kColdBytes = size_t{96} << 20;
 
 size_t copies_for(size_t weight_bytes) {
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--cold") {
       cold = true;
+    } else if (std::string(argv[i]) == "--nChw16c") {
+      blocked16 = true;
     } else if (std::atoi(argv[i]) > 0) {
       rounds = std::atoi(argv[i]);
     } else {
@@ -108,8 +112,9 @@ int main(int argc, char** argv) {
     if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
     const int64_t pad_h = s.kh > 1 ? s.pad : 0, pad_w = s.kw > 1 ? s.pad : 0;
     const int64_t oh = s.h + 2 * pad_h - s.kh + 1, ow = s.h + 2 * pad_w - s.kw + 1;
-    const memory::desc src_md({1, s.cin, s.h, s.h}, memory::data_type::f32, memory::format_tag::nChw8c);
-    const memory::desc dst_md({1, s.cout, oh, ow}, memory::data_type::f32, memory::format_tag::nChw8c);
+    const auto tag = blocked16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
+    const memory::desc src_md({1, s.cin, s.h, s.h}, memory::data_type::f32, tag);
+    const memory::desc dst_md({1, s.cout, oh, ow}, memory::data_type::f32, tag);
     const memory::desc w_user({s.cout, s.cin, s.kh, s.kw}, memory::data_type::f32, memory::format_tag::oihw);
     const memory::desc w_any({s.cout, s.cin, s.kh, s.kw}, memory::data_type::f32, memory::format_tag::any);
     const memory::desc b_md({s.cout}, memory::data_type::f32, memory::format_tag::x);
@@ -148,7 +153,7 @@ int main(int argc, char** argv) {
     const auto layout = [](int64_t c, int64_t h, int64_t width) {
       stagecraft::graph::TensorDesc t;
       t.shape = stagecraft::graph::Shape{1, c, h, width};
-      t.layout = stagecraft::graph::Layout::kNChw8c;
+      t.layout = blocked16 ? stagecraft::graph::Layout::kNChw16c : stagecraft::graph::Layout::kNChw8c;
       return stagecraft::executor::cpu::host_layout(t);
     };
     std::vector<double> times[3];

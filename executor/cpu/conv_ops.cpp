@@ -8,8 +8,8 @@
 // reading r where oneDNN has an optimised kernel for that, else an in-place addition after the
 // convolution.
 // f32 stride-1 3x3, 1xK and Kx1 convolutions run on our Winograd kernels (winograd.h) where oneDNN
-// has only direct AVX2 kernels for them: 3x3 1.3-3.2x and 1xK/Kx1 1.6-2.8x faster on the models'
-// shapes (bench/winograd_vs_direct).
+// has only direct kernels for them that do no more multiply-adds per cycle than AVX2: 3x3 1.3-3.2x
+// and 1xK/Kx1 1.6-2.8x faster on the models' shapes (bench/winograd_vs_direct).
 #include <unistd.h>
 
 #include <numeric>
@@ -17,6 +17,7 @@
 
 #include "common/strings.h"
 #include "executor/cpu/host_layout.h"
+#include "executor/cpu/host_simd.h"
 #include "executor/cpu/ops.h"
 #include "executor/cpu/winograd.h"
 
@@ -183,9 +184,20 @@ size_t winograd_weight_limit() {
   return limit;
 }
 
+// Whether our AVX2 Winograd kernels beat oneDNN's direct implementation `impl` (its name). They do
+// against AVX2 kernels (bench/winograd_vs_direct: 1.2-2.9x on the models' shapes), and against
+// AVX-512 ones where 512-bit FMAs do no more work per cycle than 256-bit ones (AMD Zen 4: 1.1-2.7x,
+// bench/results/winograd_vs_direct_zen4.txt); not where they do twice as much (Intel's two
+// 512-bit FMA ports: F(4x4,3x3)'s 2.25x fewer multiplications, less its transforms, against twice
+// the multiply-adds per cycle).
+bool winograd_beats(const std::string& impl) {
+  if (impl.find("amx") != std::string::npos) return false;
+  return impl.find("avx512") == std::string::npos || host_fma512_gain() < 1.5;
+}
+
 // The Winograd problem of `spec` when it runs as one: Winograd allowed, an f32 stride-1 ungrouped
 // undilated 3x3, 1xK or Kx1 (K = 3, 5, 7) convolution in one channel-innermost layout (a residual
-// too), oneDNN's own kernel for it no wider than AVX2 (ours are AVX2), at least 9 tiles and
+// too), oneDNN's own kernel for it one that ours beat (winograd_beats), at least 9 tiles and
 // transformed weights within winograd_weight_limit(). 3x3: F(4x4,3x3) when it has them, else
 // F(2x2,3x3); 1xK / Kx1: F(m, K) along the long axis with m from winograd_1d_tile.
 std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const DnnlContext& ctx) {
@@ -235,9 +247,7 @@ std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const Dn
   }
   if (!winograd_supported(p)) return std::nullopt;
   const std::string direct = conv_pd(spec, a, ctx).impl_info_str();
-  if (direct.find("avx512") != std::string::npos || direct.find("amx") != std::string::npos) {
-    return std::nullopt;
-  }
+  if (!winograd_beats(direct)) return std::nullopt;
   return p;
 }
 

@@ -20,9 +20,10 @@ namespace stagecraft::executor {
 namespace {
 
 // Which convolutions our Winograd kernels take, in the device fingerprint: profiles measured
-// before a change (2: 1xK and Kx1 too; 3: small maps in one block split by channels)
+// before a change (2: 1xK and Kx1 too; 3: small maps in one block split by channels; 4: also
+// against oneDNN's AVX-512 kernels where 512-bit FMAs are no faster, cpu::host_fma512_gain)
 // are not reused for plans whose kernels differ or run differently.
-constexpr int kWinogradRevision = 3;
+constexpr int kWinogradRevision = 4;
 
 using cpu::CpuEvent;
 using cpu::CpuStream;
