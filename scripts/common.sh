@@ -12,12 +12,12 @@ VENV_DIR=${STAGECRAFT_VENV:-$ROOT/.venv}
 # Debian 12 packages the build and the tests need. oneDNN's CMake config requires OpenCL
 # (ocl-icd-opencl-dev is only a Recommends of libdnnl-dev); the CLI tests and the ONNX Runtime
 # comparison run python3 in a virtual environment (python3-venv); the Python module needs the
-# headers (python3-dev) and pybind11 (pybind11-dev). The CUDA toolkit is optional
-# (found under /usr/local/cuda).
+# headers (python3-dev) and pybind11 (pybind11-dev); a test traces system calls (strace). The CUDA
+# toolkit is optional (found under /usr/local/cuda).
 PACKAGES=(cmake g++ make git ca-certificates libboost-graph-dev libyaml-cpp-dev libcli11-dev
           libgtest-dev libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev libonnx-dev
           libprotobuf-dev protobuf-compiler nlohmann-json3-dev python3 python3-venv python3-dev
-          pybind11-dev)
+          pybind11-dev strace)
 
 # install_packages PACKAGE...: installs the given Debian packages that are missing.
 install_packages() {
