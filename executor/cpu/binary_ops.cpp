@@ -21,15 +21,20 @@ using graph::Activation;
 using graph::BinaryOp;
 using graph::OpKind;
 
-// oneDNN 2.x's jit binary kernel with an eltwise post-op mishandles the channel tail of blocked
-// layouts: in nChw16c with 78 channels on AVX2 it computes wrong values (relative error 0.9) and
-// writes one byte past its destination; in nChw8c it is wrong when it adds in place (src0 = dst).
+// oneDNN 2.x's jit binary kernel with an eltwise post-op mishandles channels that do not fill its
+// vectors in blocked layouts: in nChw16c with 78 channels on AVX2 it computes wrong values
+// (relative error 0.9) and writes one byte past its destination; on AVX-512 (AMD Zen 4) in nChw8c
+// with 8, 24, 78 or 312 channels (not 16 or 64) it is wrong and writes up to 768 bytes past its
+// destination, in place or not; in nChw8c on AVX2 it is wrong when it adds in place (src0 = dst).
 // Without a post-op it is right, and oneDNN 3.x is right either way. Below 3.x the activation of
-// such an op runs as its own (in-place) eltwise step.
+// such an op (channels not a multiple of the layout's block or of the ISA's 8 or 16 lanes) runs as
+// its own (in-place) eltwise step.
 bool split_activation(const KernelSpec& spec) {
 #if DNNL_VERSION_MAJOR < 3
+  static const int64_t lanes = isa_has_avx512(dnnl::get_effective_cpu_isa()) ? 16 : 8;
   const int64_t block = graph::channel_block(spec.dsts[0].layout);
-  return block > 0 && spec.dsts[0].shape[1] % block != 0;
+  const int64_t channels = spec.dsts[0].shape[1];
+  return block > 0 && (channels % block != 0 || channels % lanes != 0);
 #else
   (void)spec;
   return false;

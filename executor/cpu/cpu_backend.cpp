@@ -91,7 +91,7 @@ class CpuBackend : public Backend {
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-    const bool avx512 = isa >= dnnl::cpu_isa::avx512_core;
+    const bool avx512 = cpu::isa_has_avx512(isa);
     caps_.compute_types = {DataType::kF32, DataType::kU8, DataType::kI8};
     // oneDNN's native blocked layout follows the vector width: nChw16c on AVX-512 and nChw8c
     // on AVX2, where nChw16c has only reference convolutions (23.9 s instead of 34 ms on

@@ -59,6 +59,11 @@ memory::desc plain_md(const graph::Shape& shape, DataType type) {
 
 bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }
 
+bool isa_has_avx512(dnnl::cpu_isa isa) {
+  const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (static_cast<unsigned>(isa) & core) == core;
+}
+
 std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
   switch (act) {
     case Activation::kNone:

@@ -45,6 +45,11 @@ dnnl::memory::desc md(const graph::TensorDesc& d);
 dnnl::memory::desc plain_md(const graph::Shape& shape, graph::DataType type);
 bool quantised(const graph::TensorDesc& d);
 
+/// Whether `isa` (oneDNN's effective ISA: the CPU's, capped by DNNL_MAX_CPU_ISA) includes
+/// avx512_core. The ISA values are bit sets, not an order: avx2_vnni (0x407, Intel's AVX2-only
+/// cores with AVX-VNNI) is numerically above avx512_core (0x27) and has no AVX-512.
+bool isa_has_avx512(dnnl::cpu_isa isa);
+
 // ---- Attributes ----------------------------------------------------------------------------
 
 /// One oneDNN eltwise operation.

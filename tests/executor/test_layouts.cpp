@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "common/strings.h"
+#include "executor/cpu/dnnl_kernel.h"
 #include "executor/executor.h"
 #include "networks/builder.h"
 #include "reference.h"
@@ -125,6 +127,47 @@ TEST(LayoutKernels, ReferenceOnlyKernelsRunInANativeLayoutAndAreReported) {
 // The op kinds of PyTorch-exported models (hard sigmoid, hard swish, SiLU, squeeze-and-excitation,
 // binary ops with constants, channel shuffle, global max pool, reshapes) equal the reference
 // loops in every layout, batch 1 and 2, channels filling blocks or not.
+// Additions with a fused activation whose channels fill nChw8c's blocks but not AVX-512's 16
+// lanes (8, 24, 312): oneDNN 2.6's binary kernel with a post-op computed wrong values there and
+// wrote up to 768 bytes past its destination (AMD Zen 4), in place or not.
+TEST(LayoutKernels, AdditionsWithActivationsOfEveryChannelCountStayInsideTheirTensors) {
+  for (int64_t width : {8, 16, 24, 40, 312}) {
+    for (int64_t size : {1, 2, 5}) {
+      networks::NetBuilder b("adds", 2, 3, size, size);
+      auto x = b.relu(b.conv(b.input(), networks::square_conv(width, 3, 1, 1, true), "stem"), "stem_relu");
+      auto mp = b.max_pool(x, 3, 1, 1, false, "maxpool");
+      auto ap = b.avg_pool(x, 3, 1, 1, /*count_include_pad=*/false, false, "avgpool");
+      auto sum = b.relu(b.add({mp, ap}, "add"), "add_relu");          // src0 != dst
+      auto again = b.relu(b.add({sum, ap, mp}, "add3"), "add3_relu");  // a chain in place, or a sum
+      const Model m = stagecraft::testing::model_of(std::move(b).finish({again}));
+      const scheduler::Schedule s = sequential(m.graph);
+      const PlanRun want = run(m, s, Layout::kNCHW, RK::kAllow);
+      for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+        expect_same(run(m, s, layout, RK::kAllow), want.outputs,
+                    cat(width, " channels at ", size, "x", size, " in ", graph::to_string(layout)));
+      }
+    }
+  }
+}
+
+// AVX-512 is a bit of oneDNN's ISA value, not a threshold: avx2_vnni (Intel's AVX2-only cores
+// with AVX-VNNI) is numerically above avx512_core; compared by value, such a CPU took nChw16c as
+// its native layout, which has only reference convolutions without AVX-512.
+TEST(LayoutKernels, Avx512IsABitOfTheIsaNotAnOrder) {
+  using dnnl::cpu_isa;
+  for (cpu_isa isa : {cpu_isa::avx512_core, cpu_isa::avx512_core_vnni, cpu_isa::avx512_core_bf16,
+                      cpu_isa::avx512_core_amx}) {
+    EXPECT_TRUE(cpu::isa_has_avx512(isa)) << static_cast<int>(isa);
+  }
+  for (cpu_isa isa : {cpu_isa::sse41, cpu_isa::avx, cpu_isa::avx2, cpu_isa::avx2_vnni}) {
+    EXPECT_FALSE(cpu::isa_has_avx512(isa)) << static_cast<int>(isa);
+  }
+  const bool avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
+  const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
+  if (cap && std::string(cap) == "AVX2") EXPECT_FALSE(avx512) << "DNNL_MAX_CPU_ISA=AVX2 must hold";
+  EXPECT_EQ(cpu().preferred_layout(graph::DataType::kF32), avx512 ? Layout::kNChw16c : Layout::kNChw8c);
+}
+
 TEST(LayoutKernels, ModernOpsEqualTheReferenceInEveryLayout) {
   for (int64_t batch : {1, 2}) {
     for (int64_t width : {16, 12}) {
