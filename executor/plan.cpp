@@ -184,20 +184,17 @@ class PlanBuilder {
     plan.layout_summary_ = planning::summarise_layouts(ir);
     plan.merged_weights_ = std::move(ir.merged_weights);
     if (options.guard_bytes > 0) {
+      // Name the tensors each buffer holds, and the tasks writing them, for the report.
+      std::vector<std::string> writers(ir.values.size());
+      for (const planning::Task& t : ir.tasks) {
+        for (int v : t.dsts) writers[static_cast<size_t>(v)] += cat(writers[static_cast<size_t>(v)].empty() ? " by " : ", ", t.label);
+      }
       for (size_t b = 0; b < ir.buffers.size(); ++b) {
-        // Name the tensors the buffer holds, and the tasks writing them, for the report.
         const auto* begin = static_cast<const unsigned char*>(ir.buffers[b]->data());
         std::vector<std::string> held;
         for (size_t v = 0; v < ir.values.size(); ++v) {
           const auto* at = static_cast<const unsigned char*>(ir.address[v]);
-          if (at < begin || at >= begin + ir.buffer_bytes[b]) continue;
-          std::string writers;
-          for (const planning::Task& t : ir.tasks) {
-            if (std::find(t.dsts.begin(), t.dsts.end(), static_cast<int>(v)) != t.dsts.end()) {
-              writers += cat(writers.empty() ? "" : ", ", t.label);
-            }
-          }
-          held.push_back(cat(ir.values[v].desc.to_string(), writers.empty() ? "" : " by " + writers));
+          if (at >= begin && at < begin + ir.buffer_bytes[b]) held.push_back(ir.values[v].desc.to_string() + writers[v]);
         }
         plan.guards_.push_back({begin + ir.buffer_bytes[b], options.guard_bytes,
                                 cat("buffer ", b, " (", ir.buffer_bytes[b], " bytes", held.empty() ? "" : ": ",

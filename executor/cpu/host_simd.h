@@ -22,7 +22,7 @@ inline bool host_has_avx2() {
 namespace stagecraft::executor::cpu {
 
 /// How many times more floating-point work per second this CPU does with 512-bit FMAs than with
-/// 256-bit ones, measured once (a ~1 ms probe of independent FMA chains, fastest of several
+/// 256-bit ones, measured once (a ~0.1 ms probe of independent FMA chains, fastest of several
 /// timings); 0 without AVX-512. About 2 on cores with two 512-bit FMA ports (Intel server
 /// parts), about 1 where 512-bit operations run as two 256-bit halves (AMD Zen 4): there,
 /// oneDNN's AVX-512 kernels do no more multiply-adds per cycle than our AVX2 ones.
