@@ -1,6 +1,10 @@
 #include "cli/options.h"
 
+#include <unistd.h>
+
 #include <iostream>
+
+#include "session/report.h"
 
 namespace stagecraft::cli {
 
@@ -72,9 +76,39 @@ void add_search_options(CLI::App& command, SearchSettings& settings) {
   command.add_option("--max-part-transitions", settings.max_part_transitions,
                      "split wider blocks into parts above this estimate (default 2e5)")
       ->check(CLI::PositiveNumber);
+  command.add_option("--search-budget", settings.budget_s,
+                     "dp on a measured model: seconds for the whole search, measurements "
+                     "included (default 40; 0: no limit); the best schedule found so far is used "
+                     "when it ends")
+      ->check(CLI::NonNegativeNumber);
+  command.add_flag("--exhaustive", settings.exhaustive,
+                   "dp on a measured model: after converging, measure every candidate stage that "
+                   "could still win, however optimistic its estimate (the unbounded search; hours "
+                   "on NASNet-A Large: combine with --search-budget 0)");
   command.add_option("--cost-model", settings.cost_model,
                      "measured (on --backend; the default when one is given) | analytic:DEVICE "
                      "(configs/devices/; default analytic:v100 without a backend)");
+}
+
+namespace {
+constexpr double kQuietSearchSeconds = 1.0;  // searches shorter than this print no progress
+}  // namespace
+
+SearchProgressPrinter::SearchProgressPrinter(bool quiet)
+    : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
+
+SearchProgressPrinter::~SearchProgressPrinter() {
+  if (shown_ && tty_) std::cerr << "\n";
+}
+
+void SearchProgressPrinter::operator()(const scheduler::SearchProgress& p) {
+  if (quiet_ || p.seconds < kQuietSearchSeconds) return;
+  const bool last = p.block == p.num_blocks && p.num_blocks > 0;
+  if (!tty_ && p.seconds - last_ < 1.0 && !last) return;
+  last_ = p.seconds;
+  shown_ = true;
+  std::cerr << (tty_ ? "\r" : "") << "searching: " << session::search_progress_text(p)
+            << (tty_ ? "   " : "\n") << std::flush;
 }
 
 }  // namespace stagecraft::cli

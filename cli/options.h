@@ -35,7 +35,30 @@ void add_dtype_options(CLI::App& command, GraphSource& source);
 /// to stderr.
 void add_backend_options(CLI::App& command, BackendOptions& options, bool backend_default_cpu);
 
-/// Adds --mode, -r, -s, --unpruned, --max-part-transitions, --cost-model.
+/// Adds --mode, -r, -s, --unpruned, --max-part-transitions, --search-budget, --exhaustive,
+/// --cost-model.
 void add_search_options(CLI::App& command, SearchSettings& settings);
+
+/// Prints a search's progress on stderr once it has run for a second: one line rewritten in
+/// place on a terminal, else a line a second. Unless quiet.
+class SearchProgressPrinter {
+ public:
+  explicit SearchProgressPrinter(bool quiet = false);
+  ~SearchProgressPrinter();
+  SearchProgressPrinter(const SearchProgressPrinter&) = delete;
+  SearchProgressPrinter& operator=(const SearchProgressPrinter&) = delete;
+  /// Shows `progress`.
+  void operator()(const scheduler::SearchProgress& progress);
+  /// A callback for SearchOptions::on_progress / obtain_schedule calling this printer.
+  std::function<void(const scheduler::SearchProgress&)> callback() {
+    return [this](const scheduler::SearchProgress& p) { (*this)(p); };
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool shown_ = false;
+  double last_ = -1;
+};
 
 }  // namespace stagecraft::cli

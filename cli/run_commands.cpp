@@ -56,7 +56,10 @@ void run_run(const RunOptions& o) {
   // Layouts first (a search then measures stages in them), then the schedule.
   executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
   scheduler::SearchStats stats;
-  const Schedule schedule = obtain_schedule(o.schedule, model.graph, session, o.search, &stats);
+  auto printer = std::make_unique<SearchProgressPrinter>();
+  const Schedule schedule =
+      obtain_schedule(o.schedule, model.graph, session, o.search, &stats, printer->callback());
+  printer.reset();
   if (!is_strategy_name(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
   if (session.cache) session.cache->save();
   const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
@@ -65,6 +68,7 @@ void run_run(const RunOptions& o) {
             << ": schedule " << schedule.meta.search.strategy << " with " << schedule.stages.size()
             << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
             << schedule.meta.cost_model << ")\n";
+  if (o.schedule == "dp") std::cout << "  " << session::search_stats_text(stats, schedule) << "\n";
   executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend, plan_options);
   print_plan(plan, o.backend);
   executor::Executor executor(plan, nullptr, o.backend.executor_options());
@@ -174,7 +178,10 @@ void run_bench(const BenchOptions& o) {
       const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
       std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
       scheduler::SearchStats stats;
-      schedules.push_back(obtain_schedule(v.strategy, model.graph, session, flags, &stats));
+      auto printer = std::make_unique<SearchProgressPrinter>();
+      schedules.push_back(
+          obtain_schedule(v.strategy, model.graph, session, flags, &stats, printer->callback()));
+      printer.reset();
       if (session.cache) session.cache->save();
       BenchRow row;
       row.network = network;

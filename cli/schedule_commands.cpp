@@ -21,8 +21,6 @@ namespace {
 
 using scheduler::Schedule;
 
-constexpr double kQuietSearchSeconds = 1.0;  // searches shorter than this print no progress
-
 struct ScheduleOptions {
   GraphSource source;
   std::string strategy = "dp";
@@ -33,37 +31,9 @@ struct ScheduleOptions {
   bool quiet = false;
 };
 
-// Prints search progress on stderr once a search has run for a second.
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
-  ~ProgressPrinter() {
-    if (shown_ && tty_) std::cerr << "\n";
-  }
-  void operator()(const scheduler::SearchProgress& p) {
-    if (quiet_ || p.seconds < kQuietSearchSeconds) return;
-    if (!tty_ && p.seconds - last_ < 1.0 && p.block < p.num_blocks) return;
-    last_ = p.seconds;
-    shown_ = true;
-    std::cerr << (tty_ ? "\r" : "") << "searching: block " << p.block << "/" << p.num_blocks
-              << ", " << p.states << " states, " << p.transitions << " transitions, "
-              << fixed(p.seconds, 1) << " s" << (tty_ ? "   " : "\n") << std::flush;
-  }
-
- private:
-  bool quiet_;
-  bool tty_;
-  bool shown_ = false;
-  double last_ = -1;
-};
-
 void run_schedule(const ScheduleOptions& o) {
   BackendSession session = BackendSession::open(o.backend, o.search.cost_model);  // a missing device fails first
   const graph::Graph g = load_source(o.source);
-  scheduler::CostModel& model = *session.model;
-  scheduler::SearchOptions options = o.search.options(o.strategy);
-  auto printer = std::make_shared<ProgressPrinter>(o.quiet);
-  options.on_progress = [printer](const scheduler::SearchProgress& p) { (*printer)(p); };
   if (o.backend.auto_layout() && !session.backend) {
     throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
   }
@@ -71,19 +41,14 @@ void run_schedule(const ScheduleOptions& o) {
   const executor::PlanOptions plan = session.backend ? plan_options_for(o.backend, g, session)
                                                      : o.backend.plan_options();
   scheduler::SearchStats stats;
-  Schedule s = scheduler::make_scheduler(options)->schedule(g, model, &stats);
+  auto printer = std::make_unique<SearchProgressPrinter>(o.quiet);
+  Schedule s = session::obtain_schedule(o.strategy, g, session, o.search, &stats, printer->callback());
   record_layouts(o.backend, plan, s);
   printer.reset();
-  options.on_progress = nullptr;
   std::cout << session::schedule_summary(s);
-  std::cout << "  search " << fixed(stats.seconds, 3) << " s: " << stats.blocks << " blocks, "
-            << stats.parts << " parts, " << stats.states << " states, " << stats.transitions
-            << " transitions, " << stats.stage_keys << " distinct stage keys\n";
-  if (session.measured) {
-    std::cout << "  measured " << session.measured->measurements() << " stages in "
-              << fixed(session.measured->measuring_seconds(), 1) << " s, "
-              << session.measured->cache_hits() << " from the cache ("
-              << session.cache->path() << ")\n";
+  std::cout << "  " << session::search_stats_text(stats, s) << "\n";
+  if (session.cache) {
+    std::cout << "  profile cache " << session.cache->path() << "\n";
     session.cache->save();
   }
   for (const auto& split : stats.splits) std::cout << "  note: " << split << "\n";

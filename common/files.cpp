@@ -19,7 +19,20 @@ std::string read_text_file(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(cat("cannot read '", path, "': ", std::strerror(errno)));
-  std::ostringstream text;
+  // One allocation of the file's size where it has one (large models, external weights): a
+  // stream copy grows its buffer by doubling and touches every byte several times.
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {
+    std::string text(size, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (in.bad()) throw IoError(cat("cannot read '", path, "': read error"));
+    if (in.peek() == std::char_traits<char>::eof()) return text;
+    std::ostringstream rest;  // the file grew while being read
+    rest << in.rdbuf();
+    return text + rest.str();
+  }
+  std::ostringstream text;  // no size (a pipe, /proc): as it comes
   text << in.rdbuf();
   if (in.bad()) throw IoError(cat("cannot read '", path, "': read error"));
   return text.str();

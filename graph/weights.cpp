@@ -79,39 +79,38 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
   return store;
 }
 
-WeightStore fold_weights(const Graph& raw, const WeightStore& weights, const PassLog& log) {
-  WeightStore folded = weights;
+WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& log) {
   for (const FoldedBatchNorm& f : log.folded) {
     const OpWeights* bn = weights.find(f.batch_norm);
-    const OpWeights* conv = weights.find(f.conv);
     const auto bn_id = raw.find_op(f.batch_norm);
-    if (!bn || !conv || !bn_id) {
+    if (!bn || !weights.find(f.conv) || !bn_id) {
       throw GraphError(cat("cannot fold batch norm '", f.batch_norm, "' into '", f.conv,
                            "': weights missing"));
     }
     const double eps = raw.op(*bn_id).attrs_as<BatchNormAttrs>().eps;
-    OpWeights& out = folded[f.conv];
+    OpWeights& conv = weights[f.conv];  // folded in place
     const size_t channels = bn->gamma.size();
-    const size_t per_channel = conv->weight.size() / channels;
-    out.bias.assign(channels, 0.0f);
+    const size_t per_channel = conv.weight.size() / channels;
+    std::vector<float> bias(channels, 0.0f);
     for (size_t c = 0; c < channels; ++c) {
       const double scale = bn->gamma[c] / std::sqrt(static_cast<double>(bn->var[c]) + eps);
       for (size_t i = 0; i < per_channel; ++i) {
-        out.weight[c * per_channel + i] =
-            static_cast<float>(conv->weight[c * per_channel + i] * scale);
+        float& w = conv.weight[c * per_channel + i];
+        w = static_cast<float>(w * scale);
       }
-      const double b = conv->bias.empty() ? 0.0 : conv->bias[c];
-      out.bias[c] = static_cast<float>((b - bn->mean[c]) * scale + bn->beta[c]);
+      const double b = conv.bias.empty() ? 0.0 : conv.bias[c];
+      bias[c] = static_cast<float>((b - bn->mean[c]) * scale + bn->beta[c]);
     }
+    conv.bias = std::move(bias);
   }
   // After the batch norms: a scale folds into the convolution as the batch norm left it.
   for (const FoldedScale& f : log.scales) {
-    OpWeights* conv = folded.find(f.conv) ? &folded[f.conv] : nullptr;
+    OpWeights* conv = weights.find(f.conv) ? &weights[f.conv] : nullptr;
     if (!conv) throw GraphError(cat("cannot fold scale '", f.scale, "' into '", f.conv, "': weights missing"));
     for (float& w : conv->weight) w = static_cast<float>(w * f.factor);
     for (float& b : conv->bias) b = static_cast<float>(b * f.factor);
   }
-  return folded;
+  return weights;
 }
 
 void check_weights(const Graph& graph, const WeightStore& weights) {

@@ -56,7 +56,8 @@ WeightStore random_weights(const Graph& graph, uint64_t seed);
 
 /// The weights of the inference graph that `prepare_for_inference(raw, &log)` produced: each
 /// batch norm in `log.folded` is folded into its convolution's weights and bias.
-WeightStore fold_weights(const Graph& raw, const WeightStore& weights, const PassLog& log);
+/// Folds in place: pass the store by value (std::move it when it is not needed any more).
+WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& log);
 
 /// Throws GraphError naming the op when an op's weights are missing or have the wrong size.
 void check_weights(const Graph& graph, const WeightStore& weights);

@@ -108,6 +108,16 @@ std::string MeasuredCostModel::name() const { return "measured:" + backend_.name
 
 std::string MeasuredCostModel::device_fingerprint() const { return backend_.device_fingerprint(); }
 
+std::string MeasuredCostModel::settings_key(const graph::Graph& graph) const {
+  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
+  std::string key = cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams);
+  if (const auto& layouts = per_value_layouts(graph); !layouts.empty()) {
+    key += ";values=";
+    for (graph::Layout l : layouts) key += cat(graph::to_string(l), ",");
+  }
+  return key;
+}
+
 std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
                                          const scheduler::Stage& stage) const {
   const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
@@ -127,16 +137,28 @@ std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
   return key;
 }
 
+double MeasuredCostModel::margin(const scheduler::Stage& stage) const {
+  return stage.kind == scheduler::StageKind::kConcurrent && stage.groups.size() > 1
+             ? 1.0 + *options_.concurrency_margin
+             : 1.0;
+}
+
+std::optional<double> MeasuredCostModel::known_latency_ms(const graph::Graph& graph,
+                                                          const scheduler::Stage& stage) {
+  if (!cache_) return std::nullopt;
+  const auto ms = cache_->find(cache_key(graph, stage));
+  if (!ms) return std::nullopt;
+  ++cache_hits_;
+  return *ms * margin(stage);
+}
+
 double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
                                            const scheduler::Stage& stage) {
-  const double margin = stage.kind == scheduler::StageKind::kConcurrent && stage.groups.size() > 1
-                            ? 1.0 + *options_.concurrency_margin
-                            : 1.0;
   const std::string key = cache_ ? cache_key(graph, stage) : std::string();
   if (cache_) {
     if (auto ms = cache_->find(key)) {
       ++cache_hits_;
-      return *ms * margin;
+      return *ms * margin(stage);
     }
   }
   const double ms = measure(graph, stage);
@@ -144,7 +166,7 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
     cache_->insert(key, ms);
     save_if_due(*cache_);
   }
-  return ms * margin;
+  return ms * margin(stage);
 }
 
 double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {

@@ -51,6 +51,9 @@ class MeasuredCostModel : public scheduler::CostModel {
   std::string name() const override;
   std::string device_fingerprint() const override;
   double stage_latency_ms(const graph::Graph& graph, const scheduler::Stage& stage) override;
+  /// The cached latency (with the concurrency margin), or nothing: never measures.
+  std::optional<double> known_latency_ms(const graph::Graph& graph,
+                                         const scheduler::Stage& stage) override;
 
   /// Measures stages with these layouts per value of the graphs it is asked about (the layout
   /// DP's choice; empty: the plan's uniform layout). Part of the cache key.
@@ -67,10 +70,15 @@ class MeasuredCostModel : public scheduler::CostModel {
   size_t cache_hits() const { return cache_hits_; }
   /// Seconds spent measuring.
   double measuring_seconds() const { return measuring_seconds_; }
+  /// What besides the stage a measurement of a stage of `graph` depends on: the activation layout
+  /// (or the per-value layouts) and the stream slots. Part of every cache key.
+  std::string settings_key(const graph::Graph& graph) const;
   /// The cache key of a stage (settings, then the canonical stage key).
   std::string cache_key(const graph::Graph& graph, const scheduler::Stage& stage) const;
 
  private:
+  // The factor applied to a stage's measured latency (the concurrency margin).
+  double margin(const scheduler::Stage& stage) const;
   // The per-value layouts when they were set for a graph of this size, else none.
   const std::vector<graph::Layout>& per_value_layouts(const graph::Graph& graph) const;
 

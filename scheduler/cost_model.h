@@ -3,10 +3,15 @@
 /// (inputs ready, all outputs complete at the end). Implementations live in profiler/ (analytic,
 /// and measured on a backend); the scheduler never includes them.
 ///
+/// A model whose answers are expensive (it measures) says which latencies it already knows
+/// (known_latency_ms: cached ones); the DP then measures only the stages that can change its
+/// answer (see SearchBudget in search.h). Cheap models answer everything there.
+///
 /// Example:
 ///   class FixedCost : public CostModel { ... double stage_latency_ms(...) override { return 1; } };
 ///   auto s = make_scheduler(options)->schedule(graph, model);
 
+#include <optional>
 #include <string>
 
 #include "graph/graph.h"
@@ -24,6 +29,11 @@ class CostModel {
   virtual std::string device_fingerprint() const = 0;
   /// Latency in milliseconds of `stage` of `graph`, run on its own.
   virtual double stage_latency_ms(const graph::Graph& graph, const Stage& stage) = 0;
+  /// The latency of `stage` if it can be had without measuring (a cached measurement), else
+  /// nothing. Default: every latency is cheap, so it is stage_latency_ms().
+  virtual std::optional<double> known_latency_ms(const graph::Graph& graph, const Stage& stage) {
+    return stage_latency_ms(graph, stage);
+  }
 };
 
 }  // namespace stagecraft::scheduler

@@ -1,334 +1,373 @@
-// Schedule search by dynamic programming over ending subsets (after IOS, MLSys 2021).
+// Schedule search by dynamic programming over ending subsets (after IOS, MLSys 2021), bounded and
+// anytime on cost models that measure.
 //
 // Inputs: a graph, a cost model, SearchOptions. Output: a schedule minimising the sum of stage
-// latencies within the search space. For each block (graph/blocks.h), split into parts when wide,
-// the DP computes cost[S] = min over endings E of S (E non-empty, no edge from E to S - E) of
-// cost[S - E] + latency(stage of E), memoised on S as a 64-bit set; S ranges over the down-sets
-// of the part. A concurrent stage runs the weakly connected components of E as groups (pruned:
-// at most r ops per group, at most s groups; unpruned: every partition of the components into
-// groups). A merge stage is a set of >= 2 mergeable convolutions among the sinks of S.
-// Endings are enumerated by a depth-first walk over S in reverse topological order in which an op
-// may join E only when all its successors in S already did; when pruned only ops with fewer than r
-// descendants in S are candidates, and a component is abandoned as soon as it exceeds r ops.
-// Complexity: O(sum over states of endings enumerated) stage lookups; latencies are cached per
-// ending set and per canonical stage key, so the cost model sees each distinct stage once.
+// latencies within the search space. The graph is cut into blocks (graph/blocks.h) and wide
+// blocks into parts; for each part the DP computes cost[S] = min over endings E of S (E non-empty,
+// no edge from E to S - E) of cost[S - E] + latency(stage of E) over the down-sets S of the part
+// (part_dag.h enumerates them once; candidate stages are shared by canonical key across parts, so
+// repeated cells cost one measurement per distinct stage).
+//
+// A cost model that measures is asked as little as possible (SearchBudget): every single op is
+// measured first (the sequential schedule is then always complete); every other candidate is
+// costed by an optimistic estimate from its ops' latencies (candidates.h); each round solves every
+// part on known latencies and estimates, measures the unknown stages on the paths chosen (largest
+// estimated gain first) and learns from them, until the chosen paths are all known (converged) or
+// the budget ends. One-group chains cost the sum of their ops, and stages of tiny ops are judged
+// from their ops, without measuring. Exhaustive: then the estimates are lowered to half and to
+// zero, which measures every stage that could still win (the unbounded search's optimum).
+// The result is the best schedule whose stages are all known (or chains and tiny stages costed
+// from their ops). Cheap models know every latency: the first round is the exact DP.
+// Complexity: enumeration O(sum over states of endings enumerated) per part; each round
+// O(transitions) plus its measurements.
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <unordered_map>
+#include <map>
 
 #include "common/strings.h"
 #include "graph/blocks.h"
 #include "graph/poset.h"
+#include "scheduler/candidates.h"
 #include "scheduler/dp.h"
-#include "scheduler/stage_coster.h"
+#include "scheduler/part_dag.h"
 
 namespace stagecraft::scheduler {
 
 namespace {
 
-using Mask = uint64_t;
 using Clock = std::chrono::steady_clock;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-constexpr int kMaxMaskOps = 64;
 constexpr double kProgressInterval = 0.2;  // seconds between progress reports
+// Exhaustive search: after converging on the estimates, converge again with every estimate
+// scaled by these factors; at 0 an unknown stage could cost nothing, so converging proves the
+// optimum over all candidates.
+constexpr double kExhaustiveScales[] = {0.5, 0.0};
 
-Mask bit(int i) { return Mask{1} << i; }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
-// Reports progress at most every kProgressInterval seconds.
-class Ticker {
+// The DP search over all parts of a graph.
+class DpSearch {
  public:
-  Ticker(const SearchOptions& options, SearchStats& stats, size_t num_blocks)
-      : options_(options), stats_(stats), start_(Clock::now()), num_blocks_(num_blocks) {}
+  DpSearch(const graph::Graph& graph, CostModel& model, const SearchOptions& options)
+      : graph_(graph), options_(options), table_(graph, model), start_(Clock::now()) {}
 
-  void tick(bool force = false) {
-    if (!options_.on_progress) return;
-    // The clock is read every 16 calls: with a measured cost model a call may take milliseconds,
-    // and the callback is also where a caller notices an interrupt.
-    if (!force && (++calls_ & 15) != 0) return;
-    const double now = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (!force && now - last_ < kProgressInterval) return;
-    last_ = now;
-    options_.on_progress(SearchProgress{block_, num_blocks_, stats_.states, stats_.transitions, now});
-  }
-  void block_done() {
-    ++block_;
-    tick(true);
-  }
-  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  Schedule run(SearchStats& stats) {
+    const auto blocks = graph::partition_blocks(graph_);
+    stats.blocks = blocks.size();
+    std::vector<std::vector<OpId>> parts;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      std::string note;
+      for (auto& part : split_block(graph_, blocks[b].ops, options_, &note)) parts.push_back(std::move(part));
+      if (!note.empty()) stats.splits.push_back(cat("block ", b, " ", note));
+    }
+    stats.parts = parts.size();
+    progress_.num_blocks = parts.size();
+    progress_.budget_s = options_.budget.seconds;
 
- private:
-  const SearchOptions& options_;
-  SearchStats& stats_;
-  Clock::time_point start_;
-  size_t num_blocks_;
-  size_t block_ = 0;
-  size_t calls_ = 0;
-  double last_ = -1;
-};
+    measure_single_ops();
+    singles_measured_ = table_.num_measured();
+    const PartDag::Intern intern = [this](const Stage& stage) { return table_.intern(stage); };
+    for (auto& part : parts) {
+      dags_.push_back(PartDag::build(graph_, std::move(part), options_, intern,
+                                     [this](size_t states, size_t transitions) {
+                                       progress_.states = states_ + states;
+                                       progress_.transitions = transitions_ + transitions;
+                                       tick();
+                                     }));
+      states_ += dags_.back().num_states();
+      transitions_ += dags_.back().transitions().size();
+      progress_.states = states_;
+      progress_.transitions = transitions_;
+      ++progress_.block;
+      tick();
+    }
 
-// Masks of a part: local index i is ops[i]; ops ascending, so local order is topological.
-struct PartGraph {
-  std::vector<OpId> ops;
-  std::vector<Mask> succ, desc, adj, merge_ok;
-  Mask mergeable = 0;
-
-  PartGraph(const graph::Graph& graph, std::vector<OpId> part) : ops(std::move(part)) {
-    const int m = static_cast<int>(ops.size());
-    succ.assign(m, 0);
-    desc.assign(m, 0);
-    adj.assign(m, 0);
-    merge_ok.assign(m, 0);
-    graph::SubgraphView view(graph, ops);
-    for (int i = 0; i < m; ++i) {
-      for (OpId s : view.successors(ops[i])) {
-        const int j = view.local_index(s);
-        succ[i] |= bit(j);
-        adj[i] |= bit(j);
-        adj[j] |= bit(i);
+    std::vector<PartSolution> solutions = improve(stats);
+    Schedule schedule;
+    for (size_t p = 0; p < dags_.size(); ++p) {
+      for (uint32_t t : solutions[p].transitions) {
+        const Transition& tr = dags_[p].transitions()[t];
+        Stage stage = dags_[p].stage_of(tr);
+        stage.predicted_ms = final_cost(tr.stage);
+        schedule.stages.push_back(std::move(stage));
       }
     }
-    for (int i = m - 1; i >= 0; --i) {
-      for (Mask rest = succ[i]; rest; rest &= rest - 1) {
-        const int j = std::countr_zero(rest);
-        desc[i] |= bit(j) | desc[j];
-      }
-    }
-    for (int i = 0; i < m; ++i) {
-      if (graph.op(ops[i]).kind != graph::OpKind::kConv2d) continue;
-      for (int j = 0; j < m; ++j) {
-        if (j != i && graph.op(ops[j]).kind == graph::OpKind::kConv2d &&
-            merge_conflict(graph, ops[i], ops[j]).empty()) {
-          merge_ok[i] |= bit(j);
-        }
-      }
-      if (merge_ok[i]) mergeable |= bit(i);
-    }
-  }
-
-  // The weakly connected component of `seed` inside `within`.
-  Mask component(Mask seed, Mask within) const {
-    Mask comp = seed;
-    for (;;) {
-      Mask next = comp;
-      for (Mask rest = comp; rest; rest &= rest - 1) next |= adj[std::countr_zero(rest)] & within;
-      if (next == comp) return comp;
-      comp = next;
-    }
-  }
-
-  std::vector<Mask> components(Mask set) const {
-    std::vector<Mask> result;
-    while (set) {
-      const Mask comp = component(set & (~set + 1), set);
-      result.push_back(comp);
-      set &= ~comp;
-    }
-    return result;
-  }
-
-  std::vector<OpId> ops_of(Mask set) const {
-    std::vector<OpId> result;
-    for (; set; set &= set - 1) result.push_back(ops[std::countr_zero(set)]);
-    return result;
-  }
-};
-
-// The DP over one part.
-class PartSearch {
- public:
-  PartSearch(const graph::Graph& graph, std::vector<OpId> ops, const SearchOptions& options,
-             StageCoster& coster, SearchStats& stats, Ticker& ticker)
-      : part_(graph, std::move(ops)), options_(options), coster_(coster), stats_(stats),
-        ticker_(ticker) {}
-
-  std::vector<Stage> run() {
-    const int m = static_cast<int>(part_.ops.size());
-    const Mask full = m == kMaxMaskOps ? ~Mask{0} : bit(m) - 1;
-    solve(full);
-    std::vector<Stage> stages;
-    for (Mask s = full; s;) {
-      const Entry& e = memo_.at(s);
-      stages.push_back(stage_of(e));
-      s &= ~e.ending;
-    }
-    std::reverse(stages.begin(), stages.end());
-    return stages;
+    stats.states = states_;
+    stats.transitions = transitions_;
+    stats.stage_keys = table_.size();
+    stats.cost_queries = table_.queries();
+    stats.measured = table_.num_measured();
+    stats.known = table_.known_on_intern();
+    stats.estimated = table_.size() - stats.measured - stats.known;
+    stats.measuring_seconds = table_.measuring_seconds();
+    report(true);
+    return schedule;
   }
 
  private:
-  struct Entry {
-    double cost = kInfinity;
-    double stage_ms = 0;
-    Mask ending = 0;
-    bool merge = false;
-    std::vector<Mask> groups;  // concurrent: group masks (empty: one group per component)
-  };
-
-  bool pruned() const { return options_.pruned; }
-  bool allow_concurrent() const { return options_.mode != DpMode::kMerge; }
-  bool allow_merge() const { return options_.mode != DpMode::kConcurrent; }
-
-  Stage stage_of(const Entry& e) const {
-    Stage stage;
-    if (e.merge) {
-      stage = Stage::merge(part_.ops_of(e.ending));
-    } else {
-      std::vector<std::vector<OpId>> groups;
-      for (Mask g : e.groups.empty() ? part_.components(e.ending) : e.groups) {
-        groups.push_back(part_.ops_of(g));
+  // Single ops first: every other stage is estimated from them, and with them the sequential
+  // schedule is complete. Measured even past the budget (there is no schedule without them).
+  void measure_single_ops() {
+    for (OpId op = 0; static_cast<size_t>(op) < graph_.num_ops(); ++op) {
+      const uint32_t id = table_.intern(Stage::concurrent({{op}}));
+      if (!table_.known(id)) {
+        table_.measure(id);
+        update_counts();
+        tick();
       }
-      stage = Stage::concurrent(std::move(groups));
-    }
-    stage.predicted_ms = e.stage_ms;
-    return stage;
-  }
-
-  static Entry probe(Mask ending, bool merge, std::vector<Mask> groups) {
-    Entry e;
-    e.ending = ending;
-    e.merge = merge;
-    e.groups = std::move(groups);
-    return e;
-  }
-
-  double merge_cost(Mask convs) {
-    auto it = merge_cost_.find(convs);
-    if (it != merge_cost_.end()) return it->second;
-    const double ms = coster_.latency(stage_of(probe(convs, true, {})));
-    merge_cost_.emplace(convs, ms);
-    return ms;
-  }
-
-  void consider(Entry& best, Mask s, Mask ending, bool merge, double stage_ms,
-                std::vector<Mask> groups = {}) {
-    ++stats_.transitions;
-    ticker_.tick();
-    const double total = solve(s & ~ending) + stage_ms;
-    if (total < best.cost) {
-      best.cost = total;
-      best.stage_ms = stage_ms;
-      best.ending = ending;
-      best.merge = merge;
-      best.groups = std::move(groups);
+      table_.set_single(op, id);
     }
   }
 
-  // Every partition of `comps` into groups (restricted growth strings).
-  void for_each_partition(const std::vector<Mask>& comps, std::vector<Mask>& groups, size_t i,
-                          const std::function<void(const std::vector<Mask>&)>& visit) {
-    if (i == comps.size()) {
-      visit(groups);
-      return;
-    }
-    for (size_t g = 0; g < groups.size(); ++g) {
-      groups[g] |= comps[i];
-      for_each_partition(comps, groups, i + 1, visit);
-      groups[g] &= ~comps[i];
-    }
-    groups.push_back(comps[i]);
-    for_each_partition(comps, groups, i + 1, visit);
-    groups.pop_back();
+  bool out_of_budget() const {
+    if (options_.budget.seconds > 0 && seconds_since(start_) >= options_.budget.seconds) return true;
+    return table_.num_measured() - singles_measured_ >= options_.budget.max_measurements;
   }
 
-  void visit_ending(Entry& best, Mask s, Mask ending) {
-    if (pruned()) {
-      // Cached per ending: its latency, or infinity when it has more than s components.
-      auto it = concurrent_cost_.find(ending);
-      double ms;
-      if (it != concurrent_cost_.end()) {
-        ms = it->second;
+  // Stages costed from their ops without measuring: chains (no overlap inside one group) and,
+  // with a tiny_ms threshold, stages whose every op is tiny.
+  bool settled_by_ops(uint32_t c) const {
+    if (table_.klass(c) == CandidateClass::kChain) return true;
+    return options_.budget.tiny_ms > 0 && table_.max_single_ms(c) < options_.budget.tiny_ms;
+  }
+
+  // What a round plans with: known latencies; otherwise the estimate x `scale` (scale 1: chains
+  // and tiny stages are settled by their ops' sum).
+  std::vector<double> planning_costs(double scale) const {
+    std::vector<double> cost(table_.size());
+    for (uint32_t c = 0; c < cost.size(); ++c) {
+      if (table_.known(c)) {
+        cost[c] = table_.ms(c);
+      } else if (scale == 1 && settled_by_ops(c)) {
+        cost[c] = table_.singles_ms(c);
       } else {
-        const bool too_many =
-            static_cast<int>(part_.components(ending).size()) > options_.max_num_groups;
-        ms = too_many ? kInfinity : coster_.latency(stage_of(probe(ending, false, {})));
-        concurrent_cost_.emplace(ending, ms);
-      }
-      if (ms < kInfinity) consider(best, s, ending, false, ms);
-      return;
-    }
-    std::vector<Mask> groups;
-    for_each_partition(part_.components(ending), groups, 0,
-                       [&](const std::vector<Mask>& partition) {
-                         const double ms = coster_.latency(stage_of(probe(ending, false, partition)));
-                         consider(best, s, ending, false, ms, partition);
-                       });
-  }
-
-  // Depth-first enumeration of the endings of `s` (see the file comment).
-  void endings(Entry& best, Mask s, const int* candidates, int count, int k, Mask ending) {
-    if (k == count) {
-      if (ending) visit_ending(best, s, ending);
-      return;
-    }
-    const int u = candidates[k];
-    endings(best, s, candidates, count, k + 1, ending);
-    if ((part_.succ[u] & s & ~ending) != 0) return;  // a successor in s stays: u cannot end
-    const Mask with = ending | bit(u);
-    if (pruned() &&
-        std::popcount(part_.component(bit(u), with)) > options_.max_group_size) {
-      return;
-    }
-    endings(best, s, candidates, count, k + 1, with);
-  }
-
-  void merges(Entry& best, Mask s, Mask sinks) {
-    const Mask pool = sinks & part_.mergeable;
-    if (std::popcount(pool) < 2) return;
-    // Cliques of pairwise-mergeable sinks, each set once (ascending choice).
-    std::function<void(Mask, Mask)> grow = [&](Mask chosen, Mask allowed) {
-      if (std::popcount(chosen) >= 2) consider(best, s, chosen, true, merge_cost(chosen));
-      for (Mask rest = allowed; rest; rest &= rest - 1) {
-        const int u = std::countr_zero(rest);
-        const Mask higher = rest & ~bit(u) & ~(bit(u) - 1);
-        grow(chosen | bit(u), higher & part_.merge_ok[u]);
-      }
-    };
-    grow(0, pool);
-  }
-
-  double solve(Mask s) {
-    if (s == 0) return 0;
-    auto found = memo_.find(s);
-    if (found != memo_.end()) return found->second.cost;
-    ++stats_.states;
-    Entry best;
-    Mask sinks = 0;
-    int candidates[kMaxMaskOps];
-    int count = 0;
-    for (Mask rest = s; rest;) {
-      const int u = kMaxMaskOps - 1 - std::countl_zero(rest);  // descending: reverse topological
-      rest &= ~bit(u);
-      if ((part_.succ[u] & s) == 0) sinks |= bit(u);
-      if (!pruned() || std::popcount(part_.desc[u] & s) < options_.max_group_size) {
-        candidates[count++] = u;
+        cost[c] = table_.estimate(c) * scale;
       }
     }
-    if (allow_concurrent()) {
-      endings(best, s, candidates, count, 0, 0);
-    } else {
-      for (Mask rest = sinks; rest; rest &= rest - 1) {
-        const Mask one = rest & (~rest + 1);
-        visit_ending(best, s, one);
-      }
-    }
-    if (allow_merge()) merges(best, s, sinks);
-    const double cost = best.cost;
-    memo_.emplace(s, std::move(best));
     return cost;
   }
 
-  PartGraph part_;
+  // What the result may use: known latencies, chains and tiny stages by their ops; nothing else.
+  double final_cost(uint32_t c) const {
+    if (table_.known(c)) return table_.ms(c);
+    return settled_by_ops(c) ? table_.singles_ms(c) : kInfinity;
+  }
+
+  static double total(const std::vector<PartSolution>& solutions) {
+    double sum = 0;
+    for (const PartSolution& s : solutions) sum += s.cost;
+    return sum;
+  }
+
+  // The parts whose DAG uses each candidate (to solve again only what a measurement changed).
+  void index_parts() {
+    parts_of_.assign(table_.size(), {});
+    for (uint32_t p = 0; p < dags_.size(); ++p) {
+      for (const Transition& t : dags_[p].transitions()) {
+        auto& parts = parts_of_[t.stage];
+        if (parts.empty() || parts.back() != p) parts.push_back(p);
+      }
+    }
+  }
+
+  // Solutions of every part under `cost`, kept up to date part by part.
+  struct Solved {
+    std::vector<double> cost;
+    std::vector<PartSolution> parts;
+    std::vector<char> dirty;
+
+    void invalidate_all() { std::fill(dirty.begin(), dirty.end(), 1); }
+    void update(const std::vector<PartDag>& dags) {
+      for (size_t p = 0; p < dags.size(); ++p) {
+        if (!dirty[p]) continue;
+        parts[p] = dags[p].solve(cost);
+        dirty[p] = 0;
+      }
+    }
+  };
+
+  Solved solved(std::vector<double> cost) const {
+    return Solved{std::move(cost), std::vector<PartSolution>(dags_.size()),
+                  std::vector<char>(dags_.size(), 1)};
+  }
+
+  // Measures candidate `c` and brings every cost vector and solution that depends on it up to date.
+  void measure(uint32_t c, std::initializer_list<Solved*> solutions) {
+    const double ms = table_.measure(c);
+    for (Solved* s : solutions) {
+      s->cost[c] = ms;
+      for (uint32_t p : parts_of_[c]) s->dirty[p] = 1;
+    }
+    update_counts();
+    tick();
+  }
+
+  // Measures the wanted candidates, the largest possible gain first; false when the budget ended
+  // it before all were measured.
+  bool measure_by_gain(const std::map<uint32_t, double>& wanted,
+                       std::initializer_list<Solved*> solutions) {
+    std::vector<std::pair<double, uint32_t>> order;
+    for (const auto& [c, gain] : wanted) order.emplace_back(-gain, c);
+    std::sort(order.begin(), order.end());
+    for (const auto& entry : order) {
+      if (out_of_budget()) return false;
+      measure(entry.second, solutions);
+    }
+    return true;
+  }
+
+  void stop_for_budget(SearchStats& stats) {
+    stats.converged = false;
+    stats.out_of_budget = true;
+  }
+
+  // Rounds of solve-and-measure on the estimates (see the file comment): each measures the
+  // unknown stages on the paths the estimates choose, most promising first. Returns false when
+  // the budget ended it; else `out` holds the converged solutions.
+  bool estimate_rounds(SearchStats& stats, Solved& best, std::vector<PartSolution>& out) {
+    Solved plan = solved(planning_costs(1.0));
+    uint64_t revision = table_.ratio_revision();
+    for (;;) {
+      ++stats.rounds;
+      plan.update(dags_);
+      // Unknown stages on the planned paths, by the gain their estimates promise (summed over
+      // the parts whose path takes them).
+      std::map<uint32_t, double> wanted;
+      for (size_t p = 0; p < dags_.size(); ++p) {
+        for (uint32_t t : plan.parts[p].transitions) {
+          const uint32_t c = dags_[p].transitions()[t].stage;
+          if (table_.known(c) || settled_by_ops(c)) continue;
+          wanted[c] += std::max(0.0, table_.singles_ms(c) - plan.cost[c]);
+        }
+      }
+      stats.bound_ms = progress_.bound_ms = total(plan.parts);
+      if (wanted.empty()) {
+        out = plan.parts;
+        return true;
+      }
+      if (!measure_by_gain(wanted, {&plan, &best})) return false;
+      // Estimates follow the learned ratios: when those moved, every unknown stage's did.
+      if (table_.ratio_revision() != revision) {
+        revision = table_.ratio_revision();
+        plan.cost = planning_costs(1.0);
+        plan.invalidate_all();
+      }
+      best.update(dags_);
+      progress_.best_ms = total(best.parts);
+    }
+  }
+
+  // Exhaustive rounds at `scale` < 1: each measures, in one batch, every unknown stage on some
+  // path whose planned cost (known latencies, estimates x scale) beats the part's best path of
+  // measured stages, the most promising first. A measurement only raises a planned cost when the
+  // estimates are lower bounds (at scale 0 they are: nothing costs less than 0), so a stage left
+  // out once cannot matter later: at scale 0 this ends, in a few rounds, with the optimum over all
+  // candidates. Returns false when the budget ended it; else `out` holds the optimum of measured
+  // stages.
+  bool bound_rounds(double scale, SearchStats& stats, Solved& best, std::vector<PartSolution>& out) {
+    constexpr double kSlack = 1e-12;  // relative: equal costs are no improvement
+    std::vector<double> known(table_.size());
+    for (uint32_t c = 0; c < known.size(); ++c) known[c] = table_.known(c) ? table_.ms(c) : kInfinity;
+    Solved measured = solved(std::move(known));
+    Solved planned = solved(planning_costs(scale));
+    std::vector<std::vector<double>> from(dags_.size()), to(dags_.size());
+    uint64_t revision = table_.ratio_revision();
+    for (;;) {
+      ++stats.rounds;
+      measured.update(dags_);
+      std::map<uint32_t, double> wanted;  // candidate -> the most its paths could gain
+      for (size_t p = 0; p < dags_.size(); ++p) {
+        if (planned.dirty[p]) {
+          from[p] = dags_[p].from_start(planned.cost);
+          to[p] = dags_[p].to_end(planned.cost);
+          planned.dirty[p] = 0;
+        }
+        const double limit = measured.parts[p].cost * (1 - kSlack);
+        if (to[p].back() >= limit) continue;  // nothing unknown can beat the measured path
+        const PartDag& dag = dags_[p];
+        dag.for_each_transition([&](uint32_t t, uint32_t state) {
+          const Transition& tr = dag.transitions()[t];
+          if (table_.known(tr.stage)) return;
+          const double path = from[p][state] + planned.cost[tr.stage] + to[p][tr.to];
+          if (path < limit) {
+            double& gain = wanted[tr.stage];
+            gain = std::max(gain, measured.parts[p].cost - path);
+          }
+        });
+      }
+      if (wanted.empty()) {
+        out = measured.parts;
+        return true;
+      }
+      if (!measure_by_gain(wanted, {&measured, &planned, &best})) return false;
+      if (scale > 0 && table_.ratio_revision() != revision) {
+        revision = table_.ratio_revision();
+        planned.cost = planning_costs(scale);
+        planned.invalidate_all();
+      }
+      best.update(dags_);
+      progress_.best_ms = total(best.parts);
+    }
+  }
+
+  // The rounds of the search (see the file comment). Returns the solutions to use.
+  std::vector<PartSolution> improve(SearchStats& stats) {
+    index_parts();
+    std::vector<double> final(table_.size());
+    for (uint32_t c = 0; c < final.size(); ++c) final[c] = final_cost(c);
+    Solved best = solved(std::move(final));
+    best.update(dags_);
+    progress_.best_ms = total(best.parts);
+    std::vector<PartSolution> converged;
+    bool finished = estimate_rounds(stats, best, converged);
+    if (options_.budget.exhaustive) {
+      for (double scale : kExhaustiveScales) {
+        if (finished) finished = bound_rounds(scale, stats, best, converged);
+      }
+    }
+    if (finished) return converged;
+    stop_for_budget(stats);
+    best.update(dags_);
+    return best.parts;
+  }
+
+  void update_counts() { progress_.measured = table_.num_measured(); }
+
+  void tick() {
+    if (!options_.on_progress) return;
+    // The clock is read every 16 calls: the callback is also where a caller notices an interrupt.
+    if ((++calls_ & 15) != 0 && progress_.measured == last_measured_) return;
+    if (seconds_since(start_) - last_ < kProgressInterval) return;
+    report(false);
+  }
+
+  void report(bool final) {
+    if (!options_.on_progress) return;
+    last_ = seconds_since(start_);
+    last_measured_ = progress_.measured;
+    progress_.seconds = last_;
+    progress_.stages = table_.size();
+    progress_.estimated = table_.size() - table_.num_measured() - table_.known_on_intern();
+    if (final) progress_.block = progress_.num_blocks;
+    options_.on_progress(progress_);
+  }
+
+  const graph::Graph& graph_;
   const SearchOptions& options_;
-  StageCoster& coster_;
-  SearchStats& stats_;
-  Ticker& ticker_;
-  std::unordered_map<Mask, Entry> memo_;
-  std::unordered_map<Mask, double> concurrent_cost_;
-  std::unordered_map<Mask, double> merge_cost_;
+  CandidateTable table_;
+  Clock::time_point start_;
+  std::vector<PartDag> dags_;
+  std::vector<std::vector<uint32_t>> parts_of_;  // by candidate: the parts whose DAG uses it
+  size_t states_ = 0, transitions_ = 0;
+  size_t singles_measured_ = 0;
+  SearchProgress progress_;
+  size_t calls_ = 0;
+  size_t last_measured_ = 0;
+  double last_ = -1;
 };
 
 class DpScheduler : public Scheduler {
@@ -338,26 +377,11 @@ class DpScheduler : public Scheduler {
 
   Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats_out) override {
     SearchStats stats;
-    const auto blocks = graph::partition_blocks(graph);
-    stats.blocks = blocks.size();
-    Ticker ticker(options_, stats, blocks.size());
-    StageCoster coster(graph, model);
-    Schedule schedule;
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      std::string note;
-      const auto parts = split_block(graph, blocks[b].ops, options_, &note);
-      if (!note.empty()) stats.splits.push_back(cat("block ", b, " ", note));
-      for (const auto& part : parts) {
-        ++stats.parts;
-        PartSearch search(graph, part, options_, coster, stats, ticker);
-        for (Stage& stage : search.run()) schedule.stages.push_back(std::move(stage));
-      }
-      ticker.block_done();
-    }
+    const auto start = Clock::now();
+    Schedule schedule = DpSearch(graph, model, options_).run(stats);
     fill_meta(graph, model, options_, schedule);
-    stats.stage_keys = coster.distinct_keys();
-    stats.cost_queries = coster.queries();
-    stats.seconds = ticker.elapsed();
+    schedule.meta.search.converged = stats.converged;
+    stats.seconds = seconds_since(start);
     schedule.meta.search_seconds = stats.seconds;
     if (stats_out) *stats_out = stats;
     return schedule;
@@ -410,7 +434,7 @@ std::vector<OpId> level_order(const graph::Graph& graph, const std::vector<OpId>
 std::vector<std::vector<OpId>> split_block(const graph::Graph& graph,
                                            const std::vector<OpId>& block,
                                            const SearchOptions& options, std::string* note) {
-  const int max_ops = std::clamp(options.max_part_ops, 1, kMaxMaskOps);
+  const int max_ops = std::clamp(options.max_part_ops, 1, kMaxPartOps);
   // Parts are consecutive runs of a topological order that keeps independent ops together (by
   // level), so that a part spans the parallel branches and the DP can run them concurrently.
   const std::vector<OpId> order = level_order(graph, block);

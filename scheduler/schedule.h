@@ -52,6 +52,9 @@ struct SearchSettings {
   int max_group_size = 3;               ///< r
   int max_num_groups = 8;               ///< s
   bool pruned = true;                   ///< false: the unpruned search
+  double budget_s = 0;                  ///< dp on a measured model: its time budget (0: none)
+  bool exhaustive = false;              ///< dp: measured every stage that could still win
+  bool converged = true;                ///< dp: false when the budget ended the search
 };
 
 /// What a schedule is for and how it was made.

@@ -73,6 +73,10 @@ ScheduleMeta read_meta(const Reader& r, const YAML::Node& root) {
   meta.search.max_group_size = r.get<int>(search, "max_group_size");
   meta.search.max_num_groups = r.get<int>(search, "max_num_groups");
   meta.search.pruned = r.get<bool>(search, "pruned");
+  // Written since the bounded search (files from before have none).
+  if (search["budget_s"]) meta.search.budget_s = r.get<double>(search, "budget_s");
+  if (search["exhaustive"]) meta.search.exhaustive = r.get<bool>(search, "exhaustive");
+  if (search["converged"]) meta.search.converged = r.get<bool>(search, "converged");
   meta.predicted_ms = r.get<double>(root, "predicted_ms");
   meta.search_seconds = r.get<double>(root, "search_seconds");
   return meta;
@@ -205,6 +209,11 @@ std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule
   out << YAML::Key << "max_group_size" << YAML::Value << m.search.max_group_size;
   out << YAML::Key << "max_num_groups" << YAML::Value << m.search.max_num_groups;
   out << YAML::Key << "pruned" << YAML::Value << (m.search.pruned ? "true" : "false");
+  if (m.search.strategy == "dp") {
+    out << YAML::Key << "budget_s" << YAML::Value << m.search.budget_s;
+    out << YAML::Key << "exhaustive" << YAML::Value << (m.search.exhaustive ? "true" : "false");
+    out << YAML::Key << "converged" << YAML::Value << (m.search.converged ? "true" : "false");
+  }
   out << YAML::EndMap;
   out << YAML::Key << "predicted_ms" << YAML::Value << format_ms(m.predicted_ms);
   out << YAML::Key << "search_seconds" << YAML::Value << fixed(m.search_seconds, 3);

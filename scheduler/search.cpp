@@ -68,6 +68,8 @@ void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOp
   meta.search.max_group_size = options.max_group_size;
   meta.search.max_num_groups = options.max_num_groups;
   meta.search.pruned = options.pruned;
+  meta.search.budget_s = options.budget.seconds;
+  meta.search.exhaustive = options.budget.exhaustive;
   meta.predicted_ms = 0;
   for (const Stage& stage : schedule.stages) meta.predicted_ms += stage.predicted_ms;
 }

@@ -10,6 +10,7 @@
 ///   Schedule s = make_scheduler(options)->schedule(graph, cost_model, &stats);
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +36,40 @@ DpMode parse_dp_mode(std::string_view name);
 
 /// Progress of a running search, reported to SearchOptions::on_progress.
 struct SearchProgress {
-  size_t block = 0;         ///< blocks finished
-  size_t num_blocks = 0;    ///< blocks in all
+  size_t block = 0;         ///< blocks finished (dp: parts whose enumeration is done)
+  size_t num_blocks = 0;    ///< blocks in all (dp: parts)
   size_t states = 0;        ///< DP states explored so far
   size_t transitions = 0;   ///< DP transitions so far
   double seconds = 0;       ///< elapsed
+  // A search on a model that measures (dp): what it measured and where it stands.
+  size_t stages = 0;        ///< distinct candidate stages (canonical keys) found so far
+  size_t measured = 0;      ///< stages measured so far (single ops included)
+  size_t estimated = 0;     ///< stages costed without measuring (cached, or from single-op times)
+  double best_ms = 0;       ///< the best schedule's predicted latency so far (0: none yet)
+  double bound_ms = 0;      ///< what the best schedule could reach by the current estimates
+  double budget_s = 0;      ///< the time budget (0: none)
+};
+
+/// How long a DP on a cost model that measures may take, and what it may skip. The search starts
+/// from single-op measurements (the sequential schedule is always complete), costs every other
+/// candidate stage from them (optimistic ratios learned from the stages measured so far), and
+/// measures only the stages on the schedule the estimates say is best, repeating until that
+/// schedule is all measured (converged) or the budget ends; then it returns the best schedule
+/// whose every stage is measured or derived from measurements. Cheap cost models (every latency
+/// known) get the exact DP.
+struct SearchBudget {
+  /// Wall-clock seconds for the whole search (enumeration and measurement); 0: no limit. Single
+  /// ops are measured even past it (without them there is no schedule).
+  double seconds = 40;
+  /// Stages measured at most beyond the single ops (deterministic budgets for tests).
+  size_t max_measurements = std::numeric_limits<size_t>::max();
+  /// Stages whose ops each take less than this (ms, alone) are costed as the sum of their ops'
+  /// times, never measured (0: off; on a CPU, tiny ops gain nothing from streams).
+  double tiny_ms = 0;
+  /// After converging on the estimates, go on measuring every stage that could still win however
+  /// optimistic its estimate (the unbounded search: with seconds = 0 it finds the same schedule as
+  /// measuring every candidate, in hours on NASNet-A Large).
+  bool exhaustive = false;
 };
 
 /// Options of every scheduler (each uses the ones that apply to it).
@@ -54,6 +84,8 @@ struct SearchOptions {
   double max_part_transitions = 2e5;
   /// dp: hard cap on ops per part (the DP state is a 64-bit set).
   int max_part_ops = 64;
+  /// dp on a cost model that measures: time budget and shortcuts.
+  SearchBudget budget;
   /// Called about every 0.2 s during a search (optional).
   std::function<void(const SearchProgress&)> on_progress;
 };
@@ -68,6 +100,18 @@ struct SearchStats {
   size_t cost_queries = 0;      ///< stage latencies asked of the cost model
   double seconds = 0;           ///< wall time
   std::vector<std::string> splits;  ///< one line per block that had to be split
+  // dp on a cost model that measures (SearchBudget):
+  size_t measured = 0;          ///< stages measured by this search (single ops included)
+  size_t known = 0;             ///< stages the model already knew (its cache)
+  size_t estimated = 0;         ///< stages never measured: costed from single-op times
+  bool converged = true;        ///< the best schedule by the estimates is all measured
+  bool out_of_budget = false;   ///< the budget ended the search
+  double bound_ms = 0;          ///< the estimates' best latency (a lower bound when converged)
+  size_t rounds = 0;            ///< solve-and-measure rounds
+  double measuring_seconds = 0; ///< time spent in the cost model's measurements
+  /// Set by callers that keep schedules (session::obtain_schedule): the file the schedule came
+  /// from instead of a search ("" when it was searched).
+  std::string from_cache;
 };
 
 /// A scheduler: turns a graph into a schedule using a cost model.

@@ -68,6 +68,44 @@ std::string schedule_summary(const Schedule& s) {
   return out.str();
 }
 
+std::string search_progress_text(const scheduler::SearchProgress& p) {
+  std::string text = cat("part ", p.block, "/", p.num_blocks, ", ", p.states, " states, ",
+                         p.transitions, " transitions");
+  if (p.measured > 0) {
+    text += cat("; ", p.measured, " stages measured, ", p.estimated, " estimated");
+    if (p.best_ms > 0) text += cat("; best ", fixed(p.best_ms, 2), " ms");
+    if (p.bound_ms > 0) text += cat(" (estimates: ", fixed(p.bound_ms, 2), ")");
+  }
+  text += cat("; ", fixed(p.seconds, 1), " s");
+  if (p.budget_s > 0) text += cat(" of ", fixed(p.budget_s, 0));
+  return text;
+}
+
+std::string search_stats_text(const scheduler::SearchStats& st, const Schedule& schedule) {
+  if (!st.from_cache.empty()) {
+    const auto& search = schedule.meta.search;
+    return cat("schedule from the cache (", st.from_cache, "): searched in ",
+               fixed(schedule.meta.search_seconds, 1), " s",
+               search.converged ? ", converged"
+                                : cat(", stopped by its budget of ", fixed(search.budget_s, 0),
+                                      " s (a longer --search-budget searches again)"));
+  }
+  std::string text = cat("search ", fixed(st.seconds, 2), " s: ", st.blocks, " blocks, ", st.parts,
+                         " parts, ", st.states, " states, ", st.transitions, " transitions, ",
+                         st.stage_keys, " distinct stage keys");
+  if (st.measured == 0 && st.estimated == 0) return text;  // a cheap model: all costed
+  text += cat("; ", st.measured, " measured (", fixed(st.measuring_seconds, 1), " s), ", st.known,
+              " from the cache, ", st.estimated, " costed from their ops only");
+  if (st.out_of_budget) {
+    text += cat("; the budget ended it: the best schedule so far, predicted ",
+                fixed(schedule.meta.predicted_ms, 2), " ms, the estimates' best ",
+                fixed(st.bound_ms, 2), " ms (--search-budget for more)");
+  } else {
+    text += "; converged";
+  }
+  return text;
+}
+
 std::string plan_summary(const executor::ExecutionPlan& plan, const std::string& note) {
   const auto& m = plan.memory();
   std::ostringstream out;

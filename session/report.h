@@ -7,6 +7,7 @@
 #include "executor/plan.h"
 #include "graph/graph.h"
 #include "scheduler/schedule.h"
+#include "scheduler/search.h"
 
 namespace stagecraft::session {
 
@@ -17,6 +18,15 @@ std::string schedule_summary(const scheduler::Schedule& schedule);
 /// A table of the stages: index, kind, op count, predicted ms and the groups by op name
 /// ("[a > b] | [c]" for concurrent groups, "merge [a] + [b]" for a merge). Ends with a newline.
 std::string stage_table(const graph::Graph& graph, const scheduler::Schedule& schedule);
+
+/// One progress line of a running search (no newline): parts enumerated, then — on a model that
+/// measures — stages measured and estimated, the best predicted latency so far and what the
+/// estimates say it could reach, and the time against the budget.
+std::string search_progress_text(const scheduler::SearchProgress& progress);
+
+/// One line after a search (no newline): time, parts, candidate stages, how many were measured,
+/// cached and costed from their ops, and whether it converged or its budget ended it.
+std::string search_stats_text(const scheduler::SearchStats& stats, const scheduler::Schedule& schedule);
 
 /// One line describing a plan: kernels, streams, events, layouts (with `note`, e.g. from
 /// report_fallbacks, in parentheses when not empty), activation memory with and without reuse,

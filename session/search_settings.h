@@ -17,6 +17,10 @@ struct SearchSettings {
   int max_num_groups = 8;      ///< s
   bool unpruned = false;       ///< search every ending and group partition
   double max_part_transitions = 2e5;
+  /// dp on a measured model: seconds for the whole search (0: no limit); see SearchBudget.
+  double budget_s = scheduler::SearchBudget{}.seconds;
+  /// dp on a measured model: measure every stage that could still win (the unbounded search).
+  bool exhaustive = false;
   std::string cost_model;  ///< "" = measured with a backend, analytic:v100 without
 
   /// Scheduler options for `strategy` ("sequential", "greedy", "dp").

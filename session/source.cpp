@@ -78,12 +78,12 @@ namespace {
 Model load_float_model(const GraphSource& source, const graph::InferenceOptions& passes) {
   graph::WeightStore onnx_weights;
   const graph::Graph raw = load_raw(source, &onnx_weights);
-  const graph::WeightStore weights =
-      is_onnx(source.spec) ? onnx_weights : graph::random_weights(raw, source.seed);
-  if (source.raw) return Model{raw, weights};
+  graph::WeightStore weights =
+      is_onnx(source.spec) ? std::move(onnx_weights) : graph::random_weights(raw, source.seed);
+  if (source.raw) return Model{raw, std::move(weights)};
   graph::PassLog log;
   graph::Graph g = graph::prepare_for_inference(raw, &log, passes);
-  return Model{std::move(g), graph::fold_weights(raw, weights, log)};
+  return Model{std::move(g), graph::fold_weights(raw, std::move(weights), log)};
 }
 
 }  // namespace

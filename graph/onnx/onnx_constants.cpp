@@ -21,6 +21,9 @@ namespace {
 
 using onnx::TensorProto;
 
+// FLOAT tensors with more elements than this are kept as floats (ConstTensor::f32).
+constexpr int64_t kDecodedFloats = 64;
+
 
 template <class T>
 void read_raw(const std::string& raw, std::vector<double>& out) {
@@ -112,9 +115,18 @@ int64_t product(const std::vector<int64_t>& dims) {
 
 int64_t ConstTensor::numel() const { return product(dims); }
 
+void ConstTensor::decode() {
+  if (values.empty() && !f32.empty()) values.assign(f32.begin(), f32.end());
+}
+
 std::vector<int64_t> ConstTensor::ints() const {
   // INT64_MAX ("to the end" in Slice) is not exact in a double: saturate instead of overflowing.
   constexpr double kLimit = 9.2e18;
+  if (values.empty() && !f32.empty()) {
+    ConstTensor decoded = *this;
+    decoded.decode();
+    return decoded.ints();
+  }
   std::vector<int64_t> out;
   out.reserve(values.size());
   for (double v : values) {
@@ -126,6 +138,7 @@ std::vector<int64_t> ConstTensor::ints() const {
 }
 
 std::vector<float> ConstTensor::floats() const {
+  if (values.empty() && !f32.empty()) return f32;
   return std::vector<float>(values.begin(), values.end());
 }
 
@@ -210,6 +223,20 @@ std::optional<ConstTensor> from_proto(const TensorProto& proto, std::string* why
   t.kind = kind_of(p.data_type());
   t.dims.assign(p.dims().begin(), p.dims().end());
   const int64_t n = t.numel();
+  if (p.data_type() == TensorProto::FLOAT && n > kDecodedFloats) {
+    if (p.has_raw_data()) {
+      const std::string& raw = p.raw_data();
+      t.f32.resize(raw.size() / sizeof(float));
+      std::memcpy(t.f32.data(), raw.data(), t.f32.size() * sizeof(float));
+    } else {
+      t.f32.assign(p.float_data().begin(), p.float_data().end());
+    }
+    if (static_cast<int64_t>(t.f32.size()) != n) {
+      *why = cat("it holds ", t.f32.size(), " values for shape [", join(t.dims, ", "), "]");
+      return std::nullopt;
+    }
+    return t;
+  }
   const auto* reader = entry_for(kValueReaders, p.data_type());
   if (reader == nullptr) {
     *why = cat("element type ", p.data_type(), " is not supported");

@@ -29,9 +29,15 @@ struct ConstTensor {
   ElemKind kind = ElemKind::kFloat;
   int32_t onnx_type = onnx::TensorProto::FLOAT;  ///< the ONNX element type it came with
   std::vector<int64_t> dims;                     ///< empty: a scalar
+  /// The elements as doubles (folding computes in them). Large FLOAT tensors (weights) keep
+  /// their elements in `f32` instead until a fold needs them (decode()): a model's weights would
+  /// take twice their size as doubles and be converted twice.
   std::vector<double> values;
+  std::vector<float> f32;  ///< see values
 
   int64_t numel() const;
+  /// Fills `values` from `f32` (a no-op when already decoded).
+  void decode();
   /// The values as int64 (rounded toward zero).
   std::vector<int64_t> ints() const;
   /// The values as float.

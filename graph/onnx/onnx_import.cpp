@@ -1,9 +1,17 @@
 // The ONNX importer's walk over the model: inputs, constants, folding, dispatch to translators.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -41,6 +49,10 @@ OnnxModel Importer::run(const std::string& bytes) {
       !model.ParseFromString(bytes)) {
     throw FormatError(cat(source_, ": not an ONNX model (the protobuf does not parse)"));
   }
+  return run(model);
+}
+
+OnnxModel Importer::run(const onnx::ModelProto& model) {
   opset_ = 0;
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
@@ -58,7 +70,10 @@ OnnxModel Importer::run(const std::string& bytes) {
     constants_[init.name()] = std::move(*t);
   }
   for (const auto& node : g.node()) {
-    for (const auto& in : node.input()) reader_kinds_[in].insert(node.op_type());
+    for (const auto& in : node.input()) {
+      reader_kinds_[in].insert(node.op_type());
+      ++readers_[in];
+    }
     for (const auto& out : node.output()) produced_.insert(out);
   }
   add_inputs(g);
@@ -150,7 +165,7 @@ void Importer::constant_node(const onnx::NodeProto& node) {
   constants_[node.output(0)] = std::move(*t);
 }
 
-std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) const {
+std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) {
   std::vector<FoldInput> inputs;
   for (const auto& name : node.input()) {
     FoldInput in;
@@ -171,6 +186,15 @@ std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) const 
       fail(node, unknown_input(name));
     }
     inputs.push_back(std::move(in));
+  }
+  // A node whose inputs are all constants may be folded: its large float constants are decoded
+  // to doubles for it (kept as floats otherwise).
+  const bool all_constant = std::all_of(inputs.begin(), inputs.end(),
+                                        [](const FoldInput& in) { return in.constant != nullptr; });
+  if (all_constant) {
+    for (const auto& name : node.input()) {
+      if (auto c = constants_.find(name); c != constants_.end()) c->second.decode();
+    }
   }
   return inputs;
 }
@@ -280,6 +304,15 @@ std::vector<int64_t> Importer::constant_ints(const onnx::NodeProto& node, int sl
   return c->ints();
 }
 
+std::vector<float> Importer::take_floats(const onnx::NodeProto& node, int slot) {
+  const ConstTensor* c = constant(node, slot);
+  if (!c) fail(node, cat("input ", slot, " must be a constant"));
+  const std::string& name = node.input(slot);
+  if (c->f32.empty() || readers_[name] != 1) return c->floats();
+  // Read by this node alone: its elements move into the op's weights instead of being copied.
+  return std::move(constants_.at(name).f32);
+}
+
 std::vector<float> Importer::constant_floats(const onnx::NodeProto& node, int slot,
                                              const char* what) const {
   const ConstTensor* c = constant(node, slot);
@@ -360,9 +393,35 @@ OnnxModel import_onnx_bytes(const std::string& bytes, const std::string& source,
   return onnx_import::Importer(source, options).run(bytes);
 }
 
+namespace {
+constexpr int kReadBlockBytes = 1 << 20;  // reads of a model file
+}  // namespace
+
 OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return onnx_import::Importer(path, options, dir.empty() ? "." : dir).run(read_text_file(path));
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw IoError(cat("cannot read '", path, "': it is a directory"));
+  }
+  // Parsed straight from the file: a model of hundreds of megabytes is not held twice.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(cat("cannot read '", path, "': ", std::strerror(errno)));
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream file(fd, kReadBlockBytes);
+    google::protobuf::io::CodedInputStream coded(&file);
+    coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    if (file.GetErrno() != 0) {
+      const int error = file.GetErrno();
+      ::close(fd);
+      throw IoError(cat("cannot read '", path, "': ", std::strerror(error)));
+    }
+  }
+  ::close(fd);
+  if (!parsed) throw FormatError(cat(path, ": not an ONNX model (the protobuf does not parse)"));
+  return onnx_import::Importer(path, options, dir.empty() ? "." : dir).run(model);
 }
 
 }  // namespace stagecraft::graph

@@ -103,7 +103,7 @@ void Importer::conv(const onnx::NodeProto& node) {
   a.bias = b != nullptr;
   const ValueId y = add(node, OpKind::kConv2d, a, {x});
   OpWeights& ow = weights_of_last();
-  ow.weight = w->floats();
+  ow.weight = take_floats(node, 1);
   if (b) ow.bias = b->floats();
   define(node, 0, y);
 }

@@ -27,6 +27,8 @@ class Importer {
   /// `model_dir`: the folder external data is read from ("" when the model is not a file).
   Importer(std::string source, const OnnxImportOptions& options, std::string model_dir = "");
   OnnxModel run(const std::string& bytes);
+  /// Imports a parsed model.
+  OnnxModel run(const onnx::ModelProto& model);
 
  private:
   // A Pad waiting to be folded into its readers.
@@ -49,9 +51,12 @@ class Importer {
   std::string unique(const std::string& base);
   void import_node(const onnx::NodeProto& node);
   void constant_node(const onnx::NodeProto& node);
-  std::vector<FoldInput> fold_inputs(const onnx::NodeProto& node) const;
+  std::vector<FoldInput> fold_inputs(const onnx::NodeProto& node);
   const ConstTensor* constant(const onnx::NodeProto& node, int slot) const;
   bool has_input(const onnx::NodeProto& node, int slot) const;
+  /// The floats of a constant input (an error naming the node when it is not constant), moved
+  /// out of the constant when this node is its only reader.
+  std::vector<float> take_floats(const onnx::NodeProto& node, int slot);
   std::vector<int64_t> constant_ints(const onnx::NodeProto& node, int slot, const char* what) const;
   std::vector<float> constant_floats(const onnx::NodeProto& node, int slot, const char* what) const;
   std::optional<float> constant_scalar(const onnx::NodeProto& node, int slot) const;
@@ -100,6 +105,7 @@ class Importer {
   OpId last_op_ = kNoOp;
   std::map<std::string, ValueId> values_;
   std::map<std::string, ConstTensor> constants_;
+  std::map<std::string, int> readers_;  // node inputs naming each value
   std::map<std::string, PendingPad> pending_pads_;
   std::map<std::string, PendingView> pending_views_;
   std::map<std::string, std::vector<int64_t>> empty_values_;  // slices with no channels, by name

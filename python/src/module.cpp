@@ -131,6 +131,9 @@ py::dict meta_dict(const scheduler::ScheduleMeta& m) {
   d["r"] = m.search.max_group_size;
   d["s"] = m.search.max_num_groups;
   d["pruned"] = m.search.pruned;
+  d["search_budget"] = m.search.budget_s;
+  d["exhaustive"] = m.search.exhaustive;
+  d["converged"] = m.search.converged;
   d["predicted_ms"] = m.predicted_ms;
   d["search_seconds"] = m.search_seconds;
   d["layout"] = m.layout;
@@ -155,9 +158,12 @@ py::list stage_list(const PySchedule& s) {
 }
 
 session::SearchSettings search_settings(const std::string& mode, int r, int s, bool unpruned,
-                                        double max_part_transitions,
-                                        const std::string& cost_model) {
+                                        double max_part_transitions, double budget_s,
+                                        bool exhaustive, const std::string& cost_model) {
+  if (!(budget_s >= 0)) throw UsageError(cat("search_budget: seconds must be >= 0 (0: no limit), got ", budget_s));
   session::SearchSettings settings;
+  settings.budget_s = budget_s;
+  settings.exhaustive = exhaustive;
   settings.mode = mode;
   settings.max_group_size = r;
   settings.max_num_groups = s;
@@ -191,12 +197,12 @@ void watch_layouts(session::BackendOptions& options, Progress& progress) {
 std::function<void(const scheduler::SearchProgress&)> watch_search(Progress& progress) {
   return [&progress](const scheduler::SearchProgress& p) {
     progress.report("search", static_cast<double>(p.block), static_cast<double>(p.num_blocks),
-                    p.seconds,
-                    cat(p.states, " states, ", p.transitions, " transitions"));
+                    p.seconds, session::search_progress_text(p));
   };
 }
 
-py::dict stats_dict(const scheduler::SearchStats& st, size_t measured, size_t cache_hits) {
+py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
+                    size_t measured, size_t cache_hits) {
   py::dict d;
   d["seconds"] = st.seconds;
   d["blocks"] = st.blocks;
@@ -207,6 +213,13 @@ py::dict stats_dict(const scheduler::SearchStats& st, size_t measured, size_t ca
   d["splits"] = st.splits;
   d["measured"] = measured;
   d["cache_hits"] = cache_hits;
+  d["measured_by_search"] = st.measured;
+  d["estimated"] = st.estimated;
+  d["converged"] = st.converged;
+  d["out_of_budget"] = st.out_of_budget;
+  d["bound_ms"] = st.bound_ms;
+  d["from_cache"] = st.from_cache;
+  d["summary"] = session::search_stats_text(st, schedule);
   return d;
 }
 
@@ -240,7 +253,7 @@ SchedulePtr search(const ModelPtr& model, const std::string& strategy,
       hits = session.measured->cache_hits();
     }
   }
-  result->stats = stats_dict(stats, measured, hits);
+  result->stats = stats_dict(stats, result->schedule, measured, hits);
   return result;
 }
 
@@ -307,7 +320,7 @@ class PySession {
       plan_note_ = session::report_fallbacks(options, *plan_);
       executor_ = std::make_unique<executor::Executor>(*plan_, nullptr, options.executor_options());
     }
-    result->stats = stats_dict(stats, backend_.measured ? backend_.measured->measurements() : 0,
+    result->stats = stats_dict(stats, result->schedule, backend_.measured ? backend_.measured->measurements() : 0,
                                backend_.measured ? backend_.measured->cache_hits() : 0);
     schedule_ = result;
   }
@@ -533,18 +546,20 @@ PYBIND11_MODULE(_stagecraft, m) {
 
   m.def("search", [](const std::shared_ptr<PyModel>& model, const std::string& strategy,
                      const std::string& mode, int r, int s, bool unpruned,
-                     double max_part_transitions, const std::string& cost_model,
-                     const std::string& backend, const std::string& cache_dir,
-                     const std::string& layout, int streams, py::object progress) {
+                     double max_part_transitions, double search_budget, bool exhaustive,
+                     const std::string& cost_model, const std::string& backend,
+                     const std::string& cache_dir, const std::string& layout, int streams,
+                     py::object progress) {
         return search(model, strategy,
-                      search_settings(mode, r, s, unpruned, max_part_transitions, cost_model),
+                      search_settings(mode, r, s, unpruned, max_part_transitions, search_budget,
+                                      exhaustive, cost_model),
                       backend_options(backend, cache_dir, layout, streams, false, false),
                       std::move(progress));
       },
       py::arg("model"), py::arg("strategy"), py::arg("mode"), py::arg("r"), py::arg("s"),
-      py::arg("unpruned"), py::arg("max_part_transitions"), py::arg("cost_model"),
-      py::arg("backend"), py::arg("cache_dir"), py::arg("layout"), py::arg("streams"),
-      py::arg("progress"));
+      py::arg("unpruned"), py::arg("max_part_transitions"), py::arg("search_budget"),
+      py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"),
+      py::arg("layout"), py::arg("streams"), py::arg("progress"));
   m.def("load_schedule", [](const std::string& path, const std::shared_ptr<PyModel>& model) {
         return load_schedule(path, model);
       }, py::arg("path"), py::arg("model"));
@@ -559,19 +574,20 @@ PYBIND11_MODULE(_stagecraft, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init([](const std::shared_ptr<PyModel>& model, const std::string& schedule,
                        const std::shared_ptr<PySchedule>& given, const std::string& mode, int r,
-                       int s, bool unpruned, double max_part_transitions,
-                       const std::string& cost_model, const std::string& backend,
+                       int s, bool unpruned, double max_part_transitions, double search_budget,
+                       bool exhaustive, const std::string& cost_model, const std::string& backend,
                        const std::string& cache_dir, const std::string& layout, int streams,
                        bool tf32, bool stream_mode, bool winograd, py::object progress) {
              return std::make_unique<PySession>(
                  model, schedule, given,
-                 search_settings(mode, r, s, unpruned, max_part_transitions, cost_model),
+                 search_settings(mode, r, s, unpruned, max_part_transitions, search_budget,
+                                 exhaustive, cost_model),
                  backend_options(backend, cache_dir, layout, streams, tf32, stream_mode, winograd),
                  std::move(progress));
            }),
            py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
            py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
-           py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
+           py::arg("search_budget"), py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
            py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("winograd"),
            py::arg("progress"))
       .def("run", &PySession::run, py::arg("inputs"))

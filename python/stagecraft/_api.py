@@ -256,14 +256,16 @@ class Schedule:
     @property
     def meta(self) -> Dict[str, Any]:
         """What the schedule is for and how it was made: network, graph_hash, num_ops, batch,
-        dtype, device, cost_model, strategy, mode, r, s, pruned, predicted_ms, search_seconds,
-        layout."""
+        dtype, device, cost_model, strategy, mode, r, s, pruned, search_budget, exhaustive,
+        converged, predicted_ms, search_seconds, layout."""
         return dict(self._core.meta)
 
     @property
     def stats(self) -> Dict[str, Any]:
         """Counters of the search that made it (seconds, blocks, parts, states, transitions,
-        stage_keys, splits, measured, cache_hits); empty for a loaded schedule."""
+        stage_keys, splits, measured, cache_hits; on a measured model also measured_by_search,
+        estimated, converged, out_of_budget, bound_ms, from_cache — the schedule cache file when
+        no search ran — and summary, the line the CLI prints); empty for a loaded schedule."""
         return dict(self._core.stats)
 
     @property
@@ -317,6 +319,7 @@ def _cost_model(cost_model: Optional[str]) -> str:
 
 def schedule(model: ModelLike, strategy: str = "dp", *, mode: str = "both", r: int = 3,
              s: int = 8, unpruned: bool = False, max_part_transitions: float = 2e5,
+             search_budget: float = 40.0, exhaustive: bool = False,
              cost_model: Optional[str] = None, backend: Optional[str] = None,
              layout: Optional[str] = None, cache_dir: Optional[PathLike] = None,
              streams: int = 8, batch: Optional[int] = None, input_size: Optional[int] = None,
@@ -329,6 +332,13 @@ def schedule(model: ModelLike, strategy: str = "dp", *, mode: str = "both", r: i
     - `strategy`: ``"sequential"`` (one op per stage), ``"greedy"`` (wavefront of ready ops) or
       ``"dp"`` (dynamic programming over endings; `mode` ``both`` | ``merge`` | ``concurrent``,
       at most `r` ops per group and `s` groups per stage, `unpruned` for small graphs only).
+    - `search_budget`: dp on a measured model: seconds for the whole search, measurements
+      included (0: no limit). Single ops are measured first, every other candidate stage is
+      estimated from them, and only the stages that can change the answer are measured; when the
+      budget ends, the best schedule found so far is returned (``Schedule.stats`` says whether the
+      search converged). `exhaustive`: go on measuring every stage that could still win (the
+      unbounded search; hours on NASNet-A Large with ``search_budget=0``). A search is kept in the
+      schedule cache beside the profile cache: the same search again returns at once.
     - `cost_model`: ``"measured"`` (stages timed on `backend`, cached under `cache_dir`) or
       ``"analytic:v100"`` / ``"analytic:a100"`` / ``"analytic:h100"``. Default: measured when a
       `backend` is given, else ``analytic:v100`` (as the CLI).
@@ -343,7 +353,8 @@ def schedule(model: ModelLike, strategy: str = "dp", *, mode: str = "both", r: i
                            progress=progress))
     with progress_for(progress) as callback:
         core = _core.search(m._core, strategy, mode, int(r), int(s), bool(unpruned),
-                            float(max_part_transitions), _cost_model(cost_model), backend or "",
+                            float(max_part_transitions), float(search_budget), bool(exhaustive),
+                            _cost_model(cost_model), backend or "",
                             _fspath(cache_dir) if cache_dir else "", layout or "", int(streams),
                             callback)
     return Schedule(core)
@@ -389,6 +400,7 @@ class Session:
                  calibration: Optional[PathLike] = None,
                  calibration_samples: Optional[int] = None, mode: str = "both", r: int = 3,
                  s: int = 8, unpruned: bool = False, max_part_transitions: float = 2e5,
+                 search_budget: float = 40.0, exhaustive: bool = False,
                  cost_model: Optional[str] = None, streams: int = 8, tf32: bool = False,
                  stream_mode: bool = False, winograd: bool = True,
                  progress: ProgressArg = None) -> None:
@@ -409,7 +421,8 @@ class Session:
                             f"{type(schedule).__name__}")
         with progress_for(progress) as callback:
             self._core = _core.Session(m._core, name, given, mode, int(r), int(s), bool(unpruned),
-                                       float(max_part_transitions), _cost_model(cost_model),
+                                       float(max_part_transitions), float(search_budget),
+                                       bool(exhaustive), _cost_model(cost_model),
                                        backend, _fspath(cache_dir) if cache_dir else "",
                                        layout or "", int(streams), bool(tf32), bool(stream_mode),
                                        bool(winograd), callback)

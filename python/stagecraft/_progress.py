@@ -59,7 +59,7 @@ class _Display:
 
         bar = self._bars.get(phase)
         if bar is None:
-            unit = {"search": "block", "layouts": "op", "calibrate": "sample", "bench": "round"}
+            unit = {"search": "part", "layouts": "op", "calibrate": "sample", "bench": "round"}
             bar = tqdm(total=int(total) if total > 0 else None, initial=int(done), desc=label,
                        unit=unit.get(phase, "it"), leave=False, file=sys.stderr)
             self._bars[phase] = bar

@@ -75,8 +75,18 @@ expect_ok run-auto-layout 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --in
 if grep -qE 'layouts: predicted [0-9.]+ ms .* measured' "$work/err"; then pass; else fail "run-auto-layout: no layout summary: $(head -c 300 "$work/err")"; fi
 if grep -qE 'layouts: end to end \(sequential[^)]*\): uniform [a-zA-Z0-9]+ [0-9.]+/[0-9.]+' "$work/err"; then pass; else fail "run-auto-layout: no end-to-end check: $(head -c 400 "$work/err")"; fi
 expect_ok run-dp-file 'plan: [0-9]+ kernels' -- run inception_v3 --schedule "$work/s.yaml" --iters 1 --warmup 0
-expect_ok schedule-measured 'measured [0-9]+ stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
-expect_ok schedule-measured-warm 'measured 0 stages' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q
+expect_ok schedule-measured '; [1-9][0-9]* measured \(' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q --cache-dir "$work/measured-cache"
+# the same search again: the schedule cache answers it (nothing searched, nothing measured)
+expect_ok schedule-measured-warm 'schedule from the cache \(.*schedules/[0-9a-f]{16}\.yaml\)' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q --cache-dir "$work/measured-cache"
+# a budget that ends before anything beyond the single ops is measured: the best schedule of what
+# was measured (valid: run executes it), and the line says the budget ended the search (the
+# exhaustive search, which must measure every stage that could win: the default one may settle a
+# small network from its single ops alone on a fast machine)
+expect_ok schedule-budget 'the budget ended it' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q --exhaustive --search-budget 0.000001 --cache-dir "$work/budget-cache" -o "$work/budget.yaml"
+expect_ok run-budget-schedule 'latency: median' -- run squeezenet1_1 --input-size 48 --schedule "$work/budget.yaml" --iters 1 --warmup 0
+# an incomplete search is not reused by a longer budget: it searches on (and converges)
+expect_ok schedule-budget-longer '; converged' -- schedule squeezenet1_1 --input-size 48 --backend cpu -q --exhaustive --search-budget 0 --cache-dir "$work/budget-cache"
+expect_error search-budget-negative 'search-budget' -- schedule squeezenet1_1 --backend cpu --search-budget -1
 expect_ok bench 'dp-both' -- bench squeezenet1_1 --input-size 48 --iters 2 --warmup 1 --out "$work/bench"
 [ -s "$work/bench/bench.csv" ] && [ -s "$work/bench/bench.json" ] && pass || fail "bench wrote no CSV/JSON"
 # kernels.csv: every kernel of the sequential plan, timed inside the run and alone (both > 0)

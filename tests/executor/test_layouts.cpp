@@ -164,7 +164,9 @@ TEST(LayoutKernels, Avx512IsABitOfTheIsaNotAnOrder) {
   }
   const bool avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
   const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
-  if (cap && std::string(cap) == "AVX2") EXPECT_FALSE(avx512) << "DNNL_MAX_CPU_ISA=AVX2 must hold";
+  if (cap && std::string(cap) == "AVX2") {
+    EXPECT_FALSE(avx512) << "DNNL_MAX_CPU_ISA=AVX2 must hold";
+  }
   EXPECT_EQ(cpu().preferred_layout(graph::DataType::kF32), avx512 ? Layout::kNChw16c : Layout::kNChw8c);
 }
 

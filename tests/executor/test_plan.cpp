@@ -15,6 +15,7 @@
 #include "networks/builder.h"
 #include "networks/registry.h"
 #include "profiler/analytic_cost_model.h"
+#include "profiler/measured_cost_model.h"
 #include "profiler/measured_layout_cost_model.h"
 #include "scheduler/layout_optimizer.h"
 #include "reference.h"
@@ -260,6 +261,29 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   const scheduler::LayoutPlan second = scheduler::optimize_layouts(m.graph, again, search);
   EXPECT_EQ(again.measurements(), 0u);
   EXPECT_EQ(second.value_layouts, chosen.value_layouts);
+}
+
+// Schedules from the DP on measured latencies — cut short by budgets of 0 and 5 measurements
+// beyond the single ops, and converged — run and give the sequential result.
+TEST(MeasuredSearch, EveryBudgetsScheduleMatchesTheSequentialResult) {
+  profiler::MeasureOptions quick;
+  quick.repeats = 1;
+  quick.sample_ms = 0.05;
+  for (const auto& [name, size] : {std::pair<const char*, int64_t>{"squeezenet1_1", 48},
+                                   {"randwire_small", 32}}) {
+    const Model m = network(name, size);
+    const auto want = run(m, schedule_of(m.graph, Strategy::kSequential));
+    profiler::MeasuredCostModel model(cpu(), nullptr, quick);
+    for (size_t budget : {size_t{0}, size_t{5}, std::numeric_limits<size_t>::max()}) {
+      scheduler::SearchOptions options;
+      options.budget.seconds = 0;
+      options.budget.max_measurements = budget;
+      scheduler::SearchStats stats;
+      const Schedule s = scheduler::make_scheduler(options)->schedule(m.graph, model, &stats);
+      EXPECT_EQ(stats.converged, !stats.out_of_budget);
+      expect_close(run(m, s), want, cat(name, " budget ", budget, stats.converged ? " converged" : ""));
+    }
+  }
 }
 
 // ---- Views, memory reuse, events, traces ----------------------------------------------------
