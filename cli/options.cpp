@@ -42,7 +42,7 @@ void add_dtype_options(CLI::App& command, GraphSource& source) {
                      "int8 without --calibration: generated inputs to calibrate on (default 8)");
 }
 
-void add_backend_options(CLI::App& command, BackendOptions& options, bool backend_default_cpu) {
+void add_backend_options(CLI::App& command, SessionOptions& options, bool backend_default_cpu) {
   options.log = &std::cerr;
   if (backend_default_cpu) options.backend = "cpu";
   command.add_option("--backend", options.backend, "backend to run and measure on: cpu | cuda");
@@ -54,40 +54,42 @@ void add_backend_options(CLI::App& command, BackendOptions& options, bool backen
                      "tensor, chosen by measuring; default: the backend's preferred)");
   command.add_option("--streams", options.max_streams, "stream slots of the plan (default 8)")
       ->check(CLI::PositiveNumber);
-  command.add_flag("--tf32", options.tf32,
+  command.add_option("--cost-model", options.cost_model,
+                     "measured (on --backend; the default when one is given) | analytic:DEVICE "
+                     "(configs/devices/; default analytic:v100 without a backend)");
+  command.add_flag("--tf32", options.backend_config.tf32,
                    "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
-  command.add_flag("!--no-winograd", options.winograd,
+  command.add_flag("!--no-winograd", options.backend_config.winograd,
                    "CPU: run every convolution on oneDNN (default: f32 stride-1 3x3, 1xK and Kx1 "
                    "convolutions by Winograd's algorithm where oneDNN has only direct AVX2 kernels)");
-  command.add_flag("--stream-mode", options.stream_mode,
+  command.add_flag("!--stream-mode", options.executor.replay_cuda_graph,
                    "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
 }
 
-void add_search_options(CLI::App& command, SearchSettings& settings) {
-  command.add_option("--mode", settings.mode, "dp stage kinds: both | merge | concurrent")
+void add_search_options(CLI::App& command, scheduler::SearchOptions& options) {
+  command.add_option_function<std::string>(
+             "--mode", [&options](const std::string& mode) { options.mode = scheduler::parse_dp_mode(mode); },
+             "dp stage kinds: both | merge | concurrent (default both)")
       ->check(CLI::IsMember({"both", "merge", "concurrent"}));
-  command.add_option("-r,--max-group-size", settings.max_group_size, "ops per group (default 3)")
+  command.add_option("-r,--max-group-size", options.max_group_size, "ops per group (default 3)")
       ->check(CLI::PositiveNumber);
-  command.add_option("-s,--max-num-groups", settings.max_num_groups,
+  command.add_option("-s,--max-num-groups", options.max_num_groups,
                      "groups (streams) per stage (default 8)")
       ->check(CLI::PositiveNumber);
-  command.add_flag("--unpruned", settings.unpruned,
+  command.add_flag("!--unpruned", options.pruned,
                    "search every ending and group partition (small graphs only)");
-  command.add_option("--max-part-transitions", settings.max_part_transitions,
+  command.add_option("--max-part-transitions", options.max_part_transitions,
                      "split wider blocks into parts above this estimate (default 2e5)")
       ->check(CLI::PositiveNumber);
-  command.add_option("--search-budget", settings.budget_s,
+  command.add_option("--search-budget", options.budget.seconds,
                      "dp on a measured model: seconds for the whole search, measurements "
                      "included (default 40; 0: no limit); the best schedule found so far is used "
                      "when it ends")
       ->check(CLI::NonNegativeNumber);
-  command.add_flag("--exhaustive", settings.exhaustive,
+  command.add_flag("--exhaustive", options.budget.exhaustive,
                    "dp on a measured model: after converging, measure every candidate stage that "
                    "could still win, however optimistic its estimate (the unbounded search; hours "
                    "on NASNet-A Large: combine with --search-budget 0)");
-  command.add_option("--cost-model", settings.cost_model,
-                     "measured (on --backend; the default when one is given) | analytic:DEVICE "
-                     "(configs/devices/; default analytic:v100 without a backend)");
 }
 
 namespace {

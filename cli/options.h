@@ -4,24 +4,19 @@
 
 #include <CLI/CLI.hpp>
 
-#include "session/backend_session.h"
-#include "session/search_settings.h"
+#include "scheduler/search_options.h"
+#include "session/pipeline.h"
 #include "session/source.h"
 
 namespace stagecraft::cli {
 
-using session::BackendOptions;
-using session::BackendSession;
 using session::GraphSource;
 using session::Model;
-using session::SearchSettings;
-using session::layouts_of_file;
+using session::Pipeline;
+using session::SessionOptions;
 using session::load_f32_model;
 using session::load_model;
 using session::load_source;
-using session::plan_options_for;
-using session::record_layouts;
-using session::report_fallbacks;
 
 /// Adds the positional NETWORK|FILE argument and --batch, --input-size, --seed, --raw, --dtype,
 /// --calibration, --calibration-samples; with `onnx_flag`, also --onnx FILE as another way to
@@ -30,14 +25,13 @@ void add_source_options(CLI::App& command, GraphSource& source, bool onnx_flag =
 /// Adds --dtype, --calibration and --calibration-samples only.
 void add_dtype_options(CLI::App& command, GraphSource& source);
 
-/// Adds --backend, --cache-dir, --layout, --streams, --tf32, --stream-mode; with
-/// `backend_default_cpu`, --backend defaults to "cpu" instead of none. Progress and warnings go
-/// to stderr.
-void add_backend_options(CLI::App& command, BackendOptions& options, bool backend_default_cpu);
+/// Adds --backend, --cache-dir, --cost-model, --layout, --streams, --tf32, --no-winograd,
+/// --stream-mode; with `backend_default_cpu`, --backend defaults to "cpu" instead of none.
+/// Progress and warnings go to stderr.
+void add_backend_options(CLI::App& command, SessionOptions& options, bool backend_default_cpu);
 
-/// Adds --mode, -r, -s, --unpruned, --max-part-transitions, --search-budget, --exhaustive,
-/// --cost-model.
-void add_search_options(CLI::App& command, SearchSettings& settings);
+/// Adds --mode, -r, -s, --unpruned, --max-part-transitions, --search-budget, --exhaustive.
+void add_search_options(CLI::App& command, scheduler::SearchOptions& options);
 
 /// Prints a search's progress on stderr once it has run for a second: one line rewritten in
 /// place on a terminal, else a line a second. Unless quiet.
@@ -49,7 +43,7 @@ class SearchProgressPrinter {
   SearchProgressPrinter& operator=(const SearchProgressPrinter&) = delete;
   /// Shows `progress`.
   void operator()(const scheduler::SearchProgress& progress);
-  /// A callback for SearchOptions::on_progress / obtain_schedule calling this printer.
+  /// A callback for SearchOptions::on_progress / Pipeline::schedule calling this printer.
   std::function<void(const scheduler::SearchProgress&)> callback() {
     return [this](const scheduler::SearchProgress& p) { (*this)(p); };
   }

@@ -29,49 +29,47 @@ namespace {
 
 using scheduler::Schedule;
 
-using session::is_strategy_name;
-using session::obtain_schedule;
-
 struct RunOptions {
   GraphSource source;
-  BackendOptions backend;
-  SearchSettings search;
+  SessionOptions backend;
+  scheduler::SearchOptions search;
   std::string schedule = "dp";
   int warmup = 3;
   int iters = 20;
   std::string trace;
   std::vector<std::string> input_files;
   std::vector<std::string> output_files;
+  std::string plan_listing;
 };
-
-void print_plan(const executor::ExecutionPlan& plan, const BackendOptions& options) {
-  std::cout << "  " << session::plan_summary(plan, report_fallbacks(options, plan)) << "\n";
-}
 
 void run_run(const RunOptions& o) {
   // The backend first: a missing device is one error line before any work (int8 calibration).
-  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);
+  Pipeline pipeline(o.backend, o.search);
+  pipeline.backend("run");
   const Model model = load_model(o.source);
-  if (!session.backend) throw UsageError("run needs a backend (--backend cpu)");
-  // Layouts first (a search then measures stages in them), then the schedule.
-  executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
-  scheduler::SearchStats stats;
-  auto printer = std::make_unique<SearchProgressPrinter>();
-  const Schedule schedule =
-      obtain_schedule(o.schedule, model.graph, session, o.search, &stats, printer->callback());
-  printer.reset();
-  if (!is_strategy_name(o.schedule)) plan_options = layouts_of_file(o.backend, schedule, plan_options);
-  if (session.cache) session.cache->save();
+  session::PreparedPlan prepared;
+  {
+    SearchProgressPrinter printer;
+    prepared = pipeline.prepare(model, o.schedule, printer.callback());
+  }
+  const Schedule& schedule = prepared.scheduled.schedule;
+  const executor::ExecutionPlan& plan = *prepared.plan;
   const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
   std::cout << model.graph.name() << " (batch " << batch << ", " << graph::compute_type(model.graph)
-            << ") on " << session.backend->name()
-            << ": schedule " << schedule.meta.search.strategy << " with " << schedule.stages.size()
-            << " stages, predicted " << fixed(schedule.meta.predicted_ms, 3) << " ms ("
-            << schedule.meta.cost_model << ")\n";
-  if (o.schedule == "dp") std::cout << "  " << session::search_stats_text(stats, schedule) << "\n";
-  executor::ExecutionPlan plan(model.graph, schedule, model.weights, *session.backend, plan_options);
-  print_plan(plan, o.backend);
-  executor::Executor executor(plan, nullptr, o.backend.executor_options());
+            << ") on " << plan.backend().name() << ": schedule "
+            << scheduler::to_string(schedule.meta.search.strategy) << " with "
+            << schedule.stages.size() << " stages, predicted "
+            << fixed(schedule.meta.predicted_ms, 3) << " ms (" << schedule.meta.cost_model << ")\n";
+  if (prepared.scheduled.searched && schedule.meta.search.strategy == scheduler::Strategy::kDp) {
+    std::cout << "  " << session::search_stats_text(prepared.scheduled.stats, schedule) << "\n";
+  }
+  std::cout << "  " << session::plan_summary(plan, prepared.fallback_note) << "\n";
+  if (!o.plan_listing.empty()) {
+    write_text_file(o.plan_listing, session::plan_listing(model.graph, plan));
+    std::cout << "wrote " << o.plan_listing << "\n";
+  }
+  const auto executor_ptr = pipeline.executor(*prepared.plan);
+  executor::Executor& executor = *executor_ptr;
   std::vector<executor::HostTensor> inputs;
   if (!o.input_files.empty() && o.input_files.size() != model.graph.inputs().size()) {
     throw UsageError(cat("--input: the graph takes ", model.graph.inputs().size(),
@@ -129,8 +127,8 @@ std::string csv_field(const std::string& text) {
 struct BenchOptions {
   std::vector<std::string> networks;
   GraphSource source;  // batch, input size, seed apply to every network
-  BackendOptions backend;
-  SearchSettings search;
+  SessionOptions backend;
+  scheduler::SearchOptions search;
   int warmup = 3;
   int iters = 20;
   std::string out = "stagecraft-results";
@@ -147,18 +145,19 @@ struct BenchRow {
 };
 
 void run_bench(const BenchOptions& o) {
-  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);
-  if (!session.backend) throw UsageError("bench needs a backend (--backend cpu)");
+  Pipeline pipeline(o.backend, o.search);
+  executor::Backend& backend = pipeline.backend("bench");
+  const session::BackendSession& session = pipeline.session();
   struct Variant {
     const char* name;
     const char* strategy;
-    const char* mode;
+    scheduler::DpMode mode;
   };
-  const Variant variants[] = {{"sequential", "sequential", "both"},
-                              {"greedy", "greedy", "both"},
-                              {"dp-merge", "dp", "merge"},
-                              {"dp-concurrent", "dp", "concurrent"},
-                              {"dp-both", "dp", "both"}};
+  const Variant variants[] = {{"sequential", "sequential", scheduler::DpMode::kBoth},
+                              {"greedy", "greedy", scheduler::DpMode::kBoth},
+                              {"dp-merge", "dp", scheduler::DpMode::kMerge},
+                              {"dp-concurrent", "dp", scheduler::DpMode::kConcurrent},
+                              {"dp-both", "dp", scheduler::DpMode::kBoth}};
   std::vector<BenchRow> rows;
   std::ostringstream notes;
   std::ostringstream kernel_csv;  // kernels.csv: the first schedule's kernels in the run and alone
@@ -168,46 +167,40 @@ void run_bench(const BenchOptions& o) {
     source.spec = network;
     const Model model = load_model(source);
     const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
-    std::vector<Schedule> schedules;
+    std::vector<session::ScheduledGraph> schedules;
     std::vector<BenchRow> net_rows;
-    // Layouts first: the searches then measure stages in them.
-    const executor::PlanOptions plan_options = plan_options_for(o.backend, model.graph, session);
     for (const Variant& v : variants) {
-      const SearchSettings flags = o.search.with_mode(v.mode);
       const size_t measured0 = session.measured ? session.measured->measurements() : 0;
       const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
       std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
-      scheduler::SearchStats stats;
-      auto printer = std::make_unique<SearchProgressPrinter>();
-      schedules.push_back(
-          obtain_schedule(v.strategy, model.graph, session, flags, &stats, printer->callback()));
-      printer.reset();
-      if (session.cache) session.cache->save();
+      {
+        SearchProgressPrinter printer;
+        schedules.push_back(pipeline.schedule(model.graph, v.strategy, v.mode, printer.callback()));
+      }
+      pipeline.save_cache();
+      const Schedule& schedule = schedules.back().schedule;
       BenchRow row;
       row.network = network;
       row.strategy = v.name;
       row.batch = batch;
       row.dtype = graph::compute_type(model.graph);
-      row.stages = schedules.back().stages.size();
-      row.predicted = schedules.back().meta.predicted_ms;
-      row.search_s = schedules.back().meta.search_seconds;
+      row.stages = schedule.stages.size();
+      row.predicted = schedule.meta.predicted_ms;
+      row.search_s = schedule.meta.search_seconds;
       row.measured = session.measured ? session.measured->measurements() - measured0 : 0;
       row.hits = session.measured ? session.measured->cache_hits() - hits0 : 0;
       net_rows.push_back(row);
     }
-    std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
+    std::vector<session::PreparedPlan> plans;
     std::vector<std::unique_ptr<executor::Executor>> executors;
     std::vector<executor::Executor*> timed;
     std::vector<executor::HostTensor> inputs;
     for (graph::ValueId v : model.graph.inputs()) {
       inputs.push_back(executor::random_host_tensor(model.graph.value(v).desc.shape, 1));
     }
-    for (const Schedule& s : schedules) {
-      plans.push_back(std::make_unique<executor::ExecutionPlan>(
-          model.graph, s, model.weights, *session.backend, plan_options));
-      report_fallbacks(o.backend, *plans.back());
-      executors.push_back(std::make_unique<executor::Executor>(*plans.back(), nullptr,
-                                                               o.backend.executor_options()));
+    for (session::ScheduledGraph& s : schedules) {
+      plans.push_back(pipeline.plan(model, std::move(s)));
+      executors.push_back(pipeline.executor(*plans.back().plan));
       executors.back()->set_inputs(inputs);
       timed.push_back(executors.back().get());
     }
@@ -226,7 +219,7 @@ void run_bench(const BenchOptions& o) {
       // each kernel alone (10 back-to-back launches, warm caches).
       // Per kernel too (kernels.csv): a kernel slower inside the run than alone waits on memory
       // its neighbours evicted (weights a model cannot keep in the cache from one run to the next).
-      const auto& kernels = plans[0]->kernels();
+      const auto& kernels = plans[0].plan->kernels();
       std::vector<double> in_run;
       std::vector<std::vector<double>> per_kernel(kernels.size());
       for (int it = 0; it < std::max(3, o.iters / 4); ++it) {
@@ -270,7 +263,7 @@ void run_bench(const BenchOptions& o) {
                    fixed(r.speedup, 2) + "x", fixed(r.predicted, 3), fixed(r.search_s, 2),
                    cat(r.measured), cat(r.hits)});
   }
-  std::cout << "device: " << session.backend->device_fingerprint() << "\n" << table.render()
+  std::cout << "device: " << backend.device_fingerprint() << "\n" << table.render()
             << notes.str();
 
   // CSV and JSON beside each other in --out.
@@ -291,9 +284,9 @@ void run_bench(const BenchOptions& o) {
                        {"speedup", r.speedup}, {"predicted_ms", r.predicted},
                        {"search_s", r.search_s}, {"measured", r.measured}, {"cache_hits", r.hits}});
   }
-  const nlohmann::json json = {{"device", session.backend->device_fingerprint()},
-                               {"description", session.backend->description()},
-                               {"backend", session.backend->name()},
+  const nlohmann::json json = {{"device", backend.device_fingerprint()},
+                               {"description", backend.description()},
+                               {"backend", backend.name()},
                                {"iterations", o.iters},
                                {"results", results}};
   const std::string csv_path = (std::filesystem::path(o.out) / "bench.csv").string();
@@ -323,6 +316,9 @@ void add_run_commands(CLI::App& app) {
                   "input tensor file (.pb TensorProto or .npy), one per graph input (default random)");
   run->add_option("--output", o->output_files,
                   "write the outputs of the first run to these files (.pb or .npy)");
+  run->add_option("--plan-listing", o->plan_listing,
+                  "write the plan's layouts and kernels (stage, stream, op, implementation), one "
+                  "line each, to this file");
   run->callback([o] { run_run(*o); });
 
   auto b = std::make_shared<BenchOptions>();

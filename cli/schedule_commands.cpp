@@ -24,32 +24,28 @@ using scheduler::Schedule;
 struct ScheduleOptions {
   GraphSource source;
   std::string strategy = "dp";
-  SearchSettings search;
-  BackendOptions backend;
+  scheduler::SearchOptions search;
+  SessionOptions backend;
   std::string output;
   std::string dot;
   bool quiet = false;
 };
 
 void run_schedule(const ScheduleOptions& o) {
-  BackendSession session = BackendSession::open(o.backend, o.search.cost_model);  // a missing device fails first
+  Pipeline pipeline(o.backend, o.search);  // a missing device fails first
   const graph::Graph g = load_source(o.source);
-  if (o.backend.auto_layout() && !session.backend) {
-    throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
+  session::ScheduledGraph scheduled;
+  {
+    SearchProgressPrinter printer(o.quiet);
+    scheduled = pipeline.schedule(g, o.strategy, printer.callback());
   }
-  // Layouts first: the search then measures stages in them, and the file records them.
-  const executor::PlanOptions plan = session.backend ? plan_options_for(o.backend, g, session)
-                                                     : o.backend.plan_options();
-  scheduler::SearchStats stats;
-  auto printer = std::make_unique<SearchProgressPrinter>(o.quiet);
-  Schedule s = session::obtain_schedule(o.strategy, g, session, o.search, &stats, printer->callback());
-  record_layouts(o.backend, plan, s);
-  printer.reset();
+  const Schedule& s = scheduled.schedule;
+  const scheduler::SearchStats& stats = scheduled.stats;
   std::cout << session::schedule_summary(s);
   std::cout << "  " << session::search_stats_text(stats, s) << "\n";
-  if (session.cache) {
-    std::cout << "  profile cache " << session.cache->path() << "\n";
-    session.cache->save();
+  if (const auto& cache = pipeline.session().cache) {
+    std::cout << "  profile cache " << cache->path() << "\n";
+    pipeline.save_cache();
   }
   for (const auto& split : stats.splits) std::cout << "  note: " << split << "\n";
   if (!o.output.empty()) {

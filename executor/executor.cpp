@@ -147,7 +147,7 @@ void Executor::enqueue(std::vector<KernelTiming>* timings) {
 }
 
 bool Executor::replay() {
-  if (!options_.graph || !plan_.backend().can_capture()) return false;
+  if (!options_.replay_cuda_graph || !plan_.backend().can_capture()) return false;
   if (!capture_tried_) {
     capture_tried_ = true;
     // One ordinary run first: libraries allocate workspaces and load kernels lazily on their first
@@ -185,7 +185,7 @@ double Executor::execute_repeated(int times) {
   std::stable_partition(waiting.begin(), waiting.end(),
                         [&](size_t s) { return !streams_[s]->runs_on_caller(); });
   const auto t0 = std::chrono::steady_clock::now();
-  if (options_.graph && (captured_ || !capture_tried_)) {
+  if (options_.replay_cuda_graph && (captured_ || !capture_tried_)) {
     // Replays on the origin stream follow each other: no barrier needed.
     bool replayed = true;
     for (int r = 0; r < times && replayed; ++r) replayed = replay();

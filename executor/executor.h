@@ -47,9 +47,9 @@ class StreamPool {
 
 /// How an executor launches a plan.
 struct ExecutorOptions {
-  /// Capture the whole run once and replay it (CUDA Graph) when the backend can; otherwise, or
-  /// when false, launch kernel by kernel on the streams ("stream mode").
-  bool graph = true;
+  /// Capture the whole run once as a CUDA Graph and replay it when the backend can; otherwise,
+  /// or when false, launch kernel by kernel on the streams ("stream mode").
+  bool replay_cuda_graph = true;
 };
 
 /// Runs a plan on its backend: streams and events, uploads and downloads.

@@ -205,7 +205,7 @@ double time_plan(executor::Backend& backend, executor::StreamPool& streams, cons
   // The first run of a plan that is replayed from a capture includes an ordinary run (libraries
   // load their kernels lazily) and the capture itself (issue 16, item 9): it neither counts as
   // warm-up nor sizes the samples. Algorithms were chosen when the plan was built.
-  if (options.executor.graph && backend.can_capture()) executor.execute_repeated(1);
+  if (options.executor.replay_cuda_graph && backend.can_capture()) executor.execute_repeated(1);
   double once = 0;
   for (int i = 0; i < std::max(1, options.warmup); ++i) once = executor.execute_repeated(1);
   if (once > options.give_up_ms) return once;

@@ -380,7 +380,7 @@ class DpScheduler : public Scheduler {
     const auto start = Clock::now();
     Schedule schedule = DpSearch(graph, model, options_).run(stats);
     fill_meta(graph, model, options_, schedule);
-    schedule.meta.search.converged = stats.converged;
+    schedule.meta.converged = stats.converged;
     stats.seconds = seconds_since(start);
     schedule.meta.search_seconds = stats.seconds;
     if (stats_out) *stats_out = stats;

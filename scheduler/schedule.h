@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "graph/graph.h"
+#include "scheduler/search_options.h"
 
 namespace stagecraft::scheduler {
 
@@ -45,18 +46,6 @@ struct Stage {
   size_t num_ops() const;
 };
 
-/// Settings of the search that produced a schedule (recorded in the file).
-struct SearchSettings {
-  std::string strategy = "sequential";  ///< sequential | greedy | dp
-  std::string mode = "both";            ///< dp: both | merge | concurrent
-  int max_group_size = 3;               ///< r
-  int max_num_groups = 8;               ///< s
-  bool pruned = true;                   ///< false: the unpruned search
-  double budget_s = 0;                  ///< dp on a measured model: its time budget (0: none)
-  bool exhaustive = false;              ///< dp: measured every stage that could still win
-  bool converged = true;                ///< dp: false when the budget ended the search
-};
-
 /// What a schedule is for and how it was made.
 struct ScheduleMeta {
   std::string network;           ///< graph name
@@ -66,7 +55,10 @@ struct ScheduleMeta {
   std::string dtype = "f32";     ///< element type of the input
   std::string device;            ///< device fingerprint of the cost model
   std::string cost_model;        ///< e.g. "analytic:v100"
-  SearchSettings search;         ///< search settings
+  /// How it was searched (recorded in the file; on_progress is never kept).
+  SearchOptions search{.strategy = Strategy::kSequential};
+  /// dp on a measured model: false when the budget ended the search before it converged.
+  bool converged = true;
   double predicted_ms = 0;       ///< sum of stage latencies
   double search_seconds = 0;     ///< wall time of the search
   /// Activation layout the stages were measured in: a layout name, "auto" (one per value, see

@@ -68,15 +68,19 @@ ScheduleMeta read_meta(const Reader& r, const YAML::Node& root) {
   meta.cost_model = r.get<std::string>(root, "cost_model");
   const YAML::Node search = root["search"];
   if (!search || !search.IsMap()) r.fail(root, "field 'search' must be a map");
-  meta.search.strategy = r.get<std::string>(search, "strategy");
-  meta.search.mode = r.get<std::string>(search, "mode");
+  try {
+    meta.search.strategy = parse_strategy(r.get<std::string>(search, "strategy"));
+    meta.search.mode = parse_dp_mode(r.get<std::string>(search, "mode"));
+  } catch (const UsageError& e) {
+    r.fail(search, e.what());
+  }
   meta.search.max_group_size = r.get<int>(search, "max_group_size");
   meta.search.max_num_groups = r.get<int>(search, "max_num_groups");
   meta.search.pruned = r.get<bool>(search, "pruned");
   // Written since the bounded search (files from before have none).
-  if (search["budget_s"]) meta.search.budget_s = r.get<double>(search, "budget_s");
-  if (search["exhaustive"]) meta.search.exhaustive = r.get<bool>(search, "exhaustive");
-  if (search["converged"]) meta.search.converged = r.get<bool>(search, "converged");
+  meta.search.budget.seconds = search["budget_s"] ? r.get<double>(search, "budget_s") : 0.0;
+  if (search["exhaustive"]) meta.search.budget.exhaustive = r.get<bool>(search, "exhaustive");
+  if (search["converged"]) meta.converged = r.get<bool>(search, "converged");
   meta.predicted_ms = r.get<double>(root, "predicted_ms");
   meta.search_seconds = r.get<double>(root, "search_seconds");
   return meta;
@@ -204,15 +208,15 @@ std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule
   out << YAML::Key << "device" << YAML::Value << m.device;
   out << YAML::Key << "cost_model" << YAML::Value << m.cost_model;
   out << YAML::Key << "search" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  out << YAML::Key << "strategy" << YAML::Value << m.search.strategy;
-  out << YAML::Key << "mode" << YAML::Value << m.search.mode;
+  out << YAML::Key << "strategy" << YAML::Value << std::string(to_string(m.search.strategy));
+  out << YAML::Key << "mode" << YAML::Value << std::string(to_string(m.search.mode));
   out << YAML::Key << "max_group_size" << YAML::Value << m.search.max_group_size;
   out << YAML::Key << "max_num_groups" << YAML::Value << m.search.max_num_groups;
   out << YAML::Key << "pruned" << YAML::Value << (m.search.pruned ? "true" : "false");
-  if (m.search.strategy == "dp") {
-    out << YAML::Key << "budget_s" << YAML::Value << m.search.budget_s;
-    out << YAML::Key << "exhaustive" << YAML::Value << (m.search.exhaustive ? "true" : "false");
-    out << YAML::Key << "converged" << YAML::Value << (m.search.converged ? "true" : "false");
+  if (m.search.strategy == Strategy::kDp) {
+    out << YAML::Key << "budget_s" << YAML::Value << m.search.budget.seconds;
+    out << YAML::Key << "exhaustive" << YAML::Value << (m.search.budget.exhaustive ? "true" : "false");
+    out << YAML::Key << "converged" << YAML::Value << (m.converged ? "true" : "false");
   }
   out << YAML::EndMap;
   out << YAML::Key << "predicted_ms" << YAML::Value << format_ms(m.predicted_ms);

@@ -63,13 +63,8 @@ void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOp
   meta.dtype = graph::compute_type(graph);
   meta.device = model.device_fingerprint();
   meta.cost_model = model.name();
-  meta.search.strategy = std::string(to_string(options.strategy));
-  meta.search.mode = std::string(to_string(options.mode));
-  meta.search.max_group_size = options.max_group_size;
-  meta.search.max_num_groups = options.max_num_groups;
-  meta.search.pruned = options.pruned;
-  meta.search.budget_s = options.budget.seconds;
-  meta.search.exhaustive = options.budget.exhaustive;
+  meta.search = options;
+  meta.search.on_progress = nullptr;
   meta.predicted_ms = 0;
   for (const Stage& stage : schedule.stages) meta.predicted_ms += stage.predicted_ms;
 }

@@ -46,8 +46,9 @@ std::string schedule_summary(const Schedule& s) {
   }
   const auto& m = s.meta;
   out << m.network << " (batch " << m.batch << ", " << m.dtype << "), " << m.cost_model
-      << ": " << m.search.strategy
-      << (m.search.strategy == "dp" ? cat(" ", m.search.mode, " r=", m.search.max_group_size,
+      << ": " << scheduler::to_string(m.search.strategy)
+      << (m.search.strategy == scheduler::Strategy::kDp
+              ? cat(" ", scheduler::to_string(m.search.mode), " r=", m.search.max_group_size,
                                           " s=", m.search.max_num_groups,
                                           m.search.pruned ? "" : " unpruned")
                                     : std::string())
@@ -86,8 +87,9 @@ std::string search_stats_text(const scheduler::SearchStats& st, const Schedule& 
     const auto& search = schedule.meta.search;
     return cat("schedule from the cache (", st.from_cache, "): searched in ",
                fixed(schedule.meta.search_seconds, 1), " s",
-               search.converged ? ", converged"
-                                : cat(", stopped by its budget of ", fixed(search.budget_s, 0),
+               schedule.meta.converged
+                   ? ", converged"
+                   : cat(", stopped by its budget of ", fixed(search.budget.seconds, 0),
                                       " s (a longer --search-budget searches again)"));
   }
   std::string text = cat("search ", fixed(st.seconds, 2), " s: ", st.blocks, " blocks, ", st.parts,
@@ -116,6 +118,22 @@ std::string plan_summary(const executor::ExecutionPlan& plan, const std::string&
       << byte_size(static_cast<double>(m.activation_bytes_without_reuse)) << " without), "
       << m.views << " views, " << m.copies << " copies, workspace "
       << byte_size(static_cast<double>(m.workspace_bytes));
+  return out.str();
+}
+
+std::string plan_listing(const graph::Graph& graph, const executor::ExecutionPlan& plan) {
+  std::ostringstream out;
+  out << "plan of " << graph.name() << ": " << plan.kernels().size() << " kernels on "
+      << plan.num_streams() << " stream(s); layout " << plan.layout_summary() << "\n";
+  out << "kernel stage stream waits record label implementation\n";
+  for (size_t k = 0; k < plan.kernels().size(); ++k) {
+    const executor::PlannedKernel& kernel = plan.kernels()[k];
+    std::vector<std::string> waits;
+    for (int e : kernel.waits) waits.push_back(cat(e));
+    out << k << " " << kernel.stage << " " << kernel.stream << " ["
+        << join(waits, ",") << "] " << kernel.record << " " << kernel.label << " "
+        << kernel.kernel->implementation() << "\n";
+  }
   return out.str();
 }
 

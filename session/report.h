@@ -33,4 +33,10 @@ std::string search_stats_text(const scheduler::SearchStats& stats, const schedul
 /// views, copies and workspace. Starts with "plan: ", no newline.
 std::string plan_summary(const executor::ExecutionPlan& plan, const std::string& note = "");
 
+/// The whole plan, one line per kernel: index, stage, stream, events waited/recorded, label,
+/// implementation; after a first line with the plan's layout summary. Two plans list the same
+/// when they run the same kernels in the same order and layouts (the CLI's run --plan-listing and
+/// the Python Session.plan_listing() give this text).
+std::string plan_listing(const graph::Graph& graph, const executor::ExecutionPlan& plan);
+
 }  // namespace stagecraft::session

@@ -38,10 +38,9 @@ std::optional<scheduler::Schedule> ScheduleCache::find(const std::string& key,
   if (!std::filesystem::exists(file, ec)) return std::nullopt;
   try {
     scheduler::Schedule schedule = scheduler::load_schedule(file, graph);
-    const auto& search = schedule.meta.search;
-    const bool longer_or_equal =
-        search.budget_s == 0 || (budget_s > 0 && search.budget_s >= budget_s);
-    if (search.converged || longer_or_equal) return schedule;
+    const double searched_s = schedule.meta.search.budget.seconds;
+    const bool longer_or_equal = searched_s == 0 || (budget_s > 0 && searched_s >= budget_s);
+    if (schedule.meta.converged || longer_or_equal) return schedule;
   } catch (const Error&) {
     // Written by another version, or damaged: searched again and replaced.
   }

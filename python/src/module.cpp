@@ -35,7 +35,7 @@
 #include "scheduler/schedule_yaml.h"
 #include "session/backend_session.h"
 #include "session/report.h"
-#include "session/search_settings.h"
+#include "session/pipeline.h"
 #include "session/source.h"
 
 namespace py = pybind11;
@@ -126,14 +126,14 @@ py::dict meta_dict(const scheduler::ScheduleMeta& m) {
   d["dtype"] = m.dtype;
   d["device"] = m.device;
   d["cost_model"] = m.cost_model;
-  d["strategy"] = m.search.strategy;
-  d["mode"] = m.search.mode;
+  d["strategy"] = std::string(scheduler::to_string(m.search.strategy));
+  d["mode"] = std::string(scheduler::to_string(m.search.mode));
   d["r"] = m.search.max_group_size;
   d["s"] = m.search.max_num_groups;
   d["pruned"] = m.search.pruned;
-  d["search_budget"] = m.search.budget_s;
-  d["exhaustive"] = m.search.exhaustive;
-  d["converged"] = m.search.converged;
+  d["search_budget"] = m.search.budget.seconds;
+  d["exhaustive"] = m.search.budget.exhaustive;
+  d["converged"] = m.converged;
   d["predicted_ms"] = m.predicted_ms;
   d["search_seconds"] = m.search_seconds;
   d["layout"] = m.layout;
@@ -157,38 +157,41 @@ py::list stage_list(const PySchedule& s) {
   return out;
 }
 
-session::SearchSettings search_settings(const std::string& mode, int r, int s, bool unpruned,
+// Search options from the Python arguments (the CLI's flags of the same names).
+scheduler::SearchOptions search_options(const std::string& mode, int r, int s, bool unpruned,
                                         double max_part_transitions, double budget_s,
-                                        bool exhaustive, const std::string& cost_model) {
+                                        bool exhaustive) {
   if (!(budget_s >= 0)) throw UsageError(cat("search_budget: seconds must be >= 0 (0: no limit), got ", budget_s));
-  session::SearchSettings settings;
-  settings.budget_s = budget_s;
-  settings.exhaustive = exhaustive;
-  settings.mode = mode;
-  settings.max_group_size = r;
-  settings.max_num_groups = s;
-  settings.unpruned = unpruned;
-  settings.max_part_transitions = max_part_transitions;
-  settings.cost_model = cost_model;
-  return settings;
+  scheduler::SearchOptions options;
+  options.mode = scheduler::parse_dp_mode(mode);
+  options.max_group_size = r;
+  options.max_num_groups = s;
+  options.pruned = !unpruned;
+  options.max_part_transitions = max_part_transitions;
+  options.budget.seconds = budget_s;
+  options.budget.exhaustive = exhaustive;
+  return options;
 }
 
-session::BackendOptions backend_options(const std::string& backend, const std::string& cache_dir,
-                                        const std::string& layout, int streams, bool tf32,
-                                        bool stream_mode, bool winograd = true) {
-  session::BackendOptions options;
+// Session options from the Python arguments.
+session::SessionOptions session_options(const std::string& backend, const std::string& cache_dir,
+                                        const std::string& cost_model, const std::string& layout,
+                                        int streams, bool tf32 = false, bool stream_mode = false,
+                                        bool winograd = true) {
+  session::SessionOptions options;
   options.backend = backend;
   options.cache_dir = cache_dir;
+  options.cost_model = cost_model;
   options.layout = layout;
   options.max_streams = streams;
-  options.tf32 = tf32;
-  options.stream_mode = stream_mode;
-  options.winograd = winograd;
+  options.backend_config.tf32 = tf32;
+  options.backend_config.winograd = winograd;
+  options.executor.replay_cuda_graph = !stream_mode;
   return options;
 }
 
 // Hooks `progress` into the layout search of `options`.
-void watch_layouts(session::BackendOptions& options, Progress& progress) {
+void watch_layouts(session::SessionOptions& options, Progress& progress) {
   options.on_layout_progress = [&progress](size_t measured, double seconds) {
     progress.report("layouts", static_cast<double>(measured), 0, seconds, "");
   };
@@ -224,36 +227,29 @@ py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule&
 }
 
 SchedulePtr search(const ModelPtr& model, const std::string& strategy,
-                   const session::SearchSettings& settings, session::BackendOptions options,
+                   const scheduler::SearchOptions& search_options, session::SessionOptions options,
                    py::object progress_callback) {
   Progress progress(std::move(progress_callback));
   auto result = std::make_shared<PySchedule>();
   result->model = model;
-  scheduler::SearchStats stats;
+  session::ScheduledGraph scheduled;
   size_t measured = 0, hits = 0;
   {
     py::gil_scoped_release release;
-    // Only strategy names here (obtain_schedule would read any other name as a file): this
-    // throws the UsageError listing them.
+    // Only strategy names here (a pipeline would read any other name as a file): this throws the
+    // UsageError listing them.
     if (!session::is_strategy_name(strategy)) scheduler::parse_strategy(strategy);
     watch_layouts(options, progress);
-    session::BackendSession session = session::BackendSession::open(options, settings.cost_model);
-    if (options.auto_layout() && !session.backend) {
-      throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
-    }
-    const graph::Graph& g = model->model.graph;
-    const executor::PlanOptions plan =
-        session.backend ? session::plan_options_for(options, g, session) : options.plan_options();
-    result->schedule =
-        session::obtain_schedule(strategy, g, session, settings, &stats, watch_search(progress));
-    session::record_layouts(options, plan, result->schedule);
-    if (session.cache) session.cache->save();
-    if (session.measured) {
-      measured = session.measured->measurements();
-      hits = session.measured->cache_hits();
+    session::Pipeline pipeline(std::move(options), search_options);
+    scheduled = pipeline.schedule(model->model.graph, strategy, watch_search(progress));
+    pipeline.save_cache();
+    if (const auto* m = pipeline.session().measured) {
+      measured = m->measurements();
+      hits = m->cache_hits();
     }
   }
-  result->stats = stats_dict(stats, result->schedule, measured, hits);
+  result->schedule = std::move(scheduled.schedule);
+  result->stats = stats_dict(scheduled.stats, result->schedule, measured, hits);
   return result;
 }
 
@@ -288,40 +284,27 @@ class PySession {
  public:
   // `schedule` is a strategy name or a schedule file when `given` is null.
   PySession(ModelPtr model, const std::string& schedule, SchedulePtr given,
-            const session::SearchSettings& settings, session::BackendOptions options,
+            const scheduler::SearchOptions& search_options, session::SessionOptions options,
             py::object progress_callback)
       : model_(std::move(model)) {
     Progress progress(std::move(progress_callback));
-    scheduler::SearchStats stats;
     auto result = std::make_shared<PySchedule>();
     result->model = model_;
     {
       py::gil_scoped_release release;
       watch_layouts(options, progress);
-      backend_ = session::BackendSession::open(options, settings.cost_model);
-      if (!backend_.backend) throw UsageError("a session needs a backend (backend='cpu')");
-      const graph::Graph& g = model_->model.graph;
-      executor::PlanOptions plan_options = session::plan_options_for(options, g, backend_);
-      if (given) {
-        result->schedule = schedule_for(*given, model_);
-        plan_options = session::layouts_of_file(options, result->schedule, plan_options);
-      } else {
-        result->schedule =
-            session::obtain_schedule(schedule, g, backend_, settings, &stats, watch_search(progress));
-        if (session::is_strategy_name(schedule)) {
-          session::record_layouts(options, plan_options, result->schedule);
-        } else {
-          plan_options = session::layouts_of_file(options, result->schedule, plan_options);
-        }
-      }
-      if (backend_.cache) backend_.cache->save();
-      plan_ = std::make_unique<executor::ExecutionPlan>(g, result->schedule, model_->model.weights,
-                                                        *backend_.backend, plan_options);
-      plan_note_ = session::report_fallbacks(options, *plan_);
-      executor_ = std::make_unique<executor::Executor>(*plan_, nullptr, options.executor_options());
+      pipeline_ = std::make_unique<session::Pipeline>(std::move(options), search_options);
+      pipeline_->backend("a session (backend='cpu')");
+      prepared_ = given ? pipeline_->plan(model_->model,
+                                          pipeline_->adopt(model_->model.graph, schedule_for(*given, model_)))
+                        : pipeline_->prepare(model_->model, schedule, watch_search(progress));
+      executor_ = pipeline_->executor(*prepared_.plan);
     }
-    result->stats = stats_dict(stats, result->schedule, backend_.measured ? backend_.measured->measurements() : 0,
-                               backend_.measured ? backend_.measured->cache_hits() : 0);
+    result->schedule = prepared_.scheduled.schedule;
+    const auto* measured = pipeline_->session().measured;
+    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule,
+                               measured ? measured->measurements() : 0,
+                               measured ? measured->cache_hits() : 0);
     schedule_ = result;
   }
 
@@ -342,7 +325,7 @@ class PySession {
       }
     }
     std::vector<py::array_t<float>> result;
-    for (const executor::TensorRef& ref : plan_->outputs()) result.emplace_back(ref.desc.shape.dims());
+    for (const executor::TensorRef& ref : prepared_.plan->outputs()) result.emplace_back(ref.desc.shape.dims());
     std::vector<std::span<float>> out_data;
     for (auto& a : result) out_data.emplace_back(a.mutable_data(), static_cast<size_t>(a.size()));
     {
@@ -359,19 +342,23 @@ class PySession {
 
   const ModelPtr& model() const { return model_; }
   const SchedulePtr& schedule() const { return schedule_; }
-  std::string plan_summary() const { return session::plan_summary(*plan_, plan_note_); }
-  std::string backend_name() const { return backend_.backend->name(); }
-  std::string device() const { return backend_.backend->device_fingerprint(); }
-  std::string description() const { return backend_.backend->description(); }
+  std::string plan_summary() const {
+    return session::plan_summary(*prepared_.plan, prepared_.fallback_note);
+  }
+  std::string plan_listing() const {
+    return session::plan_listing(model_->model.graph, *prepared_.plan);
+  }
+  std::string backend_name() const { return prepared_.plan->backend().name(); }
+  std::string device() const { return prepared_.plan->backend().device_fingerprint(); }
+  std::string description() const { return prepared_.plan->backend().description(); }
   executor::Executor& executor() { return *executor_; }
   std::mutex& mutex() { return mutex_; }
 
  private:
   ModelPtr model_;
-  session::BackendSession backend_;
+  std::unique_ptr<session::Pipeline> pipeline_;
   SchedulePtr schedule_;
-  std::unique_ptr<executor::ExecutionPlan> plan_;
-  std::string plan_note_;
+  session::PreparedPlan prepared_;
   std::unique_ptr<executor::Executor> executor_;
   std::mutex mutex_;
 };
@@ -551,9 +538,9 @@ PYBIND11_MODULE(_stagecraft, m) {
                      const std::string& cache_dir, const std::string& layout, int streams,
                      py::object progress) {
         return search(model, strategy,
-                      search_settings(mode, r, s, unpruned, max_part_transitions, search_budget,
-                                      exhaustive, cost_model),
-                      backend_options(backend, cache_dir, layout, streams, false, false),
+                      search_options(mode, r, s, unpruned, max_part_transitions, search_budget,
+                                     exhaustive),
+                      session_options(backend, cache_dir, cost_model, layout, streams),
                       std::move(progress));
       },
       py::arg("model"), py::arg("strategy"), py::arg("mode"), py::arg("r"), py::arg("s"),
@@ -580,9 +567,10 @@ PYBIND11_MODULE(_stagecraft, m) {
                        bool tf32, bool stream_mode, bool winograd, py::object progress) {
              return std::make_unique<PySession>(
                  model, schedule, given,
-                 search_settings(mode, r, s, unpruned, max_part_transitions, search_budget,
-                                 exhaustive, cost_model),
-                 backend_options(backend, cache_dir, layout, streams, tf32, stream_mode, winograd),
+                 search_options(mode, r, s, unpruned, max_part_transitions, search_budget,
+                                exhaustive),
+                 session_options(backend, cache_dir, cost_model, layout, streams, tf32, stream_mode,
+                                 winograd),
                  std::move(progress));
            }),
            py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
@@ -594,6 +582,7 @@ PYBIND11_MODULE(_stagecraft, m) {
       .def_property_readonly("model", [](const PySession& x) { return x.model(); })
       .def_property_readonly("schedule", &PySession::schedule)
       .def_property_readonly("plan_summary", &PySession::plan_summary)
+      .def("plan_listing", &PySession::plan_listing)
       .def_property_readonly("backend", &PySession::backend_name)
       .def_property_readonly("device", &PySession::device)
       .def_property_readonly("description", &PySession::description);

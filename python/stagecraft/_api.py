@@ -470,6 +470,12 @@ class Session:
         """One line about the execution plan: kernels, streams, events, layouts, memory."""
         return self._core.plan_summary
 
+    def plan_listing(self) -> str:
+        """The whole plan, one line per kernel (stage, stream, events, op, implementation) after
+        its layout summary: the text `stagecraft run --plan-listing FILE` writes for the same
+        model and settings."""
+        return self._core.plan_listing()
+
     def _arrays(self, x: InputsArg) -> List[np.ndarray]:
         infos = self._inputs
         if isinstance(x, np.ndarray):

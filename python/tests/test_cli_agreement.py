@@ -75,3 +75,24 @@ def test_int8_with_a_calibration_file_equals_cli(tmp_path, cli):
             "--iters", "1")
     (got,) = sess.run(x)
     assert np.array_equal(got, np.load(tmp_path / "y.npy"))
+
+
+@pytest.mark.parametrize("network,layout", [("inception_v3", None), ("squeezenet1_1", "auto")])
+def test_cli_and_python_build_the_same_plan(tmp_path, cli, network, layout):
+    # Both front ends go through one pipeline (session/pipeline.h): with the same cache, the
+    # measured dp search of the second is answered by the schedule the first stored, the layouts
+    # by the same profiles, and the plans agree kernel for kernel.
+    size = input_size(network)
+    cache = tmp_path / "cache"
+    listing = tmp_path / "plan.txt"
+    args = ["run", network, "--input-size", str(size), "--cache-dir", str(cache),
+            "--plan-listing", str(listing), "--warmup", "0", "--iters", "1"]
+    if layout:
+        args += ["--layout", layout]
+    run_cli(cli, *args)
+    sess = stagecraft.Session(network, input_size=size, schedule="dp", cache_dir=cache,
+                              layout=layout, progress=False)
+    want = listing.read_text()
+    assert sess.plan_listing() == want
+    assert sess.schedule.stats["from_cache"], "the CLI's search was not found by the package"
+    assert want.count("\n") > 10  # a listing of kernels, not an empty text

@@ -55,7 +55,7 @@ std::vector<HostTensor> run_plain(const Model& m, const scheduler::Schedule& s,
                                   const std::vector<HostTensor>& inputs) {
   ExecutionPlan plan(m.graph, s, m.weights, stagecraft::testing::cpu_backend());
   ExecutorOptions stream_mode;
-  stream_mode.graph = false;
+  stream_mode.replay_cuda_graph = false;
   Executor executor(plan, nullptr, stream_mode);
   return executor.run(inputs);
 }

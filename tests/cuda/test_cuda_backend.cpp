@@ -75,7 +75,7 @@ RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::
   options.layout = layout;
   ExecutionPlan plan(m.graph, s, m.weights, backend, options);
   ExecutorOptions exec;
-  exec.graph = graph_mode;
+  exec.replay_cuda_graph = graph_mode;
   Executor executor(plan, nullptr, exec);
   RunResult r;
   r.first = executor.run(stagecraft::testing::inputs_of(m.graph, 7));

@@ -126,7 +126,7 @@ TEST_P(BoundedRandomDags, EveryBudgetGivesAValidScheduleAndMoreBudgetNeverWorse)
     EXPECT_LE(s.meta.predicted_ms, previous + kTolerance) << "budget " << budget;
     previous = s.meta.predicted_ms;
     EXPECT_LE(stats.measured, g.num_ops() + budget);
-    EXPECT_EQ(s.meta.search.converged, stats.converged);
+    EXPECT_EQ(s.meta.converged, stats.converged);
     if (!stats.converged) {
       EXPECT_TRUE(stats.out_of_budget);
     }

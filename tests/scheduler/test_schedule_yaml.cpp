@@ -90,7 +90,7 @@ TEST(ScheduleYaml, RoundTripKeepsStagesAndMetadata) {
     EXPECT_NEAR(back.stages[i].predicted_ms, s.stages[i].predicted_ms, 1e-6);
   }
   EXPECT_EQ(back.meta.graph_hash, s.meta.graph_hash);
-  EXPECT_EQ(back.meta.search.strategy, "dp");
+  EXPECT_EQ(back.meta.search.strategy, Strategy::kDp);
   EXPECT_EQ(schedule_to_yaml(g, back), text);
   bool has_merge = false;
   for (const auto& stage : s.stages) has_merge = has_merge || stage.kind == StageKind::kMerge;

@@ -123,8 +123,8 @@ TEST(Search, MetadataDescribesTheSearch) {
   EXPECT_EQ(s.meta.batch, 1);
   EXPECT_EQ(s.meta.dtype, "f32");
   EXPECT_EQ(s.meta.cost_model, "random-op");
-  EXPECT_EQ(s.meta.search.strategy, "dp");
-  EXPECT_EQ(s.meta.search.mode, "merge");
+  EXPECT_EQ(s.meta.search.strategy, Strategy::kDp);
+  EXPECT_EQ(s.meta.search.mode, DpMode::kMerge);
   EXPECT_EQ(s.meta.search.max_group_size, 2);
   EXPECT_EQ(s.meta.search.max_num_groups, 5);
   for (const Stage& stage : s.stages) {
