@@ -98,11 +98,6 @@ struct PlannedKernel {
   std::vector<graph::OpId> ops;    ///< graph ops it computes (empty for copies)
 };
 
-/// A graph output: where it lives and its logical shape.
-struct OutputSlot {
-  TensorRef ref;  ///< plain (NCHW / NC) tensor after the run
-};
-
 /// The plan. Not copyable; owns kernels and buffers.
 class ExecutionPlan {
  public:

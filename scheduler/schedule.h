@@ -101,10 +101,10 @@ bool can_merge(const graph::Graph& graph, const std::vector<OpId>& convs);
 
 /// Attributes of the convolution that computes all `convs` at once: output channels stacked in
 /// order, kernel and padding of the largest, bias if any has one. Requires can_merge.
+graph::Conv2dAttrs merged_conv_attrs(const graph::Graph& graph, const std::vector<OpId>& convs);
+
 /// One op per stage in topological order, no metadata: the plain run (calibration, checks, the
 /// sequential scheduler).
 Schedule sequential_schedule(const graph::Graph& graph);
-
-graph::Conv2dAttrs merged_conv_attrs(const graph::Graph& graph, const std::vector<OpId>& convs);
 
 }  // namespace stagecraft::scheduler

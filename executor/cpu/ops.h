@@ -4,9 +4,9 @@
 // is what `create_kernel()` builds: the check asks oneDNN for the same primitive descriptor and
 // reports a reference-only implementation as such.
 //
-// To add an op kind: put it in a family's `kinds` (or add a family to families.cpp), give the
-// family a check (library-specific rules; the backend-independent ones in executor/op_rules.h run
-// before) and a builder appending oneDNN steps to a DnnlKernel.
+// To add an op kind: put it in a family's `kinds` (or add a family to the table of family_of in
+// cpu_backend.cpp), give the family a check (library-specific rules; the backend-independent ones
+// in executor/op_rules.h run before) and a builder appending oneDNN steps to a DnnlKernel.
 
 #include <string>
 #include <vector>

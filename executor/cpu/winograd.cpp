@@ -19,6 +19,7 @@
 
 #include "common/strings.h"
 #include "executor/cpu/host_simd.h"
+#include "executor/cpu/winograd_transforms.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -45,98 +46,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Output channels of panel `p` (16, the last one 8 when out-channels % 16 == 8).
 int64_t panel_width(int64_t out_channels, int64_t p) {
   return std::min(kPanel, out_channels - p * kPanel);
-}
-
-// ---- 1-D transforms by Cook-Toom ---------------------------------------------------------------
-//
-// F(m, K) with alpha = m + K - 1 evaluates at alpha - 1 finite points and at infinity. With E(k)
-// the alpha x k matrix that evaluates a polynomial of k coefficients there (row of a point p:
-// 1, p, .., p^(k-1); the row of infinity picks the leading coefficient), the correlation
-//   y_i = sum_k g_k d_(i+k), i < m,
-// is the transpose of the linear convolution g * y' = E(alpha)^-1 [(E(K) g) (.) (E(m) y')], so
-//   y = A^T [(G g) (.) (B^T d)]   with  A^T = E(m)^T,  G = E(K),  B^T = (E(alpha)^-1)^T.
-// B^T's rows are scaled to a largest |entry| of 1 and G's rows by the inverse factors (the
-// weights are transformed once, in double). Points: 0, 1, -1, 2, -2, 1/2, -1/2, then 3/2
-// (alpha 9) or +-3/4 (alpha 10), the sets with the smallest float32 error we measured.
-
-struct LineTransforms {
-  std::vector<double> at, g, bt;  // m x alpha, alpha x K, alpha x alpha (row-major)
-};
-
-std::vector<double> interpolation_points(int64_t alpha) {
-  std::vector<double> p = {0, 1, -1, 2, -2, 0.5, -0.5};
-  if (alpha == 9) p.push_back(1.5);
-  if (alpha == 10) p.insert(p.end(), {0.75, -0.75});
-  p.resize(static_cast<size_t>(alpha - 1));
-  return p;
-}
-
-// E(k): alpha x k.
-std::vector<double> evaluation(const std::vector<double>& points, int64_t k) {
-  const int64_t alpha = static_cast<int64_t>(points.size()) + 1;
-  std::vector<double> e(static_cast<size_t>(alpha * k), 0.0);
-  for (int64_t j = 0; j + 1 < alpha; ++j) {
-    double power = 1.0;
-    for (int64_t i = 0; i < k; ++i, power *= points[static_cast<size_t>(j)]) e[static_cast<size_t>(j * k + i)] = power;
-  }
-  e[static_cast<size_t>((alpha - 1) * k + k - 1)] = 1.0;
-  return e;
-}
-
-// The inverse of an n x n matrix (Gauss-Jordan, partial pivoting; E(alpha) is a Vandermonde
-// matrix with distinct points, so it is invertible).
-std::vector<double> inverse(std::vector<double> a, int64_t n) {
-  std::vector<double> inv(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) inv[static_cast<size_t>(i * n + i)] = 1.0;
-  const auto at = [n](std::vector<double>& m, int64_t r, int64_t c) -> double& { return m[static_cast<size_t>(r * n + c)]; };
-  for (int64_t c = 0; c < n; ++c) {
-    int64_t pivot = c;
-    for (int64_t r = c + 1; r < n; ++r) {
-      if (std::fabs(at(a, r, c)) > std::fabs(at(a, pivot, c))) pivot = r;
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      std::swap(at(a, c, k), at(a, pivot, k));
-      std::swap(at(inv, c, k), at(inv, pivot, k));
-    }
-    const double d = at(a, c, c);
-    for (int64_t k = 0; k < n; ++k) {
-      at(a, c, k) /= d;
-      at(inv, c, k) /= d;
-    }
-    for (int64_t r = 0; r < n; ++r) {
-      if (r == c || at(a, r, c) == 0.0) continue;
-      const double f = at(a, r, c);
-      for (int64_t k = 0; k < n; ++k) {
-        at(a, r, k) -= f * at(a, c, k);
-        at(inv, r, k) -= f * at(inv, c, k);
-      }
-    }
-  }
-  return inv;
-}
-
-LineTransforms line_transforms(int64_t m, int64_t taps) {
-  const int64_t alpha = m + taps - 1;
-  const std::vector<double> points = interpolation_points(alpha);
-  LineTransforms t;
-  const std::vector<double> em = evaluation(points, m);
-  t.at.resize(static_cast<size_t>(m * alpha));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < alpha; ++j) t.at[static_cast<size_t>(i * alpha + j)] = em[static_cast<size_t>(j * m + i)];
-  t.g = evaluation(points, taps);
-  const std::vector<double> e_inv = inverse(evaluation(points, alpha), alpha);
-  t.bt.resize(static_cast<size_t>(alpha * alpha));
-  for (int64_t i = 0; i < alpha; ++i) {
-    double largest = 0.0;
-    for (int64_t j = 0; j < alpha; ++j) {
-      const double v = e_inv[static_cast<size_t>(j * alpha + i)];
-      t.bt[static_cast<size_t>(i * alpha + j)] = v;
-      largest = std::max(largest, std::fabs(v));
-    }
-    for (int64_t j = 0; j < alpha; ++j) t.bt[static_cast<size_t>(i * alpha + j)] /= largest;
-    for (int64_t k = 0; k < taps; ++k) t.g[static_cast<size_t>(i * taps + k)] *= largest;
-  }
-  return t;
 }
 
 // Tiles per block: at most `largest`, the blocks an equal share per thread (a static schedule of

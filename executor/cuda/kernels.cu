@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "executor/cuda/kernels.h"
+#include "executor/cuda/movement_ops.h"
 
 namespace stagecraft::executor::cuda {
 

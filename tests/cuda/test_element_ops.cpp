@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "executor/backend.h"
 #include "executor/cuda/element_ops.h"
+#include "executor/cuda/movement_ops.h"
 #include "executor/cuda/op_params.h"
 #include "executor/kernel_math.h"
 #include "executor/op_rules.h"

@@ -1,0 +1,26 @@
+#pragma once
+// Library results as Python values (dicts, lists, tuples) for the module (module.cpp): schedule
+// metadata, stages, search statistics, tensor descriptions.
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "graph/graph.h"
+#include "scheduler/schedule.h"
+#include "scheduler/search.h"
+
+namespace stagecraft::python {
+
+/// [(name, shape, dtype)] of graph values.
+pybind11::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& ids);
+/// A schedule's metadata (Schedule.meta).
+pybind11::dict meta_dict(const scheduler::ScheduleMeta& m);
+/// [(kind, [[op names of a group]], predicted_ms)] per stage.
+pybind11::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule);
+/// The statistics of the search that made `schedule` (Schedule.stats), with the cost model's
+/// measurements and cache hits so far.
+pybind11::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
+                          size_t measured, size_t cache_hits);
+
+}  // namespace stagecraft::python
