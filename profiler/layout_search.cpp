@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <sstream>
 
 #include "common/strings.h"
 #include "graph/quantize.h"
@@ -82,14 +83,15 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
 
 }  // namespace
 
-LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
-                            const LayoutSearchOptions& options) {
+LayoutPrediction predict_layouts(executor::Backend& backend, const graph::Graph& graph,
+                                 ProfileCache& cache, const LayoutSearchOptions& options) {
   std::ostream* log = options.log;
   MeasuredLayoutCostModel model(backend, &cache, options.measure);
-  scheduler::LayoutOptions search;
+  LayoutPrediction prediction;
   // The backend's preferred layout first: the other layouts of an op then give up after one run
   // when they are far slower.
-  search.candidates = options.candidates.empty() ? default_candidates(backend, graph) : options.candidates;
+  prediction.candidates =
+      options.candidates.empty() ? default_candidates(backend, graph) : options.candidates;
   double next_report_s = options.progress_every_s;
   model.set_progress([&](size_t measured, double seconds) {
     if (options.on_progress) options.on_progress(measured, seconds);
@@ -99,89 +101,114 @@ LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& grap
          << " s...\n";
   });
   if (log) {
-    *log << "layouts: measuring " << graph.num_ops() << " ops in " << search.candidates.size()
-         << " candidate layouts (" << join_layouts(search.candidates) << ")...\n";
+    *log << "layouts: measuring " << graph.num_ops() << " ops in " << prediction.candidates.size()
+         << " candidate layouts (" << join_layouts(prediction.candidates) << ")...\n";
   }
+  scheduler::LayoutOptions search;
+  search.candidates = prediction.candidates;
   const scheduler::LayoutPlan dp = scheduler::optimize_layouts(graph, model, search);
   cache.save();
-  LayoutChoice choice;
-  choice.predicted_ms = dp.predicted_ms;
-  choice.measurements = model.measurements();
-  choice.measuring_s = model.measuring_seconds();
-  if (log) {
-    std::map<Layout, size_t> counts;
-    for (size_t v = 0; v < graph.num_values(); ++v)
-      if (chosen_by_plan(graph, v)) ++counts[dp.value_layouts[v]];
-    *log << "layouts: predicted " << fixed(dp.predicted_ms, 3) << " ms (sum of ops) with";
-    for (const auto& [layout, n] : counts) *log << " " << n << " " << graph::to_string(layout);
-    *log << "; uniform:";
-    for (Layout l : search.candidates) {
-      *log << " " << graph::to_string(l) << " "
-           << fixed(scheduler::layout_plan_cost(graph, model, uniform(graph, dp.value_layouts, l)), 3)
-           << " ms";
-    }
-    *log << " (" << model.measurements() << " measured, " << model.cache_hits() << " cached, "
-         << fixed(model.measuring_seconds(), 1) << " s; " << dp.states << " DP states, "
-         << dp.dominated << " dominated)\n";
+  prediction.dp_ms = dp.predicted_ms;
+  prediction.dp_states = dp.states;
+  prediction.dp_dominated = dp.dominated;
+  for (size_t v = 0; v < graph.num_values(); ++v)
+    if (chosen_by_plan(graph, v)) ++prediction.dp_counts[dp.value_layouts[v]];
+  for (Layout l : prediction.candidates) {
+    LayoutOption option{cat("uniform ", graph::to_string(l)), uniform(graph, dp.value_layouts, l), 0};
+    option.predicted_ms = scheduler::layout_plan_cost(graph, model, option.value_layouts);
+    prediction.options.push_back(std::move(option));
   }
-  // The options run end to end: every uniform candidate (preferred first), then the DP's mix.
+  const bool mixed = std::none_of(prediction.options.begin(), prediction.options.end(),
+                                  [&](const LayoutOption& o) { return o.value_layouts == dp.value_layouts; });
+  if (mixed) prediction.options.push_back({"per-value", dp.value_layouts, dp.predicted_ms});
+  prediction.measurements = model.measurements();
+  prediction.cache_hits = model.cache_hits();
+  prediction.measuring_s = model.measuring_seconds();
+  prediction.verdict_key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
+                               graph::compute_type(graph), ";", join_layouts(prediction.candidates),
+                               ";streams=", options.measure.plan.max_streams);
+  return prediction;
+}
+
+LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& graph,
+                             ProfileCache& cache, const LayoutPrediction& prediction,
+                             const LayoutSearchOptions& options) {
+  LayoutVerdict verdict;
+  const size_t n = prediction.options.size();
+  const std::optional<double> known = n > 1 ? cache.find(prediction.verdict_key) : 0.0;
+  if (known) {
+    verdict.cached = true;
+    verdict.winner = std::min(static_cast<size_t>(*known), n - 1);
+    return verdict;
+  }
   std::vector<std::vector<Layout>> assignments;
-  std::vector<std::string> names;
-  for (Layout l : search.candidates) {
-    assignments.push_back(uniform(graph, dp.value_layouts, l));
-    names.push_back(cat("uniform ", graph::to_string(l)));
+  for (const LayoutOption& o : prediction.options) assignments.push_back(o.value_layouts);
+  for (int b = 0; b < kBlocks; ++b) {
+    verdict.blocks.push_back(end_to_end_ms(backend, graph, options.measure.plan, assignments, options.rounds));
   }
-  if (std::find(assignments.begin(), assignments.end(), dp.value_layouts) == assignments.end()) {
-    assignments.push_back(dp.value_layouts);
-    names.emplace_back("per-value");
-  }
-  const std::string key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
-                              graph::compute_type(graph), ";", join_layouts(search.candidates),
-                              ";streams=", options.measure.plan.max_streams);
-  std::optional<double> verdict = assignments.size() > 1 ? cache.find(key) : 0.0;
-  choice.verdict_cached = verdict.has_value();
-  if (!verdict) {
-    std::vector<std::vector<double>> blocks;
-    for (int b = 0; b < kBlocks; ++b) {
-      blocks.push_back(end_to_end_ms(backend, graph, options.measure.plan, assignments, options.rounds));
+  double best_total = std::numeric_limits<double>::infinity();
+  for (size_t k = 1; k < n; ++k) {
+    bool clearly = true;
+    double total = 0;
+    for (const auto& ms : verdict.blocks) {
+      clearly = clearly && ms[k] < (1.0 - options.margin) * ms[0];
+      total += ms[k];
     }
-    size_t best = 0;
-    double best_total = std::numeric_limits<double>::infinity();
-    for (size_t k = 1; k < assignments.size(); ++k) {
-      bool clearly = true;
-      double total = 0;
-      for (const auto& ms : blocks) {
-        clearly = clearly && ms[k] < (1.0 - options.margin) * ms[0];
-        total += ms[k];
-      }
-      if (clearly && total < best_total) {
-        best = k;
-        best_total = total;
-      }
-    }
-    verdict = static_cast<double>(best);
-    cache.insert(key, *verdict);
-    cache.save();
-    if (log) {
-      *log << "layouts: end to end (sequential, medians of " << options.rounds
-           << " interleaved runs, " << kBlocks << " blocks):";
-      for (size_t k = 0; k < assignments.size(); ++k) {
-        *log << " " << names[k];
-        for (const auto& ms : blocks) *log << (&ms == &blocks[0] ? " " : "/") << fixed(ms[k], 2);
-      }
-      *log << " ms\n";
+    if (clearly && total < best_total) {
+      verdict.winner = k;
+      best_total = total;
     }
   }
-  const auto winner = std::min(static_cast<size_t>(*verdict), assignments.size() - 1);
-  choice.value_layouts = assignments[winner];
-  choice.name = names[winner];
-  if (log) {
-    *log << "layouts: using " << choice.name
-         << (winner == 0 && assignments.size() > 1
-                 ? cat(" (nothing beat it by ", fixed(100 * options.margin, 0), "% in both blocks)")
-                 : std::string())
-         << "\n";
+  cache.insert(prediction.verdict_key, static_cast<double>(verdict.winner));
+  cache.save();
+  return verdict;
+}
+
+std::string layout_report(const LayoutPrediction& prediction, const LayoutVerdict& verdict,
+                          const LayoutSearchOptions& options) {
+  std::ostringstream out;
+  out << "layouts: predicted " << fixed(prediction.dp_ms, 3) << " ms (sum of ops) with";
+  for (const auto& [layout, n] : prediction.dp_counts) out << " " << n << " " << graph::to_string(layout);
+  out << "; uniform:";
+  for (size_t k = 0; k < prediction.candidates.size(); ++k) {
+    out << " " << graph::to_string(prediction.candidates[k]) << " "
+        << fixed(prediction.options[k].predicted_ms, 3) << " ms";
   }
+  out << " (" << prediction.measurements << " measured, " << prediction.cache_hits << " cached, "
+      << fixed(prediction.measuring_s, 1) << " s; " << prediction.dp_states << " DP states, "
+      << prediction.dp_dominated << " dominated)\n";
+  if (!verdict.blocks.empty()) {
+    out << "layouts: end to end (sequential, medians of " << options.rounds << " interleaved runs, "
+        << verdict.blocks.size() << " blocks):";
+    for (size_t k = 0; k < prediction.options.size(); ++k) {
+      out << " " << prediction.options[k].name;
+      for (size_t b = 0; b < verdict.blocks.size(); ++b) {
+        out << (b == 0 ? " " : "/") << fixed(verdict.blocks[b][k], 2);
+      }
+    }
+    out << " ms\n";
+  }
+  out << "layouts: using " << prediction.options[verdict.winner].name
+      << (verdict.winner == 0 && prediction.options.size() > 1
+              ? cat(" (nothing beat it by ", fixed(100 * options.margin, 0), "% in both blocks)")
+              : std::string())
+      << "\n";
+  return out.str();
+}
+
+LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
+                            const LayoutSearchOptions& options) {
+  const LayoutPrediction prediction = predict_layouts(backend, graph, cache, options);
+  const LayoutVerdict verdict = verify_layouts(backend, graph, cache, prediction, options);
+  if (options.log) *options.log << layout_report(prediction, verdict, options);
+  const LayoutOption& winner = prediction.options[verdict.winner];
+  LayoutChoice choice;
+  choice.value_layouts = winner.value_layouts;
+  choice.name = winner.name;
+  choice.predicted_ms = prediction.dp_ms;
+  choice.measurements = prediction.measurements;
+  choice.measuring_s = prediction.measuring_s;
+  choice.verdict_cached = verdict.cached;
   return choice;
 }
 

@@ -12,6 +12,9 @@
 /// Complexity: ops × candidates measurements when the cache is cold, none when warm, plus the
 /// end-to-end runs (once per graph and settings).
 ///
+/// The three steps are predict_layouts, verify_layouts and layout_report; choose_layouts runs
+/// them in order.
+///
 /// Example:
 ///   LayoutSearchOptions options;
 ///   options.log = &std::cerr;
@@ -20,6 +23,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,36 @@ struct LayoutSearchOptions {
   std::function<void(size_t, double)> on_progress;
 };
 
+/// One way to lay out every value: a uniform layout or the DP's per-value mix.
+struct LayoutOption {
+  std::string name;                          ///< "uniform nChw8c" or "per-value"
+  std::vector<graph::Layout> value_layouts;  ///< per value (PlanOptions::value_layouts)
+  double predicted_ms = 0;                   ///< sum of its op and conversion latencies
+};
+
+/// Step 1, predict: what the measured op latencies say.
+struct LayoutPrediction {
+  std::vector<graph::Layout> candidates;  ///< layouts tried (the backend's preferred first)
+  /// Uniform layouts in candidate order (the preferred first), then the DP's per-value choice
+  /// when it is not one of them.
+  std::vector<LayoutOption> options;
+  double dp_ms = 0;            ///< the DP's predicted latency (its per-value choice)
+  std::map<graph::Layout, size_t> dp_counts;  ///< values per layout in the DP's choice
+  size_t measurements = 0;     ///< op/layout combinations measured now (cache misses)
+  size_t cache_hits = 0;       ///< combinations the cache knew
+  double measuring_s = 0;      ///< seconds spent measuring
+  size_t dp_states = 0, dp_dominated = 0;  ///< the DP's work
+  std::string verdict_key;     ///< where step 2 keeps its verdict in the cache
+};
+
+/// Step 2, verify: the options run end to end.
+struct LayoutVerdict {
+  size_t winner = 0;            ///< index into LayoutPrediction::options
+  bool cached = false;          ///< the verdict came from the cache (no runs now)
+  /// Per block, the median end-to-end ms of every option (empty when cached).
+  std::vector<std::vector<double>> blocks;
+};
+
 /// The chosen layouts.
 struct LayoutChoice {
   std::vector<graph::Layout> value_layouts;  ///< per value (PlanOptions::value_layouts)
@@ -60,8 +94,24 @@ struct LayoutChoice {
   bool verdict_cached = false;  ///< whether the end-to-end verdict came from the cache
 };
 
-/// Chooses a layout per value of `graph` for `backend` (see the file comment); measurements and
-/// the verdict go to `cache`.
+/// Step 1: measures op latencies per layout (cached in `cache`) and runs the layout DP; the
+/// uniform options are costed on the same latencies. Progress lines go to options.log.
+LayoutPrediction predict_layouts(executor::Backend& backend, const graph::Graph& graph,
+                                 ProfileCache& cache, const LayoutSearchOptions& options);
+
+/// Step 2: runs the predicted options end to end (sequential schedule, interleaved, two blocks)
+/// unless the cache holds the verdict; the preferred uniform layout (option 0) stays unless
+/// another beats it by options.margin in both blocks. The verdict goes to `cache`.
+LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& graph,
+                             ProfileCache& cache, const LayoutPrediction& prediction,
+                             const LayoutSearchOptions& options);
+
+/// Step 3: the lines the search prints: the prediction, the end-to-end medians (when run now)
+/// and the choice.
+std::string layout_report(const LayoutPrediction& prediction, const LayoutVerdict& verdict,
+                          const LayoutSearchOptions& options);
+
+/// The three steps: the choice for `graph` on `backend`, the report on options.log.
 LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
                             const LayoutSearchOptions& options);
 
