@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,14 +79,31 @@ struct Support {
   bool runnable() const { return level != SupportLevel::kUnsupported; }
 };
 
-/// Device memory (host memory for the CPU backend).
+/// Where a buffer's memory lives.
+enum class MemoryKind : uint8_t {
+  kDevice,      ///< the backend's own memory (host memory for the CPU backend)
+  kPinnedHost,  ///< host memory the device reads and writes directly (CUDA: page-locked)
+};
+
+/// What a caller asks of a buffer.
+struct BufferRequest {
+  size_t bytes = 0;                        ///< size (at least 1 byte is allocated)
+  size_t alignment = 64;                   ///< of the start address; a power of two
+  MemoryKind kind = MemoryKind::kDevice;   ///< where
+};
+
+/// Memory a backend allocated: device memory, or host memory the device can reach.
 class Buffer {
  public:
   virtual ~Buffer() = default;
-  /// Start of the memory (device address for device backends).
+  /// Start of the memory (device address for device memory).
   virtual void* data() = 0;
   /// Size in bytes.
   virtual size_t bytes() const = 0;
+  /// Alignment of data() (at least what was asked).
+  virtual size_t alignment() const = 0;
+  /// Where it lives.
+  virtual MemoryKind kind() const = 0;
 };
 
 /// The base of a backend's buffers: memory the buffer owns. The backend's constructor allocates it
@@ -100,14 +118,19 @@ class OwningBuffer : public Buffer {
   OwningBuffer& operator=(const OwningBuffer&) = delete;
   void* data() override { return data_; }
   size_t bytes() const override { return bytes_; }
+  size_t alignment() const override { return alignment_; }
+  MemoryKind kind() const override { return kind_; }
 
  protected:
-  OwningBuffer(size_t bytes, void (*release)(void*)) : bytes_(bytes), release_(release) {}
+  OwningBuffer(const BufferRequest& request, size_t alignment, void (*release)(void*))
+      : bytes_(request.bytes), alignment_(alignment), kind_(request.kind), release_(release) {}
 
   void* data_ = nullptr;
 
  private:
   size_t bytes_;
+  size_t alignment_;
+  MemoryKind kind_;
   void (*release_)(void*);
 };
 
@@ -210,8 +233,11 @@ class Backend {
   /// The rank-4 layout kernels computing in `compute` run fastest in (for the plan's
   /// activations); quantised graphs ask with kU8.
   virtual graph::Layout preferred_layout(graph::DataType compute = graph::DataType::kF32) const = 0;
-  /// Allocates memory; throws BackendError when it cannot.
-  virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  /// Allocates memory as asked; throws BackendError when it cannot (no room, an alignment or a
+  /// kind it cannot give).
+  virtual std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) = 0;
+  /// `bytes` of device memory, 64-byte aligned.
+  std::unique_ptr<Buffer> allocate(size_t bytes) { return allocate_buffer(BufferRequest{.bytes = bytes}); }
   /// Copies host memory into the backend's memory (blocking).
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;
   /// Copies the backend's memory to host memory (blocking).
@@ -268,6 +294,18 @@ struct BackendConfig {
 /// The error `create_kernel()` throws for a spec the backend cannot run:
 /// "<backend> cannot run op 'name' (kind): reason".
 BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why);
+
+/// A row of the backend registry.
+struct BackendEntry {
+  const char* name;         ///< "cpu", "cuda"
+  const char* description;  ///< what it runs on and with
+  bool built;               ///< whether this build has it
+  /// Opens it; throws BackendError for settings it cannot honour or when it has no device.
+  std::unique_ptr<Backend> (*make)(const BackendConfig& config);
+};
+
+/// Every backend the code knows, built or not (executor/backends.cpp).
+std::span<const BackendEntry> backend_registry();
 
 /// Names of the backends this build has ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> backend_names();

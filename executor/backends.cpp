@@ -1,6 +1,8 @@
-// The one registry of backends: the only place that knows which backends this build has.
-#include <iostream>
-#include <mutex>
+// The one registry of backends: the only place that knows which backends this build has. A
+// backend is a row of the table (name, what it runs on, its factory); each factory checks its own
+// settings and devices.
+#include <algorithm>
+#include <iterator>
 
 #include "common/strings.h"
 #include "executor/backend.h"
@@ -13,41 +15,50 @@
 
 namespace stagecraft::executor {
 
-std::vector<std::string> backend_names() {
+namespace {
+
 #ifdef STAGECRAFT_HAVE_CUDA
-  return {"cpu", "cuda"};
+constexpr bool kCudaBuilt = true;
 #else
-  return {"cpu"};
+constexpr bool kCudaBuilt = false;
+#endif
+
+// The CUDA backend on the first usable GPU, or why there is none.
+std::unique_ptr<Backend> open_cuda(const BackendConfig& config) {
+  const DeviceQuery q = query_cuda_devices();
+  if (!q.compiled) throw BackendError("backend 'cuda' is not built: " + q.reason);
+  if (q.devices.empty()) throw BackendError("backend 'cuda' has no usable GPU: " + q.reason);
+#ifdef STAGECRAFT_HAVE_CUDA
+  return make_cuda_backend(config);
+#else
+  (void)config;
+  throw BackendError("backend 'cuda' is not built");
 #endif
 }
 
+const BackendEntry kBackends[] = {
+    {"cpu", "oneDNN kernels (and our own) on this machine's CPU", true, &make_cpu_backend},
+    {"cuda", "cuDNN, cuBLAS and our own kernels on an NVIDIA GPU", kCudaBuilt, &open_cuda},
+};
+
+}  // namespace
+
+std::span<const BackendEntry> backend_registry() { return kBackends; }
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const BackendEntry& e : kBackends)
+    if (e.built) names.emplace_back(e.name);
+  return names;
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config) {
-  if (name == "cpu") {
-    // The CPU backend has no use for the CUDA settings: a request for TF32 is a mistake, a
-    // changed workspace limit is said once and ignored. (cache_dir holds the profile caches the
-    // caller keeps; the CPU backend caches nothing itself.)
-    if (config.tf32) {
-      throw BackendError("TF32 is a CUDA setting: --tf32 needs --backend cuda");
-    }
-    if (config.workspace_limit != BackendConfig{}.workspace_limit) {
-      static std::once_flag once;
-      std::call_once(once, [] {
-        std::cerr << "stagecraft: warning: the CPU backend ignores the convolution workspace limit "
-                     "(a CUDA setting)\n";
-      });
-    }
-    return make_cpu_backend(config);
+  const auto* entry = std::find_if(std::begin(kBackends), std::end(kBackends),
+                                   [&](const BackendEntry& e) { return name == e.name; });
+  if (entry == std::end(kBackends)) {
+    throw BackendError(cat("unknown backend '", name, "' (known: ", join(backend_names(), ", "), ")"));
   }
-  if (name == "cuda") {
-    const DeviceQuery q = query_cuda_devices();
-    if (!q.compiled) throw BackendError("backend 'cuda' is not built: " + q.reason);
-    if (q.devices.empty()) throw BackendError("backend 'cuda' has no usable GPU: " + q.reason);
-#ifdef STAGECRAFT_HAVE_CUDA
-    return make_cuda_backend(config);
-#endif
-  }
-  (void)config;
-  throw BackendError(cat("unknown backend '", name, "' (known: ", join(backend_names(), ", "), ")"));
+  return entry->make(config);
 }
 
 }  // namespace stagecraft::executor

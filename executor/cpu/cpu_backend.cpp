@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 
 #include "common/enum_table.h"
@@ -35,10 +37,18 @@ using graph::TensorDesc;
 
 constexpr int kPrimitiveCacheCapacity = 4096;  // stage profiling creates many primitives
 
+// Host memory serves both kinds: the CPU is the device.
 class HostBuffer : public OwningBuffer {
  public:
-  explicit HostBuffer(size_t bytes) : OwningBuffer(bytes, [](void* p) { cpu::HostFree()(p); }) {
-    data_ = cpu::host_allocate(bytes).release();
+  explicit HostBuffer(const BufferRequest& request)
+      : OwningBuffer(request, std::max(request.alignment, cpu::kAlignment),
+                     [](void* p) { cpu::HostFree()(p); }) {
+    if (request.alignment == 0 || (request.alignment & (request.alignment - 1)) != 0 ||
+        request.alignment > cpu::kHugePage) {
+      throw BackendError(cat("cpu: cannot align a buffer to ", request.alignment,
+                             " bytes (a power of two up to ", cpu::kHugePage, ")"));
+    }
+    data_ = cpu::host_allocate(request.bytes, request.alignment).release();
   }
 };
 
@@ -133,7 +143,9 @@ class CpuBackend : public Backend {
     return caps_.layouts.front();
   }
 
-  std::unique_ptr<Buffer> allocate(size_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
+    return std::make_unique<HostBuffer>(request);
+  }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   std::unique_ptr<Stream> create_stream() override {
@@ -233,6 +245,19 @@ const OpFamily& family_of(graph::OpKind kind) {
 }  // namespace cpu
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& config) {
+  // The CPU backend has no use for the CUDA settings: a request for TF32 is a mistake, a changed
+  // workspace limit is said once and ignored. (cache_dir holds the profile caches the caller
+  // keeps; the CPU backend caches nothing itself.)
+  if (config.tf32) {
+    throw BackendError("TF32 is a CUDA setting: --tf32 needs --backend cuda");
+  }
+  if (config.workspace_limit != BackendConfig{}.workspace_limit) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::cerr << "stagecraft: warning: the CPU backend ignores the convolution workspace limit "
+                   "(a CUDA setting)\n";
+    });
+  }
   return std::make_unique<CpuBackend>(config);
 }
 

@@ -19,10 +19,10 @@ bool host_huge_pages() {
   return on;
 }
 
-HostMemory host_allocate(size_t bytes) {
+HostMemory host_allocate(size_t bytes, size_t alignment) {
   bytes = std::max<size_t>(bytes, 1);
   const bool huge = bytes >= kHugePage && host_huge_pages();
-  const size_t align = huge ? kHugePage : kAlignment;
+  const size_t align = std::max(huge ? kHugePage : kAlignment, alignment);
   const size_t rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) throw BackendError(cat("cpu: cannot allocate ", byte_size(static_cast<double>(bytes))));

@@ -22,9 +22,10 @@ struct HostFree {
 };
 using HostMemory = std::unique_ptr<void, HostFree>;
 
-/// `bytes` (at least 1) of zeroed host memory, kAlignment-aligned, on huge pages from kHugePage up
-/// where the kernel allows it; throws BackendError when the allocation fails.
-HostMemory host_allocate(size_t bytes);
+/// `bytes` (at least 1) of zeroed host memory, aligned to `alignment` (a power of two; at least
+/// kAlignment), on huge pages from kHugePage up where the kernel allows it; throws BackendError
+/// when the allocation fails.
+HostMemory host_allocate(size_t bytes, size_t alignment = kAlignment);
 
 /// Like host_allocate, for constants (packed weights) that live as long as their kernel: blocks
 /// under kHugePage are cut from shared huge-page chunks of 16 MB (a chunk is freed with the last

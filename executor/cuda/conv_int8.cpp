@@ -128,7 +128,8 @@ class Int8ConvKernel : public CudaKernel {
       std::lock_guard<std::mutex> lock(mutex);
       if (validated.count(key)) return;
     }
-    CudaBuffer x(*device_, static_cast<size_t>(spec.srcs[0].bytes())), work(*device_, workspace_);
+    CudaBuffer x(*device_, BufferRequest{.bytes = static_cast<size_t>(spec.srcs[0].bytes())});
+    CudaBuffer work(*device_, BufferRequest{.bytes = workspace_});
     char* base = static_cast<char*>(work.data());
     StreamHandles& setup = device_->setup();
     const void* input =

@@ -42,12 +42,12 @@ struct Scratch {
   std::unique_ptr<CudaBuffer> x, y, work;
   size_t space = 0;
   Scratch(DeviceContext& ctx, const KernelSpec& spec, size_t limit)
-      : x(std::make_unique<CudaBuffer>(ctx, static_cast<size_t>(spec.srcs[0].bytes()))),
-        y(std::make_unique<CudaBuffer>(ctx, static_cast<size_t>(spec.dsts[0].bytes()))),
+      : x(std::make_unique<CudaBuffer>(ctx, BufferRequest{.bytes = static_cast<size_t>(spec.srcs[0].bytes())})),
+        y(std::make_unique<CudaBuffer>(ctx, BufferRequest{.bytes = static_cast<size_t>(spec.dsts[0].bytes())})),
         space(limit) {
     while (!work && space > 0) {
       try {
-        work = std::make_unique<CudaBuffer>(ctx, space);
+        work = std::make_unique<CudaBuffer>(ctx, BufferRequest{.bytes = space});
       } catch (const BackendError&) {
         space /= 2;  // little free memory: try with less workspace
       }

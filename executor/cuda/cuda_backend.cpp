@@ -78,8 +78,8 @@ class CudaBackend : public Backend {
     return compute == DataType::kF32 ? Layout::kNCHW : Layout::kNHWC;
   }
 
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return std::make_unique<cuda::CudaBuffer>(*device_, bytes);
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
+    return std::make_unique<cuda::CudaBuffer>(*device_, request);
   }
   void upload(void* dst, const void* src, size_t bytes) override { device_->upload(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { device_->download(dst, src, bytes); }

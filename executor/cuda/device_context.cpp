@@ -226,16 +226,34 @@ void DeviceContext::zero(void* dst, size_t bytes) {
 // ---- RAII objects -------------------------------------------------------------------------------
 
 // An error freeing (runtime unloading at exit) is not actionable.
-CudaBuffer::CudaBuffer(DeviceContext& ctx, size_t bytes)
-    : OwningBuffer(bytes, [](void* p) { cudaFree(p); }) {
-  const size_t size = std::max<size_t>(bytes, 1);
-  if (cudaMalloc(&data_, size) != cudaSuccess) {
+namespace {
+constexpr size_t kCudaAlignment = 256;  // of cudaMalloc and cudaHostAlloc
+}  // namespace
+
+CudaBuffer::CudaBuffer(DeviceContext& ctx, const BufferRequest& request)
+    : OwningBuffer(request, kCudaAlignment,
+                   request.kind == MemoryKind::kPinnedHost ? +[](void* p) { cudaFreeHost(p); }
+                                                           : +[](void* p) { cudaFree(p); }) {
+  if (request.alignment == 0 || (request.alignment & (request.alignment - 1)) != 0 ||
+      request.alignment > kCudaAlignment) {
+    throw BackendError(cat("cuda: cannot align a buffer to ", request.alignment,
+                           " bytes (a power of two up to ", kCudaAlignment, ")"));
+  }
+  const size_t size = std::max<size_t>(request.bytes, 1);
+  const bool pinned = request.kind == MemoryKind::kPinnedHost;
+  const cudaError_t status =
+      pinned ? cudaHostAlloc(&data_, size, cudaHostAllocDefault) : cudaMalloc(&data_, size);
+  if (status != cudaSuccess) {
     cudaGetLastError();
     data_ = nullptr;
-    throw BackendError(cat("cuda: cannot allocate ", byte_size(static_cast<double>(bytes)),
-                           " of GPU memory"));
+    throw BackendError(cat("cuda: cannot allocate ", byte_size(static_cast<double>(request.bytes)),
+                           pinned ? " of page-locked host memory" : " of GPU memory"));
   }
-  ctx.zero(data_, size);  // on failure the base's destructor frees the memory
+  if (pinned) {
+    std::memset(data_, 0, size);
+  } else {
+    ctx.zero(data_, size);  // on failure the base's destructor frees the memory
+  }
 }
 
 CudaEvent::CudaEvent() {
@@ -301,7 +319,7 @@ void CudaGraphWork::launch(Stream& origin) {
 }
 
 std::shared_ptr<CudaBuffer> upload_bytes(DeviceContext& ctx, const void* host, size_t bytes) {
-  auto buffer = std::make_shared<CudaBuffer>(ctx, bytes);
+  auto buffer = std::make_shared<CudaBuffer>(ctx, BufferRequest{.bytes = bytes});
   if (bytes > 0) ctx.upload(buffer->data(), host, bytes);
   return buffer;
 }

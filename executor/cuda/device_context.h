@@ -104,8 +104,10 @@ class DeviceContext {
 /// Device memory, zeroed (in order, on the setup stream) when allocated.
 class CudaBuffer : public OwningBuffer {
  public:
-  /// Allocates `bytes`; throws BackendError when the device has no room.
-  CudaBuffer(DeviceContext& ctx, size_t bytes);
+  /// Allocates request.bytes of device memory (cudaMalloc: 256-byte aligned) or of page-locked
+  /// host memory (cudaHostAlloc); throws BackendError when there is no room or the alignment
+  /// asked exceeds 256.
+  CudaBuffer(DeviceContext& ctx, const BufferRequest& request);
 };
 
 /// An event without timing, for cross-stream dependencies.

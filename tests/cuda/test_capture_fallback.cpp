@@ -23,7 +23,9 @@ class FailingCapture : public Backend {
   std::string device_fingerprint() const override { return inner_.device_fingerprint(); }
   int parallelism() const override { return inner_.parallelism(); }
   graph::Layout preferred_layout(graph::DataType t) const override { return inner_.preferred_layout(t); }
-  std::unique_ptr<Buffer> allocate(size_t bytes) override { return inner_.allocate(bytes); }
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
+    return inner_.allocate_buffer(request);
+  }
   void upload(void* dst, const void* src, size_t bytes) override { inner_.upload(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }

@@ -8,6 +8,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "executor/backend.h"
+#include "executor/devices.h"
 #include "executor/executor.h"
 #include "executor/trace.h"
 #include "graph/errors.h"
@@ -424,12 +425,50 @@ TEST(Errors, ForeignScheduleMissingWeightsBadInputsAndBackends) {
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown backend 'tpu'"), std::string::npos);
   }
-  try {
-    make_backend("cuda");  // no GPU here; with one, the kernels are not implemented yet
-    FAIL();
-  } catch (const BackendError& e) {
-    EXPECT_NE(std::string(e.what()).find("backend 'cuda'"), std::string::npos) << e.what();
+  const DeviceQuery gpus = query_cuda_devices();
+  if (gpus.devices.empty()) {
+    try {
+      make_backend("cuda");
+      FAIL() << "a CUDA backend without a usable GPU";
+    } catch (const BackendError& e) {
+      EXPECT_NE(std::string(e.what()).find("backend 'cuda'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(gpus.reason), std::string::npos) << e.what();
+    }
   }
+}
+
+TEST(BackendBuffers, KeepTheAlignmentAndKindAsked) {
+  auto backend = make_backend("cpu");
+  for (size_t alignment : {size_t{64}, size_t{4096}, size_t{1} << 21}) {
+    for (MemoryKind kind : {MemoryKind::kDevice, MemoryKind::kPinnedHost}) {
+      auto buffer = backend->allocate_buffer({.bytes = 1000, .alignment = alignment, .kind = kind});
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer->data()) % alignment, 0u) << alignment;
+      EXPECT_GE(buffer->alignment(), alignment);
+      EXPECT_EQ(buffer->kind(), kind);
+      EXPECT_EQ(buffer->bytes(), 1000u);
+    }
+  }
+  EXPECT_EQ(backend->allocate(10)->kind(), MemoryKind::kDevice);
+  EXPECT_THROW(backend->allocate_buffer({.bytes = 8, .alignment = 48}), BackendError);
+}
+
+TEST(BackendRegistry, NamesTheBuiltBackendsAndOpensThem) {
+  std::vector<std::string> built;
+  bool has_cpu = false, has_cuda = false;
+  for (const BackendEntry& e : backend_registry()) {
+    EXPECT_FALSE(std::string(e.description).empty()) << e.name;
+    if (e.built) built.emplace_back(e.name);
+    has_cpu = has_cpu || std::string(e.name) == "cpu";
+    has_cuda = has_cuda || std::string(e.name) == "cuda";
+  }
+  EXPECT_TRUE(has_cpu);
+  EXPECT_TRUE(has_cuda);  // listed even when not built: its error then says why
+  EXPECT_EQ(backend_names(), built);
+  EXPECT_EQ(make_backend("cpu")->name(), "cpu");
+  // Settings another backend's: refused by the CPU backend's own factory.
+  BackendConfig tf32;
+  tf32.tf32 = true;
+  EXPECT_THROW(make_backend("cpu", tf32), BackendError);
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ class FakeBackend : public Backend {
   const Capabilities& capabilities() const override { return caps_; }
   int parallelism() const override { return 4; }
   Layout preferred_layout(graph::DataType) const override { return Layout::kNChw8c; }
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
-    return stagecraft::testing::cpu_backend().allocate(bytes);
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
+    return stagecraft::testing::cpu_backend().allocate_buffer(request);
   }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
