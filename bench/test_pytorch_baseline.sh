@@ -4,20 +4,9 @@
 # ONNX weights must give stagecraft's CPU output (max relative error 1e-4). Exit 77 (skipped) with
 # the reason when torch, numpy or PyYAML cannot be installed into the project's virtual environment.
 # Usage: test_pytorch_baseline.sh PATH/TO/stagecraft
-set -u
-bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export STAGECRAFT_CACHE_DIR="$work/cache"
-export OMP_WAIT_POLICY=passive
-source "$here/../scripts/common.sh"
-set +e +o pipefail
-if ! py=$(ensure_venv numpy pyyaml torch 2>"$work/pip.log" | tail -n 1) || [ -z "$py" ]; then
-  echo "SKIP: cannot install torch/numpy/pyyaml into the virtual environment:"
-  tail -n 15 "$work/pip.log"
-  exit 77
-fi
+source "$here/../tests/cli/lib.sh" "$@"
+venv_python_or_skip "cannot install torch/numpy/pyyaml into the virtual environment:" numpy pyyaml torch
 networks=inception_v3:75,googlenet:64,squeezenet1_0:64,squeezenet1_1:64,resnet50:64,nasnet_a_mobile:64
 networks+=,nasnet_a_large:64,randwire:64,randwire_small:64,randwire_regular:64
 "$py" "$here/pytorch_baseline.py" --check --stagecraft "$bin" --networks "$networks" --batch 2 \

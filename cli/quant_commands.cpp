@@ -28,6 +28,13 @@ struct CalibrateOptions {
   std::string layout;
 };
 
+// "cosine min 0.9987 mean 0.9995, top-1 agreement 100.0% (5 distinct CLASSES)".
+std::string scores_text(const profiler::LogitScores& s, const char* classes) {
+  return cat("cosine min ", fixed(s.min_cosine, 4), " mean ", fixed(s.mean_cosine, 4),
+             ", top-1 agreement ", fixed(100 * s.top1, 1), "% (", s.distinct_top1, " distinct ",
+             classes, ")");
+}
+
 void run_calibrate(const CalibrateOptions& o) {
   if (o.source.dtype != "f32") {
     throw UsageError("calibrate runs the f32 graph: drop --dtype (use --dtype int8 on run/bench/schedule)");
@@ -99,14 +106,10 @@ void run_calibrate(const CalibrateOptions& o) {
     got.push_back(int8_run.run(inputs).at(0));
   }
   const profiler::Agreement a = profiler::compare_logits(got, want);
-  std::cout << "  int8 vs f32 over " << a.samples << " random inputs: cosine min "
-            << fixed(a.min_cosine, 4) << " mean " << fixed(a.mean_cosine, 4) << ", top-1 agreement "
-            << fixed(100 * a.top1, 1) << "% (" << a.distinct_top1
-            << " distinct f32 top-1 classes)\n"
-            << "  input-dependent part (logits minus their mean over the inputs): cosine min "
-            << fixed(a.centred_min_cosine, 4) << " mean " << fixed(a.centred_mean_cosine, 4)
-            << ", top-1 agreement " << fixed(100 * a.centred_top1, 1) << "% ("
-            << a.centred_distinct_top1 << " distinct classes)\n";
+  std::cout << "  int8 vs f32 over " << a.samples << " random inputs: "
+            << scores_text(a.raw, "f32 top-1 classes") << "\n"
+            << "  input-dependent part (logits minus their mean over the inputs): "
+            << scores_text(a.centred, "classes") << "\n";
 }
 
 }  // namespace

@@ -50,15 +50,8 @@ ValueId NetBuilder::op(const std::string& name, OpKind kind, graph::OpAttrs attr
 }
 
 ValueId NetBuilder::conv(ValueId x, const ConvSpec& spec, const std::string& name) {
-  graph::Conv2dAttrs a;
+  graph::Conv2dAttrs a = spec;
   a.in_channels = channels(x);
-  a.out_channels = spec.out_channels;
-  a.kernel = spec.kernel;
-  a.stride = spec.stride;
-  a.padding = spec.padding;
-  a.dilation = spec.dilation;
-  a.groups = spec.groups;
-  a.bias = spec.bias;
   return op(name, OpKind::kConv2d, a, {x});
 }
 

@@ -23,15 +23,10 @@ using graph::Hw;
 using graph::Pads;
 using graph::ValueId;
 
-/// Convolution parameters for NetBuilder::conv (input channels come from the input value).
-struct ConvSpec {
-  int64_t out_channels = 0;  ///< output channels
-  Hw kernel{1, 1};           ///< kernel size
-  Hw stride{1, 1};           ///< stride
-  Pads padding;              ///< zero padding
-  Hw dilation{1, 1};         ///< dilation
-  int64_t groups = 1;        ///< channel groups
-  bool bias = false;         ///< whether the conv has a bias
+/// Convolution parameters for NetBuilder::conv: the op's attributes, with a 1x1 kernel unless set.
+/// Their in_channels is not read: NetBuilder::conv takes the input value's channels.
+struct ConvSpec : graph::Conv2dAttrs {
+  ConvSpec() { kernel = Hw{1, 1}; }
 };
 
 /// A square conv: `out` channels, k×k kernel, stride, symmetric padding.

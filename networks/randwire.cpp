@@ -47,6 +47,7 @@ constexpr int64_t kSamePadding = 1;      // keeps the size of a 3x3 conv at stri
 constexpr int64_t kPointwise = 1;        // 1x1 convs
 constexpr int64_t kTailChannels = 1280;  // the classifier's 1x1 conv
 constexpr int64_t kNumClasses = 1000;    // ImageNet classes
+constexpr int kNodes = 32;               // N: nodes per random stage (see the variants above)
 
 // One random stage: node count and channels of every node.
 struct StageSpec {
@@ -54,11 +55,17 @@ struct StageSpec {
   int64_t channels;
 };
 
+// A random stage of a variant: node count and width in units of C.
+struct StageShape {
+  int nodes;
+  int64_t width;  // channels = width * C
+};
+
 // A RandWire variant: the base width C, the convs before the random stages, the stages.
 struct RandWireConfig {
   int64_t base_channels;  // C
   bool conv2_front;       // regular regime: conv1 + ReLU + conv2 before the stages
-  std::vector<StageSpec> stages;
+  std::vector<StageShape> stages;
 };
 
 // One node: sum of inputs -> ReLU -> depthwise 3x3 -> pointwise 1x1 -> BN.
@@ -118,7 +125,8 @@ graph::Graph build_randwire_variant(const std::string& name, const RandWireConfi
     x = b.bn(b.conv(x, square_conv(c, kConvKernel, kReductionStride, kSamePadding)), kBnEps);
   }
   for (size_t i = 0; i < config.stages.size(); ++i) {
-    x = random_stage(b, x, config.stages[i], derive_seed(options.seed, i), cat("stage", i + 1));
+    const StageSpec stage{config.stages[i].nodes, config.stages[i].width * c};
+    x = random_stage(b, x, stage, derive_seed(options.seed, i), cat("stage", i + 1));
   }
   ValueId logits;
   {
@@ -133,35 +141,17 @@ graph::Graph build_randwire_variant(const std::string& name, const RandWireConfi
 }  // namespace
 
 graph::Graph build_randwire(const NetworkOptions& options) {
-  constexpr int64_t kChannels = 154;
-  constexpr int kFirstStageNodes = 16;
-  constexpr int kNodes = 32;
-  const RandWireConfig config{kChannels,
-                              false,
-                              {{kFirstStageNodes, kChannels},
-                               {kNodes, 2 * kChannels},
-                               {kNodes, 4 * kChannels},
-                               {kNodes, 8 * kChannels}}};
+  const RandWireConfig config{154, false, {{kNodes / 2, 1}, {kNodes, 2}, {kNodes, 4}, {kNodes, 8}}};
   return build_randwire_variant("randwire", config, options);
 }
 
 graph::Graph build_randwire_small(const NetworkOptions& options) {
-  constexpr int64_t kChannels = 78;
-  constexpr int kNodes = 32;
-  const RandWireConfig config{kChannels,
-                              false,
-                              {{kNodes / 2, kChannels},
-                               {kNodes, kChannels},
-                               {kNodes, 2 * kChannels},
-                               {kNodes, 4 * kChannels}}};
+  const RandWireConfig config{78, false, {{kNodes / 2, 1}, {kNodes, 1}, {kNodes, 2}, {kNodes, 4}}};
   return build_randwire_variant("randwire_small", config, options);
 }
 
 graph::Graph build_randwire_regular(const NetworkOptions& options) {
-  constexpr int64_t kChannels = 109;
-  constexpr int kNodes = 32;
-  const RandWireConfig config{
-      kChannels, true, {{kNodes, 2 * kChannels}, {kNodes, 4 * kChannels}, {kNodes, 8 * kChannels}}};
+  const RandWireConfig config{109, true, {{kNodes, 2}, {kNodes, 4}, {kNodes, 8}}};
   return build_randwire_variant("randwire_regular", config, options);
 }
 

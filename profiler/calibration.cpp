@@ -131,13 +131,8 @@ void centre(Rows& r) {
     for (size_t c = 0; c < row.size(); ++c) row[c] -= mean[c];
 }
 
-struct Scores {
-  double min_cosine = 1, mean_cosine = 1, top1 = 1;
-  int distinct = 0;
-};
-
-Scores score(const Rows& got, const Rows& want) {
-  Scores s;
+LogitScores score(const Rows& got, const Rows& want) {
+  LogitScores s;
   s.min_cosine = std::numeric_limits<double>::infinity();
   double sum = 0;
   int agree = 0;
@@ -161,7 +156,7 @@ Scores score(const Rows& got, const Rows& want) {
   const double n = static_cast<double>(std::max<size_t>(want.rows.size(), 1));
   s.mean_cosine = sum / n;
   s.top1 = agree / n;
-  s.distinct = static_cast<int>(classes.size());
+  s.distinct_top1 = static_cast<int>(classes.size());
   return s;
 }
 
@@ -182,18 +177,10 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
   Agreement a;
   a.samples = static_cast<int>(w.rows.size());
   if (a.samples == 0) return a;
-  const Scores raw = score(g, w);
-  a.min_cosine = raw.min_cosine;
-  a.mean_cosine = raw.mean_cosine;
-  a.top1 = raw.top1;
-  a.distinct_top1 = raw.distinct;
+  a.raw = score(g, w);
   centre(g);
   centre(w);
-  const Scores centred = score(g, w);
-  a.centred_min_cosine = centred.min_cosine;
-  a.centred_mean_cosine = centred.mean_cosine;
-  a.centred_top1 = centred.top1;
-  a.centred_distinct_top1 = centred.distinct;
+  a.centred = score(g, w);
   return a;
 }
 

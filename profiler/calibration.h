@@ -41,22 +41,24 @@ struct CalibrationOptions {
 graph::Calibration calibrate(const graph::Graph& graph, const graph::WeightStore& weights,
                              executor::Backend& backend, const CalibrationOptions& options);
 
-/// Agreement of two sets of logits (e.g. int8 against f32) over the same inputs.
-struct Agreement {
+/// How closely two sets of logits agree, sample by sample, in one view of them.
+struct LogitScores {
   double min_cosine = 1;   ///< smallest cosine similarity of a pair of outputs
   double mean_cosine = 1;  ///< mean cosine similarity
   double top1 = 1;         ///< share of samples whose arg-max agrees
-  int samples = 0;
   /// Distinct arg-max classes among the reference outputs (a check where every sample has the
   /// same top-1 class says little about top-1 agreement).
   int distinct_top1 = 0;
+};
+
+/// Agreement of two sets of logits (e.g. int8 against f32) over the same inputs.
+struct Agreement {
+  int samples = 0;
+  LogitScores raw;  ///< of the logits as they are
   /// The same on the input-dependent part of the outputs: each sample's logits minus the mean
   /// logits over all samples (of its own set). With random weights the raw logits are dominated
   /// by what every input shares (one class wins for all), which the raw metrics cannot see past.
-  double centred_min_cosine = 1;
-  double centred_mean_cosine = 1;
-  double centred_top1 = 1;
-  int centred_distinct_top1 = 0;
+  LogitScores centred;
 };
 
 /// Compares outputs sample by sample (first graph output of each; rank 2, N x classes: each row

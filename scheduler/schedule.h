@@ -56,7 +56,11 @@ struct ScheduleMeta {
   std::string device;            ///< device fingerprint of the cost model
   std::string cost_model;        ///< e.g. "analytic:v100"
   /// How it was searched (recorded in the file; on_progress is never kept).
-  SearchOptions search{.strategy = Strategy::kSequential};
+  SearchOptions search = [] {
+    SearchOptions options;
+    options.strategy = Strategy::kSequential;
+    return options;
+  }();
   /// dp on a measured model: false when the budget ended the search before it converged.
   bool converged = true;
   double predicted_ms = 0;       ///< sum of stage latencies

@@ -376,29 +376,26 @@ void raise_as(const char* name, const std::exception& e) {
   }
 }
 
+// The name of the stagecraft.<name> class of a C++ error: its type's name, or that of its nearest
+// base with a class of its own.
+const char* python_class_of(const Error& e) {
+  if (dynamic_cast<const graph::ShapeError*>(&e)) return "ShapeError";
+  if (dynamic_cast<const graph::FormatError*>(&e)) return "FormatError";
+  if (dynamic_cast<const graph::GraphError*>(&e)) return "GraphError";
+  if (dynamic_cast<const networks::NetworkError*>(&e)) return "NetworkError";
+  if (dynamic_cast<const scheduler::ScheduleError*>(&e)) return "ScheduleError";
+  if (dynamic_cast<const executor::BackendError*>(&e)) return "BackendError";
+  if (dynamic_cast<const profiler::DeviceSpecError*>(&e)) return "DeviceSpecError";
+  if (dynamic_cast<const IoError*>(&e)) return "IoError";
+  if (dynamic_cast<const UsageError*>(&e)) return "UsageError";
+  return "Error";
+}
+
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
-  } catch (const graph::ShapeError& e) {
-    raise_as("ShapeError", e);
-  } catch (const graph::FormatError& e) {
-    raise_as("FormatError", e);
-  } catch (const graph::GraphError& e) {
-    raise_as("GraphError", e);
-  } catch (const networks::NetworkError& e) {
-    raise_as("NetworkError", e);
-  } catch (const scheduler::ScheduleError& e) {
-    raise_as("ScheduleError", e);
-  } catch (const executor::BackendError& e) {
-    raise_as("BackendError", e);
-  } catch (const profiler::DeviceSpecError& e) {
-    raise_as("DeviceSpecError", e);
-  } catch (const IoError& e) {
-    raise_as("IoError", e);
-  } catch (const UsageError& e) {
-    raise_as("UsageError", e);
   } catch (const Error& e) {
-    raise_as("Error", e);
+    raise_as(python_class_of(e), e);
   }
 }
 

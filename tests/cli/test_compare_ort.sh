@@ -4,24 +4,13 @@
 # when it exits 0 (every output within 1e-4 relative error of ORT's) and prints the table.
 # Exit 77 (skipped) with the reason when numpy/onnx/onnxruntime cannot be installed with pip.
 # Usage: test_compare_ort.sh PATH/TO/stagecraft
-set -u
-bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
 script="$here/../../scripts/compare_ort.py"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export STAGECRAFT_CACHE_DIR="$work/cache"
-export OMP_WAIT_POLICY=passive
 
 # numpy/onnx/onnxruntime come from the project's virtual environment (scripts/common.sh), made
 # and filled here when needed, so that a failed install is a skip with its reason.
-source "$here/../../scripts/common.sh"
-set +e +o pipefail  # common.sh sets -e; this script checks exit codes itself
-if ! py=$(ensure_venv numpy onnx onnxruntime 2>"$work/pip.log" | tail -n 1) || [ -z "$py" ]; then
-  echo "SKIP: cannot set up numpy/onnx/onnxruntime in a virtual environment:"
-  tail -n 15 "$work/pip.log"
-  exit 77
-fi
+source "$here/lib.sh" "$@"
+venv_python_or_skip "cannot set up numpy/onnx/onnxruntime in a virtual environment:" numpy onnx onnxruntime
 
 models=()
 export_model() {  # NETWORK INPUT_SIZE

@@ -5,21 +5,10 @@
 # missing model must be refused with one line. Exit 77 (skipped) with the reason when
 # numpy/onnx/onnxruntime cannot be installed with pip.
 # Usage: test_ops_vs_ort.sh PATH/TO/stagecraft
-set -u
-bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
 script="$here/../../bench/ops_vs_ort.py"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export STAGECRAFT_CACHE_DIR="$work/cache"
-export OMP_WAIT_POLICY=passive
-source "$here/../../scripts/common.sh"
-set +e +o pipefail
-if ! py=$(ensure_venv numpy onnx onnxruntime 2>"$work/pip.log" | tail -n 1) || [ -z "$py" ]; then
-  echo "SKIP: cannot set up numpy/onnx/onnxruntime in a virtual environment:"
-  tail -n 15 "$work/pip.log"
-  exit 77
-fi
+source "$here/lib.sh" "$@"
+venv_python_or_skip "cannot set up numpy/onnx/onnxruntime in a virtual environment:" numpy onnx onnxruntime
 fail=0
 for net in resnet50 squeezenet1_1; do
   if ! "$bin" graph "$net" --input-size 64 --onnx "$work/$net.onnx" >"$work/export.log" 2>&1; then

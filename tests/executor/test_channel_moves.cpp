@@ -160,6 +160,20 @@ KernelSpec spec_of(OpKind kind, graph::OpAttrs attrs, std::vector<TensorDesc> sr
   return spec;
 }
 
+// Concatenates `srcs` (holding `data`, `parts[i]` channels each) into `dst` and expects every
+// output channel to be the channel of its part.
+Result expect_concatenation(const std::vector<int64_t>& parts, const std::vector<TensorDesc>& srcs,
+                            const std::vector<std::vector<float>>& data, const TensorDesc& dst,
+                            const std::string& where) {
+  const Result r = run_kernel(spec_of(OpKind::kConcat, graph::NoAttrs{}, srcs, {dst}), data);
+  expect_channels(r, 0, dst.shape[0], dst.shape[1], [&](int64_t n, int64_t c) {
+    size_t i = 0;
+    while (c >= parts[i]) c -= parts[i++];
+    return channel(data[i], parts[i], n, c);
+  }, where);
+  return r;
+}
+
 bool blocked_unaligned(Layout layout, std::initializer_list<int64_t> offsets) {
   const int64_t block = graph::channel_block(layout);
   return std::any_of(offsets.begin(), offsets.end(), [&](int64_t o) { return block > 0 && o % block != 0; });
@@ -183,12 +197,7 @@ TEST(ChannelMoves, ConcatenationsOfUnalignedPartsEqualTheirDefinitionInEveryLayo
                                         graph::to_string(srcs[0].layout), "/",
                                         graph::to_string(srcs[1].layout), "/",
                                         graph::to_string(srcs[2].layout));
-          const Result r = run_kernel(spec_of(OpKind::kConcat, graph::NoAttrs{}, srcs, {dst}), data);
-          expect_channels(r, 0, batch, 19, [&](int64_t n, int64_t c) {
-            size_t i = 0;
-            while (c >= parts[i]) c -= parts[i++];
-            return channel(data[i], parts[i], n, c);
-          }, where);
+          const Result r = expect_concatenation(parts, srcs, data, dst, where);
           if (blocked_unaligned(dst_layout, {5, 16})) {
             EXPECT_EQ(r.implementation, "channel gather") << where;
           }
@@ -213,12 +222,7 @@ TEST(ChannelMoves, ConcatenationsOfChunkedPartsEqualTheirDefinitionInBlockedLayo
       }
       const TensorDesc dst = desc(batch, 31, dst_layout, DataType::kF32);
       const std::string where = cat("batch ", batch, " into ", graph::to_string(dst_layout));
-      const Result r = run_kernel(spec_of(OpKind::kConcat, graph::NoAttrs{}, srcs, {dst}), data);
-      expect_channels(r, 0, batch, 31, [&](int64_t n, int64_t c) {
-        size_t i = 0;
-        while (c >= parts[i]) c -= parts[i++];
-        return channel(data[i], parts[i], n, c);
-      }, where);
+      const Result r = expect_concatenation(parts, srcs, data, dst, where);
       EXPECT_EQ(r.implementation, "channel gather") << where;
     }
   }

@@ -4,6 +4,7 @@
 #include "graph/errors.h"
 #include "graph/graph.h"
 #include "networks/builder.h"
+#include "tests/support/graph_ops.h"
 
 namespace stagecraft::graph {
 namespace {
@@ -22,11 +23,7 @@ struct Diamond {
     ValueId vcat = nb.concat({vb, vc}, "cat");
     ValueId vd = nb.relu(vc, "d");
     g = std::move(nb).finish({vcat, vd});
-    a = *g.find_op("a");
-    b = *g.find_op("b");
-    c = *g.find_op("c");
-    cat = *g.find_op("cat");
-    d = *g.find_op("d");
+    std::tie(a, b, c, cat, d) = stagecraft::testing::op_ids(g, "a", "b", "c", "cat", "d");
   }
 };
 

@@ -16,12 +16,7 @@
 namespace stagecraft::scheduler {
 namespace {
 
-using testing::brute_force_best;
-using testing::RandomKeyCostModel;
-using testing::RandomOpCostModel;
-using testing::Rng;
-
-constexpr double kTolerance = 1e-9;
+using namespace testing;  // test_support.h
 
 // A cost model that measures: it knows a stage's latency only once it measured it (its cache,
 // kept across searches), answering with the latencies of `truth`.
@@ -57,13 +52,6 @@ SearchOptions dp_options(bool pruned = true, DpMode mode = DpMode::kBoth) {
   return options;
 }
 
-Schedule search(const graph::Graph& g, CostModel& model, const SearchOptions& options,
-                SearchStats* stats = nullptr) {
-  Schedule s = make_scheduler(options)->schedule(g, model, stats);
-  validate(g, s);  // every schedule a search returns is valid, whatever its budget
-  return s;
-}
-
 // The schedule's cost under the true costs (what it would really take).
 double true_cost(const graph::Graph& g, CostModel& truth, Schedule s) {
   return cost_schedule(g, truth, s);
@@ -77,9 +65,8 @@ class BoundedRandomDags : public ::testing::TestWithParam<int> {};
 TEST_P(BoundedRandomDags, ExhaustiveEqualsTheExactDpAndBruteForce) {
   Rng rng(7000 + GetParam());
   const graph::Graph g = testing::random_dag(rng, 3 + rng.below(6), 1 + rng.below(4));
-  RandomKeyCostModel key_truth(GetParam());
-  RandomOpCostModel op_truth(GetParam());
-  for (CostModel* truth : {static_cast<CostModel*>(&key_truth), static_cast<CostModel*>(&op_truth)}) {
+  RandomCostModels truths(GetParam());
+  for (CostModel* truth : truths.both()) {
     for (DpMode mode : {DpMode::kBoth, DpMode::kConcurrent, DpMode::kMerge}) {
       for (bool pruned : {true, false}) {
         SearchOptions options = dp_options(pruned, mode);

@@ -5,6 +5,7 @@
 
 #include "networks/builder.h"
 #include "scheduler/schedule.h"
+#include "tests/support/graph_ops.h"
 
 namespace stagecraft::scheduler {
 namespace {
@@ -26,12 +27,8 @@ struct Fixture {
     auto vr = b.relu(v1, "r");
     auto vc = b.concat({v3, v5, vr}, "cat");
     g = std::move(b).finish({vc, vs});
-    c1 = *g.find_op("c1");
-    c3 = *g.find_op("c3");
-    c5 = *g.find_op("c5");
-    s2 = *g.find_op("s2");
-    r = *g.find_op("r");
-    cat = *g.find_op("cat");
+    std::tie(c1, c3, c5, s2, r, cat) =
+        stagecraft::testing::op_ids(g, "c1", "c3", "c5", "s2", "r", "cat");
   }
   // `first`, then every other op as its own stage in topological order.
   std::vector<Stage> with_rest(const Stage& first) const {

@@ -11,12 +11,7 @@
 namespace stagecraft::scheduler {
 namespace {
 
-using testing::brute_force_best;
-using testing::RandomKeyCostModel;
-using testing::RandomOpCostModel;
-using testing::Rng;
-
-constexpr double kTolerance = 1e-9;
+using namespace testing;  // test_support.h
 
 Schedule run(const graph::Graph& g, CostModel& model, Strategy strategy, DpMode mode, bool pruned,
              int r = 3, int s = 8) {
@@ -26,9 +21,7 @@ Schedule run(const graph::Graph& g, CostModel& model, Strategy strategy, DpMode 
   options.pruned = pruned;
   options.max_group_size = r;
   options.max_num_groups = s;
-  Schedule schedule = make_scheduler(options)->schedule(g, model);
-  validate(g, schedule);  // throws on any broken rule
-  return schedule;
+  return search(g, model, options);
 }
 
 // The schedule's cost recomputed from scratch must equal what the search predicted.
@@ -59,9 +52,8 @@ TEST_P(RandomDags, UnprunedDpEqualsExhaustiveEnumeration) {
 TEST_P(RandomDags, DpBoundsOnLargerGraphs) {
   Rng rng(5000 + GetParam());
   const graph::Graph g = testing::random_dag(rng, 8 + rng.below(3), 1 + rng.below(6));
-  RandomOpCostModel op_model(GetParam());
-  RandomKeyCostModel key_model(GetParam());
-  for (CostModel* model : {static_cast<CostModel*>(&op_model), static_cast<CostModel*>(&key_model)}) {
+  RandomCostModels models(GetParam());
+  for (CostModel* model : models.both()) {
     const double best = brute_force_best(g, *model, DpMode::kBoth, /*memoise=*/true);
     const Schedule unpruned = run(g, *model, Strategy::kDp, DpMode::kBoth, false);
     EXPECT_NEAR(unpruned.meta.predicted_ms, best, kTolerance) << model->name();
@@ -183,8 +175,7 @@ TEST(Search, WideBlocksAreSplitAndReported) {
   EXPECT_NE(note.find("split into"), std::string::npos);
   RandomOpCostModel model(1);
   SearchStats stats;
-  const Schedule s = make_scheduler(options)->schedule(g, model, &stats);
-  validate(g, s);
+  search(g, model, options, &stats);
   ASSERT_EQ(stats.splits.size(), 1u);
   EXPECT_EQ(stats.parts, parts.size());
 }

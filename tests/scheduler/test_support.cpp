@@ -13,6 +13,13 @@
 
 namespace stagecraft::scheduler::testing {
 
+Schedule search(const graph::Graph& g, CostModel& model, const SearchOptions& options,
+                SearchStats* stats) {
+  Schedule s = make_scheduler(options)->schedule(g, model, stats);
+  validate(g, s);
+  return s;
+}
+
 graph::Graph random_dag(Rng& rng, int num_ops, int window) {
   constexpr int64_t kChannels = 8;
   networks::NetBuilder b("random", 1, kChannels, 8, 8);

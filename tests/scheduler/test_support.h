@@ -1,7 +1,9 @@
 #pragma once
-// Helpers for scheduler tests: random DAGs, cost models with random stage costs, and a
-// brute-force enumeration of every valid schedule (stages within blocks).
+// Helpers for scheduler tests: random DAGs, cost models with random stage costs, a search that
+// validates its schedule, and a brute-force enumeration of every valid schedule (stages within
+// blocks).
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -13,6 +15,9 @@
 #include "scheduler/search.h"
 
 namespace stagecraft::scheduler::testing {
+
+/// How far two costs of the same schedule may differ (the same latencies summed in another order).
+inline constexpr double kTolerance = 1e-9;
 
 /// A small deterministic generator for test data (the networks' SplitMix64).
 class Rng {
@@ -65,6 +70,21 @@ class RandomOpCostModel : public SaltedCostModel {
  private:
   double op_ms(const graph::Graph& graph, graph::OpId id) const;
 };
+
+/// Both random cost models with one salt: checks that must hold for any costs run under each.
+struct RandomCostModels {
+  explicit RandomCostModels(uint64_t salt) : key(salt), op(salt) {}
+  /// The two models, stage costs by key first.
+  std::array<CostModel*, 2> both() { return {&key, &op}; }
+
+  RandomKeyCostModel key;
+  RandomOpCostModel op;
+};
+
+/// The schedule a search with `options` finds, validated (throws on any broken rule: every
+/// schedule a search returns must be valid, whatever its options and budget).
+Schedule search(const graph::Graph& g, CostModel& model, const SearchOptions& options,
+                SearchStats* stats = nullptr);
 
 /// The cheapest valid schedule's cost found by enumerating every schedule whose stages stay
 /// inside one block: each stage is either concurrent (a set of ready ops, its connected components
