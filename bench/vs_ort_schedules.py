@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""ONNX Runtime against stagecraft schedules of one ONNX model, in one process, interleaved.
+
+Engines: an ONNX Runtime session (CPU provider, all graph optimisations, one thread per core),
+stagecraft sessions with the sequential schedule, the default dp schedule (searched now, or
+answered by the schedule cache of CACHE_DIR) and any schedule files given as LABEL=FILE. Per round
+each engine runs once untimed after a 100 ms pause (ONNX Runtime's pool spins for ~60 ms after a
+run, which an engine timed right after it would pay for), then --block timed runs; medians over
+--rounds rounds. Prints the CPU, each engine's relative error against ONNX Runtime and a table.
+Do not set OMP_WAIT_POLICY=passive: every kernel then wakes the OpenMP team (40% slower on NASNet).
+
+Usage: PYTHONPATH=build/python:python .venv/bin/python bench/vs_ort_schedules.py MODEL.onnx CACHE_DIR
+           [LABEL=schedule.yaml ...] [--rounds 8] [--block 3]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+import stagecraft
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("cache_dir")
+    parser.add_argument("schedules", nargs="*", help="LABEL=FILE")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--block", type=int, default=3)
+    args = parser.parse_args()
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = os.cpu_count() or 1
+    ref_session = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
+    info = ref_session.get_inputs()[0]
+    shape = [d if isinstance(d, int) else 1 for d in info.shape]
+    x = np.random.default_rng(0).random(shape, dtype=np.float32)
+    engines = {"onnxruntime": lambda: ref_session.run(None, {info.name: x})}
+    ref = ref_session.run(None, {info.name: x})[0]
+
+    def add(label: str, schedule: str) -> None:
+        s = stagecraft.Session(args.model, schedule=schedule, cache_dir=args.cache_dir, progress=False)
+        y = s.run(x)[0]
+        err = float(np.abs(y - ref).max() / np.abs(ref).max())
+        print(f"{label}: {len(s.schedule.stages)} stages, relative error vs ORT {err:.2e}; {s.plan}",
+              flush=True)
+        if label.endswith("sequential"):
+            print("backend:", s.description, flush=True)
+        engines[label] = lambda: s.run(x)
+
+    add("stagecraft sequential", "sequential")
+    add("stagecraft dp (default)", "dp")
+    for item in args.schedules:
+        label, path = item.split("=", 1)
+        add(f"stagecraft {label}", path)
+
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    for _ in range(args.rounds):
+        for k, f in engines.items():
+            time.sleep(0.1)
+            f()
+            for _ in range(args.block):
+                t = time.perf_counter()
+                f()
+                times[k].append((time.perf_counter() - t) * 1e3)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"CPU: {cpu}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
+          f"{len(times['onnxruntime'])} runs each, interleaved")
+    base = statistics.median(times["onnxruntime"])
+    print("| engine | median ms | p10 | p90 | / ORT |\n|---|---|---|---|---|")
+    for k, v in times.items():
+        m = statistics.median(v)
+        print(f"| {k} | {m:.1f} | {np.percentile(v, 10):.1f} | {np.percentile(v, 90):.1f} | {m / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
