@@ -41,8 +41,8 @@ except ImportError as _e:  # pragma: no cover - depends on the installation
         "it with CMake (-DSTAGECRAFT_BUILD_PYTHON=ON) and put build/python and python on "
         "PYTHONPATH.") from _e
 
-from ._api import (Model, Schedule, Session, Stage, TensorInfo, backends, bench, calibrate, load,
-                   networks, schedule)
+from ._api import Model, Schedule, Session, Stage, TensorInfo, backends, load, networks, schedule
+from ._tools import bench, calibrate
 
 __version__ = "0.1.0"
 
