@@ -40,7 +40,15 @@ void run_calibrate(const CalibrateOptions& o) {
     throw UsageError("calibrate runs the f32 graph: drop --dtype (use --dtype int8 on run/bench/schedule)");
   }
   const Model model = load_f32_model(o.source);
-  auto cpu = executor::make_backend("cpu");
+  // The CPU through the one pipeline (its layout option checked there); nothing is measured:
+  // the check runs sequential schedules.
+  SessionOptions session;
+  session.backend = "cpu";
+  session.cost_model = "analytic:v100";
+  session.layout = o.layout;
+  session.log = &std::cerr;
+  Pipeline pipeline(session, scheduler::SearchOptions{});
+  executor::Backend& cpu = pipeline.backend("calibrate");
   profiler::CalibrationOptions options;
   options.samples = o.samples;
   options.method = o.method;
@@ -69,7 +77,7 @@ void run_calibrate(const CalibrateOptions& o) {
       std::cerr << "calibrate: " << done << "/" << all << " samples (" << fixed(s, 1) << " s)\n";
     }
   };
-  const graph::Calibration cal = profiler::calibrate(model.graph, model.weights, *cpu, options);
+  const graph::Calibration cal = profiler::calibrate(model.graph, model.weights, cpu, options);
   const std::string path = o.output.empty() ? model.graph.name() + ".calib.yaml" : o.output;
   graph::save_calibration(cal, path);
   graph::QuantizeReport report;
@@ -84,17 +92,13 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.check <= 0) return;
 
   // Logits of the int8 graph against f32 on fresh inputs (seeds unlike the calibration's).
-  executor::PlanOptions plan_options;
-  if (!o.layout.empty()) {
-    const auto l = graph::parse_layout(o.layout);
-    if (!l || graph::layout_rank(*l) != 4) throw UsageError(cat("--layout: unknown layout '", o.layout, "'"));
-    plan_options.layout = l;
-  }
-  executor::ExecutionPlan f32_plan(model.graph, scheduler::sequential_schedule(model.graph), model.weights,
-                                   *cpu, plan_options);
-  executor::ExecutionPlan int8_plan(q, scheduler::sequential_schedule(q), model.weights, *cpu, plan_options);
-  executor::Executor f32_run(f32_plan);
-  executor::Executor int8_run(int8_plan);
+  const session::PreparedPlan f32_plan = pipeline.prepare(model, "sequential");
+  const session::PreparedPlan int8_plan =
+      pipeline.plan(q, model.weights, pipeline.schedule(q, "sequential"));
+  const auto f32_executor = pipeline.executor(*f32_plan.plan);
+  const auto int8_executor = pipeline.executor(*int8_plan.plan);
+  executor::Executor& f32_run = *f32_executor;
+  executor::Executor& int8_run = *int8_executor;
   std::vector<executor::HostTensor> want, got;
   for (int i = 0; i < o.check; ++i) {
     std::vector<executor::HostTensor> inputs;

@@ -175,9 +175,14 @@ executor::PlanOptions Pipeline::layouts_of_schedule(const graph::Graph& graph,
 }
 
 PreparedPlan Pipeline::plan(const Model& model, ScheduledGraph scheduled) {
+  return plan(model.graph, model.weights, std::move(scheduled));
+}
+
+PreparedPlan Pipeline::plan(const graph::Graph& graph, const graph::WeightStore& weights,
+                            ScheduledGraph scheduled) {
   PreparedPlan prepared;
   prepared.plan = std::make_unique<executor::ExecutionPlan>(
-      model.graph, scheduled.schedule, model.weights, backend("running a plan"), scheduled.plan_options);
+      graph, scheduled.schedule, weights, backend("running a plan"), scheduled.plan_options);
   prepared.fallback_note = report_fallbacks(options_, *prepared.plan);
   prepared.scheduled = std::move(scheduled);
   return prepared;

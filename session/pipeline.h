@@ -76,6 +76,9 @@ class Pipeline {
   /// Step 3: the plan of `model` with `scheduled`; layout fallbacks are reported on options.log
   /// (once per layout and process) and in PreparedPlan::fallback_note.
   PreparedPlan plan(const Model& model, ScheduledGraph scheduled);
+  /// Step 3 for a graph and weights held apart (an int8 graph beside the f32 model's weights).
+  PreparedPlan plan(const graph::Graph& graph, const graph::WeightStore& weights,
+                    ScheduledGraph scheduled);
   /// Steps 1-3 in one call.
   PreparedPlan prepare(const Model& model, const std::string& spec,
                        SearchProgressCallback on_progress = nullptr);
