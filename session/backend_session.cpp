@@ -1,19 +1,7 @@
 #include "session/backend_session.h"
 
-#include <algorithm>
-#include <chrono>
-#include <ostream>
-#include <limits>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <set>
-
+#include "common/error.h"
 #include "common/strings.h"
-#include "graph/quantize.h"
-#include "graph/weights.h"
-#include "profiler/layout_search.h"
-#include "scheduler/schedule.h"
 
 namespace stagecraft::session {
 

@@ -91,7 +91,9 @@ Pipeline::Pipeline(SessionOptions options, scheduler::SearchOptions search)
     : options_(std::move(options)), search_(std::move(search)), session_(BackendSession::open(options_)) {}
 
 executor::Backend& Pipeline::backend(const std::string& what) {
-  if (!session_.backend) throw UsageError(cat(what, " needs a backend (--backend cpu)"));
+  if (!session_.backend) {
+    throw UsageError(cat(what, " needs a backend (--backend cpu; in Python backend='cpu')"));
+  }
   return *session_.backend;
 }
 
@@ -133,7 +135,7 @@ ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const std::string& 
       throw UsageError(cat("--schedule: '", spec, "' is neither a file nor one of sequential, "
                            "greedy, dp"));
     }
-    return adopt(graph, scheduler::load_schedule(spec, graph));
+    return in_its_layouts(graph, scheduler::load_schedule(spec, graph));  // validated on loading
   }
   // Layouts first: the search measures stages in them, and the schedule records them.
   result.plan_options = layouts(graph);
@@ -156,6 +158,10 @@ ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const std::string& 
 
 ScheduledGraph Pipeline::adopt(const graph::Graph& graph, scheduler::Schedule schedule) {
   scheduler::validate(graph, schedule);
+  return in_its_layouts(graph, std::move(schedule));
+}
+
+ScheduledGraph Pipeline::in_its_layouts(const graph::Graph& graph, scheduler::Schedule schedule) {
   ScheduledGraph result;
   result.plan_options = layouts_of_schedule(graph, schedule);
   result.schedule = std::move(schedule);

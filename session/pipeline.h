@@ -88,6 +88,8 @@ class Pipeline {
   void save_cache();
 
  private:
+  // A validated schedule with the layouts it records (or the options' forced layout).
+  ScheduledGraph in_its_layouts(const graph::Graph& graph, scheduler::Schedule schedule);
   executor::PlanOptions layouts_of_schedule(const graph::Graph& graph,
                                             const scheduler::Schedule& schedule);
 

@@ -222,7 +222,7 @@ class PySession {
       py::gil_scoped_release release;
       watch_layouts(options, progress);
       pipeline_ = std::make_unique<session::Pipeline>(std::move(options), search_options);
-      pipeline_->backend("a session (backend='cpu')");
+      pipeline_->backend("a session");
       prepared_ = given ? pipeline_->plan(model_->model,
                                           pipeline_->adopt(model_->model.graph, schedule_for(*given, model_)))
                         : pipeline_->prepare(model_->model, schedule, watch_search(progress));
