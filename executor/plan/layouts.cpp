@@ -165,13 +165,15 @@ void legalise_layouts(PlanIR& ir) {
 
 namespace {
 
-// Whether convolution `op` can read graph input `input` in the input's own layout (the usual
+// Whether convolution `op` can read its graph input in that input's own layout (the usual
 // first layer: NCHW in, blocked out).
-bool conv_reads_directly(const PlanIR& ir, const graph::Op& op, ValueId input) {
+bool conv_reads_directly(const PlanIR& ir, const graph::Op& op) {
   KernelSpec spec;
   spec.kind = op.kind;
   spec.attrs = op.attrs;
-  spec.srcs = {ir.values[input].desc};
+  // Every input the kernel reads (a fused residual is the second): a spec with fewer sources
+  // than its attributes name sent the backend's check past the end of srcs.
+  for (ValueId in : op.inputs) spec.srcs.push_back(ir.values[in].desc);
   spec.dsts = {ir.values[op.outputs[0]].desc};
   spec.weights = ir.weights.find(op.name);
   spec.name = op.name;
@@ -192,7 +194,7 @@ void convert_inputs(PlanIR& ir) {
     for (OpId reader : g.consumers(v)) {
       const graph::Op& op = g.op(reader);
       if (op.kind == OpKind::kConcat) continue;
-      if (op.kind == OpKind::kConv2d && conv_reads_directly(ir, op, v)) continue;
+      if (op.kind == OpKind::kConv2d && conv_reads_directly(ir, op)) continue;
       needs = true;
       if (op.kind == OpKind::kConv2d) ir.convert_for_conv.insert(v);
     }
