@@ -4,6 +4,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 #include <cassert>
+#include <map>
 #include <unordered_map>
 
 #include "common/strings.h"
@@ -165,6 +166,26 @@ OpId copy_op(Graph& dst, const Graph& src, OpId id, std::vector<ValueId> inputs)
     }
   }
   return copy;
+}
+
+Graph op_alone(const Graph& graph, OpId id, const std::vector<Layout>& input_layouts,
+               const std::string& name) {
+  const Op& op = graph.op(id);
+  Graph alone(name);
+  std::map<ValueId, ValueId> mapped;
+  std::vector<ValueId> inputs;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    auto it = mapped.find(op.inputs[i]);
+    if (it == mapped.end()) {
+      TensorDesc desc = graph.value(op.inputs[i]).desc;
+      if (desc.shape.rank() == 4) desc.layout = input_layouts.at(i);
+      it = mapped.emplace(op.inputs[i], alone.add_input(cat("in", mapped.size()), desc)).first;
+    }
+    inputs.push_back(it->second);
+  }
+  const OpId copy = copy_op(alone, graph, id, inputs);
+  for (ValueId v : alone.op(copy).outputs) alone.add_output(v);
+  return alone;
 }
 
 size_t Graph::num_ops() const { return impl_->ops.size(); }

@@ -101,6 +101,11 @@ class Graph {
 /// of `dst`), with the element types and scales `src` gave its outputs; returns the new op's id.
 OpId copy_op(Graph& dst, const Graph& src, OpId id, std::vector<ValueId> inputs);
 
+/// Op `id` of `graph` alone in a graph named `name`: each distinct value it reads a graph input
+/// (rank-4 ones in `input_layouts[slot]` of the first slot reading them), its outputs the outputs.
+Graph op_alone(const Graph& graph, OpId id, const std::vector<Layout>& input_layouts,
+               const std::string& name = "op");
+
 /// Multiply-accumulates of the whole graph (convolutions and linear layers).
 int64_t total_macs(const Graph& graph);
 /// Learned parameters of the whole graph.

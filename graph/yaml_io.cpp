@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "common/files.h"
+#include "common/hash.h"
 #include "common/strings.h"
 #include "graph/errors.h"
 
@@ -573,5 +574,11 @@ void save_graph(const Graph& graph, const std::string& path) {
 }
 
 Graph load_graph(const std::string& path) { return graph_from_yaml(read_text_file(path), path); }
+
+std::string graph_hash(const Graph& graph) {
+  Fnv1a hasher;
+  hasher.add_string(graph_to_yaml(graph));
+  return hex64(hasher.digest());
+}
 
 }  // namespace stagecraft::graph

@@ -31,6 +31,9 @@ namespace stagecraft::graph {
 /// The graph as YAML text.
 std::string graph_to_yaml(const Graph& graph);
 
+/// Content hash of a graph (of its canonical YAML), 16 hex digits: equal graphs, equal hashes.
+std::string graph_hash(const Graph& graph);
+
 /// Parses YAML text; `source` names it in error messages (a file path or "<string>").
 Graph graph_from_yaml(const std::string& text, const std::string& source = "<string>");
 

@@ -10,7 +10,6 @@
 #include "common/strings.h"
 #include "graph/quantize.h"
 #include "graph/weights.h"
-#include "profiler/measured_layout_cost_model.h"
 #include "profiler/timing.h"
 #include "scheduler/layout_optimizer.h"
 #include "scheduler/schedule.h"
@@ -24,32 +23,10 @@ using graph::Layout;
 constexpr int kWarmupRuns = 2;
 constexpr int kBlocks = 2;
 
-// Whether the plan chooses value v's layout (rank-4 op outputs; graph inputs keep theirs).
-bool chosen_by_plan(const graph::Graph& graph, size_t v) {
-  const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
-  return value.producer != graph::kNoOp && value.desc.shape.rank() == 4;
-}
-
-std::vector<Layout> uniform(const graph::Graph& graph, std::vector<Layout> base, Layout l) {
-  for (size_t v = 0; v < graph.num_values(); ++v)
-    if (chosen_by_plan(graph, v)) base[v] = l;
-  return base;
-}
-
 std::string join_layouts(const std::vector<Layout>& layouts) {
   std::string out;
   for (Layout l : layouts) out += cat(out.empty() ? "" : ",", graph::to_string(l));
   return out;
-}
-
-std::vector<Layout> default_candidates(const executor::Backend& backend, const graph::Graph& graph) {
-  const Layout preferred = executor::activation_layout(backend, graph, executor::PlanOptions{});
-  std::vector<Layout> candidates{preferred};
-  // Quantised convolutions have fast kernels in one layout only (nhwc on the CPU).
-  if (graph::is_quantised(graph)) return candidates;
-  for (Layout l : backend.capabilities().layouts)
-    if (l != preferred) candidates.push_back(l);
-  return candidates;
 }
 
 // Median time of a sequential run of `graph` under each layout assignment: plans built once,
@@ -57,12 +34,12 @@ std::vector<Layout> default_candidates(const executor::Backend& backend, const g
 std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
                                   const executor::PlanOptions& base,
                                   const std::vector<std::vector<Layout>>& assignments, int rounds) {
-  const scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
-  const graph::WeightStore weights = graph::random_weights(graph, 1);
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : graph.inputs()) {
     inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
   }
+  const scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
+  const graph::WeightStore weights = graph::random_weights(graph, 1);
   std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
   std::vector<std::unique_ptr<executor::Executor>> runs;
   std::vector<executor::Executor*> executors;
@@ -83,59 +60,80 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
 
 }  // namespace
 
-LayoutPrediction predict_layouts(executor::Backend& backend, const graph::Graph& graph,
-                                 ProfileCache& cache, const LayoutSearchOptions& options) {
-  std::ostream* log = options.log;
-  MeasuredLayoutCostModel model(backend, &cache, options.measure);
+LayoutSearch::LayoutSearch(executor::Backend& backend, ProfileCache& cache, LayoutSearchOptions options)
+    : backend_(backend), cache_(cache), options_(std::move(options)) {}
+
+LayoutChoice LayoutSearch::choose(const graph::Graph& graph) {
+  const LayoutPrediction prediction = predict(graph);
+  if (prediction.remembered) return chosen_.at(prediction.graph_key);
+  const LayoutVerdict verdict = verify(graph, prediction);
+  if (options_.log) *options_.log << report(prediction, verdict);
+  const LayoutOption& winner = prediction.options[verdict.winner];
+  LayoutChoice choice;
+  choice.value_layouts = winner.value_layouts;
+  choice.name = winner.name;
+  choice.predicted_ms = prediction.dp_ms;
+  choice.measurements = prediction.measurements;
+  choice.measuring_s = prediction.measuring_s;
+  choice.verdict_cached = verdict.cached;
+  return chosen_.emplace(prediction.graph_key, std::move(choice)).first->second;
+}
+
+LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
+  const LayoutProbes probes =
+      plan_layout_probes(backend_, graph, options_.candidates, options_.measure.plan);
   LayoutPrediction prediction;
-  // The backend's preferred layout first: the other layouts of an op then give up after one run
-  // when they are far slower.
-  prediction.candidates =
-      options.candidates.empty() ? default_candidates(backend, graph) : options.candidates;
-  double next_report_s = options.progress_every_s;
-  model.set_progress([&](size_t measured, double seconds) {
-    if (options.on_progress) options.on_progress(measured, seconds);
+  prediction.candidates = probes.candidates;
+  prediction.graph_key = probes.graph_key;
+  if (chosen_.count(probes.graph_key)) {
+    prediction.remembered = true;
+    return prediction;
+  }
+  std::ostream* log = options_.log;
+  if (log) {
+    *log << "layouts: measuring " << graph.num_ops() << " ops in " << probes.candidates.size()
+         << " candidate layouts (" << join_layouts(probes.candidates) << ")...\n";
+  }
+  double next_report_s = options_.progress_every_s;
+  const auto progress = [&](size_t measured, double seconds) {
+    if (options_.on_progress) options_.on_progress(measured, seconds);
     if (!log || seconds < next_report_s) return;
-    next_report_s = seconds + options.progress_every_s;
+    next_report_s = seconds + options_.progress_every_s;
     *log << "layouts: " << measured << " op/layout combinations measured in " << fixed(seconds, 0)
          << " s...\n";
-  });
-  if (log) {
-    *log << "layouts: measuring " << graph.num_ops() << " ops in " << prediction.candidates.size()
-         << " candidate layouts (" << join_layouts(prediction.candidates) << ")...\n";
-  }
+  };
+  LayoutMeasurement measured = measure_layout_probes(backend_, probes, cache_, options_.measure, progress);
   scheduler::LayoutOptions search;
-  search.candidates = prediction.candidates;
-  const scheduler::LayoutPlan dp = scheduler::optimize_layouts(graph, model, search);
-  cache.save();
+  search.candidates = probes.candidates;
+  const scheduler::LayoutPlan dp = scheduler::optimize_layouts(graph, measured.table, search);
   prediction.dp_ms = dp.predicted_ms;
   prediction.dp_states = dp.states;
   prediction.dp_dominated = dp.dominated;
-  for (size_t v = 0; v < graph.num_values(); ++v)
-    if (chosen_by_plan(graph, v)) ++prediction.dp_counts[dp.value_layouts[v]];
-  for (Layout l : prediction.candidates) {
-    LayoutOption option{cat("uniform ", graph::to_string(l)), uniform(graph, dp.value_layouts, l), 0};
-    option.predicted_ms = scheduler::layout_plan_cost(graph, model, option.value_layouts);
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    if (scheduler::chooses_layout(graph, static_cast<graph::ValueId>(v))) ++prediction.dp_counts[dp.value_layouts[v]];
+  }
+  for (Layout l : probes.candidates) {
+    LayoutOption option{cat("uniform ", graph::to_string(l)),
+                        scheduler::uniform_layouts(graph, dp.value_layouts, l), 0};
+    option.predicted_ms = scheduler::layout_plan_cost(graph, measured.table, option.value_layouts);
     prediction.options.push_back(std::move(option));
   }
   const bool mixed = std::none_of(prediction.options.begin(), prediction.options.end(),
                                   [&](const LayoutOption& o) { return o.value_layouts == dp.value_layouts; });
   if (mixed) prediction.options.push_back({"per-value", dp.value_layouts, dp.predicted_ms});
-  prediction.measurements = model.measurements();
-  prediction.cache_hits = model.cache_hits();
-  prediction.measuring_s = model.measuring_seconds();
-  prediction.verdict_key = cat("layout-verdict;", scheduler::graph_hash(graph), ";",
-                               graph::compute_type(graph), ";", join_layouts(prediction.candidates),
-                               ";streams=", options.measure.plan.max_streams);
+  prediction.measurements = measured.measurements;
+  prediction.cache_hits = measured.cache_hits;
+  prediction.measuring_s = measured.measuring_s;
+  prediction.verdict_key = cat("layout-verdict;", probes.graph_key, ";", probes.compute_type, ";",
+                               join_layouts(probes.candidates),
+                               ";streams=", options_.measure.plan.max_streams);
   return prediction;
 }
 
-LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& graph,
-                             ProfileCache& cache, const LayoutPrediction& prediction,
-                             const LayoutSearchOptions& options) {
+LayoutVerdict LayoutSearch::verify(const graph::Graph& graph, const LayoutPrediction& prediction) {
   LayoutVerdict verdict;
   const size_t n = prediction.options.size();
-  const std::optional<double> known = n > 1 ? cache.find(prediction.verdict_key) : 0.0;
+  const std::optional<double> known = n > 1 ? cache_.find(prediction.verdict_key) : 0.0;
   if (known) {
     verdict.cached = true;
     verdict.winner = std::min(static_cast<size_t>(*known), n - 1);
@@ -144,14 +142,14 @@ LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& gra
   std::vector<std::vector<Layout>> assignments;
   for (const LayoutOption& o : prediction.options) assignments.push_back(o.value_layouts);
   for (int b = 0; b < kBlocks; ++b) {
-    verdict.blocks.push_back(end_to_end_ms(backend, graph, options.measure.plan, assignments, options.rounds));
+    verdict.blocks.push_back(end_to_end_ms(backend_, graph, options_.measure.plan, assignments, options_.rounds));
   }
   double best_total = std::numeric_limits<double>::infinity();
   for (size_t k = 1; k < n; ++k) {
     bool clearly = true;
     double total = 0;
     for (const auto& ms : verdict.blocks) {
-      clearly = clearly && ms[k] < (1.0 - options.margin) * ms[0];
+      clearly = clearly && ms[k] < (1.0 - options_.margin) * ms[0];
       total += ms[k];
     }
     if (clearly && total < best_total) {
@@ -159,13 +157,13 @@ LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& gra
       best_total = total;
     }
   }
-  cache.insert(prediction.verdict_key, static_cast<double>(verdict.winner));
-  cache.save();
+  cache_.insert(prediction.verdict_key, static_cast<double>(verdict.winner));
+  cache_.save();
   return verdict;
 }
 
-std::string layout_report(const LayoutPrediction& prediction, const LayoutVerdict& verdict,
-                          const LayoutSearchOptions& options) {
+std::string LayoutSearch::report(const LayoutPrediction& prediction, const LayoutVerdict& verdict) const {
+  const LayoutSearchOptions& options = options_;
   std::ostringstream out;
   out << "layouts: predicted " << fixed(prediction.dp_ms, 3) << " ms (sum of ops) with";
   for (const auto& [layout, n] : prediction.dp_counts) out << " " << n << " " << graph::to_string(layout);
@@ -194,22 +192,6 @@ std::string layout_report(const LayoutPrediction& prediction, const LayoutVerdic
               : std::string())
       << "\n";
   return out.str();
-}
-
-LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
-                            const LayoutSearchOptions& options) {
-  const LayoutPrediction prediction = predict_layouts(backend, graph, cache, options);
-  const LayoutVerdict verdict = verify_layouts(backend, graph, cache, prediction, options);
-  if (options.log) *options.log << layout_report(prediction, verdict, options);
-  const LayoutOption& winner = prediction.options[verdict.winner];
-  LayoutChoice choice;
-  choice.value_layouts = winner.value_layouts;
-  choice.name = winner.name;
-  choice.predicted_ms = prediction.dp_ms;
-  choice.measurements = prediction.measurements;
-  choice.measuring_s = prediction.measuring_s;
-  choice.verdict_cached = verdict.cached;
-  return choice;
 }
 
 }  // namespace stagecraft::profiler

@@ -2,24 +2,25 @@
 /// The `--layout auto` policy: a layout per tensor for running a graph on a backend.
 ///
 /// Inputs: a graph, a backend, a profile cache. Output: per-value layouts (PlanOptions::
-/// value_layouts). Steps: (1) the layout DP (scheduler/layout_optimizer.h) on op latencies
-/// measured per layout on the backend (MeasuredLayoutCostModel; a layout whose kernel is
-/// reference-only is priced at infinity without being timed); (2) because ops timed alone mislead
-/// (in inception_v3 the per-op sums favour nhwc while the whole network runs faster blocked), the
-/// DP's per-value choice and every uniform candidate are run end to end (sequential schedule,
-/// interleaved, two blocks of runs); the backend's preferred uniform layout stays unless another
-/// option beats it by `margin` in both blocks. The verdict is cached with the measurements.
-/// Complexity: ops × candidates measurements when the cache is cold, none when warm, plus the
-/// end-to-end runs (once per graph and settings).
-///
-/// The three steps are predict_layouts, verify_layouts and layout_report; choose_layouts runs
-/// them in order.
+/// value_layouts). Three steps, each going down once:
+///   predict -> the probes planned and measured (profiler/layout_costs.h), the layout DP
+///              (scheduler/layout_optimizer.h) on that table, and every uniform candidate priced
+///              on the same table;
+///   verify  -> because ops timed alone mislead (in inception_v3 the per-op sums favour nhwc while
+///              the whole network runs faster blocked), the DP's per-value choice and every
+///              uniform candidate run end to end (sequential schedule, interleaved, two blocks of
+///              runs); the backend's preferred uniform layout stays unless another option beats
+///              it by `margin` in both blocks. The verdict is cached with the measurements;
+///   report  -> the lines for people.
+/// Complexity: the probes' measurements when the cache is cold, none when warm, plus the
+/// end-to-end runs (once per graph and settings); a LayoutSearch answers a graph it has chosen
+/// for before from memory.
 ///
 /// Example:
 ///   LayoutSearchOptions options;
 ///   options.log = &std::cerr;
-///   LayoutChoice choice = choose_layouts(*backend, graph, cache, options);
-///   plan_options.value_layouts = choice.value_layouts;
+///   LayoutSearch search(*backend, cache, options);
+///   plan_options.value_layouts = search.choose(graph).value_layouts;
 
 #include <functional>
 #include <iosfwd>
@@ -28,7 +29,7 @@
 #include <vector>
 
 #include "executor/executor.h"
-#include "profiler/measured_cost_model.h"
+#include "profiler/layout_costs.h"
 #include "profiler/profile_cache.h"
 
 namespace stagecraft::profiler {
@@ -74,6 +75,10 @@ struct LayoutPrediction {
   double measuring_s = 0;      ///< seconds spent measuring
   size_t dp_states = 0, dp_dominated = 0;  ///< the DP's work
   std::string verdict_key;     ///< where step 2 keeps its verdict in the cache
+  std::string graph_key;       ///< the graph's content hash
+  /// This search chose for a graph of this content before: nothing was measured (the
+  /// fields above are empty) and choose() answers from memory.
+  bool remembered = false;
 };
 
 /// Step 2, verify: the options run end to end.
@@ -94,25 +99,32 @@ struct LayoutChoice {
   bool verdict_cached = false;  ///< whether the end-to-end verdict came from the cache
 };
 
-/// Step 1: measures op latencies per layout (cached in `cache`) and runs the layout DP; the
-/// uniform options are costed on the same latencies. Progress lines go to options.log.
-LayoutPrediction predict_layouts(executor::Backend& backend, const graph::Graph& graph,
-                                 ProfileCache& cache, const LayoutSearchOptions& options);
+/// The layout search of one backend and cache (see the file comment).
+class LayoutSearch {
+ public:
+  /// A search on `backend` measuring into `cache` (both must outlive it).
+  LayoutSearch(executor::Backend& backend, ProfileCache& cache, LayoutSearchOptions options);
 
-/// Step 2: runs the predicted options end to end (sequential schedule, interleaved, two blocks)
-/// unless the cache holds the verdict; the preferred uniform layout (option 0) stays unless
-/// another beats it by options.margin in both blocks. The verdict goes to `cache`.
-LayoutVerdict verify_layouts(executor::Backend& backend, const graph::Graph& graph,
-                             ProfileCache& cache, const LayoutPrediction& prediction,
-                             const LayoutSearchOptions& options);
+  /// The three steps for `graph`, the report on options.log; a graph whose content was chosen
+  /// for before is answered from memory (no measuring, no report).
+  LayoutChoice choose(const graph::Graph& graph);
+  /// Step 1: plans and measures the probes (profiler/layout_costs.h; cached) and runs the layout
+  /// DP on them; the uniform options are priced on the same table. Progress lines go to
+  /// options.log.
+  LayoutPrediction predict(const graph::Graph& graph);
+  /// Step 2: runs the predicted options end to end (sequential schedule, interleaved, two
+  /// blocks) unless the cache holds the verdict; the preferred uniform layout (option 0) stays
+  /// unless another beats it by options.margin in both blocks. The verdict goes to the cache.
+  LayoutVerdict verify(const graph::Graph& graph, const LayoutPrediction& prediction);
+  /// Step 3: the lines the search prints: the prediction, the end-to-end medians (when run now)
+  /// and the choice.
+  std::string report(const LayoutPrediction& prediction, const LayoutVerdict& verdict) const;
 
-/// Step 3: the lines the search prints: the prediction, the end-to-end medians (when run now)
-/// and the choice.
-std::string layout_report(const LayoutPrediction& prediction, const LayoutVerdict& verdict,
-                          const LayoutSearchOptions& options);
-
-/// The three steps: the choice for `graph` on `backend`, the report on options.log.
-LayoutChoice choose_layouts(executor::Backend& backend, const graph::Graph& graph, ProfileCache& cache,
-                            const LayoutSearchOptions& options);
+ private:
+  executor::Backend& backend_;
+  ProfileCache& cache_;
+  LayoutSearchOptions options_;
+  std::map<std::string, LayoutChoice> chosen_;  // by graph content hash
+};
 
 }  // namespace stagecraft::profiler

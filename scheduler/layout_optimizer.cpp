@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "common/error.h"
@@ -18,8 +19,29 @@ using graph::ValueId;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-bool chooses_layout(const graph::Graph& g, ValueId v) {
-  return g.value(v).producer != graph::kNoOp && g.value(v).desc.shape.rank() == 4;
+// The layout of a value the search does not choose.
+Layout pinned_layout(const graph::Graph& g, ValueId v) {
+  const graph::TensorDesc& desc = g.value(v).desc;
+  return desc.shape.rank() == 4 ? desc.layout : Layout::kNC;
+}
+
+// Input slots of `op` reading values the search chooses.
+std::vector<size_t> chosen_slots(const graph::Graph& g, const graph::Op& op) {
+  std::vector<size_t> slots;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    if (chooses_layout(g, op.inputs[i])) slots.push_back(i);
+  return slots;
+}
+
+// Conversions are priced per shape and element type.
+std::pair<std::vector<int64_t>, graph::DataType> desc_key(const graph::TensorDesc& desc) {
+  return {desc.shape.dims(), desc.dtype};
+}
+
+std::string layouts_text(const std::vector<Layout>& layouts) {
+  std::string text;
+  for (Layout l : layouts) text += cat(text.empty() ? "" : ",", graph::to_string(l));
+  return text;
 }
 
 std::vector<Layout> input_layouts(const graph::Graph& g, OpId id,
@@ -38,6 +60,108 @@ struct State {
 };
 
 }  // namespace
+
+bool chooses_layout(const graph::Graph& graph, ValueId v) {
+  return graph.value(v).producer != graph::kNoOp && graph.value(v).desc.shape.rank() == 4;
+}
+
+std::vector<Layout> uniform_layouts(const graph::Graph& graph, std::vector<Layout> base, Layout layout) {
+  for (size_t v = 0; v < graph.num_values(); ++v)
+    if (chooses_layout(graph, static_cast<ValueId>(v))) base[v] = layout;
+  return base;
+}
+
+std::vector<LayoutQuery> LayoutCostTable::queries(const graph::Graph& graph) const {
+  std::vector<LayoutQuery> result;
+  for (OpId id : graph.topological_order()) {
+    const graph::Op& op = graph.op(id);
+    const ValueId out = op.outputs[0];
+    const std::vector<Layout> outputs =
+        chooses_layout(graph, out) ? candidates_ : std::vector<Layout>{pinned_layout(graph, out)};
+    std::vector<Layout> inputs;
+    for (ValueId v : op.inputs) inputs.push_back(pinned_layout(graph, v));
+    const std::vector<size_t> slots = chosen_slots(graph, op);
+    for (Layout o : outputs) {
+      if (slots.size() >= 2) {
+        // Mixed inputs are priced with conversions: only the uniform combinations are measured,
+        // in each candidate (the targets of an output the search does not choose).
+        for (Layout t : chooses_layout(graph, out) ? std::vector<Layout>{o} : candidates_) {
+          for (size_t i : slots) inputs[i] = t;
+          result.push_back({id, inputs, o});
+        }
+        continue;
+      }
+      if (slots.empty()) {
+        result.push_back({id, inputs, o});
+        continue;
+      }
+      for (Layout in : candidates_) {
+        inputs[slots[0]] = in;
+        result.push_back({id, inputs, o});
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<ConversionQuery> LayoutCostTable::conversions(const graph::Graph& graph) const {
+  std::vector<ConversionQuery> result;
+  std::set<std::pair<std::vector<int64_t>, graph::DataType>> seen;
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    const auto id = static_cast<ValueId>(v);
+    if (!chooses_layout(graph, id) || graph.consumers(id).empty()) continue;
+    const graph::TensorDesc& desc = graph.value(id).desc;
+    if (!seen.insert(desc_key(desc)).second) continue;
+    for (Layout from : candidates_)
+      for (Layout to : candidates_)
+        if (from != to) result.push_back({desc, from, to});
+  }
+  return result;
+}
+
+void LayoutCostTable::set(const LayoutQuery& query, double ms) {
+  ops_[std::make_tuple(query.op, query.inputs, query.output)] = ms;
+}
+
+void LayoutCostTable::set(const ConversionQuery& query, double ms) {
+  conversions_[std::make_tuple(desc_key(query.desc), query.from, query.to)] = ms;
+}
+
+double LayoutCostTable::entry(const graph::Graph& graph, OpId id, const std::vector<Layout>& inputs,
+                              Layout output) const {
+  const auto it = ops_.find(std::make_tuple(id, inputs, output));
+  if (it == ops_.end()) {
+    throw Error(cat("the layout cost table has no time for op '", graph.op(id).name, "' reading ",
+                    layouts_text(inputs), " and writing ", graph::to_string(output),
+                    " (it was filled for other candidates)"));
+  }
+  return it->second;
+}
+
+double LayoutCostTable::op_ms(const graph::Graph& graph, OpId id, const std::vector<Layout>& inputs,
+                              Layout output) {
+  const graph::Op& op = graph.op(id);
+  const std::vector<size_t> slots = chosen_slots(graph, op);
+  if (slots.size() < 2) return entry(graph, id, inputs, output);
+  const bool chosen_output = chooses_layout(graph, op.outputs[0]);
+  double best = kInfinity;
+  for (Layout t : chosen_output ? std::vector<Layout>{output} : candidates_) {
+    std::vector<Layout> uniform = inputs;
+    double total = 0;
+    for (size_t i : slots) {
+      uniform[i] = t;
+      total += conversion_ms(graph.value(op.inputs[i]).desc, inputs[i], t);
+    }
+    best = std::min(best, total + entry(graph, id, uniform, output));
+  }
+  return best;
+}
+
+double LayoutCostTable::conversion_ms(const graph::TensorDesc& desc, Layout from, Layout to) {
+  if (from == to) return 0;
+  const auto it = conversions_.find(std::make_tuple(desc_key(desc), from, to));
+  return it == conversions_.end() ? kInfinity : it->second;
+}
 
 double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
                         const std::vector<graph::Layout>& value_layouts) {
@@ -59,12 +183,9 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
     for (ValueId v : op.inputs) last_use[v] = std::max(last_use[v], static_cast<int>(op.id));
   for (ValueId v : graph.outputs()) last_use[v] = static_cast<int>(n);
 
-  // Fixed layouts: graph inputs keep theirs, rank-2 values are NC.
-  std::vector<Layout> fixed(graph.num_values(), Layout::kNCHW);
-  for (size_t v = 0; v < graph.num_values(); ++v) {
-    const auto& desc = graph.value(static_cast<ValueId>(v)).desc;
-    fixed[v] = desc.shape.rank() == 4 ? desc.layout : Layout::kNC;
-  }
+  // Layouts not chosen: graph inputs keep theirs, values of other ranks are NC.
+  std::vector<Layout> pinned(graph.num_values(), Layout::kNCHW);
+  for (size_t v = 0; v < graph.num_values(); ++v) pinned[v] = pinned_layout(graph, static_cast<ValueId>(v));
 
   // Reads of every value (one per input slot: each converts on its own), for the dominance
   // test's "remaining readers".
@@ -87,12 +208,12 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
   std::vector<std::vector<ValueId>> live_at(n + 1);
   cuts[0] = {State{}};
   LayoutPlan plan;
-  std::vector<Layout> scratch = fixed;
+  std::vector<Layout> scratch = pinned;
   for (OpId id : graph.topological_order()) {
     const graph::Op& op = graph.op(id);
     const ValueId out = op.outputs[0];
     const bool free_output = chooses_layout(graph, out);
-    const std::vector<Layout> outputs = free_output ? options.candidates : std::vector<Layout>{fixed[out]};
+    const std::vector<Layout> outputs = free_output ? options.candidates : std::vector<Layout>{pinned[out]};
     // Next live set: drop values whose last reader is this op, add the output if read later.
     std::vector<ValueId> next_live;
     for (ValueId v : live)
@@ -176,7 +297,7 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
   for (size_t i = 1; i < last.size(); ++i)
     if (last[i].cost < last[best_index].cost) best_index = i;
   plan.predicted_ms = last.empty() ? 0 : last[best_index].cost;
-  plan.value_layouts = fixed;
+  plan.value_layouts = pinned;
   int index = static_cast<int>(best_index);
   for (size_t id = n; id-- > 0;) {
     const State& s = cuts[id + 1][static_cast<size_t>(index)];

@@ -21,6 +21,9 @@
 ///   plan_options.value_layouts = plan.value_layouts;
 
 #include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -41,6 +44,66 @@ class LayoutCostModel {
     (void)desc;
     return from == to ? 0.0 : std::numeric_limits<double>::infinity();
   }
+};
+
+/// One op/layout combination the DP prices: op `op` reading its inputs in `inputs` (one per
+/// input slot) and writing its outputs in `output`.
+struct LayoutQuery {
+  graph::OpId op = 0;
+  std::vector<graph::Layout> inputs;
+  graph::Layout output = graph::Layout::kNCHW;
+};
+
+/// A conversion of tensors shaped like `desc` from layout `from` to `to`.
+struct ConversionQuery {
+  graph::TensorDesc desc;
+  graph::Layout from = graph::Layout::kNCHW;
+  graph::Layout to = graph::Layout::kNCHW;
+};
+
+/// Whether the layout search chooses value v's layout: rank-4 op outputs (graph inputs keep
+/// theirs, values of other ranks are kNC).
+bool chooses_layout(const graph::Graph& graph, graph::ValueId v);
+
+/// `base` with every value the search chooses set to `layout` (a uniform assignment).
+std::vector<graph::Layout> uniform_layouts(const graph::Graph& graph, std::vector<graph::Layout> base,
+                                           graph::Layout layout);
+
+/// Op and conversion latencies measured ahead of the DP (profiler/layout_costs.h fills it from
+/// the queries below), priced by one rule: an op whose output the search chooses and that reads
+/// two or more values the search chooses costs its time with all of those in the output's layout
+/// plus one conversion per input that is not (converting, then running in one layout, is what
+/// the plan does for mixed inputs); any other op costs its measured time for exactly those
+/// layouts. Conversions also serve dominance pruning. A combination that was not measured is an
+/// internal error; one measured as not runnable is infinity.
+class LayoutCostTable : public LayoutCostModel {
+ public:
+  /// An empty table for a search over `candidates` (LayoutOptions::candidates).
+  explicit LayoutCostTable(std::vector<graph::Layout> candidates) : candidates_(std::move(candidates)) {}
+
+  /// The op/layout combinations op_ms() reads for `graph`, op by op in topological order; each
+  /// op's combinations with the first candidate output first.
+  std::vector<LayoutQuery> queries(const graph::Graph& graph) const;
+  /// The conversions conversion_ms() is asked for: every ordered pair of candidates for each
+  /// distinct shape and type of a chosen value that is read.
+  std::vector<ConversionQuery> conversions(const graph::Graph& graph) const;
+
+  /// Records a measured time (ms; infinity: cannot run).
+  void set(const LayoutQuery& query, double ms);
+  void set(const ConversionQuery& query, double ms);
+
+  double op_ms(const graph::Graph& graph, graph::OpId id, const std::vector<graph::Layout>& inputs,
+               graph::Layout output) override;
+  double conversion_ms(const graph::TensorDesc& desc, graph::Layout from, graph::Layout to) override;
+
+ private:
+  double entry(const graph::Graph& graph, graph::OpId id, const std::vector<graph::Layout>& inputs,
+               graph::Layout output) const;
+
+  std::vector<graph::Layout> candidates_;
+  std::map<std::tuple<graph::OpId, std::vector<graph::Layout>, graph::Layout>, double> ops_;
+  std::map<std::tuple<std::pair<std::vector<int64_t>, graph::DataType>, graph::Layout, graph::Layout>, double>
+      conversions_;
 };
 
 /// Settings of the layout search.
@@ -65,7 +128,7 @@ struct LayoutPlan {
 LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
                             const LayoutOptions& options);
 
-/// The cost of a given assignment under the model (for tests and reports).
+/// The cost of a given assignment under the model (the uniform options, tests).
 double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
                         const std::vector<graph::Layout>& value_layouts);
 

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "common/hash.h"
 #include "common/strings.h"
-#include "graph/yaml_io.h"
 
 namespace stagecraft::scheduler {
 
@@ -46,12 +44,6 @@ size_t Stage::num_ops() const {
   size_t n = 0;
   for (const auto& group : groups) n += group.size();
   return n;
-}
-
-std::string graph_hash(const graph::Graph& graph) {
-  Fnv1a hasher;
-  hasher.add_string(graph::graph_to_yaml(graph));
-  return hex64(hasher.digest());
 }
 
 namespace {

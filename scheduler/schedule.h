@@ -49,7 +49,7 @@ struct Stage {
 /// What a schedule is for and how it was made.
 struct ScheduleMeta {
   std::string network;           ///< graph name
-  std::string graph_hash;        ///< content hash of the graph (graph_hash())
+  std::string graph_hash;        ///< content hash of the graph (graph::graph_hash())
   size_t num_ops = 0;            ///< ops in the graph
   int64_t batch = 1;             ///< batch size
   std::string dtype = "f32";     ///< element type of the input
@@ -85,9 +85,6 @@ class ScheduleError : public Error {
  public:
   using Error::Error;
 };
-
-/// Content hash of a graph (its canonical YAML), 16 hex digits.
-std::string graph_hash(const graph::Graph& graph);
 
 /// Checks a schedule against a graph: every op exactly once; no op before the producers of its
 /// inputs (earlier stages, or earlier in its own group); groups of a concurrent stage independent

@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "graph/yaml_io.h"
 #include "graph/dot.h"
 #include "graph/quantize.h"
 
@@ -134,7 +135,7 @@ void check_matches(const Reader& r, const YAML::Node& root, const ScheduleMeta& 
                !unknown.empty() && !missing.empty() ? "; " : "",
                missing.empty() ? "" : cat(missing.size(), " graph op(s) not scheduled (", first(missing), ")")));
   }
-  const std::string hash = graph_hash(graph);
+  const std::string hash = graph::graph_hash(graph);
   if (meta.graph_hash != hash) {
     r.fail(root["graph_hash"], cat("the graph differs from the one the schedule was made for "
                                    "(graph hash ", hash, ", schedule made for ", meta.graph_hash,

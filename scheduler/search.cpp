@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/strings.h"
+#include "graph/yaml_io.h"
 #include "graph/quantize.h"
 #include "scheduler/dp.h"
 #include "scheduler/stage_coster.h"
@@ -56,7 +57,7 @@ void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOp
                Schedule& schedule) {
   ScheduleMeta& meta = schedule.meta;
   meta.network = graph.name();
-  meta.graph_hash = graph_hash(graph);
+  meta.graph_hash = graph::graph_hash(graph);
   meta.num_ops = graph.num_ops();
   const auto& input = graph.value(graph.inputs().at(0)).desc;
   meta.batch = input.shape.rank() > 0 ? input.shape[0] : 1;

@@ -97,29 +97,30 @@ executor::Backend& Pipeline::backend(const std::string& what) {
   return *session_.backend;
 }
 
-const executor::PlanOptions& Pipeline::layouts(const graph::Graph& graph) {
-  const std::string hash = scheduler::graph_hash(graph);
-  if (auto it = layouts_.find(hash); it != layouts_.end()) return it->second;
+executor::PlanOptions Pipeline::layouts(const graph::Graph& graph) {
   executor::PlanOptions plan = options_.plan_options();
-  if (options_.auto_layout()) {
-    if (!session_.backend) {
-      throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
-    }
-    std::unique_ptr<profiler::ProfileCache> own_cache;
-    profiler::ProfileCache* cache = session_.cache.get();
-    if (!cache) {
-      own_cache = std::make_unique<profiler::ProfileCache>(options_.cache_dir_or_default(),
-                                                           session_.backend->device_fingerprint());
-      cache = own_cache.get();
-    }
-    profiler::LayoutSearchOptions search;
-    search.measure.plan = plan;
-    search.measure.executor = options_.executor;
-    search.log = options_.log;
-    search.on_progress = options_.on_layout_progress;
-    plan.value_layouts = profiler::choose_layouts(*session_.backend, graph, *cache, search).value_layouts;
+  if (options_.auto_layout()) plan.value_layouts = layout_search().choose(graph).value_layouts;
+  return plan;
+}
+
+profiler::LayoutSearch& Pipeline::layout_search() {
+  if (layout_search_) return *layout_search_;
+  if (!session_.backend) {
+    throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
   }
-  return layouts_.emplace(hash, std::move(plan)).first->second;
+  profiler::ProfileCache* cache = session_.cache.get();
+  if (!cache) {  // the analytic cost model: the layout measurements still go to the cache file
+    layout_cache_ = std::make_unique<profiler::ProfileCache>(options_.cache_dir_or_default(),
+                                                             session_.backend->device_fingerprint());
+    cache = layout_cache_.get();
+  }
+  profiler::LayoutSearchOptions search;
+  search.measure.plan = options_.plan_options();
+  search.measure.executor = options_.executor;
+  search.log = options_.log;
+  search.on_progress = options_.on_layout_progress;
+  layout_search_ = std::make_unique<profiler::LayoutSearch>(*session_.backend, *cache, std::move(search));
+  return *layout_search_;
 }
 
 ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const std::string& spec,

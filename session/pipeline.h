@@ -21,6 +21,7 @@
 
 #include "executor/executor.h"
 #include "executor/plan.h"
+#include "profiler/layout_search.h"
 #include "scheduler/search.h"
 #include "session/backend_session.h"
 #include "session/source.h"
@@ -61,7 +62,7 @@ class Pipeline {
   /// Step 1: the plan options of `graph` (layout "auto": chosen by the layout DP on latencies
   /// measured on the backend, once per graph; the measured cost model then measures stages in
   /// these layouts).
-  const executor::PlanOptions& layouts(const graph::Graph& graph);
+  executor::PlanOptions layouts(const graph::Graph& graph);
   /// Step 2: a schedule. `spec` "sequential" | "greedy" | "dp" searches now with the search
   /// options (a dp search on a measured model goes through the schedule cache beside the profile
   /// cache) and records the layouts in the schedule; any other `spec` is a schedule file, run in
@@ -93,10 +94,14 @@ class Pipeline {
   executor::PlanOptions layouts_of_schedule(const graph::Graph& graph,
                                             const scheduler::Schedule& schedule);
 
+  // The layout search of `--layout auto` (made on first use; it remembers its choices).
+  profiler::LayoutSearch& layout_search();
+
   SessionOptions options_;
   scheduler::SearchOptions search_;
   BackendSession session_;
-  std::map<std::string, executor::PlanOptions> layouts_;  // by graph hash
+  std::unique_ptr<profiler::ProfileCache> layout_cache_;  // when the session has no cache
+  std::unique_ptr<profiler::LayoutSearch> layout_search_;
 };
 
 /// Whether `spec` is a strategy name (sequential | greedy | dp) rather than a schedule file.

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/strings.h"
+#include "graph/yaml_io.h"
 #include "scheduler/schedule_yaml.h"
 
 namespace stagecraft::session {
@@ -16,7 +17,7 @@ std::string ScheduleCache::dir_beside(const std::string& profile_cache_path) {
 std::string ScheduleCache::key(const graph::Graph& graph, const scheduler::CostModel& model,
                                const std::string& measure_settings,
                                const scheduler::SearchOptions& o) {
-  return cat("graph=", scheduler::graph_hash(graph), ";model=", model.name(),
+  return cat("graph=", graph::graph_hash(graph), ";model=", model.name(),
              ";device=", model.device_fingerprint(), ";", measure_settings,
              ";strategy=", scheduler::to_string(o.strategy), ";mode=", scheduler::to_string(o.mode),
              ";r=", o.max_group_size, ";s=", o.max_num_groups, ";pruned=", o.pruned,

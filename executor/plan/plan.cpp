@@ -9,6 +9,7 @@
 #include "executor/plan/plan_ir.h"
 #include "graph/errors.h"
 #include "graph/quantize.h"
+#include "graph/yaml_io.h"
 
 namespace stagecraft::executor {
 
@@ -161,7 +162,7 @@ class PlanBuilder {
   static void build(ExecutionPlan& plan, const graph::Graph& graph, const scheduler::Schedule& schedule,
                     const graph::WeightStore& weights, const PlanOptions& options) {
     graph::check_weights(graph, weights);
-    if (!schedule.meta.graph_hash.empty() && schedule.meta.graph_hash != scheduler::graph_hash(graph)) {
+    if (!schedule.meta.graph_hash.empty() && schedule.meta.graph_hash != graph::graph_hash(graph)) {
       throw scheduler::ScheduleError(cat("the schedule was made for another graph ('",
                                          schedule.meta.network, "', hash ", schedule.meta.graph_hash,
                                          "), not for '", graph.name(), "'"));

@@ -418,7 +418,7 @@ PYBIND11_MODULE(_stagecraft, m) {
       .def_property_readonly("dtype",
                              [](const PyModel& x) { return graph::compute_type(x.model.graph); })
       .def_property_readonly("hash",
-                             [](const PyModel& x) { return scheduler::graph_hash(x.model.graph); })
+                             [](const PyModel& x) { return graph::graph_hash(x.model.graph); })
       .def_property_readonly("inputs", [](const PyModel& x) {
         return tensor_infos(x.model.graph, x.model.graph.inputs());
       })

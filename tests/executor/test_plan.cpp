@@ -17,7 +17,8 @@
 #include "networks/registry.h"
 #include "profiler/analytic_cost_model.h"
 #include "profiler/measured_cost_model.h"
-#include "profiler/measured_layout_cost_model.h"
+#include "profiler/layout_costs.h"
+#include "profiler/layout_search.h"
 #include "scheduler/layout_optimizer.h"
 #include "reference.h"
 #include "support/models.h"
@@ -217,9 +218,10 @@ TEST(Layouts, RandomPerValueLayoutsMatchTheUniformResult) {
                BackendError);
 }
 
-// The layout DP on measured op latencies: exact search beats or equals every uniform layout
-// under the same (memoised) model, the chosen per-tensor plan computes the sequential NCHW result,
-// and a second model on the same cache measures nothing.
+// The layout DP on measured op latencies: the probes cover every query of the table, exact search
+// beats or equals every uniform layout on the same table, the chosen per-tensor plan computes the
+// sequential NCHW result, a second measurement on the same cache measures nothing, and the
+// layout search answers a graph it has seen from memory.
 TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   const Model m = network("squeezenet1_1", 48);
   const std::string dir = (std::filesystem::temp_directory_path() / "stagecraft_layout_cache").string();
@@ -230,25 +232,26 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   scheduler::LayoutOptions search;
   search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw16c};
   search.exhaustive = true;
+  const profiler::LayoutProbes probes = profiler::plan_layout_probes(cpu(), m.graph, search.candidates, {});
+  EXPECT_EQ(probes.probes.size(), probes.queries.size() + probes.conversions.size());
+  EXPECT_GT(probes.queries.size(), 2 * m.graph.num_ops());
   scheduler::LayoutPlan chosen;
   {
     profiler::ProfileCache cache(dir, cpu().device_fingerprint());
-    profiler::MeasuredLayoutCostModel model(cpu(), &cache, quick);
-    chosen = scheduler::optimize_layouts(m.graph, model, search);
-    EXPECT_GT(model.measurements(), m.graph.num_ops());
+    profiler::LayoutMeasurement measured = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
+    // Repeated squeezenet fire modules share probes: the second of equal probes is a cache hit.
+    EXPECT_GT(measured.measurements, m.graph.num_ops());
+    EXPECT_EQ(measured.measurements + measured.cache_hits, probes.probes.size());
+    chosen = scheduler::optimize_layouts(m.graph, measured.table, search);
     EXPECT_GT(chosen.predicted_ms, 0);
     for (graph::Layout l : search.candidates) {
-      std::vector<graph::Layout> uniform = chosen.value_layouts;
-      for (size_t v = 0; v < m.graph.num_values(); ++v) {
-        const auto& value = m.graph.value(static_cast<graph::ValueId>(v));
-        if (value.producer != graph::kNoOp && value.desc.shape.rank() == 4) uniform[v] = l;
-      }
-      EXPECT_LE(chosen.predicted_ms, scheduler::layout_plan_cost(m.graph, model, uniform) * (1 + 1e-12))
+      const auto uniform = scheduler::uniform_layouts(m.graph, chosen.value_layouts, l);
+      EXPECT_LE(chosen.predicted_ms, scheduler::layout_plan_cost(m.graph, measured.table, uniform) * (1 + 1e-12))
           << graph::to_string(l);
     }
     const graph::TensorDesc desc = m.graph.value(m.graph.op(0).outputs[0]).desc;
-    EXPECT_EQ(model.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNHWC), 0);
-    EXPECT_GT(model.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNChw16c), 0);
+    EXPECT_EQ(measured.table.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNHWC), 0);
+    EXPECT_GT(measured.table.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNChw16c), 0);
   }
   PlanOptions nchw;
   nchw.layout = graph::Layout::kNCHW;
@@ -258,10 +261,20 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
 
   profiler::ProfileCache cache(dir, cpu().device_fingerprint());
-  profiler::MeasuredLayoutCostModel again(cpu(), &cache, quick);
-  const scheduler::LayoutPlan second = scheduler::optimize_layouts(m.graph, again, search);
-  EXPECT_EQ(again.measurements(), 0u);
-  EXPECT_EQ(second.value_layouts, chosen.value_layouts);
+  profiler::LayoutMeasurement again = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
+  EXPECT_EQ(again.measurements, 0u);
+  EXPECT_EQ(scheduler::optimize_layouts(m.graph, again.table, search).value_layouts, chosen.value_layouts);
+
+  profiler::LayoutSearchOptions options;
+  options.measure = quick;
+  options.rounds = 1;
+  options.candidates = {graph::Layout::kNChw16c, graph::Layout::kNHWC};
+  profiler::LayoutSearch layouts(cpu(), cache, options);
+  const profiler::LayoutChoice first = layouts.choose(m.graph);
+  ASSERT_EQ(first.value_layouts.size(), m.graph.num_values());
+  const profiler::LayoutChoice remembered = layouts.choose(m.graph);
+  EXPECT_EQ(remembered.value_layouts, first.value_layouts);
+  EXPECT_EQ(remembered.name, first.name);
 }
 
 // Schedules from the DP on measured latencies — cut short by budgets of 0 and 5 measurements

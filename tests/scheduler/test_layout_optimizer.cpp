@@ -158,6 +158,50 @@ TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
   EXPECT_NEAR(pruned.predicted_ms, plain.predicted_ms, 1e-9);
 }
 
+// A table filled from the random model at exactly its queries and conversions: the DP never asks
+// for a combination the queries missed (that throws), the exhaustive DP on the table equals
+// enumeration on it, and ops reading two or more chosen values cost their uniform time plus one
+// conversion per differing input.
+class TableGraphs : public ::testing::TestWithParam<int> {};
+
+TEST_P(TableGraphs, QueriesCoverEveryLookupAndMixedInputsPayConversions) {
+  testing::Rng rng(1300 + GetParam());
+  const graph::Graph g = testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
+  RandomLayoutCost source(GetParam());
+  LayoutCostTable table(kCandidates);
+  for (const LayoutQuery& q : table.queries(g)) table.set(q, source.op_ms(g, q.op, q.inputs, q.output));
+  size_t conversions = 0;
+  for (const ConversionQuery& c : table.conversions(g)) {
+    table.set(c, 0.01 * static_cast<double>(1 + ++conversions));
+    EXPECT_NE(c.from, c.to);
+  }
+  const LayoutPlan exact = optimize_layouts(g, table, exhaustive_options());
+  EXPECT_NEAR(exact.predicted_ms, exhaustive_best(g, table, kCandidates), 1e-9);
+  for (const auto& op : g.ops()) {
+    std::vector<size_t> chosen;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (chooses_layout(g, op.inputs[i])) chosen.push_back(i);
+    if (chosen.size() < 2 || !chooses_layout(g, op.outputs[0])) continue;
+    std::vector<Layout> inputs(op.inputs.size(), Layout::kNC);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const graph::TensorDesc& desc = g.value(op.inputs[i]).desc;
+      inputs[i] = desc.shape.rank() == 4 ? desc.layout : Layout::kNC;
+    }
+    std::vector<Layout> mixed = inputs;
+    for (size_t i : chosen) inputs[i] = mixed[i] = Layout::kNHWC;
+    mixed[chosen[0]] = Layout::kNCHW;
+    const double conversion = table.conversion_ms(g.value(op.inputs[chosen[0]]).desc, Layout::kNCHW, Layout::kNHWC);
+    EXPECT_GT(conversion, 0);
+    EXPECT_NEAR(table.op_ms(g, op.id, mixed, Layout::kNHWC),
+                table.op_ms(g, op.id, inputs, Layout::kNHWC) + conversion, 1e-12);
+  }
+  // A combination outside the queries is an error, not a silent zero.
+  LayoutCostTable empty(kCandidates);
+  EXPECT_THROW(optimize_layouts(g, empty, exhaustive_options()), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, TableGraphs, ::testing::Range(0, 40));
+
 TEST(LayoutOptimizer, NoCandidatesIsAnError) {
   testing::Rng rng(1);
   const graph::Graph g = testing::random_dag(rng, 3, 2);

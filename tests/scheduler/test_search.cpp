@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/blocks.h"
+#include "graph/yaml_io.h"
 #include "networks/builder.h"
 #include "scheduler/dp.h"
 #include "scheduler/search.h"
@@ -110,7 +111,7 @@ TEST(Search, MetadataDescribesTheSearch) {
   RandomOpCostModel model(2);
   const Schedule s = run(g, model, Strategy::kDp, DpMode::kMerge, true, 2, 5);
   EXPECT_EQ(s.meta.network, "random");
-  EXPECT_EQ(s.meta.graph_hash, graph_hash(g));
+  EXPECT_EQ(s.meta.graph_hash, graph::graph_hash(g));
   EXPECT_EQ(s.meta.num_ops, g.num_ops());
   EXPECT_EQ(s.meta.batch, 1);
   EXPECT_EQ(s.meta.dtype, "f32");

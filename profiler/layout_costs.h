@@ -1,0 +1,79 @@
+#pragma once
+/// The measurements behind `--layout auto`: op latencies per layout combination and conversion
+/// times, measured on a backend into the table the layout DP reads
+/// (scheduler::LayoutCostTable).
+///
+/// Two steps, so that the graph is read once and the measuring needs only what was planned:
+///   plan_layout_probes    -> the table's queries (scheduler::LayoutCostTable::queries and
+///                            conversions), each with its profile-cache key and the graph that
+///                            times it (the op alone, inputs and output in the query's layouts,
+///                            planned with the same plan builder, so that conversions the plan
+///                            inserts are part of the time; a conversion is an identity op);
+///   measure_layout_probes -> the filled table: cache hits, then the misses measured.
+/// An op is measured in its candidates in order (the backend's preferred first): a layout whose
+/// first run is far slower than the op's best so far is not sampled further. A layout whose
+/// kernel is reference-only is priced at infinity without being timed. Results go to a
+/// ProfileCache shared with the stage profiler (distinct keys).
+/// Complexity: per op, candidates² combinations (one chosen input) or candidates (several:
+/// mixed inputs are priced with conversions); per distinct shape read, candidates² conversions.
+///
+/// Example:
+///   LayoutProbes probes = plan_layout_probes(*backend, graph, {}, options.plan);
+///   LayoutMeasurement measured = measure_layout_probes(*backend, probes, cache, options, nullptr);
+///   LayoutPlan plan = scheduler::optimize_layouts(graph, measured.table, {probes.candidates});
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "profiler/measured_cost_model.h"
+#include "scheduler/layout_optimizer.h"
+
+namespace stagecraft::profiler {
+
+/// One thing to time: a query of the table and the graph that times it.
+struct LayoutProbe {
+  std::string key;       ///< profile-cache key
+  graph::Graph timed{"probe"};  ///< the op alone (or an identity op for a conversion)
+  graph::Layout output = graph::Layout::kNCHW;  ///< layout of its outputs
+  graph::OpId op = graph::kNoOp;  ///< the op (probes of one op share a give-up bound); kNoOp: a conversion
+};
+
+/// What the layout search measures for one graph.
+struct LayoutProbes {
+  std::vector<graph::Layout> candidates;  ///< layouts tried (the backend's preferred first)
+  std::vector<scheduler::LayoutQuery> queries;
+  std::vector<scheduler::ConversionQuery> conversions;
+  /// One per query, then one per conversion.
+  std::vector<LayoutProbe> probes;
+  std::string compute_type;  ///< the graph's (graph::compute_type)
+  std::string graph_key;  ///< the graph's content hash (graph::graph_hash)
+};
+
+/// The filled table and what it cost.
+struct LayoutMeasurement {
+  scheduler::LayoutCostTable table{{}};
+  size_t measurements = 0;  ///< probes measured now (cache misses)
+  size_t cache_hits = 0;    ///< probes the cache knew
+  double measuring_s = 0;   ///< seconds spent measuring
+};
+
+/// The layouts `backend` runs rank-4 op outputs natively in, its preferred one for `graph` first
+/// (only that one for quantised graphs: their fast kernels are in one layout).
+std::vector<graph::Layout> default_layout_candidates(const executor::Backend& backend,
+                                                     const graph::Graph& graph);
+
+/// Step 1: the probes of `graph` over `candidates` (empty: default_layout_candidates). `plan`
+/// gives the stream count that keys the cache.
+LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::Graph& graph,
+                                const std::vector<graph::Layout>& candidates,
+                                const executor::PlanOptions& plan);
+
+/// Step 2: the table, from `cache` where it knows a probe and measured otherwise (then cached);
+/// `progress(measurements, measuring seconds)` after every measurement (optional; it may throw
+/// to stop, e.g. on an interrupt). The cache is saved at the end.
+LayoutMeasurement measure_layout_probes(executor::Backend& backend, const LayoutProbes& probes,
+                                        ProfileCache& cache, const MeasureOptions& options,
+                                        const std::function<void(size_t, double)>& progress);
+
+}  // namespace stagecraft::profiler
