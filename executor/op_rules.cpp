@@ -19,7 +19,7 @@ bool Capabilities::computes(graph::DataType type) const {
 
 Support weights_support(const KernelSpec& spec) {
   const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
-                     spec.kind == OpKind::kBatchNorm;
+                     spec.kind == OpKind::kBatchNorm || spec.kind == OpKind::kLayerNorm;
   if (needs && spec.weights == nullptr) {
     return Support::unsupported(SupportReason::kWeights, "no weights given");
   }

@@ -102,6 +102,10 @@ Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
       return Activation::kHardSwish;
     case OpKind::kSilu:
       return Activation::kSilu;
+    case OpKind::kGelu:
+      return Activation::kGelu;
+    case OpKind::kGeluTanh:
+      return Activation::kGeluTanh;
     case OpKind::kHardSigmoid: {
       const auto* a = std::get_if<HardSigmoidAttrs>(&attrs);
       const bool pytorch = a == nullptr || (a->alpha == kHardSigmoidAlpha && a->beta == kHardSigmoidBeta);
@@ -162,6 +166,12 @@ float apply_activation(Activation act, float x) {
       return x * relu6(x + 3.0f) / 6.0f;
     case Activation::kSilu:
       return x / (1.0f + std::exp(-x));
+    case Activation::kGelu:  // 0.5 x (1 + erf(x / sqrt 2))
+      return static_cast<float>(0.5 * x * (1.0 + std::erf(x * 0.70710678118654752)));
+    case Activation::kGeluTanh: {  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+      const double v = x;
+      return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.79788456080286536 * (v + 0.044715 * v * v * v))));
+    }
   }
   return x;
 }
@@ -248,6 +258,7 @@ int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs) {
       return a.out_features * a.in_features + (a.bias ? a.out_features : 0);
     }
     case OpKind::kBatchNorm:
+    case OpKind::kLayerNorm:
       return 2 * inputs.at(0).shape[1];  // scale and shift; running statistics are buffers
     default:
       return 0;

@@ -38,7 +38,9 @@ inline constexpr OpId kNoOp = -1;
   X(kSigmoid, "sigmoid")          \
   X(kHardSigmoid, "hard_sigmoid") \
   X(kHardSwish, "hard_swish")     \
-  X(kSilu, "silu")
+  X(kSilu, "silu")                \
+  X(kGelu, "gelu")                \
+  X(kGeluTanh, "gelu_tanh")
 
 /// A fused activation function.
 enum class Activation : uint8_t {
@@ -283,6 +285,19 @@ struct LeakyReluAttrs {
   bool operator==(const LeakyReluAttrs&) const = default;
 };
 
+/// Layer normalisation over the channels of each pixel (rank 4) or the features of each row
+/// (rank 2): y = (x - mean) / sqrt(var + eps) · gamma + beta, mean and (biased) variance over the
+/// C values, gamma and beta per channel in the op's weights. ONNX LayerNormalization over the last
+/// axis of a channels-last view (ConvNeXt, ViT).
+struct LayerNormAttrs {
+  double eps = 1e-5;  ///< added to the variance
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("eps", a.eps, FieldRule::kOptional);
+  }
+  bool operator==(const LayerNormAttrs&) const = default;
+};
+
 /// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
 /// not): per-channel scales, squeeze-and-excitation gates. With `constant` set, b is not an input
 /// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
@@ -379,7 +394,10 @@ struct ChannelShuffleAttrs {
   X(kReshape, "reshape", ReshapeAttrs)                 \
   X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs) \
   X(kLeakyRelu, "leaky_relu", LeakyReluAttrs)          \
-  X(kResize, "resize", ResizeAttrs)
+  X(kResize, "resize", ResizeAttrs)                    \
+  X(kGelu, "gelu", NoAttrs)                            \
+  X(kGeluTanh, "gelu_tanh", NoAttrs)                   \
+  X(kLayerNorm, "layer_norm", LayerNormAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -392,7 +410,7 @@ enum class OpKind : uint8_t {
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
-                             LeakyReluAttrs, ResizeAttrs>;
+                             LeakyReluAttrs, ResizeAttrs, LayerNormAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

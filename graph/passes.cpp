@@ -111,6 +111,50 @@ Graph fold_scales(const Graph& graph, PassLog* log) {
   return rebuild(graph, decisions);
 }
 
+namespace {
+
+// Whether a binary op applies one constant value per channel (or one value) to a rank-4 input,
+// with the constant second: foldable into the convolution before it.
+bool per_channel_constant(const Graph& graph, const Op& op) {
+  if (op.kind != OpKind::kBinary || op.inputs.size() != 1) return false;
+  const auto& a = op.attrs_as<BinaryAttrs>();
+  const Shape& x = graph.value(op.inputs[0]).desc.shape;
+  if (a.constant.size() != 4 || x.rank() != 4 || a.constant_first || is_int8(graph.value(op.inputs[0]).desc.dtype)) {
+    return false;
+  }
+  return a.constant[0] == 1 && (a.constant[1] == 1 || a.constant[1] == x[1]) && a.constant[2] == 1 &&
+         a.constant[3] == 1;
+}
+
+Graph fold_channel_constants_once(const Graph& graph, PassLog* log, bool* changed) {
+  std::vector<Decision> decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (!per_channel_constant(graph, op)) continue;
+    const auto producer = plain_conv_producer(graph, op);
+    if (!producer || decisions[*producer].new_attrs) continue;  // one fold per conv and round
+    const auto& a = op.attrs_as<BinaryAttrs>();
+    auto conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
+    if (a.op == BinaryOp::kAdd || a.op == BinaryOp::kSub) conv.bias = true;
+    conv.activation = a.activation;
+    decisions[*producer].new_attrs = conv;
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
+    if (log) log->constants.push_back({graph.op(*producer).name, op.name, a.op});
+    *changed = true;
+  }
+  return rebuild(graph, decisions);
+}
+
+}  // namespace
+
+Graph fold_channel_constants(const Graph& graph, PassLog* log) {
+  Graph g = graph;
+  for (bool changed = true; changed;) {
+    changed = false;
+    g = fold_channel_constants_once(g, log, &changed);
+  }
+  return g;
+}
+
 Graph fuse_activations(const Graph& graph, PassLog* log) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
@@ -244,7 +288,8 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {
   Graph g = fold_concats_into_shuffles(
       remove_identities(
-          fuse_activations(recognise_gated_activations(fold_scales(fold_batch_norm(graph, log), log), log), log),
+          fuse_activations(recognise_gated_activations(
+              fold_channel_constants(fold_scales(fold_batch_norm(graph, log), log), log), log), log),
           log),
       log);
   return options.fuse_residual_adds ? fuse_residual_adds(g, log) : g;

@@ -27,6 +27,14 @@ struct FoldedScale {
   double factor = 1.0;
 };
 
+/// A binary op with a per-channel (or scalar) constant folded into the convolution before it:
+/// adding or subtracting shifts its bias, multiplying or dividing scales its weights and bias.
+struct FoldedConstant {
+  std::string conv;    ///< name of the convolution (kept)
+  std::string binary;  ///< name of the binary op (removed; its weights hold the constant)
+  BinaryOp op = BinaryOp::kAdd;
+};
+
 /// An activation fused into the op before it.
 struct FusedActivation {
   std::string producer;    ///< name of the conv, linear or add (kept)
@@ -56,12 +64,20 @@ struct FoldedConcat {
 struct PassLog {
   std::vector<FoldedBatchNorm> folded;        ///< batch norms folded into convolutions
   std::vector<FoldedScale> scales;            ///< constant multiplications folded into convolutions
+  std::vector<FoldedConstant> constants;      ///< per-channel constants folded into convolutions
   std::vector<RecognisedActivation> recognised;  ///< x · sigmoid(x) and x · hard_sigmoid(x)
   std::vector<FusedActivation> fused;         ///< activations fused into producers
   std::vector<FusedResidual> residual;        ///< additions fused into convolutions
   std::vector<FoldedConcat> concats;          ///< concatenations folded into channel shuffles
   std::vector<std::string> removed;           ///< identity ops removed
 };
+
+/// Folds every binary op x OP c with a constant c of one value per channel (or one value), OP
+/// one of add, sub, mul, div with c second, into the convolution producing x when it is read by
+/// nothing else and has no activation or residual of its own (the binary's activation moves to
+/// it): a linear layer's bias and a layer scale after channels-last 1x1 convolutions (ConvNeXt).
+/// Repeats until nothing folds, so chains fold in order. Not for int8 graphs.
+Graph fold_channel_constants(const Graph& graph, PassLog* log = nullptr);
 
 /// Folds every batch norm whose input is a convolution read by nothing else, with no activation or
 /// residual of its own, into that convolution (which gains a bias). Batch norms after other ops

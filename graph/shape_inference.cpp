@@ -258,8 +258,17 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kScale:
     case OpKind::kHardSwish:
     case OpKind::kSilu:
+    case OpKind::kGelu:
+    case OpKind::kGeluTanh:
     case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
+      return {inputs[0]};
+    case OpKind::kLayerNorm:
+      check.arity(inputs, 1, 1);
+      check.require(inputs[0].shape.rank() == 2 || inputs[0].shape.rank() == 4,
+                    cat("layer_norm normalises the channels of a rank-2 or rank-4 tensor (got ",
+                        inputs[0].shape.to_string(), ")"));
+      check.require(op.attrs_as<LayerNormAttrs>().eps > 0, "eps must be > 0");
       return {inputs[0]};
     case OpKind::kHardSigmoid:
       check.arity(inputs, 1, 1);

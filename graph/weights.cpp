@@ -74,6 +74,11 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
       entry.beta = uniform(rng, c, -kBiasScale, kBiasScale);
       entry.mean = uniform(rng, c, -kBiasScale, kBiasScale);
       entry.var = uniform(rng, c, 0.5, 1.5);
+    } else if (op.kind == OpKind::kLayerNorm) {
+      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      OpWeights& entry = store[op.name];
+      entry.gamma = uniform(rng, c, 0.5, 1.5);
+      entry.beta = uniform(rng, c, -kBiasScale, kBiasScale);
     }
   }
   return store;
@@ -110,6 +115,31 @@ WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& l
     for (float& w : conv->weight) w = static_cast<float>(w * f.factor);
     for (float& b : conv->bias) b = static_cast<float>(b * f.factor);
   }
+  // Then per-channel constants, in the order they were folded.
+  for (const FoldedConstant& f : log.constants) {
+    OpWeights* conv = weights.find(f.conv) ? &weights[f.conv] : nullptr;
+    const OpWeights* binary = weights.find(f.binary);
+    const auto conv_id = raw.find_op(f.conv);
+    if (!conv || !binary || binary->weight.empty() || !conv_id) {
+      throw GraphError(cat("cannot fold '", f.binary, "' into '", f.conv, "': weights missing"));
+    }
+    const auto out = static_cast<size_t>(raw.op(*conv_id).attrs_as<Conv2dAttrs>().out_channels);
+    const std::vector<float>& c = binary->weight;
+    const auto at = [&](size_t k) { return static_cast<double>(c.size() == 1 ? c[0] : c.at(k)); };
+    if (f.op == BinaryOp::kAdd || f.op == BinaryOp::kSub) {
+      if (conv->bias.empty()) conv->bias.assign(out, 0.0f);
+      for (size_t k = 0; k < out; ++k) {
+        conv->bias[k] = static_cast<float>(conv->bias[k] + (f.op == BinaryOp::kAdd ? at(k) : -at(k)));
+      }
+      continue;
+    }
+    const size_t per_channel = conv->weight.size() / out;
+    const auto apply = [&](float v, size_t k) {
+      return static_cast<float>(f.op == BinaryOp::kMul ? v * at(k) : v / at(k));
+    };
+    for (size_t i = 0; i < conv->weight.size(); ++i) conv->weight[i] = apply(conv->weight[i], i / per_channel);
+    for (size_t k = 0; k < conv->bias.size(); ++k) conv->bias[k] = apply(conv->bias[k], k);
+  }
   return weights;
 }
 
@@ -122,6 +152,14 @@ void check_weights(const Graph& graph, const WeightStore& weights) {
           w->var.size() != c) {
         throw GraphError(cat("op '", op.name, "' (batch_norm): needs scale, shift, mean and "
                              "variance of ", c, " channels"));
+      }
+      continue;
+    }
+    if (op.kind == OpKind::kLayerNorm) {
+      const OpWeights* w = weights.find(op.name);
+      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      if (!w || w->gamma.size() != c || w->beta.size() != c) {
+        throw GraphError(cat("op '", op.name, "' (layer_norm): needs scale and shift of ", c, " channels"));
       }
       continue;
     }

@@ -221,7 +221,40 @@ def modules():
             smooth = F.interpolate(fused, scale_factor=2.0, mode="bilinear", align_corners=False)
             return F.interpolate(smooth, size=(13, 11), mode="bilinear", align_corners=False)
 
+    class ConvNextBlock(nn.Module):  # convnext: channels-last LayerNorm, MLP with GELU, layer scale
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, C, 2, 2)
+            self.norm0 = nn.LayerNorm(C, eps=1e-6)  # LayerNorm2d: permute, normalise, permute
+            self.dw = nn.Conv2d(C, C, 7, padding=3, groups=C)
+            self.norm = nn.LayerNorm(C, eps=1e-6)
+            self.fc1 = nn.Linear(C, 4 * C)
+            self.fc2 = nn.Linear(4 * C, C)
+            self.gamma = nn.Parameter(torch.rand(C, 1, 1) + 0.5)
+
+        def forward(self, x):
+            x = self.stem(x)
+            x = self.norm0(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            y = self.norm(self.dw(x).permute(0, 2, 3, 1))
+            y = self.fc2(F.gelu(self.fc1(y))).permute(0, 3, 1, 2)
+            return x + self.gamma * y
+
+    class GeluForms(nn.Module):  # GELU's erf and tanh forms; LayerNorm over features (a head)
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, C, 3, 1, 1)
+            self.conv2 = nn.Conv2d(C, C, 3, 1, 1)
+            self.norm = nn.LayerNorm(C)
+            self.fc = nn.Linear(C, 5)
+
+        def forward(self, x):
+            x = F.gelu(self.conv1(x))
+            x = F.gelu(self.conv2(x), approximate="tanh") + F.gelu(x * 0.5)
+            return self.fc(self.norm(x.mean((2, 3))))
+
     return {
+        "convnext_block": (ConvNextBlock(), (2, 3, 12, 12)),
+        "gelu_forms": (GeluForms(), (2, 3, 6, 6)),
         "upsampling": (Upsampling(), (2, 3, 8, 8)),
         "partial_residual": (PartialResidual(), (1, 3, 6, 6)),
         "tf_same_padding": (TfSamePadding(), (1, 3, 9, 9)),
@@ -261,6 +294,9 @@ def main() -> int:
             continue
         module.eval()
         for m in module.modules():  # non-trivial batch-norm statistics
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.data.uniform_(0.5, 1.5)
+                m.bias.data.uniform_(-0.2, 0.2)
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.running_mean.uniform_(-0.2, 0.2)
                 m.running_var.uniform_(0.5, 1.5)

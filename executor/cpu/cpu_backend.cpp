@@ -234,7 +234,8 @@ namespace cpu {
 const OpFamily& family_of(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
                                               &kElementwiseFamily, &kBinaryFamily,
-                                              &kDataMovementFamily, &kResizeFamily};
+                                              &kDataMovementFamily, &kResizeFamily,
+                                              &kNormalisationFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

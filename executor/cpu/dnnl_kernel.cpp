@@ -82,6 +82,10 @@ std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
       return {{dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}};
     case Activation::kSilu:
       return {{dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}};
+    case Activation::kGelu:
+      return {{dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f}};
+    case Activation::kGeluTanh:
+      return {{dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f}};
   }
   return {};
 }

@@ -1,5 +1,5 @@
 // Element-wise ops on oneDNN: activations (ReLU, leaky ReLU, ReLU6, sigmoid, hard sigmoid, hard
-// swish, SiLU), scaling, batch normalisation (a fused ReLU by the primitive's fuse_norm_relu,
+// swish, SiLU, GELU in its erf and tanh forms), scaling, batch normalisation (a fused ReLU by the primitive's fuse_norm_relu,
 // other fused activations as in-place eltwise steps after it) and softmax.
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
@@ -115,7 +115,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
                                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kSilu,
-                                   OpKind::kLeakyRelu,
+                                   OpKind::kGelu, OpKind::kGeluTanh, OpKind::kLeakyRelu,
                                    OpKind::kBatchNorm, OpKind::kSoftmax},
                                   check,
                                   build};

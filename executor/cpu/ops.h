@@ -37,5 +37,6 @@ extern const OpFamily kBinaryFamily;       // add, binary
 extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten, reshape,
                                             // channel_shuffle
 extern const OpFamily kResizeFamily;        // resize (our own host kernel)
+extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 
 }  // namespace stagecraft::executor::cpu

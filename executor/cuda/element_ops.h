@@ -41,7 +41,9 @@ enum class Act : int {
   kHardSigmoid = 4,
   kHardSwish = 5,
   kSilu = 6,
-  kLeakyRelu = 7,
+  kGelu = 7,
+  kGeluTanh = 8,
+  kLeakyRelu = 9,
 };
 /// Binary operations (same order as graph::BinaryOp).
 enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
@@ -153,6 +155,10 @@ STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
       return v * hard_sigmoid(v);
     case Act::kSilu:
       return v / (1.f + expf(-v));
+    case Act::kGelu:
+      return 0.5f * v * (1.f + erff(v * 0.70710678f));
+    case Act::kGeluTanh:
+      return 0.5f * v * (1.f + tanhf(0.79788456f * (v + 0.044715f * v * v * v)));
     default:
       return v;
   }

@@ -94,6 +94,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
     case OpKind::kHardSigmoid:
     case OpKind::kHardSwish:
     case OpKind::kSilu:
+    case OpKind::kGelu:
+    case OpKind::kGeluTanh:
     case OpKind::kLeakyRelu: {
       const ActParams act = act_params(spec);
       return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
@@ -125,7 +127,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
 
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kHardSigmoid,
-                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kLeakyRelu, OpKind::kScale,
+                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh,
+                                   OpKind::kLeakyRelu, OpKind::kScale,
                                    OpKind::kBatchNorm, OpKind::kAdd, OpKind::kSoftmax},
                                   check,
                                   build};

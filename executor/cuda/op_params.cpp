@@ -20,6 +20,8 @@ STAGECRAFT_SAME_CODE(Act::kSigmoid, graph::Activation::kSigmoid);
 STAGECRAFT_SAME_CODE(Act::kHardSigmoid, graph::Activation::kHardSigmoid);
 STAGECRAFT_SAME_CODE(Act::kHardSwish, graph::Activation::kHardSwish);
 STAGECRAFT_SAME_CODE(Act::kSilu, graph::Activation::kSilu);
+STAGECRAFT_SAME_CODE(Act::kGelu, graph::Activation::kGelu);
+STAGECRAFT_SAME_CODE(Act::kGeluTanh, graph::Activation::kGeluTanh);
 STAGECRAFT_SAME_CODE(BinOp::kAdd, graph::BinaryOp::kAdd);
 STAGECRAFT_SAME_CODE(BinOp::kSub, graph::BinaryOp::kSub);
 STAGECRAFT_SAME_CODE(BinOp::kMul, graph::BinaryOp::kMul);

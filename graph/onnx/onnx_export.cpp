@@ -152,8 +152,27 @@ class Exporter {
         node("Sigmoid", name + "/sigmoid", {in}, {name + "/gate"});
         node("Mul", name, {in, name + "/gate"}, {out});
         return;
+      case Activation::kGelu:  // as PyTorch's TorchScript exporter writes it (opset 17 has no Gelu)
+        node("Div", name + "/div", {in, scalar(name + "/sqrt2", 1.41421356f)}, {name + "/scaled"});
+        node("Erf", name + "/erf", {name + "/scaled"}, {name + "/erf_out"});
+        node("Add", name + "/add", {name + "/erf_out", scalar(name + "/one", 1.0f)}, {name + "/plus_one"});
+        node("Mul", name + "/mul", {in, name + "/plus_one"}, {name + "/product"});
+        node("Mul", name, {name + "/product", scalar(name + "/half", 0.5f)}, {out});
+        return;
+      case Activation::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+        node("Pow", name + "/pow", {in, scalar(name + "/three", 3.0f)}, {name + "/cube"});
+        node("Mul", name + "/kappa", {name + "/cube", scalar(name + "/k", 0.044715f)}, {name + "/cubic"});
+        node("Add", name + "/inner", {in, name + "/cubic"}, {name + "/sum"});
+        node("Mul", name + "/beta", {name + "/sum", scalar(name + "/b", 0.79788456f)}, {name + "/arg"});
+        node("Tanh", name + "/tanh", {name + "/arg"}, {name + "/tanh_out"});
+        node("Add", name + "/add", {name + "/tanh_out", scalar(name + "/one", 1.0f)}, {name + "/plus_one"});
+        node("Mul", name + "/mul", {in, name + "/plus_one"}, {name + "/product"});
+        node("Mul", name, {name + "/product", scalar(name + "/half", 0.5f)}, {out});
+        return;
     }
   }
+
+  std::string scalar(const std::string& name, float v) { return floats(name, {v}, {}); }
 
   std::string clip_bound(float v) {
     const std::string name = v == 0 ? "stagecraft/clip_min" : "stagecraft/clip_max";
@@ -295,8 +314,24 @@ class Exporter {
       }
       case OpKind::kHardSwish:
       case OpKind::kSilu:
+      case OpKind::kGelu:
+      case OpKind::kGeluTanh:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
+      case OpKind::kLayerNorm: {  // over the last axis: channels-last around it for rank 4
+        const auto& w = weights_of(op);
+        const auto c = static_cast<int64_t>(w.gamma.size());
+        const bool image = g_.value(op.inputs[0]).desc.shape.rank() == 4;
+        const std::string x = image ? op.name + "/channels_last" : in[0];
+        const std::string y = image ? op.name + "/normalised" : out;
+        if (image) ints(node("Transpose", op.name + "/to_nhwc", in, {x}), "perm", {0, 2, 3, 1});
+        auto* n = node("LayerNormalization", op.name,
+                       {x, floats(op.name + "/scale", w.gamma, {c}), floats(op.name + "/bias", w.beta, {c})}, {y});
+        integer(n, "axis", -1);
+        real(n, "epsilon", static_cast<float>(op.attrs_as<LayerNormAttrs>().eps));
+        if (image) ints(node("Transpose", op.name + "/to_nchw", {y}, {out}), "perm", {0, 3, 1, 2});
+        return;
+      }
       case OpKind::kBinary: {
         const auto& a = op.attrs_as<BinaryAttrs>();
         static const char* const kTypes[] = {"Add", "Sub", "Mul", "Div"};

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -17,6 +18,7 @@
 #include "common/strings.h"
 #include "graph/errors.h"
 #include "graph/onnx/onnx_importer.h"
+#include "graph/onnx/onnx_patterns.h"
 
 namespace stagecraft::graph {
 namespace onnx_import {
@@ -69,15 +71,18 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
     if (!t) throw FormatError(cat(source_, ": initializer '", init.name(), "': ", why));
     constants_[init.name()] = std::move(*t);
   }
-  for (const auto& node : g.node()) {
-    for (const auto& in : node.input()) {
-      reader_kinds_[in].insert(node.op_type());
+  // Patterns of several nodes for one operation become that operation's node.
+  std::vector<std::unique_ptr<onnx::NodeProto>> fused;
+  const std::vector<const onnx::NodeProto*> nodes = fuse_patterns(g, fused);
+  for (const onnx::NodeProto* node : nodes) {
+    for (const auto& in : node->input()) {
+      reader_kinds_[in].insert(node->op_type());
       ++readers_[in];
     }
-    for (const auto& out : node.output()) produced_.insert(out);
+    for (const auto& out : node->output()) produced_.insert(out);
   }
   add_inputs(g);
-  for (const auto& node : g.node()) import_node(node);
+  for (const onnx::NodeProto* node : nodes) import_node(*node);
   for (const auto& out : g.output()) {
     auto it = values_.find(out.name());
     if (it == values_.end()) {
@@ -216,7 +221,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } catch (const std::runtime_error& e) {
     fail(node, e.what());
   }
-  if (t == "Conv") {
+  if (reads_channels_last(node)) {
+    on_channels_last(node);
+  } else if (t == "Conv") {
     conv(node);
   } else if (t == "BatchNormalization") {
     batch_norm(node);
@@ -282,6 +289,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
     slice(node);
   } else if (t == "Resize") {
     resize(node);
+  } else if (t == "Gelu") {
+    gelu(node);
+  } else if (t == "LayerNormalization") {
+    layer_norm(node);
   } else {
     fail(node, "this op is not supported");
   }

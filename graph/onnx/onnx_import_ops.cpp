@@ -330,12 +330,17 @@ void Importer::transpose(const onnx::NodeProto& node) {
     return;
   }
   const Shape& base = shape(x.base);
+  if (perm == std::vector<int64_t>{0, 2, 3, 1} && x.shape.size() == 4 && !pending_views_.count(node.input(0))) {
+    pending_views_[node.output(0)] = PendingView{x.base, {base[0], base[2], base[3], base[1]}, 0, true};
+    return;
+  }
   const bool shuffle = perm == std::vector<int64_t>{0, 2, 1, 3, 4} && x.shuffle_groups == 0 &&
                        base.rank() == 4 && x.shape.size() == 5 && x.shape[0] == base[0] &&
                        x.shape[1] * x.shape[2] == base[1] && x.shape[3] == base[2] &&
                        x.shape[4] == base[3];
   if (!shuffle) {
-    fail(node, cat("only the Transpose(0, 2, 1, 3, 4) of a channel shuffle's 5-D view is supported "
+    fail(node, cat("only Transpose(0, 2, 3, 1) of a 4-D tensor (a channels-last view) and the "
+                   "Transpose(0, 2, 1, 3, 4) of a channel shuffle's 5-D view are supported "
                    "(perm [", join(perm, ", "), "] of [", join(x.shape, ", "), "])"));
   }
   pending_views_[node.output(0)] =

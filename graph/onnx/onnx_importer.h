@@ -6,7 +6,11 @@
 // pools that read it; a tensor reshaped to a rank the graph does not hold (3, 5: x[:, 0],
 // unsqueeze(-1) twice, the 5-D view of a channel shuffle) is a view of a graph value until a
 // reshape brings it back to rank 2 or 4; Reshape(N, g, C/g, H, W) -> Transpose(0, 2, 1, 3, 4) ->
-// Reshape(N, C, H, W) becomes one channel shuffle.
+// Reshape(N, C, H, W) becomes one channel shuffle; the Transpose(0, 2, 3, 1) of a 4-D tensor is
+// a channels-last view of it, on which LayerNormalization over the last axis, MatMul by a
+// constant (a 1x1 convolution), element-wise ops and per-channel constants act on the channels of
+// the tensor itself, until Transpose(0, 3, 1, 2) brings it back (ConvNeXt's blocks). Patterns of
+// several nodes for one operation (GELU) are replaced before the walk (onnx_patterns.h).
 
 #include <onnx/onnx_pb.h>
 
@@ -43,6 +47,8 @@ class Importer {
     ValueId base;
     std::vector<int64_t> shape;
     int64_t shuffle_groups = 0;
+    /// The elements of `base` [N, C, H, W] in the order [N, H, W, C] (Transpose(0, 2, 3, 1)).
+    bool channels_last = false;
   };
 
   // ---- onnx_import.cpp: the walk, inputs, names, lookups
@@ -96,6 +102,13 @@ class Importer {
   void split(const onnx::NodeProto& node);
   // ---- onnx_import_resize.cpp
   void resize(const onnx::NodeProto& node);
+  // ---- onnx_import_channels.cpp: layer normalisation, GELU, channels-last views
+  void layer_norm(const onnx::NodeProto& node);
+  void gelu(const onnx::NodeProto& node);
+  // Whether the node reads a channels-last view.
+  bool reads_channels_last(const onnx::NodeProto& node) const;
+  // Translates a node reading channels-last views into ops on their tensors.
+  void on_channels_last(const onnx::NodeProto& node);
 
   std::string source_;
   OnnxImportOptions options_;

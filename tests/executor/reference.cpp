@@ -71,6 +71,10 @@ double activate(double x, Activation activation) {
       return x * std::clamp(x + 3.0, 0.0, kRelu6Max) / 6.0;
     case Activation::kSilu:
       return x / (1.0 + std::exp(-x));
+    case Activation::kGelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
   }
   return x;
 }
@@ -166,6 +170,28 @@ HostTensor batch_norm(const HostTensor& src, const graph::BatchNormAttrs& a, con
           dst.data[i] = static_cast<float>(
               (src.data[i] - static_cast<double>(w.mean[k])) / stddev * w.gamma[k] + w.beta[k]);
         }
+      }
+    }
+  }
+  return dst;
+}
+
+// Layer normalisation over the channels of each pixel (rank 4) or row (rank 2), in double.
+HostTensor layer_norm(const HostTensor& src, const graph::LayerNormAttrs& a, const OpWeights& w) {
+  const int64_t n = src.shape[0], c = src.shape[1];
+  const int64_t pixels = src.shape.rank() == 4 ? src.shape[2] * src.shape[3] : 1;
+  HostTensor dst = zeros(src.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t p = 0; p < pixels; ++p) {
+      const auto at = [&](int64_t ch) { return static_cast<size_t>((i * c + ch) * pixels + p); };
+      double mean = 0, var = 0;
+      for (int64_t ch = 0; ch < c; ++ch) mean += src.data[at(ch)];
+      mean /= static_cast<double>(c);
+      for (int64_t ch = 0; ch < c; ++ch) var += (src.data[at(ch)] - mean) * (src.data[at(ch)] - mean);
+      const double stddev = std::sqrt(var / static_cast<double>(c) + a.eps);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const auto k = static_cast<size_t>(ch);
+        dst.data[at(ch)] = static_cast<float>((src.data[at(ch)] - mean) / stddev * w.gamma[k] + w.beta[k]);
       }
     }
   }
@@ -528,7 +554,11 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     }
     case OpKind::kHardSwish:
     case OpKind::kSilu:
+    case OpKind::kGelu:
+    case OpKind::kGeluTanh:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
+    case OpKind::kLayerNorm:
+      return {layer_norm(x, op.attrs_as<graph::LayerNormAttrs>(), weights_of(weights, op))};
     case OpKind::kBinary:
       return {binary(srcs, op.attrs_as<graph::BinaryAttrs>(), weights, op)};
     case OpKind::kGlobalMaxPool:

@@ -249,9 +249,16 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   EXPECT_NE(error_of(make_op(OpKind::kChannelShuffle, shuffle), {nchw(1, 8, 3, 3)}).find("must divide"),
             std::string::npos);
   EXPECT_EQ(infer1(make_op(OpKind::kGlobalMaxPool, NoAttrs{}), {nchw(2, 8, 7, 5)}), (Shape{2, 8, 1, 1}));
-  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu}) {
+  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh}) {
     EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   }
+  EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {nchw(2, 8, 3, 3)}), (Shape{2, 8, 3, 3}));
+  EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8})}), (Shape{2, 8}));
+  EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8, 3})}).find("rank-2 or rank-4"),
+            std::string::npos);
+  LayerNormAttrs no_eps;
+  no_eps.eps = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, no_eps), {nchw(2, 8, 3, 3)}).find("eps"), std::string::npos);
   EXPECT_EQ(infer1(make_op(OpKind::kLeakyRelu, LeakyReluAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   HardSigmoidAttrs flat_slope;
   flat_slope.alpha = 0;
@@ -277,7 +284,7 @@ TEST(ShapeInference, ResizeTakesItsSizeAndRejectsNonPositiveOnes) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 27u);
+  EXPECT_EQ(all_op_kinds().size(), 30u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

@@ -218,10 +218,10 @@ outputs: [a]
 )");
   EXPECT_NE(m.find("must be true or false"), std::string::npos) << m;
   m = error_for(R"(ops:
-  - {name: a, kind: conv2d, inputs: [x], in_channels: 4, out_channels: 4, kernel: 1, activation: gelu}
+  - {name: a, kind: conv2d, inputs: [x], in_channels: 4, out_channels: 4, kernel: 1, activation: swiglu}
 outputs: [a]
 )");
-  EXPECT_NE(m.find("unknown activation 'gelu'"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown activation 'swiglu'"), std::string::npos) << m;
   m = error_for(R"(ops:
   - {name: a, kind: relu, inputs: [x]}
 outputs: [zzz]

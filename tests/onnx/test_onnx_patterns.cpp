@@ -35,13 +35,14 @@ TEST_P(OnnxPattern, LoadsAndGivesPyTorchsOutputInEveryLayout) {
   const OnnxModel model = import_onnx((dir / file).string(), {});
   PassLog log;
   const Graph g = prepare_for_inference(model.graph, &log);
+  const WeightStore weights = fold_weights(model.graph, model.weights, log);
   const TensorFile x = read_tensor_file((dir / (name + ".input.npy")).string());
   const TensorFile want = read_tensor_file((dir / (name + ".expected.npy")).string());
   const auto schedule = stagecraft::testing::analytic_schedule(g, scheduler::Strategy::kSequential);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
     executor::PlanOptions options;
     options.layout = layout;
-    executor::ExecutionPlan plan(g, schedule, model.weights, stagecraft::testing::cpu_backend(), options);
+    executor::ExecutionPlan plan(g, schedule, weights, stagecraft::testing::cpu_backend(), options);
     executor::Executor run(plan);
     const auto got = run.run({executor::HostTensor{x.shape, x.data}});
     ASSERT_EQ(got.size(), 1u);

@@ -1,0 +1,126 @@
+// Layer normalisation over channels on the CPU: our own host kernel in every CPU layout (oneDNN's
+// layer normalisation normalises the innermost dimension only, which is the channels in nhwc and
+// nothing else). Pixels are taken in tiles; per tile the channel sums, then the centred squares
+// (two passes: no cancellation), then the output are computed reading the channels in the
+// layout's order, so the inner loops run over contiguous memory in nchw (pixels) and in nhwc and
+// blocked layouts (channels of a pixel). Images × tiles are spread over the threads.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "common/strings.h"
+#include "executor/cpu/host_layout.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+using graph::OpKind;
+
+constexpr int64_t kTile = 64;  // pixels normalised together
+
+struct LayerNorm {
+  HostLayout src, dst;
+  std::vector<float> gamma, beta;
+  float eps = 1e-5f;
+};
+
+// The geometry of a rank-2 [N, C] tensor as a rank-4 one of one pixel (channels contiguous).
+HostLayout geometry(const graph::TensorDesc& d) {
+  if (d.shape.rank() == 4) return host_layout(d);
+  graph::TensorDesc as4 = d;
+  as4.shape = graph::Shape{d.shape[0], d.shape[1], 1, 1};
+  as4.layout = graph::Layout::kNHWC;
+  return host_layout(as4);
+}
+
+// Adds f(channel c, its value at each pixel of the tile) over the channels of a tile, reading in
+// the layout's order: acc[p] += f(c, x[c][p]).
+template <class F>
+void over_channels(const HostLayout& g, const float* image, int64_t p0, int64_t count, F&& f) {
+  const int64_t group = g.group();
+  for (int64_t first = 0; first < g.channels; first += group) {
+    const float* base = image + g.channel_offset(first);
+    const int64_t width = std::min(group, g.channels - first);
+    for (int64_t p = 0; p < count; ++p) {
+      const float* at = base + (p0 + p) * g.pixel_stride;
+      for (int64_t j = 0; j < width; ++j) f(p, first + j, at[j]);
+    }
+  }
+}
+
+void run_layer_norm(const LayerNorm& ln, const float* in, float* out) {
+  const HostLayout &s = ln.src, &d = ln.dst;
+  const int64_t tiles = (s.pixels + kTile - 1) / kTile;
+  const float inv_c = 1.0f / static_cast<float>(s.channels);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < s.images * tiles; ++t) {
+    const int64_t n = t / tiles, p0 = t % tiles * kTile, count = std::min(kTile, s.pixels - p0);
+    const float* image = in + n * s.batch_stride;
+    float* result = out + n * d.batch_stride;
+    float mean[kTile] = {}, var[kTile] = {};
+    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) { mean[p] += v; });
+    for (int64_t p = 0; p < count; ++p) mean[p] *= inv_c;
+    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) {
+      const float c = v - mean[p];
+      var[p] += c * c;
+    });
+    float inv_std[kTile];
+    for (int64_t p = 0; p < count; ++p) inv_std[p] = 1.0f / std::sqrt(var[p] * inv_c + ln.eps);
+    // The output, channel group by group in the destination's layout (the source is read at the
+    // same logical element, wherever its layout keeps it).
+    const int64_t group = d.group();
+    for (int64_t first = 0; first < d.padded_channels; first += group) {
+      for (int64_t p = 0; p < count; ++p) {
+        float* at = result + d.channel_offset(first) + (p0 + p) * d.pixel_stride;
+        for (int64_t j = 0; j < group; ++j) {
+          const int64_t c = first + j;
+          if (c >= d.channels) {  // the padding lanes of a blocked destination
+            at[j] = 0.0f;
+            continue;
+          }
+          const float v = image[s.channel_offset(c) + (p0 + p) * s.pixel_stride];
+          at[j] = (v - mean[p]) * inv_std[p] * ln.gamma[static_cast<size_t>(c)] + ln.beta[static_cast<size_t>(c)];
+        }
+      }
+    }
+  }
+}
+
+bool known(const graph::TensorDesc& d) {
+  return d.shape.rank() == 2 ? d.layout == graph::Layout::kNC : host_layout_known(d.layout);
+}
+
+Support check(const KernelSpec& spec, DnnlContext&) {
+  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
+  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
+    return Support::unsupported(SupportReason::kDataType,
+                                "layer_norm runs in f32 only: dequantise its input first");
+  }
+  if (!known(in) || !known(out)) {
+    return Support::unsupported(SupportReason::kLayout,
+                                cat("layer_norm reads and writes nc, nchw, nhwc, nChw8c or nChw16c, not ",
+                                    graph::to_string(in.layout), " -> ", graph::to_string(out.layout)));
+  }
+  return Support::native();
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext&) {
+  auto ln = std::make_shared<LayerNorm>();
+  ln->src = geometry(spec.srcs[0]);
+  ln->dst = geometry(spec.dsts[0]);
+  ln->gamma = spec.weights->gamma;
+  ln->beta = spec.weights->beta;
+  ln->eps = static_cast<float>(std::get<graph::LayerNormAttrs>(spec.attrs).eps);
+  k.add_host([ln](const std::vector<void*>& data) {
+    run_layer_norm(*ln, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
+  }, {0, dst_slot(0)}, "layer_norm host");
+  return "layer_norm host";
+}
+
+}  // namespace
+
+const OpFamily kNormalisationFamily{"normalisation", {OpKind::kLayerNorm}, check, build};
+
+}  // namespace stagecraft::executor::cpu

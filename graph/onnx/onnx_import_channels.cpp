@@ -1,0 +1,157 @@
+// The ONNX importer's channel ops: LayerNormalization, GELU, and channels-last views (a 4-D
+// tensor seen through Transpose(0, 2, 3, 1), as ConvNeXt's blocks and LayerNorm2d write it).
+#include "common/strings.h"
+#include "graph/onnx/onnx_importer.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+// The op types that act on a channels-last view element by element (unary) or channel by
+// channel (with a constant or a second view).
+bool element_wise(const std::string& t) {
+  return t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "LeakyRelu" || t == "HardSigmoid" ||
+         t == "Gelu" || t == "Clip" || t == "Dropout" || t == "Identity" || t == "Neg" || t == "Add" ||
+         t == "Sub" || t == "Mul" || t == "Div";
+}
+
+std::vector<int64_t> channels_last_dims(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
+
+}  // namespace
+
+void Importer::gelu(const onnx::NodeProto& node) {
+  const std::string approximate = attr_string(node, "approximate");
+  if (!approximate.empty() && approximate != "none" && approximate != "tanh") {
+    fail(node, cat("approximate='", approximate, "' is not a GELU form (none or tanh)"));
+  }
+  define(node, 0, add(node, approximate == "tanh" ? OpKind::kGeluTanh : OpKind::kGelu, NoAttrs{}, {input(node, 0)}));
+}
+
+void Importer::layer_norm(const onnx::NodeProto& node) {
+  for (int i = 1; i < node.output_size(); ++i) {
+    if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
+  }
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  int64_t axis = attr_int(node, "axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(s.rank());
+  if (s.rank() != 2 || axis != 1) {
+    fail(node, cat("only normalisation over the last axis of a 2-D tensor, or of a channels-last "
+                   "view Transpose(0, 2, 3, 1) of a 4-D one, is supported (input ", s.to_string(),
+                   ", axis ", attr_int(node, "axis", -1), ")"));
+  }
+  OpWeights w;
+  w.gamma = constant_floats(node, 1, "the scale");
+  w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(w.gamma.size(), 0.0f);
+  const auto c = static_cast<size_t>(s[1]);
+  if (w.gamma.size() == 1) w.gamma.assign(c, w.gamma[0]);
+  if (w.beta.size() == 1) w.beta.assign(c, w.beta[0]);
+  if (w.gamma.size() != c || w.beta.size() != c) {
+    fail(node, cat("the scale and bias must have one value per channel (", c, ")"));
+  }
+  LayerNormAttrs a;
+  a.eps = attr_float(node, "epsilon", 1e-5f);
+  define(node, 0, add(node, OpKind::kLayerNorm, a, {x}));
+  weights_of_last() = std::move(w);
+}
+
+bool Importer::reads_channels_last(const onnx::NodeProto& node) const {
+  for (const auto& in : node.input()) {
+    if (auto it = pending_views_.find(in); it != pending_views_.end() && it->second.channels_last) return true;
+  }
+  return false;
+}
+
+void Importer::on_channels_last(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const PendingView* view = nullptr;
+  // The node as it reads the tensors themselves: views by their tensors, constants per channel
+  // reordered to [N, C, H, W], under names of their own.
+  onnx::NodeProto own = node;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string& name = node.input(i);
+    if (auto it = pending_views_.find(name); it != pending_views_.end()) {
+      if (!it->second.channels_last) fail(node, cat("mixes a channels-last view with the view '", name, "'"));
+      view = &it->second;
+      const std::string alias = name + "@nchw";
+      values_[alias] = it->second.base;
+      own.set_input(i, alias);
+      continue;
+    }
+    const ConstTensor* c = constant(node, i);
+    if (!c || !element_wise(t) || t == "Clip") continue;
+    // A constant broadcast over [N, H, W, C]: one value per channel (or one value) keeps its
+    // elements; as [1, C, 1, 1] it broadcasts over the tensor.
+    std::vector<int64_t> dims = c->dims;
+    dims.insert(dims.begin(), 4 - std::min<size_t>(4, dims.size()), 1);
+    if (dims.size() != 4 || dims[1] != 1 || dims[2] != 1) {
+      fail(node, cat("a constant of shape [", join(c->dims, ", "), "] on a channels-last view varies "
+                     "over H or W: only one value per channel is supported"));
+    }
+    ConstTensor reordered = *c;
+    reordered.dims = {dims[0], dims[3], 1, 1};
+    const std::string alias = name + "@nchw";
+    constants_[alias] = std::move(reordered);
+    own.set_input(i, alias);
+  }
+  const Shape base = shape(view->base);
+  if (t == "Transpose") {
+    if (attr_ints(node, "perm") != std::vector<int64_t>{0, 3, 1, 2}) {
+      fail(node, cat("only Transpose(0, 3, 1, 2) of a channels-last view is supported (perm [",
+                     join(attr_ints(node, "perm"), ", "), "])"));
+    }
+    define(node, 0, view->base);
+    return;
+  }
+  for (int i = 0; i < own.output_size(); ++i) own.set_output(i, node.output(i) + "@nchw");
+  if (t == "LayerNormalization") {
+    int64_t axis = attr_int(node, "axis", -1);
+    if (axis != -1 && axis != 3) fail(node, cat("only normalisation over the last axis of a channels-last view is supported (axis ", axis, ")"));
+    // Over channels of the tensor itself: a layer norm of [N, C, H, W] over C.
+    for (int i = 1; i < node.output_size(); ++i) {
+      if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
+    }
+    OpWeights w;
+    w.gamma = constant_floats(node, 1, "the scale");
+    w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(w.gamma.size(), 0.0f);
+    if (w.gamma.size() != static_cast<size_t>(base[1]) || w.beta.size() != w.gamma.size()) {
+      fail(node, cat("the scale and bias must have one value per channel (", base[1], ")"));
+    }
+    LayerNormAttrs a;
+    a.eps = attr_float(node, "epsilon", 1e-5f);
+    values_[own.output(0)] = add(node, OpKind::kLayerNorm, a, {view->base});
+    weights_of_last() = std::move(w);
+  } else if (t == "MatMul") {
+    // [N, H, W, C] x [C, K]: a 1x1 convolution of the tensor.
+    const ConstTensor* b = constant(node, 1);
+    if (!b || b->dims.size() != 2 || b->dims[0] != base[1] || node.input(0) == node.input(1)) {
+      fail(node, cat("a channels-last view is multiplied by a constant [", base[1], ", K] only"));
+    }
+    Conv2dAttrs a;
+    a.in_channels = b->dims[0];
+    a.out_channels = b->dims[1];
+    a.kernel = Hw{1, 1};
+    std::vector<float> w = b->floats();  // [C, K] -> [K, C, 1, 1]
+    std::vector<float> oihw(w.size());
+    for (int64_t ci = 0; ci < a.in_channels; ++ci)
+      for (int64_t k = 0; k < a.out_channels; ++k)
+        oihw[static_cast<size_t>(k * a.in_channels + ci)] = w[static_cast<size_t>(ci * a.out_channels + k)];
+    values_[own.output(0)] = add(node, OpKind::kConv2d, a, {view->base});
+    weights_of_last().weight = std::move(oihw);
+  } else if (element_wise(t)) {
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (pending_views_.count(node.input(i)) || constant(node, i)) continue;
+      fail(node, cat("combines a channels-last view with '", node.input(i), "', which is not one"));
+    }
+    import_node(own);
+  } else {
+    fail(node, "reads a channels-last view (Transpose(0, 2, 3, 1) of a 4-D tensor): only "
+               "Transpose(0, 3, 1, 2), LayerNormalization over the last axis, MatMul by a constant "
+               "and element-wise ops are supported on it");
+  }
+  const ValueId y = values_.at(own.output(0));
+  PendingView result{y, channels_last_dims(shape(y)), 0, true};
+  pending_views_[node.output(0)] = result;
+}
+
+}  // namespace stagecraft::graph::onnx_import

@@ -1,0 +1,235 @@
+#include "graph/onnx/onnx_patterns.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+constexpr double kTolerance = 1e-4;  // relative, for the constants of a pattern
+
+class Matcher {
+ public:
+  explicit Matcher(const onnx::GraphProto& g) : g_(g) {
+    for (const auto& t : g.initializer()) initializers_[t.name()] = &t;
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& n = g.node(i);
+      index_[&n] = i;  // (a repeated field's elements are not contiguous)
+      for (const auto& out : n.output()) producer_[out] = i;
+      for (const auto& in : n.input()) ++readers_[in];
+    }
+    for (const auto& out : g.output()) ++readers_[out.name()];
+  }
+
+  // The replacement of each fused pattern, by the index of its last node; the indices of the
+  // nodes it absorbs.
+  std::map<int, onnx::NodeProto> replacements;
+  std::set<int> absorbed;
+
+  void find() {
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const auto& t = g_.node(i).op_type();
+      if (t == "Erf" || t == "Tanh") gelu(i);
+    }
+  }
+
+ private:
+  const onnx::NodeProto* producer(const std::string& name) const {
+    auto it = producer_.find(name);
+    return it == producer_.end() ? nullptr : &g_.node(it->second);
+  }
+  int index(const onnx::NodeProto* n) const { return index_.at(n); }
+  int readers(const std::string& name) const {
+    auto it = readers_.find(name);
+    return it == readers_.end() ? 0 : it->second;
+  }
+  // The only node reading `name`, or null.
+  const onnx::NodeProto* sole_reader(const std::string& name) const {
+    if (readers(name) != 1) return nullptr;
+    for (const auto& n : g_.node())
+      for (const auto& in : n.input())
+        if (in == name) return &n;
+    return nullptr;  // read by a graph output
+  }
+
+  std::optional<double> scalar(const std::string& name) const {
+    if (auto it = initializers_.find(name); it != initializers_.end()) return value_of(*it->second);
+    const onnx::NodeProto* p = producer(name);
+    if (!p) return std::nullopt;
+    if (p->op_type() == "Cast" && p->input_size() == 1) return scalar(p->input(0));
+    if (p->op_type() != "Constant") return std::nullopt;
+    for (const auto& a : p->attribute()) {
+      if (a.name() == "value" && a.has_t()) return value_of(a.t());
+      if (a.name() == "value_float") return a.f();
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<double> value_of(const onnx::TensorProto& t) {
+    int64_t numel = 1;
+    for (int64_t d : t.dims()) numel *= d;
+    if (numel != 1) return std::nullopt;
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      if (t.float_data_size() == 1) return t.float_data(0);
+      if (t.raw_data().size() == sizeof(float)) {
+        float v;
+        std::memcpy(&v, t.raw_data().data(), sizeof v);
+        return v;
+      }
+    } else if (t.data_type() == onnx::TensorProto::DOUBLE) {
+      if (t.double_data_size() == 1) return t.double_data(0);
+      if (t.raw_data().size() == sizeof(double)) {
+        double v;
+        std::memcpy(&v, t.raw_data().data(), sizeof v);
+        return v;
+      }
+    }
+    return std::nullopt;
+  }
+
+  bool is(const std::string& name, double want) const {
+    const auto v = scalar(name);
+    return v && std::fabs(*v - want) <= kTolerance * std::fabs(want);
+  }
+
+  // For a two-input node, the input that is not `name` (empty when neither or both are).
+  static std::string other(const onnx::NodeProto& n, const std::string& name) {
+    if (n.input_size() != 2) return "";
+    if (n.input(0) == name && n.input(1) != name) return n.input(1);
+    if (n.input(1) == name && n.input(0) != name) return n.input(0);
+    return "";
+  }
+  // x when `n` is a product (or quotient, with `divisor`) of x and a constant `c`, else "".
+  std::string scaled(const onnx::NodeProto* n, double c, double divisor = 0) const {
+    if (!n || n->input_size() != 2) return "";
+    if (n->op_type() == "Mul") {
+      if (is(n->input(1), c)) return n->input(0);
+      if (is(n->input(0), c)) return n->input(1);
+    }
+    if (divisor != 0 && n->op_type() == "Div" && is(n->input(1), divisor)) return n->input(0);
+    return "";
+  }
+
+  // x when `n` computes x^3 (Pow(x, 3), x * (x * x) or (x * x) * x); `inner` gets the x * x node.
+  std::string cube(const onnx::NodeProto* n, const onnx::NodeProto** inner) const {
+    *inner = nullptr;
+    if (!n || n->input_size() != 2) return "";
+    if (n->op_type() == "Pow") return is(n->input(1), 3.0) ? n->input(0) : "";
+    if (n->op_type() != "Mul") return "";
+    for (int k = 0; k < 2; ++k) {
+      const onnx::NodeProto* sq = producer(n->input(k));
+      const std::string& x = n->input(1 - k);
+      if (sq && sq->op_type() == "Mul" && sq->input_size() == 2 && sq->input(0) == x && sq->input(1) == x &&
+          readers(n->input(k)) == 1) {
+        *inner = sq;
+        return x;
+      }
+    }
+    return "";
+  }
+
+  // GELU around the Erf or Tanh node i.
+  void gelu(int i) {
+    const onnx::NodeProto& f = g_.node(i);
+    const bool tanh = f.op_type() == "Tanh";
+    std::vector<const onnx::NodeProto*> nodes{&f};
+    std::string x;
+    const onnx::NodeProto* pre = producer(f.input(0));
+    if (readers(f.input(0)) != 1) return;
+    if (!tanh) {
+      x = scaled(pre, 1.0 / std::sqrt(2.0), std::sqrt(2.0));
+      if (x.empty()) return;
+      nodes.push_back(pre);
+    } else {
+      // sqrt(2 / pi) * (x + 0.044715 * x^3)
+      const std::string sum = scaled(pre, std::sqrt(2.0 / M_PI));
+      const onnx::NodeProto* add = producer(sum);
+      if (sum.empty() || !add || add->op_type() != "Add" || readers(sum) != 1) return;
+      for (int k = 0; k < 2 && x.empty(); ++k) {
+        const onnx::NodeProto* cubic = producer(add->input(k));
+        const std::string cubed = scaled(cubic, 0.044715);
+        const onnx::NodeProto* inner = nullptr;
+        const onnx::NodeProto* c = producer(cubed);
+        if (cubed.empty() || readers(add->input(k)) != 1 || readers(cubed) != 1) continue;
+        if (cube(c, &inner) == add->input(1 - k)) {
+          x = add->input(1 - k);
+          nodes.insert(nodes.end(), {pre, add, cubic, c});
+          if (inner) nodes.push_back(inner);
+        }
+      }
+      if (x.empty()) return;
+    }
+    // 1 + f(...)
+    const onnx::NodeProto* plus = sole_reader(f.output(0));
+    if (!plus || plus->op_type() != "Add" || !is(other(*plus, f.output(0)), 1.0)) return;
+    nodes.push_back(plus);
+    // Products with x and 0.5, in any order (0.5 may multiply x first).
+    bool have_x = false, have_half = false;
+    std::string current = plus->output(0);
+    const onnx::NodeProto* last = plus;
+    while (!(have_x && have_half)) {
+      const onnx::NodeProto* mul = sole_reader(current);
+      if (!mul || mul->op_type() != "Mul") return;
+      const std::string operand = other(*mul, current);
+      if (operand == x && !have_x) {
+        have_x = true;
+      } else if (!have_half && is(operand, 0.5)) {
+        have_half = true;
+      } else if (!have_x && !have_half && scaled(producer(operand), 0.5) == x && readers(operand) == 1) {
+        have_x = have_half = true;
+        nodes.push_back(producer(operand));
+      } else {
+        return;
+      }
+      nodes.push_back(mul);
+      current = mul->output(0);
+      last = mul;
+    }
+    onnx::NodeProto fused;
+    fused.set_op_type("Gelu");
+    fused.set_name(last->name().empty() ? last->output(0) : last->name());
+    fused.add_input(x);
+    fused.add_output(last->output(0));
+    if (tanh) {
+      auto* a = fused.add_attribute();
+      a->set_name("approximate");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s("tanh");
+    }
+    for (const onnx::NodeProto* n : nodes)
+      if (n != last) absorbed.insert(index(n));
+    replacements[index(last)] = std::move(fused);
+  }
+
+  const onnx::GraphProto& g_;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+  std::map<const onnx::NodeProto*, int> index_;
+  std::map<std::string, int> producer_;
+  std::map<std::string, int> readers_;
+};
+
+}  // namespace
+
+std::vector<const onnx::NodeProto*> fuse_patterns(const onnx::GraphProto& g,
+                                                  std::vector<std::unique_ptr<onnx::NodeProto>>& owned) {
+  Matcher m(g);
+  m.find();
+  std::vector<const onnx::NodeProto*> nodes;
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (m.absorbed.count(i)) continue;
+    if (auto it = m.replacements.find(i); it != m.replacements.end()) {
+      owned.push_back(std::make_unique<onnx::NodeProto>(std::move(it->second)));
+      nodes.push_back(owned.back().get());
+    } else {
+      nodes.push_back(&g.node(i));
+    }
+  }
+  return nodes;
+}
+
+}  // namespace stagecraft::graph::onnx_import
