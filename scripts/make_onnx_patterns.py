@@ -252,7 +252,20 @@ def modules():
             x = F.gelu(self.conv2(x), approximate="tanh") + F.gelu(x * 0.5)
             return self.fc(self.norm(x.mean((2, 3))))
 
+    class StdConv(nn.Module):  # nf-nets: weight standardisation by a training-mode batch norm
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(C, 3, 3, 3))
+            self.gain = nn.Parameter(torch.rand(C, 1, 1, 1) + 0.5)
+
+        def forward(self, x):
+            # As timm's ScaledStdConv2d: the gain is the batch norm's weight.
+            w = F.batch_norm(self.weight.reshape(1, C, -1), None, None, weight=self.gain.view(-1),
+                             training=True, momentum=0.0, eps=1e-6).reshape_as(self.weight)
+            return F.relu(F.conv2d(x, w, None, 1, 1))
+
     return {
+        "weight_standardisation": (StdConv(), (1, 3, 7, 7)),
         "convnext_block": (ConvNextBlock(), (2, 3, 12, 12)),
         "gelu_forms": (GeluForms(), (2, 3, 6, 6)),
         "upsampling": (Upsampling(), (2, 3, 8, 8)),

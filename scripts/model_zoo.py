@@ -271,7 +271,12 @@ def main() -> int:
                 row.update(loads="no", note=error)
                 rows.append(row)
                 continue
-            sc = stagecraft.Session(path, schedule=args.schedule, cache_dir=cache)
+            try:
+                sc = stagecraft.Session(path, schedule=args.schedule, cache_dir=cache)
+            except Exception as e:  # noqa: BLE001  (the CLI loaded it: a Python-side failure)
+                row.update(loads="no", note=f"stagecraft.Session: {str(e).splitlines()[0][:200]}")
+                rows.append(row)
+                continue
             ort_input = {session.get_inputs()[0].name: x}
             samples = time_interleaved({"ort": lambda: session.run(None, ort_input),
                                         "stagecraft": lambda: sc.run(x)},

@@ -221,6 +221,61 @@ constexpr ElementwiseFold<double(double, double)> kBinaryFolds[] = {
 
 }  // namespace
 
+// BatchNormalization of constants (NF-Nets standardise their weights with one in training mode:
+// statistics of the input itself): Y, and in training mode the running mean and variance.
+std::vector<ConstTensor> batch_norm(const onnx::NodeProto& node, const std::vector<FoldInput>& in,
+                                    const ConstTensor& x) {
+  if (in.size() < 5 || x.dims.size() < 2) invalid("needs X of rank >= 2, scale, bias, mean and variance");
+  const int64_t n = x.dims[0], c = x.dims[1];
+  const int64_t inner = c == 0 ? 0 : x.numel() / (n * c);
+  const auto param = [&](size_t i) {
+    const ConstTensor* p = in[i].constant;
+    if (!p || p->numel() != c) invalid(cat("input ", i, " must have one value per channel (", c, ")"));
+    return p->values;
+  };
+  const std::vector<double> scale = param(1), bias = param(2), mean_in = param(3), var_in = param(4);
+  const double eps = attr_float(node, "epsilon", 1e-5f);
+  const bool training = attr_int(node, "training_mode", 0) != 0;
+  std::vector<double> mean = mean_in, var = var_in;
+  const auto at = [&](int64_t b, int64_t ch, int64_t i) { return static_cast<size_t>((b * c + ch) * inner + i); };
+  if (training) {
+    const auto count = static_cast<double>(n * inner);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double sum = 0, sq = 0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i) sum += x.values[at(b, ch, i)];
+      const double m = sum / count;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < inner; ++i) sq += (x.values[at(b, ch, i)] - m) * (x.values[at(b, ch, i)] - m);
+      mean[static_cast<size_t>(ch)] = m;
+      var[static_cast<size_t>(ch)] = sq / count;
+    }
+  }
+  ConstTensor y = x;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const auto k = static_cast<size_t>(ch);
+      const double factor = scale[k] / std::sqrt(var[k] + eps);
+      for (int64_t i = 0; i < inner; ++i) {
+        double& v = y.values[at(b, ch, i)];
+        v = static_cast<float>((v - mean[k]) * factor + bias[k]);
+      }
+    }
+  }
+  std::vector<ConstTensor> out{y};
+  if (training) {
+    const double momentum = attr_float(node, "momentum", 0.9f);
+    ConstTensor running_mean = *in[3].constant, running_var = *in[4].constant;
+    for (size_t k = 0; k < static_cast<size_t>(c); ++k) {
+      running_mean.values[k] = mean_in[k] * momentum + mean[k] * (1 - momentum);
+      running_var.values[k] = var_in[k] * momentum + var[k] * (1 - momentum);
+    }
+    out.push_back(running_mean);
+    out.push_back(running_var);
+  }
+  return out;
+}
+
 std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
                                              const std::vector<FoldInput>& in, int64_t opset) {
   const std::string& op = node.op_type();
@@ -271,6 +326,8 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
     binary(two->f, two->boolean ? ElemKind::kBool : x.kind);
   } else if (op == "Identity") {
     out.push_back(x);
+  } else if (op == "BatchNormalization") {
+    out = batch_norm(node, in, x);
   } else if (op == "Cast") {
     const auto to = static_cast<int32_t>(attr_int(node, "to", TensorProto::FLOAT));
     const ElemKind kind = kind_of(to);

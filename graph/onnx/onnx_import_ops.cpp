@@ -301,6 +301,10 @@ void Importer::reshape_to(const onnx::NodeProto& node, const PendingView& x, std
     define(node, 0, add(node, OpKind::kChannelShuffle, a, {x.base}));
     return;
   }
+  if (target.size() == 1) {  // every element in a row: a view until it is shaped again
+    pending_views_[node.output(0)] = PendingView{x.base, target, 0};
+    return;
+  }
   if (target.empty() || target[0] != base[0]) {
     fail(node, cat("reshape of [", join(x.shape, ", "), "] to [", join(target, ", "),
                    "] is not supported (the batch dimension must stay first)"));
@@ -373,6 +377,15 @@ void Importer::squeeze(const onnx::NodeProto& node) {
 }
 
 void Importer::gather(const onnx::NodeProto& node) {
+  // Every element of a flat view in order (the dynamo exporter's as_strided): a reshape.
+  if (auto v = pending_views_.find(node.input(0)); v != pending_views_.end() && v->second.shape.size() == 1) {
+    const ConstTensor* idx = constant(node, 1);
+    const std::vector<int64_t> order = idx ? idx->ints() : std::vector<int64_t>{};
+    bool in_order = idx && static_cast<int64_t>(order.size()) == v->second.shape[0] && attr_int(node, "axis", 0) == 0;
+    for (size_t i = 0; in_order && i < order.size(); ++i) in_order = order[i] == static_cast<int64_t>(i);
+    if (!in_order) fail(node, "a flattened tensor is gathered only whole and in order (a reshape)");
+    return reshape_to(node, v->second, idx->dims);
+  }
   // Selecting channels of a 4-D tensor (x[:, c], x[:, [c0, c1]]): channel slices.
   const ValueId x = input(node, 0);
   const ConstTensor* idx = constant(node, 1);
