@@ -363,9 +363,11 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                         a.in_features));
       return {with_shape(inputs[0], Shape{inputs[0].shape[0], a.out_features})};
     }
-    case OpKind::kSoftmax:
+    case OpKind::kSoftmax:  // over the features (rank 2) or the channels of each pixel (rank 4)
       check.arity(inputs, 1, 1);
-      check.rank(inputs[0], 2);
+      check.require(inputs[0].shape.rank() == 2 || inputs[0].shape.rank() == 4,
+                    cat("softmax runs over the channels of a rank-2 or rank-4 tensor (got ",
+                        inputs[0].shape.to_string(), ")"));
       return {inputs[0]};
   }
   check.fail("unhandled op kind");

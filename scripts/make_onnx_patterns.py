@@ -264,7 +264,39 @@ def modules():
                              training=True, momentum=0.0, eps=1e-6).reshape_as(self.weight)
             return F.relu(F.conv2d(x, w, None, 1, 1))
 
+    class SplitAttention(nn.Module):  # resnest: radix-2 split attention, softmax over the radix
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 2 * C, 3, 1, 1)
+            self.fc1 = nn.Conv2d(C, 4, 1)
+            self.fc2 = nn.Conv2d(4, 2 * C, 1)
+
+        def forward(self, x):
+            x = F.relu(self.conv(x))
+            b = x.shape[0]
+            xs = x.reshape(b, 2, C, x.shape[2], x.shape[3])
+            gap = xs.sum(dim=1).mean((2, 3), keepdim=True)
+            attn = self.fc2(F.relu(self.fc1(gap))).view(b, 1, 2, -1).transpose(1, 2)
+            attn = F.softmax(attn, dim=1).reshape(b, -1).reshape(b, 2, C, 1, 1)
+            return (xs * attn).sum(dim=1)
+
+    class SelectiveKernel(nn.Module):  # sk-nets: stacked paths (one dilated), softmax over paths
+        def __init__(self):
+            super().__init__()
+            self.p1 = nn.Conv2d(3, C, 3, 1, 1)
+            self.p2 = nn.Conv2d(3, C, 3, 1, 2, dilation=2)
+            self.fc1 = nn.Conv2d(C, 4, 1)
+            self.fc2 = nn.Conv2d(4, 2 * C, 1)
+
+        def forward(self, x):
+            paths = torch.stack([F.relu(self.p1(x)), F.relu(self.p2(x))], dim=1)
+            s = paths.sum(1).mean((2, 3), keepdim=True)
+            a = torch.softmax(self.fc2(F.relu(self.fc1(s))).view(x.shape[0], 2, C, 1, 1), dim=1)
+            return (paths * a).sum(1)
+
     return {
+        "split_attention": (SplitAttention(), (2, 3, 7, 7)),
+        "selective_kernel": (SelectiveKernel(), (2, 3, 7, 7)),
         "weight_standardisation": (StdConv(), (1, 3, 7, 7)),
         "convnext_block": (ConvNextBlock(), (2, 3, 12, 12)),
         "gelu_forms": (GeluForms(), (2, 3, 6, 6)),

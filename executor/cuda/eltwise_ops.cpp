@@ -76,6 +76,10 @@ std::unique_ptr<Kernel> add(const KernelSpec& spec) {
 
 Support check(const KernelSpec& spec) {
   if (Support s = one_layout(spec); !s.runnable()) return s;
+  if (spec.kind == OpKind::kSoftmax && spec.srcs[0].shape.rank() != 2) {
+    return Support::unsupported(SupportReason::kAttributes,
+                                "the own softmax runs over the features of N x C tensors only");
+  }
   if (spec.kind == OpKind::kAdd && graph::is_int8(spec.srcs[0].dtype) &&
       spec.srcs.size() > static_cast<size_t>(kMaxAddInputs)) {
     return Support::unsupported(SupportReason::kQuantisation,

@@ -226,6 +226,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
   }
   if (reads_channels_last(node)) {
     on_channels_last(node);
+  } else if (reads_group_view(node)) {
+    on_group_view(node);
   } else if (t == "Conv") {
     conv(node);
   } else if (t == "BatchNormalization") {
@@ -251,7 +253,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
     define(node, 0, add(node, t == "GlobalMaxPool" ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool,
                         NoAttrs{}, {input(node, 0)}));
-  } else if (t == "ReduceMean" || t == "ReduceMax") {
+  } else if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
     reduce(node);
   } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
     elementwise(node);

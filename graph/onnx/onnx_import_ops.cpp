@@ -181,6 +181,11 @@ void Importer::reduce(const onnx::NodeProto& node) {
   }
   const bool max = node.op_type() == "ReduceMax";
   ValueId y = add(node, max ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool, NoAttrs{}, {x});
+  if (node.op_type() == "ReduceSum") {  // the mean times the number of pixels
+    ScaleAttrs a;
+    a.factor = static_cast<double>(s[2] * s[3]);
+    y = add(node, OpKind::kScale, a, {y});
+  }
   if (attr_int(node, "keepdims", 1) == 0) {
     ReshapeAttrs r;
     r.dims = {s[1]};
@@ -338,6 +343,16 @@ void Importer::transpose(const onnx::NodeProto& node) {
     pending_views_[node.output(0)] = PendingView{x.base, {base[0], base[2], base[3], base[1]}, 0, true};
     return;
   }
+  // A permutation that keeps the order of the dimensions larger than 1 moves no element: a reshape.
+  if (perm.size() == x.shape.size() && x.shuffle_groups == 0 && !x.channels_last) {
+    std::vector<int64_t> moved, target;
+    for (size_t i = 0; i < perm.size(); ++i) {
+      const int64_t d = x.shape[static_cast<size_t>(perm[i])];
+      target.push_back(d);
+      if (d != 1) moved.push_back(perm[i]);
+    }
+    if (std::is_sorted(moved.begin(), moved.end())) return reshape_to(node, x, target);
+  }
   const bool shuffle = perm == std::vector<int64_t>{0, 2, 1, 3, 4} && x.shuffle_groups == 0 &&
                        base.rank() == 4 && x.shape.size() == 5 && x.shape[0] == base[0] &&
                        x.shape[1] * x.shape[2] == base[1] && x.shape[3] == base[2] &&
@@ -479,7 +494,9 @@ void Importer::softmax(const onnx::NodeProto& node) {
   const int64_t rank = static_cast<int64_t>(shape(x).rank());
   int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
-  if (rank != 2 || axis != 1) fail(node, "only softmax over the features of an N×C tensor is supported");
+  if ((rank != 2 && rank != 4) || axis != 1) {
+    fail(node, "only softmax over the features of an N×C tensor or the channels of an N×C×H×W one is supported");
+  }
   define(node, 0, add(node, OpKind::kSoftmax, NoAttrs{}, {x}));
 }
 

@@ -34,13 +34,6 @@ class Importer {
   /// Imports a parsed model.
   OnnxModel run(const onnx::ModelProto& model);
 
- private:
-  // A Pad waiting to be folded into its readers.
-  struct PendingPad {
-    ValueId input;
-    Pads pads;
-    bool negative_infinity;  // folds into max pools; otherwise a zero pad into convolutions
-  };
   // A graph value seen with another shape (same elements in plain order); after the transpose
   // of a channel shuffle, `shuffle_groups` > 0 and the elements are permuted.
   struct PendingView {
@@ -49,6 +42,14 @@ class Importer {
     int64_t shuffle_groups = 0;
     /// The elements of `base` [N, C, H, W] in the order [N, H, W, C] (Transpose(0, 2, 3, 1)).
     bool channels_last = false;
+  };
+
+ private:
+  // A Pad waiting to be folded into its readers.
+  struct PendingPad {
+    ValueId input;
+    Pads pads;
+    bool negative_infinity;  // folds into max pools; otherwise a zero pad into convolutions
   };
 
   // ---- onnx_import.cpp: the walk, inputs, names, lookups
@@ -109,6 +110,13 @@ class Importer {
   bool reads_channels_last(const onnx::NodeProto& node) const;
   // Translates a node reading channels-last views into ops on their tensors.
   void on_channels_last(const onnx::NodeProto& node);
+  // ---- onnx_import_groups.cpp: 5-D views [N, K, C, H, W] of K stacked [N, C, H, W] tensors
+  // (split attention, selective kernels): softmax and sums over K, concatenation and element-wise
+  // ops of stacks, as ops on the tensor [N, K·C, H, W].
+  bool reads_group_view(const onnx::NodeProto& node) const;
+  void on_group_view(const onnx::NodeProto& node);
+  ValueId grouped(const onnx::NodeProto& node, const PendingView& v);
+  void define_group_view(const onnx::NodeProto& node, ValueId grouped_value, int64_t groups);
 
   std::string source_;
   OnnxImportOptions options_;

@@ -473,18 +473,20 @@ HostTensor linear(const HostTensor& src, const graph::LinearAttrs& a, const OpWe
 }
 
 // Softmax of each row, shifted by the row's maximum so that exp never overflows.
+// Softmax over dimension 1 (the features of a row, the channels of a pixel).
 HostTensor softmax(const HostTensor& src) {
   const int64_t rows = src.shape[0];
   const int64_t cols = src.shape[1];
+  const int64_t pixels = src.shape.rank() == 4 ? src.shape[2] * src.shape[3] : 1;
   HostTensor dst = zeros(src.shape);
   for (int64_t r = 0; r < rows; ++r) {
-    const auto row = static_cast<size_t>(r * cols);
-    double row_max = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < cols; ++c) row_max = std::max<double>(row_max, src.data[row + c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < cols; ++c) sum += std::exp(src.data[row + c] - row_max);
-    for (int64_t c = 0; c < cols; ++c) {
-      dst.data[row + c] = static_cast<float>(std::exp(src.data[row + c] - row_max) / sum);
+    for (int64_t p = 0; p < pixels; ++p) {
+      const auto at = [&](int64_t c) { return static_cast<size_t>((r * cols + c) * pixels + p); };
+      double row_max = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < cols; ++c) row_max = std::max<double>(row_max, src.data[at(c)]);
+      double sum = 0.0;
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp(src.data[at(c)] - row_max);
+      for (int64_t c = 0; c < cols; ++c) dst.data[at(c)] = static_cast<float>(std::exp(src.data[at(c)] - row_max) / sum);
     }
   }
   return dst;
