@@ -232,7 +232,7 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   search.exhaustive = true;
   scheduler::LayoutPlan chosen;
   {
-    profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+    profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
     profiler::MeasuredLayoutCostModel model(cpu(), &cache, quick);
     chosen = scheduler::optimize_layouts(m.graph, model, search);
     EXPECT_GT(model.measurements(), m.graph.num_ops());
@@ -257,7 +257,7 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   per_value.value_layouts = chosen.value_layouts;
   expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
 
-  profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+  profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
   profiler::MeasuredLayoutCostModel again(cpu(), &cache, quick);
   const scheduler::LayoutPlan second = scheduler::optimize_layouts(m.graph, again, search);
   EXPECT_EQ(again.measurements(), 0u);
