@@ -61,7 +61,7 @@ dnnl::sum::primitive_desc sum_pd(const KernelSpec& spec, const DnnlContext& ctx)
 bool binary_chain(const KernelSpec& spec, const DnnlContext& ctx) {
   if (quantised(spec.srcs[0])) return false;
   if (spec.srcs.size() == 2) return true;
-  return !implementation_support(sum_pd(spec, ctx).impl_info_str(), "").is_native();
+  return is_reference(sum_pd(spec, ctx).impl_info_str());
 }
 
 // Step `i` of the chain: dst = (i == 0 ? src0 : dst) + src[i + 1], the activation fused into the
@@ -84,7 +84,7 @@ bool host_quantised_add(const KernelSpec& spec, const DnnlContext& ctx) {
   for (const auto& d : spec.srcs) {
     if (!quantised(d) || d.layout != out.layout || d.shape != out.shape) return false;
   }
-  return !implementation_support(sum_pd(spec, ctx).impl_info_str(), "").is_native();
+  return is_reference(sum_pd(spec, ctx).impl_info_str());
 }
 
 // 16 floats to 16 saturated 8-bit integers (SSE2: cvtps rounds half to even in the default
