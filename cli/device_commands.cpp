@@ -17,7 +17,7 @@ std::string version_string(int64_t version, int64_t major_div, int64_t minor_div
 }
 
 void run_devices() {
-  std::cout << "CPU backend: " << executor::make_backend("cpu")->description() << "\n";
+  std::cout << "CPU backend: " << executor::make_backend("cpu")->device().description() << "\n";
   const executor::DeviceQuery q = executor::query_cuda_devices();
   std::cout << "CUDA backend: " << (q.compiled ? "built" : "not built") << "\n";
   if (q.compiled) {

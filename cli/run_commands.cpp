@@ -267,7 +267,7 @@ void run_bench(const BenchOptions& o) {
                    fixed(r.speedup, 2) + "x", fixed(r.predicted, 3), fixed(r.search_s, 2),
                    cat(r.measured), cat(r.hits)});
   }
-  std::cout << "device: " << backend.device_fingerprint() << "\n" << table.render()
+  std::cout << "device: " << backend.device().device_fingerprint() << "\n" << table.render()
             << notes.str();
 
   // CSV and JSON beside each other in --out.
@@ -288,8 +288,8 @@ void run_bench(const BenchOptions& o) {
                        {"speedup", r.speedup}, {"predicted_ms", r.predicted},
                        {"search_s", r.search_s}, {"measured", r.measured}, {"cache_hits", r.hits}});
   }
-  const nlohmann::json json = {{"device", backend.device_fingerprint()},
-                               {"description", backend.description()},
+  const nlohmann::json json = {{"device", backend.device().device_fingerprint()},
+                               {"description", backend.device().description()},
                                {"backend", backend.name()},
                                {"iterations", o.iters},
                                {"results", results}};

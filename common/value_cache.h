@@ -9,7 +9,7 @@
 /// "<value>\t<key>", and a last line "end <entries>".
 ///
 /// Example:
-///   ValueCache cache(ValueCache::default_dir(), backend->device_fingerprint());
+///   ValueCache cache(ValueCache::default_dir(), backend->device().device_fingerprint());
 ///   if (auto ms = cache.find(key)) ...; else cache.insert(key, measure());
 ///   cache.save();
 

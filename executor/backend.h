@@ -1,24 +1,29 @@
 #pragma once
-/// The backend contract. A backend (CPU on oneDNN, CUDA on cuDNN/cuBLAS) offers memory, streams,
-/// events and kernels; the execution plan and the profiler use nothing else, so a backend plugs in
-/// by implementing these interfaces. Headers here are free of oneDNN and CUDA types.
+/// The backend contract. A Device (device.h) is what the hardware is and its memory; a Backend
+/// works on one device: streams, events, kernels and capture. The execution plan and the profiler
+/// use nothing else, so a backend plugs in by implementing these interfaces. Headers here are
+/// free of oneDNN and CUDA types.
 ///
-/// Life cycle of a kernel (after XNNPACK/oneDNN): describe (KernelSpec) → ask `supports` (native,
-/// reference-only, or unsupported with a reason) → `create_kernel` once (weights packed,
-/// algorithm chosen, workspace sized) → `bind` tensors and workspace → `launch` on a stream any
+/// Life cycle of a kernel (after oneDNN's primitive descriptor and primitive): describe the op
+/// (KernelSpec) → `supports(spec)` answers with a KernelDesc (native, reference-only, or
+/// unsupported with a reason; the implementation, workspace and layouts where known; what the
+/// backend worked out deciding that) → `create_kernel(spec, desc)` once (weights packed, from the
+/// desc's choices without redoing them) → `bind` tensors and workspace → `launch` on a stream any
 /// number of times (asynchronous).
 ///
 /// Example:
 ///   auto backend = make_backend("cpu");
 ///   auto stream = backend->create_stream();
 ///   KernelSpec spec{.kind = OpKind::kRelu, .srcs = {desc}, .dsts = {desc}, .name = "relu"};
-///   if (Support s = backend->supports(spec); !s.runnable()) throw unsupported("cpu", spec, s);
-///   auto kernel = backend->create_kernel(spec);
+///   KernelDesc d = backend->supports(spec);
+///   if (!d.runnable()) throw unsupported("cpu", spec, d.support);
+///   auto kernel = backend->create_kernel(spec, d);  // d.implementation == kernel->implementation()
 ///   kernel->bind({src}, {dst}, workspace);
 ///   kernel->launch(*stream);
 ///   stream->synchronize();
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "executor/device.h"
 #include "graph/op.h"
 #include "graph/weights.h"
 
@@ -56,8 +62,9 @@ enum class SupportReason {
   kLibrary,        ///< the library refused the descriptors
 };
 
-/// The answer of Backend::supports(): a level, a reason code and a message for people ("" when
-/// native). Like oneDNN's primitive descriptors, "cannot" is an answer, not an error.
+/// How well a backend runs a kernel (KernelDesc::support, the core of what supports() answers):
+/// a level, a reason code and a message for people ("" when native). Like oneDNN's primitive
+/// descriptors, "cannot" is an answer, not an error.
 struct Support {
   SupportLevel level = SupportLevel::kNative;
   SupportReason reason = SupportReason::kNone;
@@ -77,61 +84,6 @@ struct Support {
   bool is_native() const { return level == SupportLevel::kNative; }
   /// Whether the backend can run it at all (natively or by reference).
   bool runnable() const { return level != SupportLevel::kUnsupported; }
-};
-
-/// Where a buffer's memory lives.
-enum class MemoryKind : uint8_t {
-  kDevice,      ///< the backend's own memory (host memory for the CPU backend)
-  kPinnedHost,  ///< host memory the device reads and writes directly (CUDA: page-locked)
-};
-
-/// What a caller asks of a buffer.
-struct BufferRequest {
-  size_t bytes = 0;                        ///< size (at least 1 byte is allocated)
-  size_t alignment = 64;                   ///< of the start address; a power of two
-  MemoryKind kind = MemoryKind::kDevice;   ///< where
-};
-
-/// Memory a backend allocated: device memory, or host memory the device can reach.
-class Buffer {
- public:
-  virtual ~Buffer() = default;
-  /// Start of the memory (device address for device memory).
-  virtual void* data() = 0;
-  /// Size in bytes.
-  virtual size_t bytes() const = 0;
-  /// Alignment of data() (at least what was asked).
-  virtual size_t alignment() const = 0;
-  /// Where it lives.
-  virtual MemoryKind kind() const = 0;
-};
-
-/// The base of a backend's buffers: memory the buffer owns. The backend's constructor allocates it
-/// into `data_`; the destructor hands it back with `release` (when it was allocated), also when
-/// that constructor throws after allocating.
-class OwningBuffer : public Buffer {
- public:
-  ~OwningBuffer() override {
-    if (data_ != nullptr) release_(data_);
-  }
-  OwningBuffer(const OwningBuffer&) = delete;
-  OwningBuffer& operator=(const OwningBuffer&) = delete;
-  void* data() override { return data_; }
-  size_t bytes() const override { return bytes_; }
-  size_t alignment() const override { return alignment_; }
-  MemoryKind kind() const override { return kind_; }
-
- protected:
-  OwningBuffer(const BufferRequest& request, size_t alignment, void (*release)(void*))
-      : bytes_(request.bytes), alignment_(alignment), kind_(request.kind), release_(release) {}
-
-  void* data_ = nullptr;
-
- private:
-  size_t bytes_;
-  size_t alignment_;
-  MemoryKind kind_;
-  void (*release_)(void*);
 };
 
 /// A point in a stream's work that other streams can wait for.
@@ -203,45 +155,84 @@ class Kernel {
   virtual std::string implementation() const = 0;
 };
 
-/// What a backend can do.
-struct Capabilities {
-  /// Element types its kernels compute in (kF32 always; kF16; kU8/kI8 for quantised graphs).
-  std::vector<graph::DataType> compute_types = {graph::DataType::kF32};
-  /// Rank-4 activation layouts its kernels run natively in, fastest first (for f32). The layout
-  /// search tries these; the plan falls back to them when a kernel is reference-only.
-  std::vector<graph::Layout> layouts;
-  /// Whether work can be captured and replayed (CUDA Graphs).
-  bool capture = false;
-  /// Whether concurrent streams divide one pool of cores (the CPU): a kernel then gets fewer
-  /// threads beside other streams, and concurrent stages pay for it.
-  bool streams_share_cores = false;
+/// The answer of Backend::supports(), after oneDNN's primitive descriptor: whether and how the
+/// backend runs a KernelSpec, what it can tell before building (the implementation, the workspace,
+/// the layouts), and what it worked out deciding that (`state`), which create_kernel(spec, desc)
+/// builds from instead of working it out again. Cheap to copy (the state is shared and never
+/// changes). Made by one backend for one spec: give it back to that backend with that spec.
+struct KernelDesc {
+  /// What a backend worked out for its kernel (a library's descriptors, the algorithm or the
+  /// attributes chosen); private to the backend that made it, which reads it back with state_as.
+  class State {
+   public:
+    virtual ~State() = default;
+  };
+  /// workspace_bytes when the backend knows it only once the kernel is created.
+  static constexpr size_t kUnknownWorkspace = SIZE_MAX;
 
-  /// Whether `type` is among compute_types (kU8 and kI8 count as each other).
-  bool computes(graph::DataType type) const;
+  KernelDesc() = default;
+  /// A description that says only how well (an unsupported spec's, or one the backend works out
+  /// when it creates the kernel); implicit, so that a check can answer `return Support::...`.
+  KernelDesc(Support s) : support(std::move(s)) {}  // NOLINT(google-explicit-constructor)
+
+  Support support;  ///< native, reference-only, or unsupported with the reason
+  /// The implementation the kernel will have (Kernel::implementation(), e.g. "jit:avx512_core",
+  /// "winograd F(4x4,3x3) (ours)"); "" when unsupported or decided only at creation (see the
+  /// backend's README).
+  std::string implementation;
+  /// Scratch bytes the kernel will need (Kernel::workspace_bytes()), or kUnknownWorkspace.
+  size_t workspace_bytes = kUnknownWorkspace;
+  /// The layouts of the tensors the kernel reads and writes: the sources, then the destinations.
+  std::vector<graph::Layout> layouts;
+  /// What the backend worked out (null: nothing to carry).
+  std::shared_ptr<const State> state;
+
+  /// Whether an optimised kernel exists.
+  bool is_native() const { return support.is_native(); }
+  /// Whether the backend can run it at all (natively or by reference).
+  bool runnable() const { return support.runnable(); }
+  /// Whether workspace_bytes is known.
+  bool knows_workspace() const { return workspace_bytes != kUnknownWorkspace; }
+  /// The state as the backend's type `T`; nullptr when there is none or it is of another type.
+  template <class T>
+  const T* state_as() const {
+    return dynamic_cast<const T*>(state.get());
+  }
 };
 
-/// A backend: memory, streams, events and kernels of one device.
+/// `desc` with its layouts set to those of `spec`'s sources, then its destinations (what a
+/// backend's supports() answers).
+KernelDesc with_layouts(KernelDesc desc, const KernelSpec& spec);
+
+/// A backend: streams, events, kernels and capture on one device (device.h). The properties and
+/// the memory are the device's; the most used are forwarded here.
 class Backend {
  public:
   virtual ~Backend() = default;
-  /// "cpu" or "cuda".
-  virtual std::string name() const = 0;
-  /// Identifies the device and library versions (part of every profile-cache key).
-  virtual std::string device_fingerprint() const = 0;
-  /// Hardware threads (CPU) or SMs (GPU) the backend divides among concurrent streams.
-  virtual int parallelism() const = 0;
-  /// The rank-4 layout kernels computing in `compute` run fastest in (for the plan's
-  /// activations); quantised graphs ask with kU8.
-  virtual graph::Layout preferred_layout(graph::DataType compute = graph::DataType::kF32) const = 0;
-  /// Allocates memory as asked; throws BackendError when it cannot (no room, an alignment or a
-  /// kind it cannot give).
-  virtual std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) = 0;
+  /// The device the backend works on.
+  virtual Device& device() = 0;
+  /// The device the backend works on.
+  virtual const Device& device() const = 0;
+
+  /// "cpu" or "cuda" (the device's name).
+  std::string name() const { return device().name(); }
+  /// What the device can do.
+  const Capabilities& capabilities() const { return device().capabilities(); }
+  /// The device's layout for kernels computing in `compute` (Device::preferred_layout).
+  graph::Layout preferred_layout(graph::DataType compute = graph::DataType::kF32) const {
+    return device().preferred_layout(compute);
+  }
+  /// Device memory as asked (Device::allocate_buffer).
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) {
+    return device().allocate_buffer(request);
+  }
   /// `bytes` of device memory, 64-byte aligned.
-  std::unique_ptr<Buffer> allocate(size_t bytes) { return allocate_buffer(BufferRequest{.bytes = bytes}); }
-  /// Copies host memory into the backend's memory (blocking).
-  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
-  /// Copies the backend's memory to host memory (blocking).
-  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  std::unique_ptr<Buffer> allocate(size_t bytes) { return device().allocate(bytes); }
+  /// Copies host memory into the device's memory (blocking).
+  void upload(void* dst, const void* src, size_t bytes) { device().upload(dst, src, bytes); }
+  /// Copies the device's memory to host memory (blocking).
+  void download(void* dst, const void* src, size_t bytes) { device().download(dst, src, bytes); }
+
   /// A new stream.
   virtual std::unique_ptr<Stream> create_stream() = 0;
   /// A stream whose work runs on the thread that enqueues it, where the backend gains from that
@@ -251,20 +242,19 @@ class Backend {
   virtual std::unique_ptr<Stream> create_caller_stream() { return create_stream(); }
   /// A new event.
   virtual std::unique_ptr<Event> create_event() = 0;
-  /// Whether and how well the backend runs `spec` (see Support).
-  virtual Support supports(const KernelSpec& spec) const = 0;
-  /// Creates a kernel (a reference one too); throws BackendError (with the reason) when
-  /// unsupported.
-  virtual std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) = 0;
+  /// Whether and how well the backend runs `spec`, and what it worked out deciding that (see
+  /// KernelDesc). "Cannot" is an answer, not an error.
+  virtual KernelDesc supports(const KernelSpec& spec) const = 0;
+  /// Creates the kernel `desc` describes (a reference one too), `desc` coming from supports(spec)
+  /// of this backend: what the desc holds is not worked out again. Throws BackendError (with the
+  /// reason) when the desc is unsupported.
+  virtual std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) = 0;
+  /// create_kernel(spec, supports(spec)); throws BackendError (with the reason) when unsupported.
+  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec);
   /// Copies a dense tensor between layouts (`src` and `dst` may differ only in layout), enqueued
   /// on `stream`; used for graph inputs/outputs and layout conversions.
   virtual std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& src,
                                               const graph::TensorDesc& dst) = 0;
-  /// What the backend can do (asked instead of guessing from its name).
-  virtual const Capabilities& capabilities() const = 0;
-  /// One line for people: the device, its instruction set or compute capability, the libraries
-  /// and the default layout.
-  virtual std::string description() const = 0;
   /// Whether capture() can record work (false: it returns nullptr).
   bool can_capture() const { return capabilities().capture; }
   /// Records everything `enqueue` launches on `origin` and `others` (which join the capture
@@ -291,7 +281,7 @@ struct BackendConfig {
   bool winograd = true;
 };
 
-/// The error `create_kernel()` throws for a spec the backend cannot run:
+/// The error `create_kernel()` throws for a spec (or a desc) the backend cannot run:
 /// "<backend> cannot run op 'name' (kind): reason".
 BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why);
 

@@ -10,13 +10,6 @@ namespace stagecraft::executor {
 using graph::OpKind;
 using graph::TensorDesc;
 
-bool Capabilities::computes(graph::DataType type) const {
-  const auto has = [&](graph::DataType t) {
-    return std::find(compute_types.begin(), compute_types.end(), t) != compute_types.end();
-  };
-  return has(type) || (graph::is_int8(type) && (has(graph::DataType::kU8) || has(graph::DataType::kI8)));
-}
-
 Support weights_support(const KernelSpec& spec) {
   const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
                      spec.kind == OpKind::kBatchNorm || spec.kind == OpKind::kLayerNorm;
@@ -79,11 +72,6 @@ Support same_layout_support(const KernelSpec& spec) {
     }
   }
   return Support::native();
-}
-
-BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why) {
-  return BackendError(cat(backend, " cannot run op '", spec.name, "' (", graph::to_string(spec.kind),
-                          "): ", why.message));
 }
 
 }  // namespace stagecraft::executor

@@ -106,7 +106,7 @@ const std::vector<graph::Layout>& MeasuredCostModel::per_value_layouts(const gra
 
 std::string MeasuredCostModel::name() const { return "measured:" + backend_.name(); }
 
-std::string MeasuredCostModel::device_fingerprint() const { return backend_.device_fingerprint(); }
+std::string MeasuredCostModel::device_fingerprint() const { return backend_.device().device_fingerprint(); }
 
 std::string MeasuredCostModel::settings_key(const graph::Graph& graph) const {
   const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);

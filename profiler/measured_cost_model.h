@@ -7,7 +7,7 @@
 ///
 /// Example:
 ///   auto backend = executor::make_backend("cpu");
-///   ProfileCache cache(ProfileCache::default_dir(), backend->device_fingerprint());
+///   ProfileCache cache(ProfileCache::default_dir(), backend->device().device_fingerprint());
 ///   MeasuredCostModel model(*backend, &cache);
 ///   auto schedule = scheduler::make_scheduler(options)->schedule(graph, model);
 

@@ -39,7 +39,7 @@ BackendSession BackendSession::open(const SessionOptions& options) {
   context.measure.executor = options.executor;
   if (model.rfind("measured", 0) == 0 && session.backend) {
     session.cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
-                                                             session.backend->device_fingerprint());
+                                                             session.backend->device().device_fingerprint());
     context.cache = session.cache.get();
   }
   session.model = profiler::make_cost_model(model, context);

@@ -46,7 +46,7 @@ std::string report_fallbacks(const SessionOptions& options, const executor::Exec
     *options.log << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
               << " op(s) have only a reference kernel in " << wanted << " on this "
               << (plan.backend().name() == "cpu" ? "CPU" : "device") << " ("
-              << plan.backend().description() << "); they run " << where
+              << plan.backend().device().description() << "); they run " << where
               << " with conversions around them. First reason: " << fallbacks.front().reason << "\n";
   }
   return cat(fallbacks.size(), " op(s) without a native kernel in their layout: ", where);
@@ -111,7 +111,7 @@ profiler::LayoutSearch& Pipeline::layout_search() {
   profiler::ProfileCache* cache = session_.cache.get();
   if (!cache) {  // the analytic cost model: the layout measurements still go to the cache file
     layout_cache_ = std::make_unique<profiler::ProfileCache>(options_.cache_dir_or_default(),
-                                                             session_.backend->device_fingerprint());
+                                                             session_.backend->device().device_fingerprint());
     cache = layout_cache_.get();
   }
   profiler::LayoutSearchOptions search;

@@ -61,7 +61,7 @@ dnnl::sum::primitive_desc sum_pd(const KernelSpec& spec, const DnnlContext& ctx)
 bool binary_chain(const KernelSpec& spec, const DnnlContext& ctx) {
   if (quantised(spec.srcs[0])) return false;
   if (spec.srcs.size() == 2) return true;
-  return !implementation_support(sum_pd(spec, ctx).impl_info_str(), "").is_native();
+  return is_reference(sum_pd(spec, ctx).impl_info_str());
 }
 
 // Step `i` of the chain: dst = (i == 0 ? src0 : dst) + src[i + 1], the activation fused into the
@@ -84,7 +84,7 @@ bool host_quantised_add(const KernelSpec& spec, const DnnlContext& ctx) {
   for (const auto& d : spec.srcs) {
     if (!quantised(d) || d.layout != out.layout || d.shape != out.shape) return false;
   }
-  return !implementation_support(sum_pd(spec, ctx).impl_info_str(), "").is_native();
+  return is_reference(sum_pd(spec, ctx).impl_info_str());
 }
 
 // 16 floats to 16 saturated 8-bit integers (SSE2: cvtps rounds half to even in the default
@@ -132,6 +132,21 @@ void add_quantised(const std::vector<void*>& data, const std::vector<uint8_t>& u
   }
 }
 
+// How an addition runs: our int8 host step, a chain of binary additions, or oneDNN's sum.
+enum class AddRoute { kHostInt8, kChain, kSum };
+
+AddRoute add_route(const KernelSpec& spec, const DnnlContext& ctx) {
+  if (host_quantised_add(spec, ctx)) return AddRoute::kHostInt8;
+  return binary_chain(spec, ctx) ? AddRoute::kChain : AddRoute::kSum;
+}
+
+constexpr const char* kHostInt8Add = "int8 add";
+
+// The name of a chain of binary additions over `inputs` whose last step is `last_impl`.
+std::string chain_name(const std::string& last_impl, size_t inputs) {
+  return inputs > 2 ? cat(last_impl, " x", inputs - 1) : last_impl;
+}
+
 // Appends the host step; returns whether the activation was applied too.
 bool add_host_quantised_add(DnnlKernel& k, const KernelSpec& spec) {
   const graph::TensorDesc& out = spec.dsts[0];
@@ -151,10 +166,10 @@ bool add_host_quantised_add(DnnlKernel& k, const KernelSpec& spec) {
   const int64_t n = out.bytes() / graph::size_of(out.dtype);
   if (out.dtype == graph::DataType::kU8) {
     k.add_host([=](const std::vector<void*>& d) { add_quantised<uint8_t>(d, unsigned_src, factors, n, lo, hi); },
-               slots, "int8 add");
+               slots, kHostInt8Add);
   } else {
     k.add_host([=](const std::vector<void*>& d) { add_quantised<int8_t>(d, unsigned_src, factors, n, lo, hi); },
-               slots, "int8 add");
+               slots, kHostInt8Add);
   }
   return clamps || act == Activation::kNone;
 }
@@ -164,10 +179,11 @@ std::string build_add(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const memory::desc dst = md(spec.dsts[0]);
   bool act_done = false;
   std::string impl;
-  if (host_quantised_add(spec, ctx)) {
+  const AddRoute route = add_route(spec, ctx);
+  if (route == AddRoute::kHostInt8) {
     act_done = add_host_quantised_add(k, spec);
-    impl = "int8 add";
-  } else if (binary_chain(spec, ctx)) {
+    impl = kHostInt8Add;
+  } else if (route == AddRoute::kChain) {
     for (size_t i = 0; i + 1 < spec.srcs.size(); ++i) {
       const auto pd = chain_pd(spec, ctx, i);
       k.add({dnnl::binary(pd),
@@ -175,9 +191,8 @@ std::string build_add(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
               {DNNL_ARG_SRC_1, static_cast<int>(i) + 1, md(spec.srcs[i + 1])},
               {DNNL_ARG_DST, dst_slot(0), dst}}},
             scratch(pd));
-      impl = pd.impl_info_str();
+      impl = chain_name(pd.impl_info_str(), spec.srcs.size());
     }
-    if (spec.srcs.size() > 2) impl += cat(" x", spec.srcs.size() - 1);
     act_done = !split_activation(spec);
   } else {
     const auto pd = sum_pd(spec, ctx);
@@ -234,7 +249,14 @@ dnnl::binary::primitive_desc binary_pd(const KernelSpec& spec, const DnnlContext
   return {d, attr, ctx.engine};
 }
 
-Support check_binary(const KernelSpec& spec, DnnlContext& ctx) {
+// What a binary op's description holds: its main step and the eltwise steps around it.
+struct BinaryState : KernelDesc::State {
+  dnnl::binary::primitive_desc pd;
+  dnnl::eltwise_forward::primitive_desc reciprocal;  // c / x: x^-1 first (or empty)
+  dnnl::eltwise_forward::primitive_desc activation;  // split_activation: after it (or empty)
+};
+
+KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.srcs[0].shape != spec.dsts[0].shape) {
     return Support::unsupported(SupportReason::kAttributes,
                                 "the first operand of a binary op cannot be broadcast here "
@@ -244,22 +266,31 @@ Support check_binary(const KernelSpec& spec, DnnlContext& ctx) {
     return Support::unsupported(SupportReason::kLayout,
                                 "sources and destination must have the same layout");
   }
-  return implementation_support(binary_pd(spec, ctx).impl_info_str(),
-                                cat("a binary ", graph::to_string(std::get<graph::BinaryAttrs>(spec.attrs).op),
-                                    " in ", graph::to_string(spec.dsts[0].layout)));
+  const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
+  auto s = std::make_shared<BinaryState>();
+  s->pd = binary_pd(spec, ctx);
+  size_t workspace = workspace_of(s->pd);
+  if (a.constant_first && a.op == BinaryOp::kDiv) {  // dst = x^-1, then dst * c
+    s->reciprocal = eltwise_pd(ctx, {{dnnl::algorithm::eltwise_pow, 1.0f, -1.0f}}, md(spec.srcs[0]));
+    workspace = std::max(workspace, workspace_of(s->reciprocal));
+  }
+  if (a.activation != Activation::kNone && split_activation(spec)) {
+    s->activation = eltwise_pd(ctx, eltwise_steps(a.activation), md(spec.dsts[0]));
+    workspace = std::max(workspace, workspace_of(s->activation));
+  }
+  const std::string impl = s->pd.impl_info_str();
+  const std::string what = cat("a binary ", graph::to_string(a.op), " in ", graph::to_string(spec.dsts[0].layout));
+  return described(impl, what, workspace, std::move(s));
 }
 
-std::string build_binary(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build_binary(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
+  const BinaryState& s = state_of<BinaryState>(desc, spec);
   const memory::desc dst = md(spec.dsts[0]);
-  const bool reciprocal_first = a.constant_first && a.op == BinaryOp::kDiv;
-  if (reciprocal_first) {  // dst = x^-1, then dst * c below
-    k.add_eltwise_steps(ctx, {{dnnl::algorithm::eltwise_pow, 1.0f, -1.0f}}, md(spec.srcs[0]), 0,
-                        dst_slot(0));
-  }
-  const auto pd = binary_pd(spec, ctx);
+  const bool reciprocal_first = static_cast<bool>(s.reciprocal);
+  if (reciprocal_first) k.add_eltwise(s.reciprocal, 0, dst_slot(0));
   DnnlKernel::StepSpec step{
-      dnnl::binary(pd),
+      dnnl::binary(s.pd),
       {{DNNL_ARG_SRC_0, reciprocal_first ? dst_slot(0) : 0, reciprocal_first ? dst : md(spec.srcs[0])},
        {DNNL_ARG_DST, dst_slot(0), dst}}};
   if (a.constant.empty()) {
@@ -271,24 +302,34 @@ std::string build_binary(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
                             dims.size() == 4 ? memory::format_tag::nchw : memory::format_tag::nc);
     step.add_constant(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), spec.weights->weight));
   }
-  k.add(std::move(step), scratch(pd));
-  if (a.activation != Activation::kNone && split_activation(spec)) {
-    k.add_eltwise(ctx, a.activation, dst, dst_slot(0), dst_slot(0));
-  }
-  return pd.impl_info_str();
+  k.add(std::move(step), scratch(s.pd));
+  if (s.activation) k.add_eltwise(s.activation, dst_slot(0), dst_slot(0));
+  return s.pd.impl_info_str();
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.kind == OpKind::kBinary) return check_binary(spec, ctx);
   if (Support s = same_layout_support(spec); !s.runnable()) return s;
-  if (host_quantised_add(spec, ctx)) return Support::native();
-  const std::string impl = binary_chain(spec, ctx) ? chain_pd(spec, ctx).impl_info_str()
-                                                   : sum_pd(spec, ctx).impl_info_str();
-  return implementation_support(impl, cat("add in ", graph::to_string(spec.dsts[0].layout)));
+  const std::string what = cat("add in ", graph::to_string(spec.dsts[0].layout));
+  switch (add_route(spec, ctx)) {
+    case AddRoute::kHostInt8:
+      return described(kHostInt8Add, what);
+    case AddRoute::kChain: {
+      // Native or not by its first step; named by its last (as build_add names it).
+      const auto first = chain_pd(spec, ctx);
+      const size_t n = spec.srcs.size();
+      KernelDesc desc = described(first.impl_info_str(), what);
+      desc.implementation = chain_name((n == 2 ? first : chain_pd(spec, ctx, n - 2)).impl_info_str(), n);
+      return desc;
+    }
+    case AddRoute::kSum:
+      break;
+  }
+  return described(sum_pd(spec, ctx).impl_info_str(), what);
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
-  return spec.kind == OpKind::kBinary ? build_binary(k, spec, ctx) : build_add(k, spec, ctx);
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
+  return spec.kind == OpKind::kBinary ? build_binary(k, spec, desc, ctx) : build_add(k, spec, ctx);
 }
 
 }  // namespace

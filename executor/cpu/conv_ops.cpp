@@ -41,8 +41,9 @@ memory::dims weight_dims(const graph::Conv2dAttrs& a) {
 }
 
 // The primitive descriptor of `spec` computed with `a` (its own attributes, or regrouped ones),
-// weights in the layout oneDNN prefers. A quantised one takes its requantisation (only the number
-// of scales matters for a check).
+// weights in the layout oneDNN prefers; empty (false) where oneDNN has no implementation for it
+// (oneDNN's allow_empty). Throws dnnl::error for descriptors oneDNN finds invalid. A quantised one
+// takes its requantisation (only the number of scales matters for a check).
 dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const graph::Conv2dAttrs& a,
                                                   const DnnlContext& ctx,
                                                   const Requantisation* quant = nullptr,
@@ -69,11 +70,12 @@ dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const 
     if (residual == Residual::kPostOp) ops.append_binary(dnnl::algorithm::binary_add, md(spec.srcs[1]));
     if (residual != Residual::kStep) add_activation(ops, a.activation);
     attr.set_post_ops(ops);
-    return {d, attr, ctx.engine};
+    return {d, attr, ctx.engine, /*allow_empty=*/true};
   }
   Requantisation unit;
   if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
-  return {d, make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine};
+  return {d, make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine,
+          /*allow_empty=*/true};
 }
 
 std::string describe(const KernelSpec& spec) {
@@ -127,47 +129,42 @@ std::vector<float> regroup_weights(const std::vector<float>& w, const graph::Con
   return out;
 }
 
-// The attributes the kernel is built with: the op's own when oneDNN has an optimised kernel for
-// them, else a regrouping that has one (same result), else the op's own (reference).
-graph::Conv2dAttrs attrs_to_build(const KernelSpec& spec, const DnnlContext& ctx, Residual residual,
-                                  std::string* impl) {
+// The attributes a convolution is built with and oneDNN's primitive descriptor for them.
+struct Choice {
+  graph::Conv2dAttrs attrs;
+  dnnl::convolution_forward::primitive_desc pd;  // empty: oneDNN has no implementation
+  std::string impl;                              // its name, a regrouping noted
+};
+
+// The op's own attributes when oneDNN has an optimised kernel for them, else a regrouping that
+// has one (same result), else the op's own (reference, or none at all: an empty pd).
+Choice choose(const KernelSpec& spec, const DnnlContext& ctx, Residual residual) {
   const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
-  *impl = conv_pd(spec, a, ctx, nullptr, residual).impl_info_str();
-  if (implementation_support(*impl, "").is_native()) return a;
+  Choice own{a, conv_pd(spec, a, ctx, nullptr, residual), ""};
+  if (!own.pd) return own;
+  own.impl = own.pd.impl_info_str();
+  if (!is_reference(own.impl)) return own;
   for (int64_t f : regroup_factors(spec)) {
     const graph::Conv2dAttrs r = regrouped(a, f);
-    std::string candidate;
-    try {
-      candidate = conv_pd(spec, r, ctx, nullptr, residual).impl_info_str();
-    } catch (const dnnl::error&) {
-      continue;
-    }
-    if (implementation_support(candidate, "").is_native()) {
-      *impl = cat(candidate, " (groups ", a.groups, "->", r.groups, ")");
-      return r;
+    auto pd = conv_pd(spec, r, ctx, nullptr, residual);
+    if (pd && !is_reference(pd.impl_info_str())) {
+      return {r, pd, cat(pd.impl_info_str(), " (groups ", a.groups, "->", r.groups, ")")};
     }
   }
-  return a;
+  return own;
 }
 
-// The post-op where it is safe and optimised: f32, the residual in the destination's layout, and
+// Whether a residual may be a post-op at all: f32, the residual in the destination's layout, and
 // (below oneDNN 3) no channel tail in a blocked layout, where oneDNN 2.x's jit binary injector
-// has been wrong for us before (see binary_ops.cpp).
-Residual residual_mode(const KernelSpec& spec, const DnnlContext& ctx) {
-  const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
-  if (!a.residual) return Residual::kNone;
-  if (quantised(spec.srcs[0]) || spec.srcs[1].layout != spec.dsts[0].layout) return Residual::kStep;
+// has been wrong for us before (see binary_ops.cpp). It is one where oneDNN then has an optimised
+// kernel for the convolution with it (describe_direct).
+bool post_op_allowed(const KernelSpec& spec) {
+  if (quantised(spec.srcs[0]) || spec.srcs[1].layout != spec.dsts[0].layout) return false;
 #if DNNL_VERSION_MAJOR < 3
   const int64_t block = graph::channel_block(spec.dsts[0].layout);
-  if (block > 0 && spec.dsts[0].shape[1] % block != 0) return Residual::kStep;
+  if (block > 0 && spec.dsts[0].shape[1] % block != 0) return false;
 #endif
-  std::string impl;
-  try {
-    attrs_to_build(spec, ctx, Residual::kPostOp, &impl);
-  } catch (const dnnl::error&) {
-    return Residual::kStep;
-  }
-  return implementation_support(impl, "").is_native() ? Residual::kPostOp : Residual::kStep;
+  return true;
 }
 
 // ---- Winograd -------------------------------------------------------------------------------
@@ -246,36 +243,99 @@ std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const Dn
     }
   }
   if (!winograd_supported(p)) return std::nullopt;
-  const std::string direct = conv_pd(spec, a, ctx).impl_info_str();
-  if (!winograd_beats(direct)) return std::nullopt;
+  const auto direct = conv_pd(spec, a, ctx);
+  if (!direct || !winograd_beats(direct.impl_info_str())) return std::nullopt;
   return p;
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
-  if (winograd_problem(spec, ctx)) return Support::native();
+// ---- Description and build ----------------------------------------------------------------------
+
+// What a convolution's description holds for its builder.
+struct ConvState : KernelDesc::State {
+  std::optional<WinogradProblem> winograd;  // set: our Winograd kernel (nothing below is used)
+  Residual residual = Residual::kNone;
+  Choice choice;  // the attributes and primitive descriptor (int8: with unit output scales)
+  dnnl::binary::primitive_desc residual_add;        // Residual::kStep: dst += residual
+  dnnl::eltwise_forward::primitive_desc activation;  // Residual::kStep: then the activation (or empty)
+};
+
+// The implementation name of a oneDNN convolution described by `s`.
+std::string implementation_of(const ConvState& s) {
+  if (s.residual == Residual::kStep) {
+    return cat(s.choice.impl, " + ", s.residual_add.impl_info_str(), " (residual)");
+  }
+  if (s.residual == Residual::kPostOp) return cat(s.choice.impl, " (residual post-op)");
+  return s.choice.impl;
+}
+
+// A convolution on oneDNN: the residual as a post-op where oneDNN has an optimised kernel with it
+// (post_op_allowed), else its own steps; the attributes by choose(). Descriptors oneDNN finds
+// invalid throw dnnl::error (the backend's check answers kLibrary).
+KernelDesc describe_direct(const KernelSpec& spec, DnnlContext& ctx) {
+  const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
+  auto s = std::make_shared<ConvState>();
+  s->residual = own.residual ? Residual::kStep : Residual::kNone;
+  if (own.residual && post_op_allowed(spec)) {
+    s->choice = choose(spec, ctx, Residual::kPostOp);
+    if (s->choice.pd && !is_reference(s->choice.impl)) s->residual = Residual::kPostOp;
+  }
+  if (s->residual != Residual::kPostOp) s->choice = choose(spec, ctx, s->residual);
+  if (!s->choice.pd) {
+    return Support::unsupported(SupportReason::kLibrary, cat("oneDNN has no convolution for these "
+                                                             "descriptors (", describe(spec), ")"));
+  }
+  size_t workspace = workspace_of(s->choice.pd);
+  if (quantised(spec.srcs[0])) {
+    workspace = KernelDesc::kUnknownWorkspace;  // the builder's descriptor has the real scales
+  } else if (s->residual == Residual::kStep) {
+    // dst += residual in place (no post-op: see post_op_allowed), then the activation.
+    const memory::desc dst = md(spec.dsts[0]);
+    const dnnl::binary::desc add(dnnl::algorithm::binary_add, dst, md(spec.srcs[1]), dst);
+    s->residual_add = dnnl::binary::primitive_desc(add, make_attr(), ctx.engine, /*allow_empty=*/true);
+    if (!s->residual_add) {
+      return Support::unsupported(SupportReason::kLibrary,
+                                  cat("oneDNN has no addition of the residual of ", describe(spec)));
+    }
+    workspace = std::max(workspace, workspace_of(s->residual_add));
+    if (own.activation != graph::Activation::kNone) {
+      s->activation = eltwise_pd(ctx, eltwise_steps(own.activation), dst);
+      workspace = std::max(workspace, workspace_of(s->activation));
+    }
+  }
+  KernelDesc desc = described(s->choice.impl, describe(spec), workspace);
+  if (!desc.is_native() && quantised(spec.srcs[0])) {
+    desc.support.message += "; quantised convolutions run in nhwc";
+  }
+  desc.implementation = implementation_of(*s);
+  desc.state = std::move(s);
+  return desc;
+}
+
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
+  if (auto p = winograd_problem(spec, ctx)) {
+    auto s = std::make_shared<ConvState>();
+    s->winograd = p;
+    KernelDesc desc(Support::native());
+    desc.implementation = winograd_name(*p);
+    desc.workspace_bytes = winograd_workspace_bytes(*p);
+    desc.state = std::move(s);
+    return desc;
+  }
   const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
   if (own.residual && quantised(spec.srcs[0])) {
     return Support::unsupported(SupportReason::kDataType,
                                 "quantised convolutions take no residual input (quantise the graph "
                                 "before residual additions are fused)");
   }
-  std::string impl;
-  try {
-    attrs_to_build(spec, ctx, residual_mode(spec, ctx), &impl);
-  } catch (const dnnl::error& e) {
-    return Support::unsupported(SupportReason::kLibrary,
-                                cat("oneDNN has no convolution for these descriptors (", e.what(), ")"));
-  }
-  Support s = implementation_support(impl, describe(spec));
-  if (!s.is_native() && quantised(spec.srcs[0])) s.message += "; quantised convolutions run in nhwc";
-  return s;
+  return describe_direct(spec, ctx);
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
   const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
-  if (const auto p = winograd_problem(spec, ctx)) {
+  const ConvState& s = state_of<ConvState>(desc, spec);
+  if (s.winograd) {
     auto conv = std::make_shared<const WinogradConv>(
-        *p, spec.weights->weight, own.bias ? spec.weights->bias : std::vector<float>{});
+        *s.winograd, spec.weights->weight, own.bias ? spec.weights->bias : std::vector<float>{});
     k.reserve_temp(conv->workspace_bytes());
     std::vector<int> slots{0, dst_slot(0), DnnlKernel::kTemp};
     if (own.residual) slots.push_back(1);
@@ -285,9 +345,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
     }, std::move(slots), conv->name());
     return conv->name();
   }
-  const Residual residual = residual_mode(spec, ctx);
-  std::string impl;
-  const graph::Conv2dAttrs a = attrs_to_build(spec, ctx, residual, &impl);
+  const graph::Conv2dAttrs& a = s.choice.attrs;
   const int64_t factor = own.groups / a.groups;
   const std::vector<float> regrouped_w =
       factor > 1 ? regroup_weights(spec.weights->weight, own, factor) : std::vector<float>{};
@@ -295,9 +353,9 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const memory::desc w_user(weight_dims(a), memory::data_type::f32,
                             a.groups > 1 ? memory::format_tag::goihw : memory::format_tag::oihw);
   if (!quantised(spec.srcs[0])) {
-    const auto pd = conv_pd(spec, a, ctx, nullptr, residual);
+    const auto& pd = s.choice.pd;
     std::vector<DnnlKernel::ArgSpec> extra;
-    if (residual == Residual::kPostOp) {
+    if (s.residual == Residual::kPostOp) {
       extra.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, 1, md(spec.srcs[1])});
     }
     KernelSpec packed = spec;  // with regrouped weights: the same op, packed at once
@@ -308,25 +366,18 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
     }
     add_weighted_step(k, ctx, packed, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
                       scratch(pd), a.bias, nullptr, nullptr, std::move(extra));
-    if (residual == Residual::kStep) {
-      // dst += residual in place (no post-op: see residual_mode), then the activation.
+    if (s.residual == Residual::kStep) {
       const memory::desc dst = md(spec.dsts[0]);
-      dnnl::binary::desc d(dnnl::algorithm::binary_add, dst, md(spec.srcs[1]), dst);
-      const dnnl::binary::primitive_desc add_pd(d, make_attr(), ctx.engine);
-      k.add({dnnl::binary(add_pd),
+      k.add({dnnl::binary(s.residual_add),
              {{DNNL_ARG_SRC_0, dst_slot(0), dst},
               {DNNL_ARG_SRC_1, 1, md(spec.srcs[1])},
               {DNNL_ARG_DST, dst_slot(0), dst}}},
-            scratch(add_pd));
-      if (a.activation != graph::Activation::kNone) {
-        k.add_eltwise(ctx, a.activation, dst, dst_slot(0), dst_slot(0));
-      }
-      impl += cat(" + ", add_pd.impl_info_str(), " (residual)");
-    } else if (residual == Residual::kPostOp) {
-      impl += " (residual post-op)";
+            scratch(s.residual_add));
+      if (s.activation) k.add_eltwise(s.activation, dst_slot(0), dst_slot(0));
     }
-    return impl;
+    return implementation_of(s);
   }
+  // Quantised: the descriptor again, with the output scales of the weights quantised now.
   const QuantisedWeights qw = quantise_per_channel(weights, a.out_channels);
   const Requantisation quant =
       requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
@@ -334,7 +385,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const auto pd = conv_pd(spec, a, ctx, &quant);
   add_weighted_step(k, ctx, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
                     scratch(pd), a.bias, &quant, &qw);
-  return impl;
+  return implementation_of(s);
 }
 
 }  // namespace

@@ -21,14 +21,32 @@ dnnl::concat::primitive_desc concat_pd(const KernelSpec& spec, const DnnlContext
   return {md(spec.dsts[0]), 1, srcs, ctx.engine, make_attr()};
 }
 
+constexpr const char* kReorderImpl = "reorder";
+constexpr const char* kViaNchwImpl = "reorder via nchw";
+
+// How a concatenation or a split runs: oneDNN's concat (or reorders from sub-memories), our channel
+// gather, or reorders through a plain nchw temporary.
+enum class Route { kDirect, kGather, kViaNchw };
+
 // oneDNN's concat has only its reference kernel when parts do not start on a channel block of a
 // blocked destination; a channel gather then copies the parts in one pass (or, for parts of other
 // element types or scales, they go into a plain nchw temporary which one reorder turns into the
-// destination).
+// destination). `impl`: the name of oneDNN's concat.
+Route concat_route(const KernelSpec& spec, const std::string& impl) {
+  if (!is_reference(impl) || spec.dsts[0].shape.rank() != 4) return Route::kDirect;
+  return channel_gather_applies(spec.srcs, spec.dsts[0]) ? Route::kGather : Route::kViaNchw;
+}
+
+// The implementation name of `route` (`direct`: the name of the direct way).
+std::string route_name(Route route, const std::string& direct) {
+  return route == Route::kDirect ? direct : route == Route::kGather ? kChannelGatherImpl : kViaNchwImpl;
+}
+
 std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const auto pd = concat_pd(spec, ctx);
   const std::string impl = pd.impl_info_str();
-  if (implementation_support(impl, "").is_native() || spec.dsts[0].shape.rank() != 4) {
+  const Route route = concat_route(spec, impl);
+  if (route == Route::kDirect) {
     DnnlKernel::StepSpec step{dnnl::concat(pd), {{DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}};
     for (size_t i = 0; i < spec.srcs.size(); ++i) {
       step.args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), static_cast<int>(i),
@@ -38,7 +56,7 @@ std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
     return impl;
   }
   const graph::TensorDesc& out = spec.dsts[0];
-  if (channel_gather_applies(spec.srcs, out)) {
+  if (route == Route::kGather) {
     std::vector<ChannelSource> from;
     for (size_t i = 0; i < spec.srcs.size(); ++i)
       for (int64_t c = 0; c < spec.srcs[i].shape[1]; ++c) from.push_back({static_cast<int>(i), c});
@@ -54,7 +72,7 @@ std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
     c0 += spec.srcs[i].shape[1];
   }
   k.add_reorder(ctx, plain, DnnlKernel::kTemp, md(out), dst_slot(0));
-  return "reorder via nchw";
+  return kViaNchwImpl;
 }
 
 // Split and slice: whether every output starts and ends on a channel block of the source (then
@@ -73,12 +91,21 @@ int64_t slice_begin(const KernelSpec& spec) {
   return spec.kind == OpKind::kSlice ? std::get<graph::SliceAttrs>(spec.attrs).begin : 0;
 }
 
+// A split or slice: reorders from sub-memories of the source where every output is block-aligned,
+// else our channel gather where it applies to every output, else through a plain copy first.
+Route split_route(const KernelSpec& spec) {
+  if (block_aligned(spec, slice_begin(spec))) return Route::kDirect;
+  const bool gather = std::all_of(spec.dsts.begin(), spec.dsts.end(), [&](const graph::TensorDesc& d) {
+    return channel_gather_applies({spec.srcs[0]}, d);
+  });
+  return gather ? Route::kGather : Route::kViaNchw;
+}
+
 std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const graph::TensorDesc& in = spec.srcs[0];
   int64_t begin = slice_begin(spec);
-  const bool aligned = block_aligned(spec, begin);
-  if (!aligned && std::all_of(spec.dsts.begin(), spec.dsts.end(),
-                  [&](const graph::TensorDesc& d) { return channel_gather_applies({in}, d); })) {
+  const Route route = split_route(spec);
+  if (route == Route::kGather) {
     for (size_t i = 0; i < spec.dsts.size(); ++i) {
       std::vector<ChannelSource> from;
       for (int64_t c = 0; c < spec.dsts[i].shape[1]; ++c) from.push_back({0, begin + c});
@@ -89,7 +116,7 @@ std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx)
   }
   memory::desc src = md(in);
   int src_slot = 0;
-  if (!aligned) {
+  if (route == Route::kViaNchw) {
     const memory::desc plain = plain_md(in.shape, in.dtype);
     k.reserve_temp(plain.get_size());
     k.add_reorder(ctx, src, 0, plain, DnnlKernel::kTemp);
@@ -102,7 +129,7 @@ std::string build_split(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx)
     k.add_reorder(ctx, sub, src_slot, md(spec.dsts[i]), dst_slot(static_cast<int>(i)));
     begin += s[1];
   }
-  return aligned ? "reorder" : "reorder via nchw";
+  return route_name(route, kReorderImpl);
 }
 
 std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
@@ -129,7 +156,7 @@ std::string build_pad(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
   const memory::desc src = md(spec.srcs[0]).submemory_desc(window, {0, 0, src_top, src_left});
   const memory::desc dst = md(spec.dsts[0]).submemory_desc(window, {0, 0, dst_top, dst_left});
   k.add_reorder(ctx, src, 0, dst, dst_slot(0), /*zero_dst=*/a.value != 0 ? SIZE_MAX : 0);
-  return "reorder";
+  return kReorderImpl;
 }
 
 // Reshape keeping the batch: the elements in plain order do not move, so it is a reorder into
@@ -150,7 +177,7 @@ std::string build_reshape(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ct
     k.add_reorder(ctx, md(in), 0, in_plain, DnnlKernel::kTemp);
     k.add_reorder(ctx, out_plain, DnnlKernel::kTemp, md(out), dst_slot(0));
   }
-  return "reorder";
+  return kReorderImpl;
 }
 
 // A channel shuffle of g groups: destination channel j is channel (j % g) * (C / g) + j / g of the
@@ -174,34 +201,42 @@ dnnl::shuffle_forward::primitive_desc shuffle_pd(const KernelSpec& spec, const D
   return {d, ctx.engine, make_attr()};
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
+// Descriptions without a state: the builder decides again with the same functions (the routes).
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   switch (spec.kind) {
     case OpKind::kPad:
       if (std::get<graph::PadAttrs>(spec.attrs).value != 0 && spec.dsts[0].dtype != graph::DataType::kF32) {
         return Support::unsupported(SupportReason::kAttributes,
                                     "quantised padding with a value other than 0 is not supported");
       }
-      return Support::native();
+      return described(kReorderImpl, "");
     case OpKind::kChannelShuffle:
       if (Support s = same_layout_support(spec); !s.runnable()) return s;
-      if (channel_gather_applies(spec.srcs, spec.dsts[0])) return Support::native();
+      if (channel_gather_applies(spec.srcs, spec.dsts[0])) return described(kChannelGatherImpl, "");
       if (spec.srcs.size() > 1) {
         return Support::unsupported(SupportReason::kDataType,
                                     "a channel shuffle of several inputs needs one element type and scale");
       }
-      return implementation_support(shuffle_pd(spec, ctx).impl_info_str(),
-                                    cat("channel shuffle in ", graph::to_string(spec.dsts[0].layout)));
-    case OpKind::kConcat:
-      // The reference kernel is replaced by reorders through nchw (build_concat) in rank 4.
-      if (spec.dsts[0].shape.rank() == 4) return Support::native();
-      return implementation_support(concat_pd(spec, ctx).impl_info_str(),
-                                    cat("concat in ", graph::to_string(spec.dsts[0].layout)));
+      return described(shuffle_pd(spec, ctx).impl_info_str(),
+                       cat("channel shuffle in ", graph::to_string(spec.dsts[0].layout)));
+    case OpKind::kConcat: {
+      // The reference kernel is replaced by a channel gather or reorders through nchw in rank 4.
+      const std::string impl = concat_pd(spec, ctx).impl_info_str();
+      const Route route = concat_route(spec, impl);
+      const std::string what = cat("concat in ", graph::to_string(spec.dsts[0].layout));
+      KernelDesc desc = route == Route::kDirect ? described(impl, what) : KernelDesc(Support::native());
+      desc.implementation = route_name(route, impl);
+      return desc;
+    }
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+      return described(route_name(split_route(spec), kReorderImpl), "");
     default:
-      return Support::native();  // reorders: oneDNN has optimised ones for every layout pair here
+      return described(kReorderImpl, "");  // reorders: oneDNN has optimised ones for every layout pair here
   }
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext& ctx) {
   switch (spec.kind) {
     case OpKind::kConcat:
       return build_concat(k, spec, ctx);
@@ -227,11 +262,11 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
       // Reorder into the plain nchw order, which is the N×(C·H·W) matrix.
       k.add_reorder(ctx, md(spec.srcs[0]), 0, plain_md(spec.srcs[0].shape, spec.srcs[0].dtype),
                     dst_slot(0));
-      return "reorder";
+      return kReorderImpl;
     default:  // identity
       k.add_reorder(ctx, md(spec.srcs[0]), 0, md(spec.dsts[0]), dst_slot(0), SIZE_MAX,
                     rescale_attr(spec.srcs[0], spec.dsts[0]));
-      return "reorder";
+      return kReorderImpl;
   }
 }
 

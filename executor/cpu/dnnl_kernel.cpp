@@ -124,13 +124,36 @@ dnnl::primitive_attr rescale_attr(const TensorDesc& src, const TensorDesc& dst) 
   return attr;
 }
 
-Support implementation_support(const std::string& impl, const std::string& what) {
+bool is_reference(const std::string& impl) {
   // oneDNN names its reference implementations "ref:any", "ref_int8:any", "gemm:ref", ...
-  if (impl.rfind("ref", 0) == 0 || impl.find(":ref") != std::string::npos) {
+  return impl.rfind("ref", 0) == 0 || impl.find(":ref") != std::string::npos;
+}
+
+Support implementation_support(const std::string& impl, const std::string& what) {
+  if (is_reference(impl)) {
     return Support::reference(cat("oneDNN has only its slow reference kernel (", impl, ") for ",
                                   what));
   }
   return Support::native();
+}
+
+KernelDesc described(const std::string& impl, const std::string& what, size_t workspace,
+                     std::shared_ptr<const KernelDesc::State> state) {
+  KernelDesc desc(implementation_support(impl, what));
+  desc.implementation = impl;
+  desc.workspace_bytes = workspace;
+  desc.state = std::move(state);
+  return desc;
+}
+
+void foreign_desc(const KernelSpec& spec) {
+  throw BackendError(cat("cpu: the kernel description given for op '", spec.name, "' (",
+                         graph::to_string(spec.kind), ") was not made by the CPU backend's supports() "
+                         "for it (create the kernel with the desc supports() answered)"));
+}
+
+size_t step_workspace(size_t scratchpad) {
+  return (scratchpad + kAlignment - 1) / kAlignment * kAlignment;
 }
 
 ThreadScope::ThreadScope(int threads) : saved_(omp_get_max_threads()) {
@@ -176,7 +199,7 @@ void add_weighted_step(DnnlKernel& kernel, DnnlContext& ctx, const KernelSpec& s
 }
 
 void DnnlKernel::add(StepSpec step, size_t scratchpad, std::string impl) {
-  scratch_ = std::max(scratch_, (scratchpad + kAlignment - 1) / kAlignment * kAlignment);
+  scratch_ = std::max(scratch_, step_workspace(scratchpad));
   specs_.push_back(std::move(step));
   impls_.push_back(std::move(impl));
 }
@@ -205,19 +228,29 @@ void DnnlKernel::add_eltwise(DnnlContext& ctx, Activation act, const memory::des
   add_eltwise_steps(ctx, eltwise_steps(act, relu6_max), desc, src_slot, dst_slot_index);
 }
 
-void DnnlKernel::add_eltwise_steps(DnnlContext& ctx, const std::vector<EltwiseStep>& steps,
-                                   const memory::desc& desc, int src_slot, int dst_slot_index) {
-  if (steps.empty()) return;
+dnnl::eltwise_forward::primitive_desc eltwise_pd(const DnnlContext& ctx,
+                                                 const std::vector<EltwiseStep>& steps,
+                                                 const memory::desc& desc) {
   // The first step is the primitive, the others its post-ops.
   dnnl::primitive_attr attr = make_attr();
   dnnl::post_ops ops;
   for (size_t i = 1; i < steps.size(); ++i) ops.append_eltwise(1.0f, steps[i].alg, steps[i].alpha, steps[i].beta);
   attr.set_post_ops(ops);
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, steps[0].alg, desc,
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, steps.at(0).alg, desc,
                                 steps[0].alpha, steps[0].beta);
-  dnnl::eltwise_forward::primitive_desc pd(d, attr, ctx.engine);
+  return {d, attr, ctx.engine};
+}
+
+void DnnlKernel::add_eltwise_steps(DnnlContext& ctx, const std::vector<EltwiseStep>& steps,
+                                   const memory::desc& desc, int src_slot, int dst_slot_index) {
+  if (steps.empty()) return;
+  add_eltwise(eltwise_pd(ctx, steps, desc), src_slot, dst_slot_index);
+}
+
+void DnnlKernel::add_eltwise(const dnnl::eltwise_forward::primitive_desc& pd, int src_slot,
+                             int dst_slot_index) {
   add({dnnl::eltwise_forward(pd),
-       {{DNNL_ARG_SRC, src_slot, desc}, {DNNL_ARG_DST, dst_slot_index, desc}}},
+       {{DNNL_ARG_SRC, src_slot, pd.src_desc()}, {DNNL_ARG_DST, dst_slot_index, pd.dst_desc()}}},
       scratch(pd), pd.impl_info_str());
 }
 

@@ -70,9 +70,42 @@ dnnl::primitive_attr make_quantised_attr(graph::Activation act, const Requantisa
 /// Reorder attributes converting between element types and scales (real values kept).
 dnnl::primitive_attr rescale_attr(const graph::TensorDesc& src, const graph::TensorDesc& dst);
 
+/// Whether `impl` (oneDNN's implementation name: "ref:any", "gemm:ref", "jit:avx2", ...) names one
+/// of oneDNN's slow reference implementations. The one place that reads the names for this.
+bool is_reference(const std::string& impl);
+
 /// Native, or reference-only when `impl` (oneDNN's implementation name) is a reference one.
 /// `what` describes the op for the message ("a f32 convolution reading nChw16c").
 Support implementation_support(const std::string& impl, const std::string& what);
+
+// ---- Descriptions ---------------------------------------------------------------------------
+
+/// A family's description of a kernel whose implementation is `impl` (native or reference-only by
+/// implementation_support; `what` as there), with `workspace` bytes (or unknown) and the `state`
+/// its builder reads.
+KernelDesc described(const std::string& impl, const std::string& what,
+                     size_t workspace = KernelDesc::kUnknownWorkspace,
+                     std::shared_ptr<const KernelDesc::State> state = nullptr);
+
+/// A description's state that is one primitive descriptor: what the builder creates its
+/// primitive from.
+template <class Pd>
+struct PdState : KernelDesc::State {
+  explicit PdState(Pd p) : pd(std::move(p)) {}
+  Pd pd;  ///< the primitive descriptor (never empty)
+};
+
+/// Throws BackendError: `desc` holds no state a builder of `spec` can read (it was not made by
+/// the CPU backend's supports() for a spec of this kind).
+[[noreturn]] void foreign_desc(const KernelSpec& spec);
+
+/// The state of type T that `desc` holds; throws BackendError (foreign_desc) when it holds none.
+template <class T>
+const T& state_of(const KernelDesc& desc, const KernelSpec& spec) {
+  const T* state = desc.state_as<T>();
+  if (state == nullptr) foreign_desc(spec);
+  return *state;
+}
 
 /// Sets the OpenMP thread count of the calling thread for the scope (primitive creation reads it).
 class ThreadScope {
@@ -177,6 +210,8 @@ class DnnlKernel : public Kernel {
   /// post-ops) from slot `src_slot` into `dst_slot_index`.
   void add_eltwise_steps(DnnlContext& ctx, const std::vector<EltwiseStep>& steps,
                          const dnnl::memory::desc& desc, int src_slot, int dst_slot_index);
+  /// Appends the eltwise step of `pd` (eltwise_pd) from slot `src_slot` into `dst_slot_index`.
+  void add_eltwise(const dnnl::eltwise_forward::primitive_desc& pd, int src_slot, int dst_slot_index);
 
   size_t workspace_bytes() const override { return scratch_ + temp_; }
   std::string implementation() const override { return impl_; }
@@ -224,5 +259,21 @@ template <class Pd>
 size_t scratch(const Pd& pd) {
   return pd.scratchpad_desc().get_size();
 }
+
+/// The workspace a DnnlKernel reserves for a step needing `scratchpad` bytes (rounded up to
+/// kAlignment); a kernel's workspace is the largest of its steps' (and its temporary).
+size_t step_workspace(size_t scratchpad);
+
+/// The workspace of a step built from `pd`.
+template <class Pd>
+size_t workspace_of(const Pd& pd) {
+  return step_workspace(scratch(pd));
+}
+
+/// The eltwise primitive descriptor computing `steps` (the first as the primitive, the rest as
+/// post-ops) on tensors of `desc`; `steps` is not empty.
+dnnl::eltwise_forward::primitive_desc eltwise_pd(const DnnlContext& ctx,
+                                                 const std::vector<EltwiseStep>& steps,
+                                                 const dnnl::memory::desc& desc);
 
 }  // namespace stagecraft::executor::cpu

@@ -1,6 +1,8 @@
 // Element-wise ops on oneDNN: activations (ReLU, leaky ReLU, ReLU6, sigmoid, hard sigmoid, hard
 // swish, SiLU, GELU in its erf and tanh forms), scaling, batch normalisation (a fused ReLU by the primitive's fuse_norm_relu,
 // other fused activations as in-place eltwise steps after it) and softmax.
+#include <algorithm>
+
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 #include "executor/op_rules.h"
@@ -59,53 +61,66 @@ dnnl::softmax_forward::primitive_desc softmax_pd(const KernelSpec& spec, const D
   return {d, make_attr(), ctx.engine};
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
+// What an element-wise op's description holds: its primitive descriptor and, for a batch norm
+// with a fused activation other than ReLU, the eltwise step after it.
+struct EltwiseState : KernelDesc::State {
+  dnnl::batch_normalization_forward::primitive_desc bn;
+  dnnl::softmax_forward::primitive_desc softmax;
+  dnnl::eltwise_forward::primitive_desc eltwise;  // activations and scale; a batch norm's activation
+};
+
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (Support s = same_layout_support(spec); !s.runnable()) return s;
+  auto s = std::make_shared<EltwiseState>();
   std::string impl;
+  size_t workspace = 0;
   switch (spec.kind) {
     case OpKind::kBatchNorm:
-      impl = bn_pd(spec, ctx).impl_info_str();
+      s->bn = bn_pd(spec, ctx);
+      impl = s->bn.impl_info_str();
+      workspace = workspace_of(s->bn);
+      if (const auto steps = bn_activation_steps(spec); !steps.empty()) {
+        s->eltwise = eltwise_pd(ctx, steps, md(spec.dsts[0]));
+        workspace = std::max(workspace, workspace_of(s->eltwise));
+      }
       break;
     case OpKind::kSoftmax:
-      impl = softmax_pd(spec, ctx).impl_info_str();
+      s->softmax = softmax_pd(spec, ctx);
+      impl = s->softmax.impl_info_str();
+      workspace = workspace_of(s->softmax);
       break;
-    default: {
-      DnnlKernel probe(ctx.engine, 1);
-      probe.add_eltwise_steps(ctx, steps_of(spec), md(spec.srcs[0]), 0, dst_slot(0));
-      impl = probe.step_implementation(0);
+    default:
+      s->eltwise = eltwise_pd(ctx, steps_of(spec), md(spec.srcs[0]));
+      impl = s->eltwise.impl_info_str();
+      workspace = workspace_of(s->eltwise);
       break;
-    }
   }
-  return implementation_support(impl, in_layout(spec));
+  return described(impl, in_layout(spec), workspace, std::move(s));
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
+  const EltwiseState& s = state_of<EltwiseState>(desc, spec);
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
   switch (spec.kind) {
     case OpKind::kBatchNorm: {
-      const auto pd = bn_pd(spec, ctx);
       const graph::OpWeights& w = *spec.weights;
-      k.add({dnnl::batch_normalization_forward(pd),
+      k.add({dnnl::batch_normalization_forward(s.bn),
              {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}},
              {{DNNL_ARG_MEAN, copy_vector(ctx.engine, w.mean)},
               {DNNL_ARG_VARIANCE, copy_vector(ctx.engine, w.var)},
               {DNNL_ARG_SCALE, copy_vector(ctx.engine, w.gamma)},
               {DNNL_ARG_SHIFT, copy_vector(ctx.engine, w.beta)}}},
-            scratch(pd));
-      if (const auto steps = bn_activation_steps(spec); !steps.empty()) {
-        k.add_eltwise_steps(ctx, steps, dst, dst_slot(0), dst_slot(0));
-      }
-      return pd.impl_info_str();
+            scratch(s.bn));
+      if (s.eltwise) k.add_eltwise(s.eltwise, dst_slot(0), dst_slot(0));
+      return s.bn.impl_info_str();
     }
-    case OpKind::kSoftmax: {
-      const auto pd = softmax_pd(spec, ctx);
-      k.add({dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
-            scratch(pd));
-      return pd.impl_info_str();
-    }
+    case OpKind::kSoftmax:
+      k.add({dnnl::softmax_forward(s.softmax), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
+            scratch(s.softmax));
+      return s.softmax.impl_info_str();
     default:
-      k.add_eltwise_steps(ctx, steps_of(spec), src, 0, dst_slot(0));
+      k.add_eltwise(s.eltwise, 0, dst_slot(0));
       return k.step_implementation(0);
   }
 }

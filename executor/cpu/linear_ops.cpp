@@ -32,17 +32,23 @@ dnnl::inner_product_forward::primitive_desc linear_pd(const KernelSpec& spec, co
   return {linear_desc(spec), make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine};
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
-  return implementation_support(linear_pd(spec, ctx).impl_info_str(),
-                                cat("a ", graph::to_string(spec.srcs[0].dtype), " linear layer"));
+using LinearState = PdState<dnnl::inner_product_forward::primitive_desc>;
+
+// f32: the primitive descriptor is the kernel's (the desc carries it). Quantised: it is made
+// again with the output scales of the weights quantised at build (the name stays the same).
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
+  auto pd = linear_pd(spec, ctx);
+  const std::string what = cat("a ", graph::to_string(spec.srcs[0].dtype), " linear layer");
+  if (quantised(spec.srcs[0])) return described(pd.impl_info_str(), what);
+  return described(pd.impl_info_str(), what, workspace_of(pd), std::make_shared<LinearState>(pd));
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
   const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
   const memory::desc w_user({a.out_features, a.in_features}, memory::data_type::f32,
                             memory::format_tag::oi);
   if (!quantised(spec.srcs[0])) {
-    const auto pd = linear_pd(spec, ctx);
+    const auto& pd = state_of<LinearState>(desc, spec).pd;
     add_weighted_step(k, ctx, spec, dnnl::inner_product_forward(pd), w_user, pd.weights_desc(),
                       scratch(pd), a.bias, nullptr, nullptr);
     return pd.impl_info_str();

@@ -92,7 +92,7 @@ bool known(const graph::TensorDesc& d) {
   return d.shape.rank() == 2 ? d.layout == graph::Layout::kNC : host_layout_known(d.layout);
 }
 
-Support check(const KernelSpec& spec, DnnlContext&) {
+KernelDesc check(const KernelSpec& spec, DnnlContext&) {
   const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
   if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
     return Support::unsupported(SupportReason::kDataType,
@@ -103,10 +103,10 @@ Support check(const KernelSpec& spec, DnnlContext&) {
                                 cat("layer_norm reads and writes nc, nchw, nhwc, nChw8c or nChw16c, not ",
                                     graph::to_string(in.layout), " -> ", graph::to_string(out.layout)));
   }
-  return Support::native();
+  return described("layer_norm host", "", 0);
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext&) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
   auto ln = std::make_shared<LayerNorm>();
   ln->src = geometry(spec.srcs[0]);
   ln->dst = geometry(spec.dsts[0]);

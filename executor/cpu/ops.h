@@ -1,8 +1,16 @@
 #pragma once
-// Internal to the CPU backend: op families. Each family pairs its support check with its builder
-// (as oneDNN pairs a primitive descriptor with its primitive), so that what `supports()` answers
-// is what `create_kernel()` builds: the check asks oneDNN for the same primitive descriptor and
-// reports a reference-only implementation as such.
+// Internal to the CPU backend: op families. Each family pairs its check with its builder (as
+// oneDNN pairs a primitive descriptor with its primitive): the check describes the kernel — a
+// KernelDesc: native, reference-only or unsupported, the implementation, the workspace where it
+// knows it, and a state holding what it worked out — and the builder builds from that desc, so
+// that what `supports()` answers is what `create_kernel()` builds, worked out once.
+//
+// Families whose desc carries a state the builder reads (and refuses a desc without, see
+// state_of): convolution (Winograd problem or residual mode, attributes, primitive descriptors),
+// linear (f32: the primitive descriptor), pooling (oneDNN's: the primitive descriptor),
+// element-wise (the primitive descriptors), binary (broadcasting: the primitive descriptor).
+// The others (additions, data movement, resize) decide again from the spec with the same
+// functions their check used; their descs name the implementation without a state.
 //
 // To add an op kind: put it in a family's `kinds` (or add a family to the table of family_of in
 // cpu_backend.cpp), give the family a check (library-specific rules; the backend-independent ones
@@ -19,10 +27,13 @@ namespace stagecraft::executor::cpu {
 struct OpFamily {
   const char* name;                 ///< for messages ("convolution")
   std::vector<graph::OpKind> kinds;  ///< kinds it builds
-  /// Whether oneDNN runs `spec` natively, only by reference, or not at all.
-  Support (*check)(const KernelSpec& spec, DnnlContext& ctx);
-  /// Appends the steps of `spec` to `kernel`; returns the implementation name.
-  std::string (*build)(DnnlKernel& kernel, const KernelSpec& spec, DnnlContext& ctx);
+  /// Describes `spec`: whether oneDNN (or our own kernel) runs it natively, only by reference, or
+  /// not at all; the implementation, the workspace where known, the state for `build` (the
+  /// backend fills in the layouts).
+  KernelDesc (*check)(const KernelSpec& spec, DnnlContext& ctx);
+  /// Appends the steps of `spec`, described by `desc` (runnable, from check), to `kernel`;
+  /// returns the implementation name.
+  std::string (*build)(DnnlKernel& kernel, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx);
 };
 
 /// The family that builds `kind`.

@@ -245,9 +245,13 @@ dnnl::pooling_v2_forward::primitive_desc pool_pd(const KernelSpec& spec, const D
   return {d, make_attr(), ctx.engine};
 }
 
-Support check(const KernelSpec& spec, DnnlContext& ctx) {
+using PoolState = PdState<dnnl::pooling_v2_forward::primitive_desc>;
+
+constexpr const char* kHostMaxPool = "max pool (ours)";
+
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (Support s = same_layout_support(spec); !s.runnable()) return s;
-  if (host_max_pool(spec)) return Support::native();
+  if (host_max_pool(spec)) return described(kHostMaxPool, "", 0);
   if (spec.kind == graph::OpKind::kAvgPool) {
     const auto& a = std::get<graph::AvgPoolAttrs>(spec.attrs);
     if (a.ceil_mode && a.count_include_pad &&
@@ -258,20 +262,21 @@ Support check(const KernelSpec& spec, DnnlContext& ctx) {
                                   "window passes the padding is not supported");
     }
   }
-  return implementation_support(pool_pd(spec, ctx).impl_info_str(),
-                                cat(graph::to_string(spec.kind), " in ",
-                                    graph::to_string(spec.srcs[0].layout)));
+  auto pd = pool_pd(spec, ctx);
+  return described(pd.impl_info_str(),
+                   cat(graph::to_string(spec.kind), " in ", graph::to_string(spec.srcs[0].layout)),
+                   workspace_of(pd), std::make_shared<PoolState>(pd));
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext&) {
   if (host_max_pool(spec)) {
     auto m = max_pool_of(spec, window_of(spec));
     k.add_host([m](const std::vector<void*>& data) {
       run_max_pool(*m, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-    }, {0, dst_slot(0)}, "max pool (ours)");
-    return "max pool (ours)";
+    }, {0, dst_slot(0)}, kHostMaxPool);
+    return kHostMaxPool;
   }
-  const auto pd = pool_pd(spec, ctx);
+  const auto& pd = state_of<PoolState>(desc, spec).pd;
   k.add({dnnl::pooling_v2_forward(pd),
          {{DNNL_ARG_SRC, 0, md(spec.srcs[0])}, {DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}},
         scratch(pd));

@@ -75,7 +75,10 @@ void run_resize(const Resize& r, const float* in, float* out) {
   }
 }
 
-Support check(const KernelSpec& spec, DnnlContext&) {
+// The implementation name of a resize.
+const char* resize_name(const ResizeAttrs& a) { return a.linear ? "resize bilinear" : "resize nearest"; }
+
+KernelDesc check(const KernelSpec& spec, DnnlContext&) {
   const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
   if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
     return Support::unsupported(SupportReason::kDataType, "resize runs in f32 only: dequantise its input first");
@@ -85,10 +88,10 @@ Support check(const KernelSpec& spec, DnnlContext&) {
                                                             graph::to_string(in.layout), " -> ",
                                                             graph::to_string(out.layout)));
   }
-  return Support::native();
+  return described(resize_name(std::get<ResizeAttrs>(spec.attrs)), "", 0);
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext&) {
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
   const auto& a = std::get<ResizeAttrs>(spec.attrs);
   auto r = std::make_shared<Resize>();
   r->src = host_layout(spec.srcs[0]);
@@ -97,8 +100,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, DnnlContext&) {
   r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear);
   k.add_host([r](const std::vector<void*>& data) {
     run_resize(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, a.linear ? "resize bilinear" : "resize nearest");
-  return a.linear ? "resize bilinear" : "resize nearest";
+  }, {0, dst_slot(0)}, resize_name(a));
+  return resize_name(a);
 }
 
 }  // namespace

@@ -452,26 +452,71 @@ int winograd_1d_tile(int taps, int64_t length) {
   return best;
 }
 
+namespace {
+
+// How a problem is cut into tiles: alpha inputs per tile side (or along the line), points
+// transformed per tile, tiles along H and W, tiles per block.
+struct Tiling {
+  int64_t alpha = 0, points = 0, tiles_h = 0, tiles_w = 0, block_tiles = 0;
+};
+
+Tiling tiling_of(const WinogradProblem& p) {
+  const int64_t m = p.tile;
+  Tiling t;
+  if (is_line(p)) {  // F(m, K) along H (Kx1) or W (1xK)
+    t.alpha = m + taps_of(p) - 1;
+    t.points = t.alpha;
+    t.tiles_h = p.kernel_h > 1 ? ceil_div(p.dst.height, m) : p.dst.height;
+    t.tiles_w = p.kernel_w > 1 ? ceil_div(p.dst.width, m) : p.dst.width;
+    t.block_tiles = balanced_block(t.tiles_h * t.tiles_w, p.threads, kLineBlockTiles);
+  } else {
+    t.alpha = m + 2;
+    t.points = t.alpha * t.alpha;
+    t.tiles_h = ceil_div(p.dst.height, m);
+    t.tiles_w = ceil_div(p.dst.width, m);
+    t.block_tiles = balanced_block(t.tiles_h * t.tiles_w, p.threads, kBlockTiles);
+  }
+  return t;
+}
+
+}  // namespace
+
+size_t winograd_workspace_bytes(const WinogradProblem& p) {
+  const Tiling t = tiling_of(p);
+  const size_t v = static_cast<size_t>(t.points * t.block_tiles * p.src.channels);
+  const size_t m = static_cast<size_t>(t.points * t.block_tiles * kChunk);
+  return static_cast<size_t>(p.threads) * (v + m) * sizeof(float);
+}
+
+std::string winograd_name(const WinogradProblem& p) {
+  const std::string tile = p.kernel_h == 1 ? cat("1x", p.tile) : p.kernel_w == 1 ? cat(p.tile, "x1")
+                                                                                : cat(p.tile, "x", p.tile);
+  return cat("winograd F(", tile, ",", p.kernel_h, "x", p.kernel_w, ") (ours)",
+             p.residual ? " (residual post-op)" : "");
+}
+
 WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& weights,
                            const std::vector<float>& bias)
     : p_(p) {
   const int64_t m = p.tile, cin = p.src.channels, cout = p.dst.channels;
   bias_ = bias.empty() ? std::vector<float>(static_cast<size_t>(cout), 0.0f) : bias;
+  const Tiling tiling = tiling_of(p);
+  alpha_ = tiling.alpha;
+  points_ = tiling.points;
+  tiles_h_ = tiling.tiles_h;
+  tiles_w_ = tiling.tiles_w;
+  block_tiles_ = tiling.block_tiles;
+  u_ = host_allocate_constant(static_cast<size_t>(points_ * cin * cout) * sizeof(float));
   const auto pack = [&](int64_t xi, int64_t o, int64_t i, double value) {
     const int64_t panel = o / kPanel, lane = o % kPanel, width = panel_width(cout, panel);
     u()[xi * cin * cout + panel * kPanel * cin + i * width + lane] = static_cast<float>(value);
   };
   if (is_line(p)) {
-    // F(m, K) along H (Kx1) or W (1xK): U[xi] = (G g)[xi] per (out, in).
+    // U[xi] = (G g)[xi] per (out, in).
     const int64_t taps = taps_of(p);
-    alpha_ = m + taps - 1;
-    points_ = alpha_;
-    tiles_h_ = p.kernel_h > 1 ? ceil_div(p.dst.height, m) : p.dst.height;
-    tiles_w_ = p.kernel_w > 1 ? ceil_div(p.dst.width, m) : p.dst.width;
     const LineTransforms t = line_transforms(m, taps);
     bt_.assign(t.bt.begin(), t.bt.end());
     at_.assign(t.at.begin(), t.at.end());
-    u_ = host_allocate_constant(static_cast<size_t>(points_ * cin * cout) * sizeof(float));
     for (int64_t o = 0; o < cout; ++o) {
       for (int64_t i = 0; i < cin; ++i) {
         const float* g = weights.data() + (o * cin + i) * taps;
@@ -482,16 +527,9 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
         }
       }
     }
-    block_tiles_ = balanced_block(tiles_h_ * tiles_w_, p.threads, kLineBlockTiles);
     return;
   }
-  alpha_ = m + 2;
-  points_ = alpha_ * alpha_;
-  tiles_h_ = ceil_div(p.dst.height, m);
-  tiles_w_ = ceil_div(p.dst.width, m);
-  block_tiles_ = balanced_block(tiles_h_ * tiles_w_, p.threads, kBlockTiles);
   // U[xi] = G g G^T per (out, in), packed as U[xi][panel][in][panel lanes].
-  u_ = host_allocate_constant(static_cast<size_t>(points_ * cin * cout) * sizeof(float));
   const double* gm = m == 2 ? &kG2[0][0] : &kG4[0][0];
   for (int64_t o = 0; o < cout; ++o) {
     for (int64_t i = 0; i < cin; ++i) {
@@ -509,11 +547,7 @@ WinogradConv::WinogradConv(const WinogradProblem& p, const std::vector<float>& w
   }
 }
 
-size_t WinogradConv::workspace_bytes() const {
-  const size_t v = static_cast<size_t>(points_ * block_tiles_ * p_.src.channels);
-  const size_t m = static_cast<size_t>(points_ * block_tiles_ * kChunk);
-  return static_cast<size_t>(p_.threads) * (v + m) * sizeof(float);
-}
+size_t WinogradConv::workspace_bytes() const { return winograd_workspace_bytes(p_); }
 
 void WinogradConv::run(const float* src, const float* residual, float* dst, void* workspace) const {
 #ifdef STAGECRAFT_HOST_AVX2
@@ -526,11 +560,6 @@ void WinogradConv::run(const float* src, const float* residual, float* dst, void
 #endif
 }
 
-std::string WinogradConv::name() const {
-  const std::string tile = p_.kernel_h == 1 ? cat("1x", p_.tile) : p_.kernel_w == 1 ? cat(p_.tile, "x1")
-                                                                                      : cat(p_.tile, "x", p_.tile);
-  return cat("winograd F(", tile, ",", p_.kernel_h, "x", p_.kernel_w, ") (ours)",
-             p_.residual ? " (residual post-op)" : "");
-}
+std::string WinogradConv::name() const { return winograd_name(p_); }
 
 }  // namespace stagecraft::executor::cpu

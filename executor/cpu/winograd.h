@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "executor/cpu/host_layout.h"
@@ -55,6 +56,14 @@ bool winograd_supported(const WinogradProblem& p);
 /// largest with alpha <= 8 (K = 3, 5) or 10 (K = 7), the smaller m on a tie.
 int winograd_1d_tile(int taps, int64_t length);
 
+/// Scratch bytes a WinogradConv of `p` needs (all threads): its workspace_bytes(), known before
+/// its weights are transformed.
+size_t winograd_workspace_bytes(const WinogradProblem& p);
+
+/// The name of a WinogradConv of `p`: "winograd F(4x4,3x3) (ours)", "winograd F(1x4,1x7) (ours)"
+/// (4 outputs along W).
+std::string winograd_name(const WinogradProblem& p);
+
 /// A Winograd convolution with its transformed weights.
 class WinogradConv {
  public:
@@ -66,7 +75,7 @@ class WinogradConv {
   /// Runs on the calling thread's OpenMP team (at most problem().threads threads).
   void run(const float* src, const float* residual, float* dst, void* workspace) const;
   const WinogradProblem& problem() const { return p_; }
-  /// "winograd F(4x4,3x3) (ours)", "winograd F(1x4,1x7) (ours)" (4 outputs along W).
+  /// winograd_name(problem()).
   std::string name() const;
 
  private:

@@ -7,8 +7,8 @@
 ///
 /// Example:
 ///   AlgorithmCache cache(ValueCache::default_dir());
-///   if (auto hit = cache.find(backend.device_fingerprint(), signature)) use(hit->algo);
-///   else cache.insert(backend.device_fingerprint(), signature, search());
+///   if (auto hit = cache.find(backend.device().device_fingerprint(), signature)) use(hit->algo);
+///   else cache.insert(backend.device().device_fingerprint(), signature, search());
 ///   cache.save();
 
 #include <chrono>

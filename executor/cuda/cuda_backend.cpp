@@ -1,5 +1,6 @@
-// The CUDA backend: memory and transfers through the device context (device_context.h), streams,
-// events, CUDA Graph capture, the generic support checks and the dispatch to op families (ops.h).
+// The CUDA backend: the device (memory and transfers through the device context,
+// device_context.h; its properties), streams, events, CUDA Graph capture, the generic support
+// checks and the dispatch to op families (ops.h).
 #include "executor/cuda/cuda_backend.h"
 
 #include <mutex>
@@ -49,54 +50,103 @@ using graph::Layout;
 using graph::OpKind;
 using graph::TensorDesc;
 
-class CudaBackend : public Backend {
+// The GPU: its memory (device memory, and page-locked host memory through allocate_buffer with
+// MemoryKind::kPinnedHost) and transfers through the device context, its properties.
+class CudaDevice : public Device {
  public:
-  explicit CudaBackend(const BackendConfig& config) : device_(DeviceContext::create(0)) {
-    const cudaDeviceProp& prop = device_->properties();
+  explicit CudaDevice(const BackendConfig& config) : context_(DeviceContext::create(0)), tf32_(config.tf32) {
+    const cudaDeviceProp& prop = context_->properties();
     int driver = 0, runtime = 0, cublas_version = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    cublasGetVersion(device_->setup().cublas, &cublas_version);
+    cublasGetVersion(context_->setup().cublas, &cublas_version);
     fingerprint_ = cat("cuda:", prop.name, ":sm", prop.major, prop.minor, ":driver", driver, ":runtime",
                        runtime, ":cudnn", cudnnGetVersion(), ":cublas", cublas_version,
                        config.tf32 ? ":tf32" : ":fp32strict");
-    algos_ = std::make_unique<cuda::AlgorithmCache>(config.cache_dir.empty() ? ValueCache::default_dir()
-                                                                             : config.cache_dir);
-    build_ = cuda::BuildContext{device_, algos_.get(), fingerprint_, config};
-  }
-
-  ~CudaBackend() override {
-    algos_->save();
-    device_->shutdown();
   }
 
   std::string name() const override { return "cuda"; }
   std::string device_fingerprint() const override { return fingerprint_; }
-  int parallelism() const override { return device_->properties().multiProcessorCount; }
+  int parallelism() const override { return context_->properties().multiProcessorCount; }
   // Tensor cores read NHWC: f16 and int8 default to it; f32 (FMA, or TF32 when allowed) to NCHW.
   Layout preferred_layout(DataType compute) const override {
     return compute == DataType::kF32 ? Layout::kNCHW : Layout::kNHWC;
   }
-
-  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
-    return std::make_unique<cuda::CudaBuffer>(*device_, request);
-  }
-  void upload(void* dst, const void* src, size_t bytes) override { device_->upload(dst, src, bytes); }
-  void download(void* dst, const void* src, size_t bytes) override { device_->download(dst, src, bytes); }
-  std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStream>(device_); }
-  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
-
+  const Capabilities& capabilities() const override { return caps_; }
   std::string description() const override {
-    const cudaDeviceProp& prop = device_->properties();
+    const cudaDeviceProp& prop = context_->properties();
     return cat("cuda: ", prop.name, " (sm_", prop.major, prop.minor, ", ", prop.multiProcessorCount,
-               " SMs), cuDNN ", cudnnGetVersion(), build_.config.tf32 ? ", TF32 allowed" : ", f32 strict",
+               " SMs), cuDNN ", cudnnGetVersion(), tf32_ ? ", TF32 allowed" : ", f32 strict",
                ", default layout ", graph::to_string(preferred_layout(DataType::kF32)), " (f16, int8: ",
                graph::to_string(preferred_layout(DataType::kF16)), ")");
   }
 
-  const Capabilities& capabilities() const override { return caps_; }
+  std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
+    return std::make_unique<cuda::CudaBuffer>(*context_, request);
+  }
+  void upload(void* dst, const void* src, size_t bytes) override { context_->upload(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { context_->download(dst, src, bytes); }
 
-  Support supports(const KernelSpec& spec) const override {
+  /// The device-wide state the backend's streams, kernels and captures share.
+  const std::shared_ptr<DeviceContext>& context() const { return context_; }
+
+ private:
+  std::shared_ptr<DeviceContext> context_;
+  bool tf32_;
+  std::string fingerprint_;
+  Capabilities caps_{{DataType::kF32, DataType::kF16, DataType::kU8, DataType::kI8},
+                     {Layout::kNCHW, Layout::kNHWC},
+                     /*capture=*/true,
+                     /*streams_share_cores=*/false};
+};
+
+// CUDA descriptions carry no state: the families decide when they build (convolutions time their
+// algorithms then), so a desc names neither the implementation nor the workspace.
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(const BackendConfig& config) : device_(config), context_(device_.context()) {
+    algos_ = std::make_unique<cuda::AlgorithmCache>(config.cache_dir.empty() ? ValueCache::default_dir()
+                                                                             : config.cache_dir);
+    build_ = cuda::BuildContext{context_, algos_.get(), device_.device_fingerprint(), config};
+  }
+
+  ~CudaBackend() override {
+    algos_->save();
+    context_->shutdown();
+  }
+
+  Device& device() override { return device_; }
+  const Device& device() const override { return device_; }
+
+  std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStream>(context_); }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
+
+  KernelDesc supports(const KernelSpec& spec) const override {
+    return with_layouts(check(spec), spec);
+  }
+
+  using Backend::create_kernel;
+  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
+    if (!desc.runnable()) throw unsupported("cuda", spec, desc.support);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto kernel = cuda::family_of(spec.kind).build(spec, build_);
+    DeviceContext::arm_exit_hook();  // libraries may have loaded parts of themselves
+    return kernel;
+  }
+
+  std::unique_ptr<Kernel> create_copy(const TensorDesc& src, const TensorDesc& dst) override {
+    if (src.shape != dst.shape) {
+      throw BackendError(cat("cuda: a copy needs equal shapes (", src.describe(), " -> ", dst.describe(), ")"));
+    }
+    return cuda::make_copy(src, dst);
+  }
+
+  std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
+                                        const std::function<void()>& enqueue) override;
+
+ private:
+  // The generic checks (element types, layouts, the int8 contract, weights), then the family's.
+  static Support check(const KernelSpec& spec) {
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
         if (d.dtype != DataType::kF32 && d.dtype != DataType::kF16 && !graph::is_int8(d.dtype)) {
@@ -123,33 +173,10 @@ class CudaBackend : public Backend {
     return family->check(spec);
   }
 
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override {
-    if (Support why = supports(spec); !why.runnable()) throw unsupported("cuda", spec, why);
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto kernel = cuda::family_of(spec.kind).build(spec, build_);
-    DeviceContext::arm_exit_hook();  // libraries may have loaded parts of themselves
-    return kernel;
-  }
-
-  std::unique_ptr<Kernel> create_copy(const TensorDesc& src, const TensorDesc& dst) override {
-    if (src.shape != dst.shape) {
-      throw BackendError(cat("cuda: a copy needs equal shapes (", src.describe(), " -> ", dst.describe(), ")"));
-    }
-    return cuda::make_copy(src, dst);
-  }
-
-  std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
-                                        const std::function<void()>& enqueue) override;
-
- private:
-  std::shared_ptr<DeviceContext> device_;
+  CudaDevice device_;
+  std::shared_ptr<DeviceContext> context_;  // the device's
   std::unique_ptr<cuda::AlgorithmCache> algos_;
-  std::string fingerprint_;
   cuda::BuildContext build_;
-  Capabilities caps_{{DataType::kF32, DataType::kF16, DataType::kU8, DataType::kI8},
-                     {Layout::kNCHW, Layout::kNHWC},
-                     /*capture=*/true,
-                     /*streams_share_cores=*/false};
   std::mutex mutex_;
 };
 
@@ -201,7 +228,7 @@ std::unique_ptr<CapturedWork> CudaBackend::capture(Stream& origin, const std::ve
   cudaGraphDestroy(graph);
   STAGECRAFT_CUDA_CHECK(status);
   DeviceContext::arm_exit_hook();
-  return std::make_unique<cuda::CudaGraphWork>(device_, exec);
+  return std::make_unique<cuda::CudaGraphWork>(context_, exec);
 }
 
 }  // namespace

@@ -16,10 +16,10 @@ std::vector<PlannedKernel> create_kernels(PlanIR& ir) {
     if (task.copy) {
       k.kernel = ir.backend.create_copy(ir.values[task.srcs[0]].desc, ir.values[task.dsts[0]].desc);
     } else {
-      if (Support why = ir.backend.supports(task.spec); !why.runnable()) {
-        throw unsupported(ir.backend.name(), task.spec, why);
-      }
-      k.kernel = ir.backend.create_kernel(task.spec);
+      // Described once: the kernel is built from what the description worked out.
+      const KernelDesc desc = ir.backend.supports(task.spec);
+      if (!desc.runnable()) throw unsupported(ir.backend.name(), task.spec, desc.support);
+      k.kernel = ir.backend.create_kernel(task.spec, desc);
     }
     k.stream = task.stream;
     k.stage = task.stage;

@@ -93,12 +93,12 @@ bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why) {
   // (A merged convolution is checked with its first part's weights: supports() looks at
   // descriptors, and the plan makes the merged weights later.)
   const KernelSpec direct = spec_for(ir, unit, out, false);
-  Support s = ir.backend.supports(direct);
+  Support s = ir.backend.supports(direct).support;
   if (why) *why = s;
   if (s.is_native()) return true;
   const KernelSpec converted = spec_for(ir, unit, out, true);
   if (converted.srcs == direct.srcs) return false;
-  const Support c = ir.backend.supports(converted);
+  const Support c = ir.backend.supports(converted).support;
   // With its inputs converted the answer is about the kernel itself: the better reason.
   if (why && (c.runnable() || s.reason == SupportReason::kLayout)) *why = c;
   return c.is_native();

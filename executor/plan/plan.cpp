@@ -21,7 +21,7 @@ namespace planning {
 PlanIR::PlanIR(const graph::Graph& graph, const scheduler::Schedule& s, const graph::WeightStore& w,
                Backend& b, const PlanOptions& o)
     : g(graph), schedule(s), weights(w), backend(b), options(o),
-      layout(activation_layout(b, graph, o)), parallelism(std::max(1, b.parallelism())) {}
+      layout(activation_layout(b, graph, o)), parallelism(std::max(1, b.device().parallelism())) {}
 
 int PlanIR::new_value(const TensorDesc& desc) {
   ValueInfo info;

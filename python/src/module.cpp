@@ -277,8 +277,8 @@ class PySession {
     return session::plan_listing(model_->model.graph, *prepared_.plan);
   }
   std::string backend_name() const { return prepared_.plan->backend().name(); }
-  std::string device() const { return prepared_.plan->backend().device_fingerprint(); }
-  std::string description() const { return prepared_.plan->backend().description(); }
+  std::string device() const { return prepared_.plan->backend().device().device_fingerprint(); }
+  std::string description() const { return prepared_.plan->backend().device().description(); }
   executor::Executor& executor() { return *executor_; }
   std::mutex& mutex() { return mutex_; }
 

@@ -13,30 +13,45 @@ namespace {
 
 using stagecraft::testing::Model;
 
-class FailingCapture : public Backend {
+// The inner backend's device, saying that it can capture.
+class CapturingDevice : public Device {
  public:
-  FailingCapture(Backend& inner, std::string reason) : inner_(inner), reason_(std::move(reason)) {
-    caps_ = inner.capabilities();
+  explicit CapturingDevice(Device& inner) : inner_(inner), caps_(inner.capabilities()) {
     caps_.capture = true;
   }
   std::string name() const override { return inner_.name(); }
   std::string device_fingerprint() const override { return inner_.device_fingerprint(); }
+  std::string description() const override { return "failing capture over " + inner_.description(); }
   int parallelism() const override { return inner_.parallelism(); }
+  const Capabilities& capabilities() const override { return caps_; }
   graph::Layout preferred_layout(graph::DataType t) const override { return inner_.preferred_layout(t); }
   std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override {
     return inner_.allocate_buffer(request);
   }
   void upload(void* dst, const void* src, size_t bytes) override { inner_.upload(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { inner_.download(dst, src, bytes); }
+
+ private:
+  Device& inner_;
+  Capabilities caps_;
+};
+
+class FailingCapture : public Backend {
+ public:
+  FailingCapture(Backend& inner, std::string reason)
+      : inner_(inner), device_(inner.device()), reason_(std::move(reason)) {}
+  Device& device() override { return device_; }
+  const Device& device() const override { return device_; }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   std::unique_ptr<Event> create_event() override { return inner_.create_event(); }
-  Support supports(const KernelSpec& spec) const override { return inner_.supports(spec); }
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec) override { return inner_.create_kernel(spec); }
+  KernelDesc supports(const KernelSpec& spec) const override { return inner_.supports(spec); }
+  using Backend::create_kernel;
+  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
+    return inner_.create_kernel(spec, desc);
+  }
   std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& s, const graph::TensorDesc& d) override {
     return inner_.create_copy(s, d);
   }
-  const Capabilities& capabilities() const override { return caps_; }
-  std::string description() const override { return "failing capture over " + inner_.description(); }
   std::unique_ptr<CapturedWork> capture(Stream& origin, const std::vector<Stream*>& others,
                                         const std::function<void()>& enqueue) override {
     ++captures;
@@ -49,8 +64,8 @@ class FailingCapture : public Backend {
 
  private:
   Backend& inner_;
+  CapturingDevice device_;
   std::string reason_;
-  Capabilities caps_;
 };
 
 std::vector<HostTensor> run_plain(const Model& m, const scheduler::Schedule& s,

@@ -276,7 +276,7 @@ TEST(CudaBackend, BinaryBroadcastsTheFirstOperand) {
   std::vector<float> xa(16), xb(400);
   for (size_t i = 0; i < xa.size(); ++i) xa[i] = static_cast<float>(i % 7) - 3.0f;
   for (size_t i = 0; i < xb.size(); ++i) xb[i] = 0.5f + static_cast<float>(i % 11) * 0.25f;
-  ASSERT_TRUE(gpu().supports(spec).is_native()) << gpu().supports(spec).message;
+  ASSERT_TRUE(gpu().supports(spec).is_native()) << gpu().supports(spec).support.message;
   const std::vector<float> y = run_gpu_kernel(spec, {xa, xb});
   double worst = 0;
   for (int64_t n = 0; n < 2; ++n)
@@ -304,7 +304,7 @@ TEST(CudaBackend, NewKindsInInt8AreRefusedWithTheContractsReason) {
     spec.attrs = attrs;
     spec.srcs = {q};
     spec.dsts = {q};
-    const Support s = gpu().supports(spec);
+    const Support s = gpu().supports(spec).support;
     EXPECT_EQ(s.reason, SupportReason::kQuantisation) << graph::to_string(kind) << ": " << s.message;
   }
 }
@@ -558,12 +558,14 @@ TEST(CudaBackend, Int8NeedsNhwcAndUngroupedConvolutions) {
   d.layout = graph::Layout::kNHWC;
   spec.srcs = {d};
   spec.dsts = {d};
-  EXPECT_NE(gpu().supports(spec).message.find("grouped"), std::string::npos) << gpu().supports(spec).message;
+  const std::string grouped_message = gpu().supports(spec).support.message;
+  EXPECT_NE(grouped_message.find("grouped"), std::string::npos) << grouped_message;
   a.groups = 1;
   w.weight.assign(64, 1.0f);
   spec.attrs = a;
   spec.srcs[0].layout = spec.dsts[0].layout = graph::Layout::kNCHW;
-  EXPECT_NE(gpu().supports(spec).message.find("nhwc"), std::string::npos) << gpu().supports(spec).message;
+  const std::string nhwc_message = gpu().supports(spec).support.message;
+  EXPECT_NE(nhwc_message.find("nhwc"), std::string::npos) << nhwc_message;
   EXPECT_EQ(gpu().preferred_layout(graph::DataType::kU8), graph::Layout::kNHWC);
 }
 

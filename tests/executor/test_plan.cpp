@@ -237,7 +237,7 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   EXPECT_GT(probes.queries.size(), 2 * m.graph.num_ops());
   scheduler::LayoutPlan chosen;
   {
-    profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+    profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
     profiler::LayoutMeasurement measured = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
     // Repeated squeezenet fire modules share probes: the second of equal probes is a cache hit.
     EXPECT_GT(measured.measurements, m.graph.num_ops());
@@ -260,7 +260,7 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   per_value.value_layouts = chosen.value_layouts;
   expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
 
-  profiler::ProfileCache cache(dir, cpu().device_fingerprint());
+  profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
   profiler::LayoutMeasurement again = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
   EXPECT_EQ(again.measurements, 0u);
   EXPECT_EQ(scheduler::optimize_layouts(m.graph, again.table, search).value_layouts, chosen.value_layouts);

@@ -18,10 +18,8 @@ using graph::OpKind;
 using networks::NetBuilder;
 using networks::square_conv;
 
-// A backend that runs nothing: supports() answers by rule (convolutions in nChw16c are
-// reference-only, every op needs one layout for its inputs and outputs), allocations are host
-// memory, kernels are never created in these tests.
-class FakeBackend : public Backend {
+// A device of host memory whose properties the tests choose.
+class FakeDevice : public Device {
  public:
   std::string name() const override { return "fake"; }
   std::string device_fingerprint() const override { return "fake"; }
@@ -34,9 +32,21 @@ class FakeBackend : public Backend {
   }
   void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+
+ private:
+  Capabilities caps_{{graph::DataType::kF32}, {Layout::kNChw8c, Layout::kNHWC, Layout::kNCHW}, false, true};
+};
+
+// A backend that runs nothing: supports() answers by rule (convolutions in nChw16c are
+// reference-only, every op needs one layout for its inputs and outputs), allocations are host
+// memory, kernels are never created in these tests.
+class FakeBackend : public Backend {
+ public:
+  Device& device() override { return device_; }
+  const Device& device() const override { return device_; }
   std::unique_ptr<Stream> create_stream() override { return nullptr; }
   std::unique_ptr<Event> create_event() override { return nullptr; }
-  Support supports(const KernelSpec& spec) const override {
+  KernelDesc supports(const KernelSpec& spec) const override {
     for (const auto& src : spec.srcs) {
       if (src.shape.rank() == 4 && !spec.dsts.empty() && src.layout != spec.dsts[0].layout) {
         return Support::unsupported(SupportReason::kLayout, "one layout");
@@ -47,13 +57,14 @@ class FakeBackend : public Backend {
     }
     return Support::native();
   }
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec&) override { return nullptr; }
+  using Backend::create_kernel;
+  std::unique_ptr<Kernel> create_kernel(const KernelSpec&, const KernelDesc&) override { return nullptr; }
   std::unique_ptr<Kernel> create_copy(const graph::TensorDesc&, const graph::TensorDesc&) override {
     return nullptr;
   }
 
  private:
-  Capabilities caps_{{graph::DataType::kF32}, {Layout::kNChw8c, Layout::kNHWC, Layout::kNCHW}, false, true};
+  FakeDevice device_;
 };
 
 // conv -> max pool -> two convolutions -> their concatenation.

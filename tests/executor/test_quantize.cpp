@@ -48,7 +48,7 @@ graph::Graph quantised(const Model& m, int samples = 4) {
 
 // The CPU refuses `spec` for its quantisation, with a message that contains `why`.
 void expect_refused_for_quantisation(const KernelSpec& spec, const std::string& why) {
-  const Support support = cpu().supports(spec);
+  const Support support = cpu().supports(spec).support;
   EXPECT_EQ(support.reason, SupportReason::kQuantisation);
   EXPECT_NE(support.message.find(why), std::string::npos) << support.message;
 }

@@ -110,14 +110,14 @@ TEST(MeasuredCostModel, SecondSearchMeasuresNothingNew) {
   double first_ms = 0;
   size_t first_measured = 0;
   {
-    ProfileCache cache(dir.string(), cpu().device_fingerprint());
+    ProfileCache cache(dir.string(), cpu().device().device_fingerprint());
     MeasuredCostModel model(cpu(), &cache, quick());
     first_ms = scheduler::make_scheduler(options)->schedule(g, model).meta.predicted_ms;
     first_measured = model.measurements();
     EXPECT_GT(first_measured, 10u);
     EXPECT_GT(first_ms, 0.0);
   }  // saved here
-  ProfileCache cache(dir.string(), cpu().device_fingerprint());
+  ProfileCache cache(dir.string(), cpu().device().device_fingerprint());
   EXPECT_EQ(cache.size(), first_measured);
   MeasuredCostModel model(cpu(), &cache, quick());
   const double second_ms = scheduler::make_scheduler(options)->schedule(g, model).meta.predicted_ms;
