@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "common/enum_table.h"
 
@@ -91,29 +92,21 @@ bool attrs_match(OpKind kind, const OpAttrs& attrs) {
 }
 
 Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
-  switch (kind) {
-    case OpKind::kRelu:
-      return Activation::kRelu;
-    case OpKind::kRelu6:
-      return Activation::kRelu6;
-    case OpKind::kSigmoid:
-      return Activation::kSigmoid;
-    case OpKind::kHardSwish:
-      return Activation::kHardSwish;
-    case OpKind::kSilu:
-      return Activation::kSilu;
-    case OpKind::kGelu:
-      return Activation::kGelu;
-    case OpKind::kGeluTanh:
-      return Activation::kGeluTanh;
-    case OpKind::kHardSigmoid: {
-      const auto* a = std::get_if<HardSigmoidAttrs>(&attrs);
-      const bool pytorch = a == nullptr || (a->alpha == kHardSigmoidAlpha && a->beta == kHardSigmoidBeta);
-      return pytorch ? Activation::kHardSigmoid : Activation::kNone;
-    }
-    default:
-      return Activation::kNone;
+  // Element-wise op kinds that are a fused activation as they are.
+  static constexpr std::pair<OpKind, Activation> kSame[] = {
+      {OpKind::kRelu, Activation::kRelu},         {OpKind::kRelu6, Activation::kRelu6},
+      {OpKind::kSigmoid, Activation::kSigmoid},   {OpKind::kHardSwish, Activation::kHardSwish},
+      {OpKind::kSilu, Activation::kSilu},         {OpKind::kGelu, Activation::kGelu},
+      {OpKind::kGeluTanh, Activation::kGeluTanh},
+  };
+  for (const auto& [k, act] : kSame)
+    if (k == kind) return act;
+  if (kind == OpKind::kHardSigmoid) {
+    const auto* a = std::get_if<HardSigmoidAttrs>(&attrs);
+    const bool pytorch = a == nullptr || (a->alpha == kHardSigmoidAlpha && a->beta == kHardSigmoidBeta);
+    return pytorch ? Activation::kHardSigmoid : Activation::kNone;
   }
+  return Activation::kNone;
 }
 
 Activation* fused_activation_field(OpAttrs& attrs) {

@@ -11,22 +11,14 @@ using graph::OpKind;
 using graph::TensorDesc;
 
 // The own kernels' codes follow the graph's order, so that a fused activation converts by value.
-#define STAGECRAFT_SAME_CODE(own, graph_value) \
-  static_assert(static_cast<int>(own) == static_cast<int>(graph_value), #own " must equal " #graph_value)
-STAGECRAFT_SAME_CODE(Act::kNone, graph::Activation::kNone);
-STAGECRAFT_SAME_CODE(Act::kRelu, graph::Activation::kRelu);
-STAGECRAFT_SAME_CODE(Act::kRelu6, graph::Activation::kRelu6);
-STAGECRAFT_SAME_CODE(Act::kSigmoid, graph::Activation::kSigmoid);
-STAGECRAFT_SAME_CODE(Act::kHardSigmoid, graph::Activation::kHardSigmoid);
-STAGECRAFT_SAME_CODE(Act::kHardSwish, graph::Activation::kHardSwish);
-STAGECRAFT_SAME_CODE(Act::kSilu, graph::Activation::kSilu);
-STAGECRAFT_SAME_CODE(Act::kGelu, graph::Activation::kGelu);
-STAGECRAFT_SAME_CODE(Act::kGeluTanh, graph::Activation::kGeluTanh);
-STAGECRAFT_SAME_CODE(BinOp::kAdd, graph::BinaryOp::kAdd);
-STAGECRAFT_SAME_CODE(BinOp::kSub, graph::BinaryOp::kSub);
-STAGECRAFT_SAME_CODE(BinOp::kMul, graph::BinaryOp::kMul);
-STAGECRAFT_SAME_CODE(BinOp::kDiv, graph::BinaryOp::kDiv);
-#undef STAGECRAFT_SAME_CODE
+#define STAGECRAFT_SAME_ACT(value, name) \
+  static_assert(static_cast<int>(Act::value) == static_cast<int>(graph::Activation::value), name);
+STAGECRAFT_ACTIVATIONS(STAGECRAFT_SAME_ACT)
+#undef STAGECRAFT_SAME_ACT
+#define STAGECRAFT_SAME_BINOP(value, name) \
+  static_assert(static_cast<int>(BinOp::value) == static_cast<int>(graph::BinaryOp::value), name);
+STAGECRAFT_BINARY_OPS(STAGECRAFT_SAME_BINOP)
+#undef STAGECRAFT_SAME_BINOP
 
 Elem elem_of(DataType t) {
   switch (t) {

@@ -25,6 +25,9 @@
 
 namespace stagecraft::graph::onnx_import {
 
+/// Axes made non-negative for a tensor of `rank` dimensions, sorted.
+std::vector<int64_t> normalised_axes(std::vector<int64_t> axes, size_t rank);
+
 /// Translates one model; see the file comment.
 class Importer {
  public:
