@@ -195,8 +195,10 @@ bool winograd_beats(const std::string& impl) {
 // The Winograd problem of `spec` when it runs as one: Winograd allowed, an f32 stride-1 ungrouped
 // undilated 3x3, 1xK or Kx1 (K = 3, 5, 7) convolution in one channel-innermost layout (a residual
 // too), oneDNN's own kernel for it one that ours beat (winograd_beats), at least 9 tiles and
-// transformed weights within winograd_weight_limit(). 3x3: F(4x4,3x3) when it has them, else
-// F(2x2,3x3); 1xK / Kx1: F(m, K) along the long axis with m from winograd_1d_tile.
+// transformed weights within winograd_weight_limit(). 3x3: F(2x2,3x3); 1xK / Kx1: F(2, K) along
+// the long axis — their rounding error stays near a direct kernel's (tests/executor/
+// test_winograd.cpp, WinogradNumerics). With fast tiles (BackendConfig::fast_winograd):
+// F(4x4,3x3) when it has 9 tiles, and m from winograd_1d_tile.
 std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const DnnlContext& ctx) {
   const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
   const bool square = a.kernel == graph::Hw{3, 3};
@@ -228,13 +230,13 @@ std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const Dn
   if (line) {
     const int taps = static_cast<int>(std::max(a.kernel.h, a.kernel.w));
     const int64_t length = a.kernel.h > 1 ? h : w;
-    p.tile = winograd_1d_tile(taps, length);
+    p.tile = ctx.fast_winograd ? winograd_1d_tile(taps, length) : 2;
     if ((length + p.tile - 1) / p.tile * (a.kernel.h > 1 ? w : h) < 9 || !fits(p.tile + taps - 1)) {
       return std::nullopt;
     }
   } else {
     const auto tiles = [&](int64_t m) { return ((h + m - 1) / m) * ((w + m - 1) / m); };
-    if (tiles(4) >= 9 && fits(36)) {
+    if (ctx.fast_winograd && tiles(4) >= 9 && fits(36)) {
       p.tile = 4;
     } else if (tiles(2) >= 9 && fits(16)) {
       p.tile = 2;

@@ -28,7 +28,8 @@ constexpr int kPrimitiveCacheCapacity = 4096;  // stage profiling creates many p
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendConfig& config)
-      : device_(config.winograd), ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd} {
+      : device_(config.winograd, config.fast_winograd),
+        ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd, config.fast_winograd} {
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
   }

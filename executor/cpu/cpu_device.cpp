@@ -28,7 +28,7 @@ using graph::Layout;
 // before a change (2: 1xK and Kx1 too; 3: small maps in one block split by channels; 4: also
 // against oneDNN's AVX-512 kernels where 512-bit FMAs are no faster, cpu::host_fma512_gain)
 // are not reused for plans whose kernels differ or run differently.
-constexpr int kWinogradRevision = 4;
+constexpr int kWinogradRevision = 5;
 
 // Host memory serves both kinds: the CPU is the device.
 class HostBuffer : public OwningBuffer {
@@ -87,7 +87,7 @@ std::string cpu_model() {
 
 }  // namespace
 
-CpuDevice::CpuDevice(bool winograd) : winograd_(winograd) {
+CpuDevice::CpuDevice(bool winograd, bool fast) : winograd_(winograd), fast_(winograd && fast) {
   cap_isa_below_amx();
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   const bool avx512 = isa_has_avx512(isa);
@@ -106,7 +106,7 @@ std::string CpuDevice::device_fingerprint() const {
   const dnnl::version_t* v = dnnl::version();
   return cat("cpu:", cpu_model(), ":", parallelism(), "threads:onednn-", v->major, ".", v->minor,
              ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()),
-             winograd_ ? cat(":winograd-r", kWinogradRevision) : std::string());
+             winograd_ ? cat(":winograd-r", kWinogradRevision, fast_ ? "-fast" : "") : std::string());
 }
 
 std::string CpuDevice::description() const {
@@ -117,7 +117,7 @@ std::string CpuDevice::description() const {
              v->minor, ".", v->patch, ", ISA ", isa_, cap ? cat(" (capped by the environment at ", cap, ")") : "",
              ", default layout ", graph::to_string(preferred_layout(DataType::kF32)),
              " (int8: ", graph::to_string(preferred_layout(DataType::kU8)), ")",
-             winograd_ ? "" : ", Winograd convolutions off");
+             winograd_ ? (fast_ ? ", fast Winograd tiles" : "") : ", Winograd convolutions off");
 }
 
 int CpuDevice::parallelism() const { return omp_get_max_threads(); }

@@ -12,9 +12,10 @@ namespace stagecraft::executor::cpu {
 /// it is made before any primitive.
 class CpuDevice : public Device {
  public:
-  /// `winograd`: whether the backend runs eligible convolutions on our Winograd kernels (their
-  /// revision is part of the fingerprint; the description says when they are off).
-  explicit CpuDevice(bool winograd);
+  /// `winograd`: whether the backend runs eligible convolutions on our Winograd kernels, `fast`
+  /// with their larger tiles (both and their revision are part of the fingerprint; the
+  /// description says when they are off or fast).
+  CpuDevice(bool winograd, bool fast);
 
   std::string name() const override { return "cpu"; }
   std::string device_fingerprint() const override;
@@ -30,6 +31,7 @@ class CpuDevice : public Device {
   Capabilities caps_;
   std::string isa_;
   bool winograd_;
+  bool fast_;
 };
 
 }  // namespace stagecraft::executor::cpu

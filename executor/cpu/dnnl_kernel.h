@@ -31,6 +31,8 @@ struct DnnlContext {
   dnnl::stream setup;
   /// Whether eligible 3x3 convolutions may run as Winograd (BackendConfig::winograd).
   bool winograd = false;
+  /// Whether they may use the larger, less accurate tiles (BackendConfig::fast_winograd).
+  bool fast_winograd = false;
 };
 
 // ---- Descriptors ---------------------------------------------------------------------------

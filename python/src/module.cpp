@@ -127,7 +127,7 @@ scheduler::SearchOptions search_options(const std::string& mode, int r, int s, b
 session::SessionOptions session_options(const std::string& backend, const std::string& cache_dir,
                                         const std::string& cost_model, const std::string& layout,
                                         int streams, bool tf32 = false, bool stream_mode = false,
-                                        bool winograd = true) {
+                                        bool winograd = true, bool fast_winograd = false) {
   session::SessionOptions options;
   options.backend = backend;
   options.cache_dir = cache_dir;
@@ -136,6 +136,7 @@ session::SessionOptions session_options(const std::string& backend, const std::s
   options.max_streams = streams;
   options.backend_config.tf32 = tf32;
   options.backend_config.winograd = winograd;
+  options.backend_config.fast_winograd = fast_winograd;
   options.executor.replay_cuda_graph = !stream_mode;
   return options;
 }
@@ -491,20 +492,21 @@ PYBIND11_MODULE(_stagecraft, m) {
                        int s, bool unpruned, double max_part_transitions, double search_budget,
                        bool exhaustive, const std::string& cost_model, const std::string& backend,
                        const std::string& cache_dir, const std::string& layout, int streams,
-                       bool tf32, bool stream_mode, bool winograd, py::object progress) {
+                       bool tf32, bool stream_mode, bool winograd, bool fast_winograd,
+                       py::object progress) {
              return std::make_unique<PySession>(
                  model, schedule, given,
                  search_options(mode, r, s, unpruned, max_part_transitions, search_budget,
                                 exhaustive),
                  session_options(backend, cache_dir, cost_model, layout, streams, tf32, stream_mode,
-                                 winograd),
+                                 winograd, fast_winograd),
                  std::move(progress));
            }),
            py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
            py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
            py::arg("search_budget"), py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
            py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("winograd"),
-           py::arg("progress"))
+           py::arg("fast_winograd"), py::arg("progress"))
       .def("run", &PySession::run, py::arg("inputs"))
       .def_property_readonly("model", [](const PySession& x) { return x.model(); })
       .def_property_readonly("schedule", &PySession::schedule)

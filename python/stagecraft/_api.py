@@ -379,7 +379,8 @@ class Session:
     quantises with ``calibration`` (a file from ``stagecraft.calibrate``) or calibrates now on
     ``calibration_samples`` generated inputs. ``winograd=False`` runs every convolution on oneDNN
     (default: f32 stride-1 3x3, 1xK and Kx1 convolutions by Winograd's algorithm where oneDNN has
-    only direct AVX2 kernels; results differ from direct ones by rounding).
+    only direct AVX2 kernels, in tiles F(2x2,3x3) and F(2,K) that round about as a direct kernel
+    does); ``winograd="fast"`` takes the larger tiles (faster, each layer rounding 5-20x more).
 
     ``run(x)`` takes float32 arrays — one array, a list in ``inputs`` order, or a dict by input
     name — and returns a **list** of float32 arrays in ``outputs`` order. Wrong names, counts,
@@ -401,7 +402,7 @@ class Session:
                  s: int = 8, unpruned: bool = False, max_part_transitions: float = 2e5,
                  search_budget: float = 40.0, exhaustive: bool = False,
                  cost_model: Optional[str] = None, streams: int = 8, tf32: bool = False,
-                 stream_mode: bool = False, winograd: bool = True,
+                 stream_mode: bool = False, winograd: Union[bool, str] = True,
                  progress: ProgressArg = None) -> None:
         m = _model(model, dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
                                calibration=calibration, calibration_samples=calibration_samples,
@@ -418,13 +419,15 @@ class Session:
         else:
             raise TypeError(f"schedule: expected a strategy name, a Schedule or a file path, got "
                             f"{type(schedule).__name__}")
+        if winograd not in (True, False, "fast"):
+            raise UsageError(f"winograd: expected True, False or 'fast', got {winograd!r}")
         with progress_for(progress) as callback:
             self._core = _core.Session(m._core, name, given, mode, int(r), int(s), bool(unpruned),
                                        float(max_part_transitions), float(search_budget),
                                        bool(exhaustive), _cost_model(cost_model),
                                        backend, _fspath(cache_dir) if cache_dir else "",
                                        layout or "", int(streams), bool(tf32), bool(stream_mode),
-                                       bool(winograd), callback)
+                                       winograd is not False, winograd == "fast", callback)
         self._model = m
         self._inputs = m.inputs
         self._outputs = m.outputs

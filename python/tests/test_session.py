@@ -147,3 +147,9 @@ def test_winograd_can_be_turned_off_with_the_same_result():
     (a,) = on.run(x)
     (b,) = off.run(x)
     assert relative_error(a, b) < 1e-4
+    fast = stagecraft.Session("squeezenet1_1", winograd="fast", **kw)
+    assert "fast Winograd tiles" in fast.description
+    (c,) = fast.run(x)
+    assert relative_error(c, b) < 1e-4
+    with pytest.raises(stagecraft.UsageError, match="winograd"):
+        stagecraft.Session("squeezenet1_1", winograd="always", **kw)

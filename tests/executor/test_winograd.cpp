@@ -31,12 +31,15 @@ using stagecraft::testing::Model;
 constexpr double kTolerance = 5e-5;
 constexpr size_t kGuardBytes = 256;
 
-Backend& backend(bool winograd) {
-  static std::unique_ptr<Backend> on, off;
-  std::unique_ptr<Backend>& b = winograd ? on : off;
+// The CPU backend with Winograd off, on with its default (accurate) tiles, or on with its fast
+// tiles (the tests of every tile shape use those).
+Backend& backend(bool winograd, bool fast = true) {
+  static std::unique_ptr<Backend> made[3];
+  std::unique_ptr<Backend>& b = made[!winograd ? 0 : fast ? 2 : 1];
   if (!b) {
     BackendConfig config;
     config.winograd = winograd;
+    config.fast_winograd = fast;
     b = make_backend("cpu", config);
   }
   return *b;
@@ -56,14 +59,14 @@ struct WinoRun {
   std::vector<std::string> implementations;  // "label: implementation"
 };
 
-WinoRun run(const Model& m, Layout layout, bool winograd) {
+WinoRun run(const Model& m, Layout layout, bool winograd, bool fast = true) {
   PlanOptions options;
   options.layout = layout;
   options.guard_bytes = kGuardBytes;
   options.reuse_memory = false;
   const scheduler::Schedule s =
       stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-  ExecutionPlan plan(m.graph, s, m.weights, backend(winograd), options);
+  ExecutionPlan plan(m.graph, s, m.weights, backend(winograd, fast), options);
   Executor executor(plan);
   WinoRun r;
   r.outputs = executor.run(stagecraft::testing::inputs_of(m.graph));
@@ -367,6 +370,82 @@ TEST(Winograd, OnlyUngroupedStrideOne3x3ConvolutionsTakeItAndItCanBeTurnedOff) {
   EXPECT_NE(off.find("Winograd convolutions off"), std::string::npos) << off;
   EXPECT_NE(backend(true).device().device_fingerprint(), backend(false).device().device_fingerprint())
       << "profiles measured with and without Winograd kernels must not share a cache";
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
+
+namespace stagecraft::executor {
+namespace {
+
+// The rounding error of each tile on an inception_v4-like layer (192 input channels, 17x17; the
+// largest difference to a direct loop in double, relative to the largest output): the default
+// tiles F(2x2,3x3) and F(2,K) stay within a few times a direct kernel's (about 5e-7 here), the
+// fast ones do not (measured on AMD Zen 4: F(4x4,3x3) 9.7e-6, F(4,7) 5.9e-6, F(2,7) 2.0e-6,
+// F(2x2,3x3) 5.1e-7).
+TEST(WinogradNumerics, DefaultTilesRoundLikeADirectKernelOnADeepLayer) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
+  std::mt19937 rng(11);
+  struct Tile {
+    int kh, kw, tile;
+    bool default_tile;
+  };
+  double worst_default = 0, worst_fast = 0;
+  for (const Tile c : {Tile{3, 3, 2, true}, Tile{1, 7, 2, true}, Tile{7, 1, 2, true}, Tile{1, 3, 2, true},
+                       Tile{1, 5, 2, true}, Tile{3, 3, 4, false}, Tile{1, 7, 4, false}, Tile{1, 3, 6, false}}) {
+    graph::TensorDesc in{graph::Shape{1, 192, 17, 17}, graph::DataType::kF32, Layout::kNChw16c};
+    graph::TensorDesc out{graph::Shape{1, 32, 17, 17}, graph::DataType::kF32, Layout::kNChw16c};
+    cpu::WinogradProblem p;
+    p.src = cpu::host_layout(in);
+    p.dst = cpu::host_layout(out);
+    p.kernel_h = c.kh;
+    p.kernel_w = c.kw;
+    p.pad_top = c.kh / 2;
+    p.pad_left = c.kw / 2;
+    p.tile = c.tile;
+    ASSERT_TRUE(cpu::winograd_supported(p));
+    const double error = kernel_error(p, rng);
+    std::printf("%dx%d F(%d): %.2g\n", c.kh, c.kw, c.tile, error);
+    (c.default_tile ? worst_default : worst_fast) = std::max(c.default_tile ? worst_default : worst_fast, error);
+  }
+  EXPECT_LT(worst_default, 4e-6);
+  EXPECT_GT(worst_fast, 2 * worst_default) << "the fast tiles would not be the less accurate ones";
+}
+
+// The default backend picks F(2x2,3x3) and F(2,K); --fast-winograd the larger tiles.
+TEST(WinogradNumerics, TheDefaultBackendPicksTheAccurateTiles) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
+  networks::NetBuilder b("tiles", 1, 32, 17, 17);
+  networks::ConvSpec line = networks::square_conv(32, 1);
+  line.kernel = {1, 7};
+  line.padding = {0, 3, 0, 3};
+  const graph::ValueId y = b.conv(b.conv(b.input(), networks::square_conv(32, 3, 1, 1), "square"), line, "line");
+  const Model m = stagecraft::testing::model_of(std::move(b).finish({y}), 5);
+  const WinoRun accurate = run(m, Layout::kNChw8c, true, false);
+  const WinoRun fast = run(m, Layout::kNChw8c, true, true);
+  expect_winograd(implementation_of(accurate, "square"), "2x2", "default");
+  expect_winograd(implementation_of(accurate, "line"), "F(1x2,1x7)", "default");
+  expect_winograd(implementation_of(fast, "square"), "4x4", "fast");
+  EXPECT_NE(backend(true, false).device().device_fingerprint(), backend(true, true).device().device_fingerprint())
+      << "profiles measured with the fast tiles would be reused for the accurate ones";
+}
+
+// A deep network (inception_v3: 3x3, 1x7 and 7x1 convolutions throughout) against the reference
+// loops in double: with the default tiles within 2x the error of running every convolution on
+// oneDNN, and no worse than the fast tiles.
+TEST(WinogradNumerics, ADeepNetworkKeepsTheDirectKernelsError) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
+  const Model m = stagecraft::testing::network("inception_v3", 139);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  const auto error = [&](bool winograd, bool fast) {
+    const WinoRun got = run(m, Layout::kNChw8c, winograd, fast);
+    return relative_error(got.outputs[0], want[0]);
+  };
+  const double direct = error(false, false), accurate = error(true, false), fast = error(true, true);
+  std::printf("inception_v3 at 139: direct %.2g, default tiles %.2g, fast tiles %.2g\n", direct, accurate, fast);
+  EXPECT_LT(accurate, 2 * direct + 1e-7);
+  EXPECT_LE(accurate, fast * 1.01);
 }
 
 }  // namespace
