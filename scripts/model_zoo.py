@@ -12,12 +12,15 @@ from one process: the same model as a `stagecraft.Session` (the Python package i
 the plan `run` builds) and the ONNX Runtime session, timed in alternating blocks (per round each
 engine runs once untimed, then `--block` timed runs), medians and their ratio. Timing a fresh
 `stagecraft run` process against a warm ONNX Runtime session measured first-touch memory and this
-VM's slow phases rather than the engines. Transformers (ViT, Swin, MaxViT) are left out.
+VM's slow phases rather than the engines. Transformers (ViT, Swin, MaxViT) are left out unless
+named; `--models vision` is the vision list: every classification CNN, ConvNeXt, ViT, Swin,
+EfficientNetV2, torchvision's segmentation models (`segmentation/NAME`, their "out" map) and timm
+models of the same families (`timm/NAME`).
 
 The script sets up (once) the project's virtual environment with torch, torchvision, onnx,
 onnxscript, onnxruntime and numpy (scripts/common.sh, .venv/) and re-runs itself in it.
 
-Usage: scripts/model_zoo.py [--models a,b,...] [--exporters ts,dynamo] [--iters N]
+Usage: scripts/model_zoo.py [--models a,b,...|vision] [--exporters ts,dynamo] [--iters N]
                             [--schedule sequential|dp] [--out bench/results/model_zoo.md]
 """
 from __future__ import annotations
@@ -54,13 +57,27 @@ FAMILIES = ("alexnet", "vgg", "resnet", "resnext", "wide_resnet", "densenet", "s
             "googlenet", "inception_v3", "mobilenet_v2", "mobilenet_v3", "mnasnet", "shufflenet_v2",
             "efficientnet", "regnet")
 TRANSFORMERS = ("vit_", "swin_", "maxvit")
+# torchvision's segmentation models are named "segmentation/NAME" (their "out" map is compared).
+SEGMENTATION = "segmentation/"
+# The vision list of the vision-models issue: every classification CNN plus these.
+VISION_EXTRA = ["convnext_tiny", "convnext_small", "vit_b_16", "swin_t", "efficientnet_v2_s",
+                "segmentation/fcn_resnet50", "segmentation/deeplabv3_mobilenet_v3_large",
+                "segmentation/lraspp_mobilenet_v3_large",
+                "timm/convnext_nano", "timm/inception_next_tiny", "timm/nf_resnet26", "timm/resnest14d",
+                "timm/skresnet18", "timm/inception_v4", "timm/efficientnetv2_rw_t", "timm/regnety_016",
+                "timm/deit_tiny_patch16_224"]
 
 
 def classification_models(selected: list[str] | None) -> list[str]:
     import torchvision
-    names = torchvision.models.list_models(module=torchvision.models)
-    names = [n for n in names if not n.startswith(TRANSFORMERS)]
+    listed = torchvision.models.list_models(module=torchvision.models)
+    names = [n for n in listed if not n.startswith(TRANSFORMERS)]
+    if selected and "vision" in selected:  # the preset: every CNN and the extra vision models
+        selected = names + VISION_EXTRA + [n for n in selected if n != "vision"]
     if selected:
+        names += [n for n in selected if n in listed and n.startswith(TRANSFORMERS)]
+        segmentation = set(torchvision.models.list_models(module=torchvision.models.segmentation))
+        names += [n for n in selected if n.startswith(SEGMENTATION) and n[len(SEGMENTATION):] in segmentation]
         timm_names = [n for n in selected if n.startswith(TIMM)]
         if timm_names:
             import timm
@@ -92,6 +109,19 @@ def calibrated_model(name: str, size: int):
     if name.startswith(TIMM):
         import timm
         model = timm.create_model(name[len(TIMM):], pretrained=False)
+    elif name.startswith(SEGMENTATION):
+        inner = getattr(torchvision.models.segmentation, name[len(SEGMENTATION):])(
+            weights=None, weights_backbone=None, aux_loss=False)
+
+        class OutMap(torch.nn.Module):  # the segmentation map alone (the models return a dict)
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, x):
+                return self.m(x)["out"]
+
+        model = OutMap(inner)
     else:
         kwargs = {"weights": None}
         if name in ("googlenet", "inception_v3"):
@@ -197,7 +227,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", help="comma-separated torchvision model names (default: all CNNs); "
-                                    "timm/NAME for a model of the timm library")
+                                    "timm/NAME for a model of the timm library, segmentation/NAME "
+                                    "for torchvision's segmentation models; 'vision' for the vision list")
     p.add_argument("--exporters", default="ts,dynamo", help="ts, dynamo or both (default both)")
     p.add_argument("--iters", type=int, default=20,
                    help="timed runs per engine (default 20), in rounds of --block")
@@ -246,6 +277,8 @@ def main() -> int:
     for name in names:
         size = input_size(name)
         family = next((f for f in FAMILIES if name.startswith(f)), "other")
+        if name.startswith(TRANSFORMERS) or name.startswith(("convnext", SEGMENTATION)):
+            family = "transformer" if name.startswith(TRANSFORMERS) else "vision"
         try:
             model = calibrated_model(name, size)
         except Exception as e:  # noqa: BLE001 - reported in the table

@@ -39,6 +39,16 @@ std::unique_ptr<Kernel> batch_norm(const KernelSpec& spec, BuildContext& ctx) {
   });
 }
 
+std::unique_ptr<Kernel> layer_norm(const KernelSpec& spec, BuildContext& ctx) {
+  const DeviceFloats gamma(*ctx.device, spec.weights->gamma), beta(*ctx.device, spec.weights->beta);
+  const auto eps = static_cast<float>(std::get<graph::LayerNormAttrs>(spec.attrs).eps);
+  const Elem e = elem_of(spec.srcs[0].dtype);
+  const Dims4 d = dims_of(spec.srcs[0]);
+  return std::make_unique<FnKernel>("own layer norm", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+    launch_layer_norm(e, srcs[0].data, dsts[0].data, gamma.get(), beta.get(), eps, d, s.get());
+  });
+}
+
 std::unique_ptr<Kernel> add(const KernelSpec& spec) {
   const Act act = act_of(std::get<graph::AddAttrs>(spec.attrs).activation);
   const int64_t n = spec.dsts[0].shape.numel();
@@ -76,6 +86,9 @@ std::unique_ptr<Kernel> add(const KernelSpec& spec) {
 
 Support check(const KernelSpec& spec) {
   if (Support s = one_layout(spec); !s.runnable()) return s;
+  if (spec.kind == OpKind::kLayerNorm && graph::is_int8(spec.srcs[0].dtype)) {
+    return Support::unsupported(SupportReason::kDataType, "layer_norm runs in f32 or f16: dequantise its input first");
+  }
   if (spec.kind == OpKind::kSoftmax && spec.srcs[0].shape.rank() != 2) {
     return Support::unsupported(SupportReason::kAttributes,
                                 "the own softmax runs over the features of N x C tensors only");
@@ -114,6 +127,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
     }
     case OpKind::kBatchNorm:
       return batch_norm(spec, ctx);
+    case OpKind::kLayerNorm:
+      return layer_norm(spec, ctx);
     case OpKind::kAdd:
       return add(spec);
     case OpKind::kSoftmax: {
@@ -133,7 +148,7 @@ const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kHardSigmoid,
                                    OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh,
                                    OpKind::kLeakyRelu, OpKind::kScale,
-                                   OpKind::kBatchNorm, OpKind::kAdd, OpKind::kSoftmax},
+                                   OpKind::kBatchNorm, OpKind::kLayerNorm, OpKind::kAdd, OpKind::kSoftmax},
                                   check,
                                   build};
 

@@ -128,6 +128,27 @@ __global__ void scale_shift_pack_kernel(const Pack4<T>* x, Pack4<T>* y, const fl
   }
 }
 
+// Layer normalisation over the channels of each pixel: one thread per (image, pixel), two passes
+// over the channels (mean, then centred squares), then the output.
+template <class T>
+__global__ void layer_norm_kernel(const T* x, T* y, const float* gamma, const float* beta, float eps, Dims4 d) {
+  GRID_LOOP(i, d.n * d.h * d.w) {
+    const int64_t n = i / (d.h * d.w), p = i % (d.h * d.w), h = p / d.w, w = p % d.w;
+    float mean = 0.f, var = 0.f;
+    for (int64_t c = 0; c < d.c; ++c) mean += load(x, offset(d, n, c, h, w));
+    mean /= static_cast<float>(d.c);
+    for (int64_t c = 0; c < d.c; ++c) {
+      const float v = load(x, offset(d, n, c, h, w)) - mean;
+      var += v * v;
+    }
+    const float inv = rsqrtf(var / static_cast<float>(d.c) + eps);
+    for (int64_t c = 0; c < d.c; ++c) {
+      const int64_t at = offset(d, n, c, h, w);
+      store(y, at, (load(x, at) - mean) * inv * gamma[c] + beta[c]);
+    }
+  }
+}
+
 template <class T>
 struct AddInputs {
   const T* p[kMaxAddInputs];
@@ -479,6 +500,12 @@ void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, 
 void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, const float* shift,
                         const Dims4& d, cudaStream_t s) {
   DISPATCH(e, scale_shift_typed(static_cast<const T*>(x), static_cast<T*>(y), scale, shift, d, s));
+}
+
+void launch_layer_norm(Elem e, const void* x, void* y, const float* gamma, const float* beta, float eps,
+                       const Dims4& d, cudaStream_t s) {
+  DISPATCH(e, (layer_norm_kernel<T><<<blocks_for(d.n * d.h * d.w), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, eps, d)));
 }
 
 void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out,

@@ -30,6 +30,9 @@ void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaS
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
                 float relu6_max, cudaStream_t s);
 /// y = x * scale[c] + shift[c] (inference batch norm).
+/// y = layer normalisation of x over the channels of each pixel, times gamma plus beta (per channel).
+void launch_layer_norm(Elem e, const void* x, void* y, const float* gamma, const float* beta, float eps,
+                       const Dims4& d, cudaStream_t s);
 void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, const float* shift,
                         const Dims4& d, cudaStream_t s);
 /// 2-D pooling with PyTorch's semantics from `in` into `out` (same layout).

@@ -49,7 +49,8 @@ extern const OpFamily kConvolutionFamily;   // conv2d (f32, f16; int8 in conv_in
 extern const OpFamily kLinearFamily;        // linear
 extern const OpFamily kPoolingFamily;       // max_pool, avg_pool, global_avg_pool, global_max_pool
 extern const OpFamily kElementwiseFamily;   // relu, relu6, sigmoid, hard_sigmoid, hard_swish, silu,
-                                            // leaky_relu, scale, batch_norm, add, softmax
+                                            // gelu, gelu_tanh, leaky_relu, scale, batch_norm,
+                                            // layer_norm, add, softmax
 extern const OpFamily kBinaryFamily;        // binary (broadcasting add/sub/mul/div, constants)
 extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten,
                                             // reshape, channel_shuffle

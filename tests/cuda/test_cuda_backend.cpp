@@ -237,6 +237,17 @@ TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
   expect_both_runs_close(r, want7, want8, kF16Tolerance, "f16 nhwc dp");
 }
 
+// Layer normalisation over channels and GELU (both forms, fused and alone) against the CPU.
+TEST(CudaBackend, LayerNormAndGeluMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::channel_norms_graph(2, 20), 5);
+  const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
+  for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
+    expect_graph_and_stream_match(m, seq, layout, want7, want8, kF32Tolerance, "norms");
+  }
+}
+
 // Runs one f32 kernel on the GPU: sources uploaded, destination 0 downloaded.
 std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
   auto kernel = gpu().create_kernel(spec);

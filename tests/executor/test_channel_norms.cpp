@@ -5,7 +5,6 @@
 
 #include "executor/executor.h"
 #include "graph/passes.h"
-#include "networks/builder.h"
 #include "reference.h"
 #include "support/models.h"
 
@@ -14,27 +13,10 @@ namespace {
 
 using graph::Layout;
 using graph::OpKind;
-using networks::NetBuilder;
-
-// conv -> layer_norm -> gelu -> conv -> gelu_tanh -> pool -> flatten -> layer_norm (features).
-graph::Graph norm_graph(int64_t channels) {
-  NetBuilder b("norms", 2, 3, 7, 5);
-  auto c = b.conv(b.input(), networks::square_conv(channels, 3, 1, 1, true), "c1");
-  graph::LayerNormAttrs ln;
-  ln.eps = 1e-6;
-  auto n = b.op("ln", OpKind::kLayerNorm, ln, {c});
-  auto g = b.op("gelu", OpKind::kGelu, graph::NoAttrs{}, {n});
-  auto c2 = b.conv(g, networks::square_conv(channels, 1), "c2");
-  auto t = b.op("gelu_tanh", OpKind::kGeluTanh, graph::NoAttrs{}, {c2});
-  graph::ReshapeAttrs flat;
-  flat.dims = {channels};
-  auto f = b.op("flat", OpKind::kReshape, flat, {b.global_avg_pool(t, "pool")});
-  return std::move(b).finish({b.op("ln_features", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {f}), n});
-}
 
 TEST(ChannelNorms, LayerNormAndGeluMatchTheReferenceInEveryLayout) {
   for (int64_t channels : {20, 32}) {
-    const graph::Graph raw = norm_graph(channels);
+    const graph::Graph raw = stagecraft::testing::channel_norms_graph(2, channels);
     const stagecraft::testing::Model m = stagecraft::testing::model_of(raw, 5);
     // The GELU after the convolution fuses into it (a oneDNN post-op); the one after the layer
     // norm runs alone.

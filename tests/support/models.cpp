@@ -113,6 +113,23 @@ graph::Graph dense_block_graph(int64_t batch, int64_t stem, int64_t growth, int 
   return std::move(b).finish({b.avg_pool(t, 2, 2, 0, true, false, "transition/pool"), second_cat});
 }
 
+// conv -> layer_norm -> gelu -> conv -> gelu_tanh -> pool -> flatten -> layer_norm (features).
+graph::Graph channel_norms_graph(int64_t batch, int64_t channels) {
+  using graph::OpKind;
+  NetBuilder b("norms", batch, 3, 7, 5);
+  auto c = b.conv(b.input(), square_conv(channels, 3, 1, 1, true), "c1");
+  graph::LayerNormAttrs ln;
+  ln.eps = 1e-6;
+  auto n = b.op("ln", OpKind::kLayerNorm, ln, {c});
+  auto g = b.op("gelu", OpKind::kGelu, graph::NoAttrs{}, {n});
+  auto c2 = b.conv(g, square_conv(channels, 1), "c2");
+  auto t = b.op("gelu_tanh", OpKind::kGeluTanh, graph::NoAttrs{}, {c2});
+  graph::ReshapeAttrs flat;
+  flat.dims = {channels};
+  auto f = b.op("flat", OpKind::kReshape, flat, {b.global_avg_pool(t, "pool")});
+  return std::move(b).finish({b.op("ln_features", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {f}), n});
+}
+
 graph::Graph modern_ops_graph(int64_t batch, int64_t width) {
   using graph::BinaryAttrs;
   using graph::BinaryOp;

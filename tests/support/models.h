@@ -52,6 +52,10 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 /// reshape to N×C.
 graph::Graph modern_ops_graph(int64_t batch, int64_t width);
 
+/// conv -> layer_norm -> gelu -> conv (GELU tanh fused) -> pool -> flatten -> layer_norm over
+/// features; the first layer norm is an output too.
+graph::Graph channel_norms_graph(int64_t batch, int64_t channels);
+
 /// A pre-activation dense block (DenseNet): layer i reads the concatenation of the stem and every
 /// earlier layer's output through batch norm + ReLU, so the concatenations cat(f0, f1),
 /// cat(f0, f1, f2), ... grow one part at a time; a transition (BN, ReLU, 1x1 conv, average pool)
