@@ -298,6 +298,18 @@ struct LayerNormAttrs {
   bool operator==(const LayerNormAttrs&) const = default;
 };
 
+/// Space to depth (ONNX SpaceToDepth, TResNet's stem): each block x block patch of pixels becomes
+/// channels; output channel (bh · block + bw) · C + c at (y, x) is input channel c at
+/// (y · block + bh, x · block + bw). H and W must be multiples of the block.
+struct SpaceToDepthAttrs {
+  int64_t block = 2;  ///< patch side
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("block", a.block, FieldRule::kRequired);
+  }
+  bool operator==(const SpaceToDepthAttrs&) const = default;
+};
+
 /// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
 /// not): per-channel scales, squeeze-and-excitation gates. With `constant` set, b is not an input
 /// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
@@ -397,7 +409,8 @@ struct ChannelShuffleAttrs {
   X(kResize, "resize", ResizeAttrs)                    \
   X(kGelu, "gelu", NoAttrs)                            \
   X(kGeluTanh, "gelu_tanh", NoAttrs)                   \
-  X(kLayerNorm, "layer_norm", LayerNormAttrs)
+  X(kLayerNorm, "layer_norm", LayerNormAttrs)          \
+  X(kSpaceToDepth, "space_to_depth", SpaceToDepthAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -410,7 +423,7 @@ enum class OpKind : uint8_t {
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
-                             LeakyReluAttrs, ResizeAttrs, LayerNormAttrs>;
+                             LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

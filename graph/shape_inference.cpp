@@ -287,6 +287,17 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                     cat("groups ", g, " must divide the ", out[0].shape[1], " channels"));
       return out;
     }
+    case OpKind::kSpaceToDepth: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const int64_t b = op.attrs_as<SpaceToDepthAttrs>().block;
+      const Shape& s = inputs[0].shape;
+      check.require(b >= 1 && s[2] % b == 0 && s[3] % b == 0,
+                    cat("the block (", b, ") must divide H and W (", s[2], "x", s[3], ")"));
+      TensorDesc out = inputs[0];
+      out.shape = Shape{s[0], s[1] * b * b, s[2] / b, s[3] / b};
+      return {out};
+    }
     case OpKind::kResize: {
       check.arity(inputs, 1, 1);
       check.rank(inputs[0], 4);

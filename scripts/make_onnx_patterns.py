@@ -294,7 +294,18 @@ def modules():
             a = torch.softmax(self.fc2(F.relu(self.fc1(s))).view(x.shape[0], 2, C, 1, 1), dim=1)
             return (paths * a).sum(1)
 
+    class SpaceToDepthStem(nn.Module):  # tresnet: 4x4 space-to-depth as reshape/permute/reshape
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(48, C, 3, 1, 1)
+
+        def forward(self, x):
+            n, c, h, w = x.shape
+            x = x.view(n, c, h // 4, 4, w // 4, 4).permute(0, 3, 5, 1, 2, 4).contiguous()
+            return F.relu(self.conv(x.view(n, c * 16, h // 4, w // 4)))
+
     return {
+        "space_to_depth": (SpaceToDepthStem(), (2, 3, 16, 12)),
         "split_attention": (SplitAttention(), (2, 3, 7, 7)),
         "selective_kernel": (SelectiveKernel(), (2, 3, 7, 7)),
         "weight_standardisation": (StdConv(), (1, 3, 7, 7)),

@@ -49,5 +49,6 @@ extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, p
                                             // channel_shuffle
 extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
+extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
 
 }  // namespace stagecraft::executor::cpu

@@ -318,6 +318,9 @@ class Exporter {
       case OpKind::kGeluTanh:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
+      case OpKind::kSpaceToDepth:
+        integer(node("SpaceToDepth", op.name, in, {out}), "blocksize", op.attrs_as<SpaceToDepthAttrs>().block);
+        return;
       case OpKind::kLayerNorm: {  // over the last axis: channels-last around it for rank 4
         const auto& w = weights_of(op);
         const auto c = static_cast<int64_t>(w.gamma.size());

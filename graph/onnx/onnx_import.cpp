@@ -294,6 +294,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
     slice(node);
   } else if (t == "Resize") {
     resize(node);
+  } else if (t == "SpaceToDepth") {
+    SpaceToDepthAttrs a;
+    a.block = attr_int(node, "blocksize", 0);
+    define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
   } else if (t == "Gelu") {
     gelu(node);
   } else if (t == "LayerNormalization") {

@@ -37,6 +37,18 @@ void Importer::reshape_to(const onnx::NodeProto& node, const PendingView& x, std
     fail(node, cat("reshape of [", join(x.shape, ", "), "] to [", join(target, ", "),
                    "] changes the element count"));
   }
+  if (x.space_to_depth > 0) {  // the end of a space-to-depth
+    const Shape& s = shape(x.base);
+    const int64_t b = x.space_to_depth;
+    if (Shape(target) != Shape{s[0], s[1] * b * b, s[2] / b, s[3] / b}) {
+      fail(node, cat("a space-to-depth must reshape to [N, C*", b * b, ", H/", b, ", W/", b, "], got [",
+                     join(target, ", "), "]"));
+    }
+    SpaceToDepthAttrs a;
+    a.block = b;
+    define(node, 0, add(node, OpKind::kSpaceToDepth, a, {x.base}));
+    return;
+  }
   if (x.shuffle_groups > 0) {  // the end of a channel shuffle
     if (Shape(target) != base) {
       fail(node, cat("a channel shuffle must reshape back to ", base.to_string(), ", got [",
@@ -85,7 +97,17 @@ void Importer::transpose(const onnx::NodeProto& node) {
     return;
   }
   // A permutation that keeps the order of the dimensions larger than 1 moves no element: a reshape.
-  if (perm.size() == x.shape.size() && x.shuffle_groups == 0 && !x.channels_last) {
+  // Reshape(N, C, H/b, b, W/b, b) -> Transpose(0, 3, 5, 1, 2, 4): a space-to-depth (TResNet).
+  if (perm == std::vector<int64_t>{0, 3, 5, 1, 2, 4} && x.space_to_depth == 0 && x.shuffle_groups == 0 &&
+      !x.channels_last && base.rank() == 4 && x.shape.size() == 6 && x.shape[3] == x.shape[5] &&
+      x.shape[0] == base[0] && x.shape[1] == base[1] && x.shape[2] * x.shape[3] == base[2] &&
+      x.shape[4] * x.shape[5] == base[3]) {
+    PendingView v{x.base, {x.shape[0], x.shape[3], x.shape[5], x.shape[1], x.shape[2], x.shape[4]}, 0};
+    v.space_to_depth = x.shape[3];
+    pending_views_[node.output(0)] = v;
+    return;
+  }
+  if (perm.size() == x.shape.size() && x.shuffle_groups == 0 && !x.channels_last && x.space_to_depth == 0) {
     std::vector<int64_t> moved, target;
     for (size_t i = 0; i < perm.size(); ++i) {
       const int64_t d = x.shape[static_cast<size_t>(perm[i])];
@@ -99,7 +121,9 @@ void Importer::transpose(const onnx::NodeProto& node) {
                        x.shape[1] * x.shape[2] == base[1] && x.shape[3] == base[2] &&
                        x.shape[4] == base[3];
   if (!shuffle) {
-    fail(node, cat("only Transpose(0, 2, 3, 1) of a 4-D tensor (a channels-last view) and the "
+    fail(node, cat("only Transpose(0, 2, 3, 1) of a 4-D tensor (a channels-last view), "
+                   "Transpose(0, 3, 5, 1, 2, 4) of a space-to-depth's 6-D view, a transpose moving only "
+                   "dimensions of size 1, and the "
                    "Transpose(0, 2, 1, 3, 4) of a channel shuffle's 5-D view are supported "
                    "(perm [", join(perm, ", "), "] of [", join(x.shape, ", "), "])"));
   }

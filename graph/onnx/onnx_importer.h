@@ -45,6 +45,9 @@ class Importer {
     int64_t shuffle_groups = 0;
     /// The elements of `base` [N, C, H, W] in the order [N, H, W, C] (Transpose(0, 2, 3, 1)).
     bool channels_last = false;
+    /// > 0: the elements of `base` [N, C, H, W] seen as [N, b, b, C, H/b, W/b] (the transpose of
+    /// a space-to-depth, b = this block), until the reshape to [N, C·b·b, H/b, W/b].
+    int64_t space_to_depth = 0;
   };
 
  private:

@@ -559,6 +559,20 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
+    case OpKind::kSpaceToDepth: {
+      const int64_t b = op.attrs_as<graph::SpaceToDepthAttrs>().block;
+      const Nchw in(x.shape);
+      HostTensor y = zeros(Shape{in.n, in.c * b * b, in.h / b, in.w / b});
+      const Nchw out(y.shape);
+      for (int64_t n = 0; n < out.n; ++n)
+        for (int64_t oc = 0; oc < out.c; ++oc)
+          for (int64_t r = 0; r < out.h; ++r)
+            for (int64_t col = 0; col < out.w; ++col) {
+              const int64_t patch = oc / in.c, c = oc % in.c;
+              y.data[out.at(n, oc, r, col)] = x.data[in.at(n, c, r * b + patch / b, col * b + patch % b)];
+            }
+      return {y};
+    }
     case OpKind::kLayerNorm:
       return {layer_norm(x, op.attrs_as<graph::LayerNormAttrs>(), weights_of(weights, op))};
     case OpKind::kBinary:
