@@ -225,10 +225,14 @@ struct SliceAttrs {
 struct PadAttrs {
   Pads pads;          ///< amount per side
   double value = 0;   ///< fill value
+  /// Mirror the pixels next to the edge instead of filling (ONNX mode "reflect": row -1 is row 1);
+  /// pads must then be >= 0 and smaller than the side they extend.
+  bool reflect = false;
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("pads", a.pads, FieldRule::kRequired);
     v("value", a.value, FieldRule::kOptional);
+    v("reflect", a.reflect, FieldRule::kOptional);
   }
   bool operator==(const PadAttrs&) const = default;
 };

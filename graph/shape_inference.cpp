@@ -351,6 +351,12 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       check.rank(inputs[0], 4);
       const auto& p = op.attrs_as<PadAttrs>().pads;
       Shape s = inputs[0].shape;
+      if (op.attrs_as<PadAttrs>().reflect) {
+        check.require(std::min({p.top, p.bottom, p.left, p.right}) >= 0 &&
+                          std::max(p.top, p.bottom) < s[2] && std::max(p.left, p.right) < s[3],
+                      cat("reflect padding must be >= 0 and smaller than the side it extends (",
+                          s.to_string(), ")"));
+      }
       s[2] += p.top + p.bottom;
       s[3] += p.left + p.right;
       check.require(s[2] >= 1 && s[3] >= 1,

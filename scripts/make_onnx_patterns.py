@@ -304,7 +304,19 @@ def modules():
             x = x.view(n, c, h // 4, 4, w // 4, 4).permute(0, 3, 5, 1, 2, 4).contiguous()
             return F.relu(self.conv(x.view(n, c * 16, h // 4, w // 4)))
 
+    class ReflectPad(nn.Module):  # tresnet's anti-aliasing blur: reflect padding, depthwise blur
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, 1, 1)
+            self.blur = nn.Conv2d(C, C, 3, 2, 0, groups=C, bias=False)
+            self.down = nn.Conv2d(C, C, 2, 2, 0, groups=C, bias=False)
+
+        def forward(self, x):  # asymmetric padding on the second path
+            x = F.relu(self.conv(x))
+            return self.blur(F.pad(x, (1, 1, 1, 1), mode="reflect")) + self.down(F.pad(x, (0, 1, 1, 0), mode="reflect"))
+
     return {
+        "reflect_pad": (ReflectPad(), (2, 3, 9, 9)),
         "space_to_depth": (SpaceToDepthStem(), (2, 3, 16, 12)),
         "split_attention": (SplitAttention(), (2, 3, 7, 7)),
         "selective_kernel": (SelectiveKernel(), (2, 3, 7, 7)),

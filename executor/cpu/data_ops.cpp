@@ -205,6 +205,7 @@ dnnl::shuffle_forward::primitive_desc shuffle_pd(const KernelSpec& spec, const D
 KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   switch (spec.kind) {
     case OpKind::kPad:
+      if (std::get<graph::PadAttrs>(spec.attrs).reflect) return check_reflect_pad(spec, ctx);
       if (std::get<graph::PadAttrs>(spec.attrs).value != 0 && spec.dsts[0].dtype != graph::DataType::kF32) {
         return Support::unsupported(SupportReason::kAttributes,
                                     "quantised padding with a value other than 0 is not supported");
@@ -244,6 +245,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
     case OpKind::kSlice:
       return build_split(k, spec, ctx);
     case OpKind::kPad:
+      if (std::get<graph::PadAttrs>(spec.attrs).reflect) return add_reflect_pad(k, spec);
       return build_pad(k, spec, ctx);
     case OpKind::kReshape:
       return build_reshape(k, spec, ctx);

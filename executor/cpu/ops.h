@@ -51,4 +51,9 @@ extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
 
+/// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
+/// movement family's pad: its description and its build.
+KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext& ctx);
+std::string add_reflect_pad(DnnlKernel& kernel, const KernelSpec& spec);
+
 }  // namespace stagecraft::executor::cpu

@@ -37,6 +37,9 @@ std::unique_ptr<Kernel> make_copy(const TensorDesc& src, const TensorDesc& dst) 
 namespace {
 
 Support check(const KernelSpec& spec) {
+  if (spec.kind == OpKind::kPad && std::get<graph::PadAttrs>(spec.attrs).reflect) {
+    return Support::unsupported(SupportReason::kAttributes, "reflect padding runs on the CPU backend only");
+  }
   if (spec.kind == OpKind::kReshape) {
     for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
       if (d->shape.rank() != 2 && d->shape.rank() != 4) {

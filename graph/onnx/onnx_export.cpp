@@ -282,6 +282,10 @@ class Exporter {
       case OpKind::kPad: {
         const auto& a = op.attrs_as<PadAttrs>();
         in.push_back(int64s(op.name + "/pads", {0, 0, a.pads.top, a.pads.left, 0, 0, a.pads.bottom, a.pads.right}));
+        if (a.reflect) {
+          text(node("Pad", op.name, in, {out}), "mode", "reflect");
+          return;
+        }
         in.push_back(floats(op.name + "/value", {static_cast<float>(a.value)}, {}));
         node("Pad", op.name, in, {out});
         return;

@@ -334,7 +334,9 @@ void Importer::softmax(const onnx::NodeProto& node) {
 void Importer::pad(const onnx::NodeProto& node) {
   const ValueId x = input(node, 0);
   const std::string mode = attr_string(node, "mode");
-  if (!mode.empty() && mode != "constant") fail(node, cat("mode '", mode, "' is not supported"));
+  if (!mode.empty() && mode != "constant" && mode != "reflect") {
+    fail(node, cat("mode '", mode, "' is not supported (constant and reflect are)"));
+  }
   std::vector<int64_t> p;
   float value = 0;
   if (opset_ >= 11) {
@@ -357,6 +359,13 @@ void Importer::pad(const onnx::NodeProto& node) {
     fail(node, "only padding of H and W of a 4-D tensor is supported");
   }
   const Pads pads{p[2], p[3], p[6], p[7]};
+  if (mode == "reflect") {
+    PadAttrs a;
+    a.pads = pads;
+    a.reflect = true;
+    define(node, 0, add(node, OpKind::kPad, a, {x}));
+    return;
+  }
   const auto& kinds = reader_kinds(node);
   const bool only = kinds.size() == 1 && non_negative(pads);
   if (only && value == 0.0f && *kinds.begin() == "Conv") {

@@ -540,6 +540,19 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     }
     case OpKind::kPad: {
       const auto& a = op.attrs_as<graph::PadAttrs>();
+      if (a.reflect) {
+        const Nchw in(x.shape);
+        HostTensor y = zeros(Shape{in.n, in.c, in.h + a.pads.top + a.pads.bottom, in.w + a.pads.left + a.pads.right});
+        const Nchw out(y.shape);
+        const auto mirror = [](int64_t i, int64_t size) { return i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i; };
+        for (int64_t n = 0; n < out.n; ++n)
+          for (int64_t c = 0; c < out.c; ++c)
+            for (int64_t r = 0; r < out.h; ++r)
+              for (int64_t col = 0; col < out.w; ++col)
+                y.data[out.at(n, c, r, col)] =
+                    x.data[in.at(n, c, mirror(r - a.pads.top, in.h), mirror(col - a.pads.left, in.w))];
+        return {y};
+      }
       return {pad_constant(x, a.pads, static_cast<float>(a.value))};
     }
     case OpKind::kFlatten:

@@ -109,6 +109,37 @@ TEST(Onnx, ModernOpKindsRoundTripAndRunTheSame) {
   }
 }
 
+// The vision ops (reflect padding, space to depth, layer normalisation over channels and features,
+// GELU in both forms) export as ONNX Runtime reads them (Pad mode reflect, SpaceToDepth,
+// Transpose-LayerNormalization-Transpose, GELU's decompositions) and import back to the same ops
+// and outputs.
+TEST(Onnx, VisionOpsRoundTripAndRunTheSame) {
+  networks::NetBuilder b("vision_ops", 2, 3, 8, 12);
+  graph::PadAttrs pad;
+  pad.pads = {1, 2, 1, 0};
+  pad.reflect = true;
+  graph::SpaceToDepthAttrs s2d;
+  s2d.block = 2;
+  auto p = b.op("reflect", OpKind::kPad, pad, {b.input()});
+  auto s = b.op("s2d", OpKind::kSpaceToDepth, s2d, {p});
+  auto n = b.op("ln", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {b.conv(s, networks::square_conv(16, 3, 1, 1), "c")});
+  auto g = b.op("gelu", OpKind::kGelu, graph::NoAttrs{}, {n});
+  auto t = b.op("gelu_tanh", OpKind::kGeluTanh, graph::NoAttrs{}, {b.conv(g, networks::square_conv(16, 1), "c2")});
+  const Graph raw = std::move(b).finish({t});
+  const Graph norms = stagecraft::testing::channel_norms_graph(2, 12);
+  for (const Graph* graph : {&raw, &norms}) {
+    const WeightStore w = random_weights(*graph, 4);
+    const OnnxModel back = import_onnx_bytes(export_onnx_bytes(*graph, w), graph->name(), {});
+    for (OpKind kind : {OpKind::kPad, OpKind::kSpaceToDepth, OpKind::kLayerNorm, OpKind::kGelu, OpKind::kGeluTanh}) {
+      EXPECT_EQ(count_ops(back.graph, kind), count_ops(*graph, kind)) << graph->name() << " " << to_string(kind);
+    }
+    const auto want = run_cpu(Model{*graph, w});
+    const auto got = run_cpu(Model{back.graph, back.weights});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5) << graph->name();
+  }
+}
+
 // ---- Malformed and unsupported models ----------------------------------------------------------
 
 onnx::ModelProto squeeze_model() {
