@@ -32,6 +32,24 @@ struct HostLayout {
   int64_t group_stride() const { return layout == graph::Layout::kNCHW ? pixels : pixels * group(); }
 };
 
+/// Calls fn(n, c, plane) for every image n and real channel c of `dst` (plane: the channel's
+/// first element in `out`; its pixels pixel_stride apart), spread over the OpenMP threads; the
+/// padding lanes of a blocked layout are zeroed instead.
+template <class F>
+void for_each_plane(const HostLayout& dst, float* out, F&& fn) {
+  const int64_t planes = dst.images * dst.padded_channels;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < planes; ++t) {
+    const int64_t n = t / dst.padded_channels, c = t % dst.padded_channels;
+    float* o = out + n * dst.batch_stride + dst.channel_offset(c);
+    if (c >= dst.channels) {
+      for (int64_t p = 0; p < dst.pixels; ++p) o[p * dst.pixel_stride] = 0.0f;
+      continue;
+    }
+    fn(n, c, o);
+  }
+}
+
 /// Whether our host kernels know the layout (nchw, nhwc, nChw8c, nChw16c).
 inline bool host_layout_known(graph::Layout l) {
   return l == graph::Layout::kNCHW || l == graph::Layout::kNHWC || l == graph::Layout::kNChw8c ||

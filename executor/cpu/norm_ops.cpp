@@ -88,22 +88,8 @@ void run_layer_norm(const LayerNorm& ln, const float* in, float* out) {
   }
 }
 
-bool known(const graph::TensorDesc& d) {
-  return d.shape.rank() == 2 ? d.layout == graph::Layout::kNC : host_layout_known(d.layout);
-}
-
 KernelDesc check(const KernelSpec& spec, DnnlContext&) {
-  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
-  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
-    return Support::unsupported(SupportReason::kDataType,
-                                "layer_norm runs in f32 only: dequantise its input first");
-  }
-  if (!known(in) || !known(out)) {
-    return Support::unsupported(SupportReason::kLayout,
-                                cat("layer_norm reads and writes nc, nchw, nhwc, nChw8c or nChw16c, not ",
-                                    graph::to_string(in.layout), " -> ", graph::to_string(out.layout)));
-  }
-  return described("layer_norm host", "", 0);
+  return host_kernel_desc(spec, "layer_norm host", /*rank2=*/true);
 }
 
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {

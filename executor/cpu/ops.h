@@ -36,6 +36,11 @@ struct OpFamily {
   std::string (*build)(DnnlKernel& kernel, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx);
 };
 
+/// Whether our f32 host kernels (resize, layer norm, space to depth, reflect padding) run `spec`:
+/// f32 in and out, in layouts they know (nchw, nhwc, nChw8c, nChw16c; nc for rank 2 where
+/// `rank2` allows it); the description `impl` with no workspace, or why not.
+KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, bool rank2 = false);
+
 /// The family that builds `kind`.
 const OpFamily& family_of(graph::OpKind kind);
 

@@ -17,16 +17,8 @@ struct SpaceToDepth {
 };
 
 void run_space_to_depth(const SpaceToDepth& r, const float* in, float* out) {
-  const int64_t planes = r.dst.images * r.dst.padded_channels, c_in = r.src.channels;
-  const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < planes; ++t) {
-    const int64_t n = t / r.dst.padded_channels, oc = t % r.dst.padded_channels;
-    float* o = out + n * r.dst.batch_stride + r.dst.channel_offset(oc);
-    if (oc >= r.dst.channels) {  // the padding lanes of a blocked destination
-      for (int64_t p = 0; p < r.dst.pixels; ++p) o[p * dps] = 0.0f;
-      continue;
-    }
+  const int64_t c_in = r.src.channels, sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
+  for_each_plane(r.dst, out, [&](int64_t n, int64_t oc, float* o) {
     const int64_t patch = oc / c_in, c = oc % c_in, bh = patch / r.block, bw = patch % r.block;
     const float* i = in + n * r.src.batch_stride + r.src.channel_offset(c);
     for (int64_t y = 0; y < r.dst.height; ++y) {
@@ -34,7 +26,7 @@ void run_space_to_depth(const SpaceToDepth& r, const float* in, float* out) {
       float* orow = o + y * r.dst.width * dps;
       for (int64_t x = 0; x < r.dst.width; ++x) orow[x * dps] = row[x * r.block * sps];
     }
-  }
+  });
 }
 
 // Reflect padding: per output pixel, the mirrored source pixel.
@@ -44,37 +36,20 @@ struct ReflectPad {
 };
 
 void run_reflect_pad(const ReflectPad& r, const float* in, float* out) {
-  const int64_t planes = r.dst.images * r.dst.padded_channels;
   const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
   const auto mirror = [](int64_t i, int64_t size) { return i < 0 ? -i : i >= size ? 2 * (size - 1) - i : i; };
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < planes; ++t) {
-    const int64_t n = t / r.dst.padded_channels, c = t % r.dst.padded_channels;
-    float* o = out + n * r.dst.batch_stride + r.dst.channel_offset(c);
-    if (c >= r.dst.channels) {
-      for (int64_t p = 0; p < r.dst.pixels; ++p) o[p * dps] = 0.0f;
-      continue;
-    }
+  for_each_plane(r.dst, out, [&](int64_t n, int64_t c, float* o) {
     const float* i = in + n * r.src.batch_stride + r.src.channel_offset(c);
     for (int64_t y = 0; y < r.dst.height; ++y) {
       const float* row = i + mirror(y - r.top, r.src.height) * r.src.width * sps;
       float* orow = o + y * r.dst.width * dps;
       for (int64_t x = 0; x < r.dst.width; ++x) orow[x * dps] = row[mirror(x - r.left, r.src.width) * sps];
     }
-  }
+  });
 }
 
 KernelDesc check(const KernelSpec& spec, DnnlContext&) {
-  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
-  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
-    return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32 only"));
-  }
-  if (!host_layout_known(in.layout) || !host_layout_known(out.layout)) {
-    return Support::unsupported(SupportReason::kLayout,
-                                cat(graph::to_string(spec.kind), " reads and writes nchw, nhwc, nChw8c or nChw16c, not ",
-                                    graph::to_string(in.layout), " -> ", graph::to_string(out.layout)));
-  }
-  return described("space_to_depth host", "", 0);
+  return host_kernel_desc(spec, "space_to_depth host");
 }
 
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
@@ -90,9 +65,26 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
 
 }  // namespace
 
-KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext& ctx) {
-  const KernelDesc d = check(spec, ctx);
-  return d.runnable() ? described("reflect pad host", "", 0) : d;
+KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext&) {
+  return host_kernel_desc(spec, "reflect pad host");
+}
+
+KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, bool rank2) {
+  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
+  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
+    return Support::unsupported(SupportReason::kDataType,
+                                cat(graph::to_string(spec.kind), " runs in f32 only: dequantise its input first"));
+  }
+  const auto known = [&](const graph::TensorDesc& d) {
+    return rank2 && d.shape.rank() == 2 ? d.layout == graph::Layout::kNC : host_layout_known(d.layout);
+  };
+  if (!known(in) || !known(out)) {
+    return Support::unsupported(SupportReason::kLayout,
+                                cat(graph::to_string(spec.kind), " reads and writes ", rank2 ? "nc, " : "",
+                                    "nchw, nhwc, nChw8c or nChw16c, not ", graph::to_string(in.layout), " -> ",
+                                    graph::to_string(out.layout)));
+  }
+  return described(impl, "", 0);
 }
 
 std::string add_reflect_pad(DnnlKernel& k, const KernelSpec& spec) {

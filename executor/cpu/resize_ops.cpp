@@ -48,16 +48,8 @@ struct Resize {
 };
 
 void run_resize(const Resize& r, const float* in, float* out) {
-  const int64_t planes = r.dst.images * r.dst.padded_channels;
   const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < planes; ++t) {
-    const int64_t n = t / r.dst.padded_channels, c = t % r.dst.padded_channels;
-    float* o = out + n * r.dst.batch_stride + r.dst.channel_offset(c);
-    if (c >= r.dst.channels) {  // the padding lanes of a blocked destination
-      for (int64_t p = 0; p < r.dst.pixels; ++p) o[p * dps] = 0.0f;
-      continue;
-    }
+  for_each_plane(r.dst, out, [&](int64_t n, int64_t c, float* o) {
     const float* i = in + n * r.src.batch_stride + r.src.channel_offset(c);
     for (int64_t y = 0; y < r.dst.height; ++y) {
       const float* row0 = i + r.rows.first[static_cast<size_t>(y)] * r.src.width * sps;
@@ -72,23 +64,14 @@ void run_resize(const Resize& r, const float* in, float* out) {
         orow[x * dps] = top + wy * (bottom - top);
       }
     }
-  }
+  });
 }
 
 // The implementation name of a resize.
 const char* resize_name(const ResizeAttrs& a) { return a.linear ? "resize bilinear" : "resize nearest"; }
 
 KernelDesc check(const KernelSpec& spec, DnnlContext&) {
-  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
-  if (in.dtype != graph::DataType::kF32 || out.dtype != graph::DataType::kF32) {
-    return Support::unsupported(SupportReason::kDataType, "resize runs in f32 only: dequantise its input first");
-  }
-  if (!host_layout_known(in.layout) || !host_layout_known(out.layout)) {
-    return Support::unsupported(SupportReason::kLayout, cat("resize reads and writes nchw, nhwc, nChw8c or nChw16c, not ",
-                                                            graph::to_string(in.layout), " -> ",
-                                                            graph::to_string(out.layout)));
-  }
-  return described(resize_name(std::get<ResizeAttrs>(spec.attrs)), "", 0);
+  return host_kernel_desc(spec, resize_name(std::get<ResizeAttrs>(spec.attrs)));
 }
 
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
