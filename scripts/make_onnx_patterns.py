@@ -315,7 +315,26 @@ def modules():
             x = F.relu(self.conv(x))
             return self.blur(F.pad(x, (1, 1, 1, 1), mode="reflect")) + self.down(F.pad(x, (0, 1, 1, 0), mode="reflect"))
 
+    class WrittenLayerNorm(nn.Module):  # ConvNeXt's own channels_first LayerNorm, written out
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, 1, 1)
+            self.weight = nn.Parameter(torch.rand(C) + 0.5)
+            self.bias = nn.Parameter(torch.rand(C) - 0.5)
+            self.fc = nn.Linear(C, 4)
+
+        def forward(self, x):
+            x = self.conv(x)
+            u = x.mean(1, keepdim=True)
+            s = (x - u).pow(2).mean(1, keepdim=True)
+            x = (x - u) / torch.sqrt(s + 1e-6)
+            x = self.weight[:, None, None] * x + self.bias[:, None, None]
+            y = x.relu().mean((2, 3))  # and over the last axis of N x C, without scale or bias
+            d = y - y.mean(-1, keepdim=True)
+            return self.fc(d / torch.sqrt(d.pow(2).mean(-1, keepdim=True) + 1e-5))
+
     return {
+        "written_layer_norm": (WrittenLayerNorm(), (2, 3, 6, 5)),
         "reflect_pad": (ReflectPad(), (2, 3, 9, 9)),
         "space_to_depth": (SpaceToDepthStem(), (2, 3, 16, 12)),
         "split_attention": (SplitAttention(), (2, 3, 7, 7)),

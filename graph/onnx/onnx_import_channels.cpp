@@ -2,6 +2,7 @@
 // tensor seen through Transpose(0, 2, 3, 1), as ConvNeXt's blocks and LayerNorm2d write it).
 #include "common/strings.h"
 #include "graph/onnx/onnx_importer.h"
+#include "graph/onnx/onnx_patterns.h"
 
 namespace stagecraft::graph::onnx_import {
 
@@ -35,15 +36,16 @@ void Importer::layer_norm(const onnx::NodeProto& node) {
   const Shape& s = shape(x);
   int64_t axis = attr_int(node, "axis", -1);
   if (axis < 0) axis += static_cast<int64_t>(s.rank());
-  if (s.rank() != 2 || axis != 1) {
+  const bool channels = attr_int(node, kChannelsOnly, 0) != 0 && axis == 1 && s.rank() == 4;
+  if ((s.rank() != 2 || axis != 1) && !channels) {
     fail(node, cat("only normalisation over the last axis of a 2-D tensor, or of a channels-last "
                    "view Transpose(0, 2, 3, 1) of a 4-D one, is supported (input ", s.to_string(),
                    ", axis ", attr_int(node, "axis", -1), ")"));
   }
-  OpWeights w;
-  w.gamma = constant_floats(node, 1, "the scale");
-  w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(w.gamma.size(), 0.0f);
   const auto c = static_cast<size_t>(s[1]);
+  OpWeights w;
+  w.gamma = has_input(node, 1) ? constant_floats(node, 1, "the scale") : std::vector<float>(c, 1.0f);
+  w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(c, 0.0f);
   if (w.gamma.size() == 1) w.gamma.assign(c, w.gamma[0]);
   if (w.beta.size() == 1) w.beta.assign(c, w.beta[0]);
   if (w.gamma.size() != c || w.beta.size() != c) {
@@ -112,8 +114,9 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
       if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
     }
     OpWeights w;
-    w.gamma = constant_floats(node, 1, "the scale");
-    w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(w.gamma.size(), 0.0f);
+    const auto c = static_cast<size_t>(base[1]);
+    w.gamma = has_input(node, 1) ? constant_floats(node, 1, "the scale") : std::vector<float>(c, 1.0f);
+    w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(c, 0.0f);
     if (w.gamma.size() != static_cast<size_t>(base[1]) || w.beta.size() != w.gamma.size()) {
       fail(node, cat("the scale and bias must have one value per channel (", base[1], ")"));
     }

@@ -35,6 +35,7 @@ class Matcher {
     for (int i = 0; i < g_.node_size(); ++i) {
       const auto& t = g_.node(i).op_type();
       if (t == "Erf" || t == "Tanh") gelu(i);
+      if (t == "Sqrt") layer_norm(i);
     }
   }
 
@@ -200,6 +201,121 @@ class Matcher {
       a->set_name("approximate");
       a->set_type(onnx::AttributeProto::STRING);
       a->set_s("tanh");
+    }
+    for (const onnx::NodeProto* n : nodes)
+      if (n != last) absorbed.insert(index(n));
+    replacements[index(last)] = std::move(fused);
+  }
+
+  // The axes of a ReduceMean (attribute, or constant input from opset 18), or nothing.
+  std::optional<std::vector<int64_t>> mean_axes(const onnx::NodeProto& n) const {
+    if (n.op_type() != "ReduceMean") return std::nullopt;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "keepdims" && a.i() == 0) return std::nullopt;
+      if (a.name() == "axes") return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    }
+    if (n.input_size() < 2) return std::nullopt;
+    auto it = initializers_.find(n.input(1));
+    const onnx::TensorProto* t = nullptr;
+    if (it != initializers_.end()) {
+      t = it->second;
+    } else if (const onnx::NodeProto* p = producer(n.input(1)); p && p->op_type() == "Constant") {
+      for (const auto& a : p->attribute())
+        if (a.name() == "value" && a.has_t()) t = &a.t();
+    }
+    if (!t || t->data_type() != onnx::TensorProto::INT64) return std::nullopt;
+    std::vector<int64_t> axes(t->int64_data().begin(), t->int64_data().end());
+    if (axes.empty() && t->raw_data().size() % sizeof(int64_t) == 0) {
+      axes.resize(t->raw_data().size() / sizeof(int64_t));
+      std::memcpy(axes.data(), t->raw_data().data(), t->raw_data().size());
+    }
+    return axes;
+  }
+
+  // Layer normalisation written out around the Sqrt node i (ConvNeXt's channels_first LayerNorm):
+  //   u = ReduceMean(x, axis a); d = x - u; v = ReduceMean(d^2 or d*d, axis a);
+  //   y = d / Sqrt(v + eps) [* w] [+ b]
+  // with a = 1 (the channels of N x C x H x W) or -1 (the last axis) -> LayerNormalization over
+  // that axis (axis 1 marked as the channels alone), w and b its scale and bias.
+  void layer_norm(int i) {
+    const onnx::NodeProto& sqrt = g_.node(i);
+    const onnx::NodeProto* add = producer(sqrt.input(0));
+    if (!add || add->op_type() != "Add" || readers(sqrt.input(0)) != 1) return;
+    std::string var_name;
+    std::optional<double> eps;
+    for (int k = 0; k < 2 && !eps; ++k) {
+      eps = scalar(add->input(k));
+      var_name = add->input(1 - k);
+    }
+    const onnx::NodeProto* var = producer(var_name);
+    if (!eps || !var || readers(var_name) != 1) return;
+    const auto axes = mean_axes(*var);
+    if (!axes || axes->size() != 1 || ((*axes)[0] != 1 && (*axes)[0] != -1)) return;
+    const onnx::NodeProto* square = producer(var->input(0));
+    if (!square || readers(var->input(0)) != 1) return;
+    std::string d_name;
+    if (square->op_type() == "Pow" && is(square->input(1), 2.0)) d_name = square->input(0);
+    if (square->op_type() == "Mul" && square->input(0) == square->input(1)) d_name = square->input(0);
+    const onnx::NodeProto* sub = producer(d_name);
+    if (d_name.empty() || !sub || sub->op_type() != "Sub") return;
+    const std::string x = sub->input(0), u = sub->input(1);
+    const onnx::NodeProto* div = sole_reader(sqrt.output(0));
+    if (!div || div->op_type() != "Div" || div->input(1) != sqrt.output(0)) return;
+    std::vector<const onnx::NodeProto*> nodes{&sqrt, add, var, square, sub, div};
+    // The division reads d itself, or x - u computed a second time (as written: (x - u) twice).
+    if (div->input(0) == d_name) {
+      if (readers(d_name) != 2 || readers(u) != 1) return;
+    } else {
+      const onnx::NodeProto* again = producer(div->input(0));
+      if (!again || again->op_type() != "Sub" || again->input(0) != x || again->input(1) != u ||
+          readers(div->input(0)) != 1 || readers(d_name) != 1 || readers(u) != 2) {
+        return;
+      }
+      nodes.push_back(again);
+    }
+    const onnx::NodeProto* mean = producer(u);
+    if (!mean || mean->input(0) != x || mean_axes(*mean) != axes) return;
+    nodes.push_back(mean);
+    const onnx::NodeProto* last = div;
+    std::string scale, bias;
+    if (const onnx::NodeProto* mul = sole_reader(div->output(0)); mul && mul->op_type() == "Mul") {
+      scale = other(*mul, div->output(0));
+      if (!scale.empty() && !producer(scale) && !initializers_.count(scale)) scale.clear();
+      if (!scale.empty()) {
+        nodes.push_back(mul);
+        last = mul;
+        if (const onnx::NodeProto* plus = sole_reader(mul->output(0)); plus && plus->op_type() == "Add") {
+          bias = other(*plus, mul->output(0));
+          const onnx::NodeProto* bp = producer(bias);
+          if (!bias.empty() && (initializers_.count(bias) || (bp && bp->op_type() == "Constant"))) {
+            nodes.push_back(plus);
+            last = plus;
+          } else {
+            bias.clear();
+          }
+        }
+      }
+    }
+    onnx::NodeProto fused;
+    fused.set_op_type("LayerNormalization");
+    fused.set_name(last->name().empty() ? last->output(0) : last->name());
+    fused.add_input(x);
+    fused.add_input(scale);
+    fused.add_input(bias);
+    fused.add_output(last->output(0));
+    auto* axis = fused.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i((*axes)[0]);
+    auto* epsilon = fused.add_attribute();
+    epsilon->set_name("epsilon");
+    epsilon->set_type(onnx::AttributeProto::FLOAT);
+    epsilon->set_f(static_cast<float>(*eps));
+    if ((*axes)[0] == 1) {  // the channels alone, not ONNX's axes 1..rank-1
+      auto* marker = fused.add_attribute();
+      marker->set_name(kChannelsOnly);
+      marker->set_type(onnx::AttributeProto::INT);
+      marker->set_i(1);
     }
     for (const onnx::NodeProto* n : nodes)
       if (n != last) absorbed.insert(index(n));

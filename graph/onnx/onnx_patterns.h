@@ -5,6 +5,8 @@
 //                    division may be a product with 1 / sqrt 2)              -> Gelu
 //   GELU, tanh form: x * 0.5 * (1 + Tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) (x^3 as Pow or
 //                    as products)                                             -> Gelu(approximate=tanh)
+//   layer norm:      d = x - ReduceMean(x, a); d / Sqrt(ReduceMean(d^2, a) + eps) [* w] [+ b], a = 1
+//                    (channels) or -1                                         -> LayerNormalization
 // A pattern is replaced only when its inner values have no other readers. Constants are read
 // from initializers, Constant nodes and Casts of them.
 
@@ -14,6 +16,10 @@
 #include <vector>
 
 namespace stagecraft::graph::onnx_import {
+
+/// The attribute that marks a LayerNormalization made from a written-out channel normalisation
+/// over axis 1: the channels alone (ONNX's axis 1 would normalise C, H and W together).
+inline constexpr const char* kChannelsOnly = "stagecraft_channels_only";
 
 /// The nodes of `g` in order, each pattern's nodes replaced by one node (owned by `owned`) at
 /// the position of the pattern's last node.
