@@ -314,6 +314,18 @@ struct SpaceToDepthAttrs {
   bool operator==(const SpaceToDepthAttrs&) const = default;
 };
 
+/// Mean, maximum or sum over `axes` of a rank-4 tensor, the reduced dimensions kept as 1 (ONNX
+/// ReduceMean/ReduceMax/ReduceSum with keepdims; CBAM's channel pooling). Reductions over H and W
+/// alone are the global pools.
+struct ReduceAttrs {
+  std::vector<int64_t> axes;  ///< among 1, 2, 3, ascending
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axes", a.axes, FieldRule::kRequired);
+  }
+  bool operator==(const ReduceAttrs&) const = default;
+};
+
 /// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
 /// not): per-channel scales, squeeze-and-excitation gates. With `constant` set, b is not an input
 /// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
@@ -414,7 +426,10 @@ struct ChannelShuffleAttrs {
   X(kGelu, "gelu", NoAttrs)                            \
   X(kGeluTanh, "gelu_tanh", NoAttrs)                   \
   X(kLayerNorm, "layer_norm", LayerNormAttrs)          \
-  X(kSpaceToDepth, "space_to_depth", SpaceToDepthAttrs)
+  X(kSpaceToDepth, "space_to_depth", SpaceToDepthAttrs) \
+  X(kReduceMean, "reduce_mean", ReduceAttrs)           \
+  X(kReduceMax, "reduce_max", ReduceAttrs)             \
+  X(kReduceSum, "reduce_sum", ReduceAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -427,7 +442,8 @@ enum class OpKind : uint8_t {
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
-                             LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs>;
+                             LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
+                             ReduceAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

@@ -287,6 +287,20 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                     cat("groups ", g, " must divide the ", out[0].shape[1], " channels"));
       return out;
     }
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceSum: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      const auto& axes = op.attrs_as<ReduceAttrs>().axes;
+      check.require(!axes.empty() && std::is_sorted(axes.begin(), axes.end()) &&
+                        std::adjacent_find(axes.begin(), axes.end()) == axes.end() && axes.front() >= 1 &&
+                        axes.back() <= 3,
+                    "axes must be distinct, ascending, among 1, 2, 3");
+      TensorDesc out = inputs[0];
+      for (int64_t a : axes) out.shape[static_cast<size_t>(a)] = 1;
+      return {out};
+    }
     case OpKind::kSpaceToDepth: {
       check.arity(inputs, 1, 1);
       check.rank(inputs[0], 4);

@@ -333,7 +333,19 @@ def modules():
             d = y - y.mean(-1, keepdim=True)
             return self.fc(d / torch.sqrt(d.pow(2).mean(-1, keepdim=True) + 1e-5))
 
+    class ChannelPooling(nn.Module):  # CBAM's spatial attention: mean and max over the channels
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, C, 3, 1, 1)
+            self.att = nn.Conv2d(2, 1, 7, 1, 3)
+
+        def forward(self, x):
+            x = F.relu(self.conv(x))
+            pooled = torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1)
+            return x * torch.sigmoid(self.att(pooled)) + x.sum(dim=(1, 3), keepdim=True)
+
     return {
+        "channel_pooling": (ChannelPooling(), (2, 3, 9, 7)),
         "written_layer_norm": (WrittenLayerNorm(), (2, 3, 6, 5)),
         "reflect_pad": (ReflectPad(), (2, 3, 9, 9)),
         "space_to_depth": (SpaceToDepthStem(), (2, 3, 16, 12)),

@@ -131,7 +131,8 @@ const OpFamily& family_of(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
                                               &kElementwiseFamily, &kBinaryFamily,
                                               &kDataMovementFamily, &kResizeFamily,
-                                              &kNormalisationFamily, &kRearrangeFamily};
+                                              &kNormalisationFamily, &kRearrangeFamily,
+                                              &kReductionFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

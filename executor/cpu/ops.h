@@ -55,6 +55,7 @@ extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, p
 extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
+extern const OpFamily kReductionFamily;      // reduce_mean, reduce_max, reduce_sum (oneDNN reduction)
 
 /// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
 /// movement family's pad: its description and its build.

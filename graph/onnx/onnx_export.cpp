@@ -322,6 +322,15 @@ class Exporter {
       case OpKind::kGeluTanh:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
+      case OpKind::kReduceMean:
+      case OpKind::kReduceMax:
+        ints(node(op.kind == OpKind::kReduceMean ? "ReduceMean" : "ReduceMax", op.name, in, {out}), "axes",
+             op.attrs_as<ReduceAttrs>().axes);
+        return;
+      case OpKind::kReduceSum:  // axes as an input since opset 13
+        in.push_back(int64s(op.name + "/axes", op.attrs_as<ReduceAttrs>().axes));
+        node("ReduceSum", op.name, in, {out});
+        return;
       case OpKind::kSpaceToDepth:
         integer(node("SpaceToDepth", op.name, in, {out}), "blocksize", op.attrs_as<SpaceToDepthAttrs>().block);
         return;

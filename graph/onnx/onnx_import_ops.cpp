@@ -175,9 +175,26 @@ void Importer::reduce(const onnx::NodeProto& node) {
   const ValueId x = input(node, 0);
   const Shape& s = shape(x);
   const auto ax = axes(node, 1);
-  if (s.rank() != 4 || !ax || normalised_axes(*ax, 4) != std::vector<int64_t>{2, 3}) {
-    fail(node, cat("only reductions over H and W of a 4-D tensor are supported (input ",
+  const std::vector<int64_t> over = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
+  const bool valid = s.rank() == 4 && !over.empty() && over.front() >= 1 && over.back() <= 3 &&
+                     std::adjacent_find(over.begin(), over.end()) == over.end();
+  if (!valid) {
+    fail(node, cat("only reductions over dimensions 1-3 of a 4-D tensor are supported (input ",
                    s.to_string(), ", axes [", ax ? join(*ax, ", ") : std::string("all"), "])"));
+  }
+  if (over != std::vector<int64_t>{2, 3}) {  // channels too, or one spatial axis: a reduction op
+    ReduceAttrs a;
+    a.axes = over;
+    const OpKind kind = node.op_type() == "ReduceMax"   ? OpKind::kReduceMax
+                        : node.op_type() == "ReduceSum" ? OpKind::kReduceSum
+                                                        : OpKind::kReduceMean;
+    const ValueId y = add(node, kind, a, {x});
+    if (attr_int(node, "keepdims", 1) != 0) return define(node, 0, y);
+    std::vector<int64_t> kept;
+    for (int64_t d = 0; d < 4; ++d)
+      if (!std::binary_search(over.begin(), over.end(), d)) kept.push_back(shape(y)[static_cast<size_t>(d)]);
+    const Shape& ys = shape(y);
+    return reshape_to(node, PendingView{y, std::vector<int64_t>(ys.dims().begin(), ys.dims().end()), 0}, kept);
   }
   const bool max = node.op_type() == "ReduceMax";
   ValueId y = add(node, max ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool, NoAttrs{}, {x});

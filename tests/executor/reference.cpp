@@ -572,6 +572,30 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceSum: {
+      const auto& axes = op.attrs_as<graph::ReduceAttrs>().axes;
+      Shape out_shape = x.shape;
+      for (int64_t a : axes) out_shape[static_cast<size_t>(a)] = 1;
+      const Nchw in(x.shape), out(out_shape);
+      const bool max = op.kind == OpKind::kReduceMax;
+      std::vector<double> acc(static_cast<size_t>(out_shape.numel()), max ? -1e300 : 0.0);
+      for (int64_t n = 0; n < in.n; ++n)
+        for (int64_t c = 0; c < in.c; ++c)
+          for (int64_t r = 0; r < in.h; ++r)
+            for (int64_t col = 0; col < in.w; ++col) {
+              double& a = acc[out.at(n, out.c == 1 ? 0 : c, out.h == 1 ? 0 : r, out.w == 1 ? 0 : col)];
+              const double v = x.data[in.at(n, c, r, col)];
+              a = max ? std::max(a, v) : a + v;
+            }
+      const double count = static_cast<double>(x.shape.numel() / out_shape.numel());
+      HostTensor y = zeros(out_shape);
+      for (size_t i = 0; i < acc.size(); ++i) {
+        y.data[i] = static_cast<float>(op.kind == OpKind::kReduceMean ? acc[i] / count : acc[i]);
+      }
+      return {y};
+    }
     case OpKind::kSpaceToDepth: {
       const int64_t b = op.attrs_as<graph::SpaceToDepthAttrs>().block;
       const Nchw in(x.shape);

@@ -256,6 +256,14 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8})}), (Shape{2, 8}));
   EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8, 3})}).find("rank-2 or rank-4"),
             std::string::npos);
+  ReduceAttrs channels;
+  channels.axes = {1};
+  for (OpKind kind : {OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceSum}) {
+    EXPECT_EQ(infer1(make_op(kind, channels), {nchw(2, 8, 5, 6)}), (Shape{2, 1, 5, 6}));
+  }
+  ReduceAttrs unsorted;
+  unsorted.axes = {3, 1};
+  EXPECT_NE(error_of(make_op(OpKind::kReduceMax, unsorted), {nchw(2, 8, 5, 6)}).find("ascending"), std::string::npos);
   SpaceToDepthAttrs s2d;
   s2d.block = 4;
   EXPECT_EQ(infer1(make_op(OpKind::kSpaceToDepth, s2d), {nchw(2, 3, 8, 12)}), (Shape{2, 48, 2, 3}));
@@ -288,7 +296,7 @@ TEST(ShapeInference, ResizeTakesItsSizeAndRejectsNonPositiveOnes) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 31u);
+  EXPECT_EQ(all_op_kinds().size(), 34u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

@@ -110,7 +110,7 @@ TEST(Onnx, ModernOpKindsRoundTripAndRunTheSame) {
 }
 
 // The vision ops (reflect padding, space to depth, layer normalisation over channels and features,
-// GELU in both forms) export as ONNX Runtime reads them (Pad mode reflect, SpaceToDepth,
+// GELU in both forms, reductions over channels and single axes) export as ONNX Runtime reads them (Pad mode reflect, SpaceToDepth,
 // Transpose-LayerNormalization-Transpose, GELU's decompositions) and import back to the same ops
 // and outputs.
 TEST(Onnx, VisionOpsRoundTripAndRunTheSame) {
@@ -125,12 +125,19 @@ TEST(Onnx, VisionOpsRoundTripAndRunTheSame) {
   auto n = b.op("ln", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {b.conv(s, networks::square_conv(16, 3, 1, 1), "c")});
   auto g = b.op("gelu", OpKind::kGelu, graph::NoAttrs{}, {n});
   auto t = b.op("gelu_tanh", OpKind::kGeluTanh, graph::NoAttrs{}, {b.conv(g, networks::square_conv(16, 1), "c2")});
-  const Graph raw = std::move(b).finish({t});
+  graph::ReduceAttrs channels, channels_and_width, height;
+  channels.axes = {1};
+  channels_and_width.axes = {1, 3};
+  height.axes = {2};
+  const Graph raw = std::move(b).finish({t, b.op("rmax", OpKind::kReduceMax, channels, {t}),
+                                         b.op("rsum", OpKind::kReduceSum, channels_and_width, {t}),
+                                         b.op("rmean", OpKind::kReduceMean, height, {t})});
   const Graph norms = stagecraft::testing::channel_norms_graph(2, 12);
   for (const Graph* graph : {&raw, &norms}) {
     const WeightStore w = random_weights(*graph, 4);
     const OnnxModel back = import_onnx_bytes(export_onnx_bytes(*graph, w), graph->name(), {});
-    for (OpKind kind : {OpKind::kPad, OpKind::kSpaceToDepth, OpKind::kLayerNorm, OpKind::kGelu, OpKind::kGeluTanh}) {
+    for (OpKind kind : {OpKind::kPad, OpKind::kSpaceToDepth, OpKind::kLayerNorm, OpKind::kGelu, OpKind::kGeluTanh,
+                        OpKind::kReduceMax, OpKind::kReduceSum, OpKind::kReduceMean}) {
       EXPECT_EQ(count_ops(back.graph, kind), count_ops(*graph, kind)) << graph->name() << " " << to_string(kind);
     }
     const auto want = run_cpu(Model{*graph, w});
