@@ -37,8 +37,13 @@ std::unique_ptr<Kernel> make_copy(const TensorDesc& src, const TensorDesc& dst) 
 namespace {
 
 Support check(const KernelSpec& spec) {
-  if (spec.kind == OpKind::kPad && std::get<graph::PadAttrs>(spec.attrs).reflect) {
-    return Support::unsupported(SupportReason::kAttributes, "reflect padding runs on the CPU backend only");
+  const bool reduce = spec.kind == OpKind::kReduceMean || spec.kind == OpKind::kReduceMax ||
+                      spec.kind == OpKind::kReduceSum;
+  if ((reduce || spec.kind == OpKind::kSpaceToDepth ||
+       (spec.kind == OpKind::kPad && std::get<graph::PadAttrs>(spec.attrs).reflect)) &&
+      (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype)) {
+    return Support::unsupported(SupportReason::kDataType,
+                                cat(graph::to_string(spec.kind), " runs in f32 or f16 and keeps the element type"));
   }
   if (spec.kind == OpKind::kReshape) {
     for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
@@ -100,8 +105,30 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
         }
       });
     }
+    case OpKind::kSpaceToDepth: {
+      const int64_t block = std::get<graph::SpaceToDepthAttrs>(spec.attrs).block;
+      return std::make_unique<FnKernel>("own space to depth", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_space_to_depth(e, srcs[0].data, in, dsts[0].data, out, block, s.get());
+      });
+    }
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceSum: {
+      const ReduceMode mode = spec.kind == OpKind::kReduceMax   ? ReduceMode::kMax
+                              : spec.kind == OpKind::kReduceSum ? ReduceMode::kSum
+                                                                : ReduceMode::kMean;
+      return std::make_unique<FnKernel>("own reduction", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+        launch_reduce(e, srcs[0].data, in, dsts[0].data, out, mode, s.get());
+      });
+    }
     case OpKind::kPad: {
       const auto& a = std::get<graph::PadAttrs>(spec.attrs);
+      if (a.reflect) {
+        const int64_t top = a.pads.top, left = a.pads.left;
+        return std::make_unique<FnKernel>("own reflect pad", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+          launch_reflect_pad(e, srcs[0].data, in, dsts[0].data, out, top, left, s.get());
+        });
+      }
       const int top = static_cast<int>(a.pads.top), left = static_cast<int>(a.pads.left);
       const float value = static_cast<float>(a.value);
       return std::make_unique<FnKernel>("own pad", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
@@ -156,6 +183,7 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
 const OpFamily kDataMovementFamily{"data movement",
                                    {OpKind::kConcat, OpKind::kSplit, OpKind::kSlice, OpKind::kIdentity,
                                     OpKind::kPad, OpKind::kFlatten, OpKind::kReshape, OpKind::kChannelShuffle,
+                                    OpKind::kSpaceToDepth, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceSum,
                                     OpKind::kResize},
                                    check,
                                    build};

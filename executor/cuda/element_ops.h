@@ -47,6 +47,8 @@ enum class Act : int {
 };
 /// Binary operations (same order as graph::BinaryOp).
 enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
+/// Reductions over dimensions (reduce_at): mean, maximum, sum.
+enum class ReduceMode : int { kMean = 0, kMax = 1, kSum = 2 };
 /// Pooling modes.
 enum class PoolMode : int { kMax = 0, kAvgIncludePad = 1, kAvgExcludePad = 2 };
 

@@ -248,6 +248,21 @@ __global__ void pad_kernel(const T* x, Dims4 in, T* y, Dims4 out, int top, int l
   GRID_LOOP(i, out.numel()) { pad_at(x, in, y, out, top, left, value, i); }
 }
 
+template <class T>
+__global__ void reflect_pad_kernel(const T* x, Dims4 in, T* y, Dims4 out, int64_t top, int64_t left) {
+  GRID_LOOP(i, out.numel()) { reflect_pad_at(x, in, y, out, top, left, i); }
+}
+
+template <class T>
+__global__ void space_to_depth_kernel(const T* x, Dims4 in, T* y, Dims4 out, int64_t block) {
+  GRID_LOOP(i, out.numel()) { space_to_depth_at(x, in, y, out, block, i); }
+}
+
+template <class T>
+__global__ void reduce_kernel(const T* x, Dims4 in, T* y, Dims4 out, ReduceMode mode) {
+  GRID_LOOP(i, out.numel()) { reduce_at(x, in, y, out, mode, i); }
+}
+
 template <class TS, class TD>
 __global__ void convert_kernel(const TS* src, Dims4 sd, TD* dst, Dims4 dd, float factor) {
   GRID_LOOP(i, dd.numel()) { convert_at(src, sd, dst, dd, factor, i); }
@@ -542,6 +557,24 @@ void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& ou
                 int left, float value, cudaStream_t s) {
   DISPATCH(e, (pad_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
                   static_cast<const T*>(x), in, static_cast<T*>(y), out, top, left, value)));
+}
+
+void launch_reflect_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int64_t top,
+                        int64_t left, cudaStream_t s) {
+  DISPATCH(e, (reflect_pad_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), in, static_cast<T*>(y), out, top, left)));
+}
+
+void launch_space_to_depth(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int64_t block,
+                           cudaStream_t s) {
+  DISPATCH(e, (space_to_depth_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), in, static_cast<T*>(y), out, block)));
+}
+
+void launch_reduce(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, ReduceMode mode,
+                   cudaStream_t s) {
+  DISPATCH(e, (reduce_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
+                  static_cast<const T*>(x), in, static_cast<T*>(y), out, mode)));
 }
 
 void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {

@@ -62,6 +62,14 @@ void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_
 void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int top,
                 int left, float value, cudaStream_t s);
 /// Softmax over the columns of each row.
+/// Reflect padding, space to depth and reductions, one output element per thread
+/// (movement_ops.h: reflect_pad_at, space_to_depth_at, reduce_at).
+void launch_reflect_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int64_t top,
+                        int64_t left, cudaStream_t s);
+void launch_space_to_depth(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int64_t block,
+                           cudaStream_t s);
+void launch_reduce(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, ReduceMode mode,
+                   cudaStream_t s);
 void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
 /// dst = factor · src element by element, between element types (rounded and saturated into 8-bit
 /// types) and layouts of the same N, H, W: quantise, dequantise, requantise; channels of dst

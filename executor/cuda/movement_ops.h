@@ -31,6 +31,43 @@ STAGECRAFT_HD void pad_at(const T* x, const Dims4& in, T* y, const Dims4& out, i
   store(y, i, inside ? load(x, offset(in, o.n, o.c, h, w)) : value);
 }
 
+/// Element i of reflect padding (pads >= 0 and smaller than the side they extend).
+template <class T>
+STAGECRAFT_HD void reflect_pad_at(const T* x, const Dims4& in, T* y, const Dims4& out, int64_t top,
+                                  int64_t left, int64_t i) {
+  const Coords o = coords_at(out, i);
+  int64_t h = o.h - top, w = o.w - left;
+  h = h < 0 ? -h : h >= in.h ? 2 * (in.h - 1) - h : h;
+  w = w < 0 ? -w : w >= in.w ? 2 * (in.w - 1) - w : w;
+  store(y, i, load(x, offset(in, o.n, o.c, h, w)));
+}
+
+/// Element i of space to depth: output channel (bh · block + bw) · C + c at (h, w) is input
+/// channel c at (h · block + bh, w · block + bw).
+template <class T>
+STAGECRAFT_HD void space_to_depth_at(const T* x, const Dims4& in, T* y, const Dims4& out, int64_t block,
+                                     int64_t i) {
+  const Coords o = coords_at(out, i);
+  const int64_t patch = o.c / in.c, c = o.c % in.c;
+  store(y, i, load(x, offset(in, o.n, c, o.h * block + patch / block, o.w * block + patch % block)));
+}
+
+/// Element i of a reduction over the dimensions that are 1 in `out` (and not in `in`).
+template <class T>
+STAGECRAFT_HD void reduce_at(const T* x, const Dims4& in, T* y, const Dims4& out, ReduceMode mode, int64_t i) {
+  const Coords o = coords_at(out, i);
+  const int64_t cs = out.c == in.c ? 1 : in.c, hs = out.h == in.h ? 1 : in.h, ws = out.w == in.w ? 1 : in.w;
+  float acc = mode == ReduceMode::kMax ? -3.4e38f : 0.f;
+  for (int64_t c = 0; c < cs; ++c)
+    for (int64_t h = 0; h < hs; ++h)
+      for (int64_t w = 0; w < ws; ++w) {
+        const float v = load(x, offset(in, o.n, cs == 1 ? o.c : c, hs == 1 ? o.h : h, ws == 1 ? o.w : w));
+        acc = mode == ReduceMode::kMax ? (v > acc ? v : acc) : acc + v;
+      }
+  if (mode == ReduceMode::kMean) acc /= static_cast<float>(cs * hs * ws);
+  store(y, i, acc);
+}
+
 /// The input channel that channel shuffle (ShuffleNet, `groups` groups of C / groups channels)
 /// moves to output channel oc: output channel k · groups + g is input channel g · (C / groups) + k.
 STAGECRAFT_HD int64_t shuffled_channel(int64_t oc, int64_t channels, int64_t groups) {

@@ -52,8 +52,9 @@ extern const OpFamily kElementwiseFamily;   // relu, relu6, sigmoid, hard_sigmoi
                                             // gelu, gelu_tanh, leaky_relu, scale, batch_norm,
                                             // layer_norm, add, softmax
 extern const OpFamily kBinaryFamily;        // binary (broadcasting add/sub/mul/div, constants)
-extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad, flatten,
-                                            // reshape, channel_shuffle
+extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad (reflect too),
+                                            // flatten, reshape, channel_shuffle, space_to_depth,
+                                            // reduce_mean, reduce_max, reduce_sum
 
 /// An int8 convolution (cuDNN INT8_EXT_CONFIG + own requantising epilogue; conv_int8.cpp).
 std::unique_ptr<Kernel> make_int8_conv(const KernelSpec& spec, BuildContext& ctx);

@@ -717,6 +717,52 @@ TEST(CudaElementOps, NhwcBroadcastBinaryIsCoalesced) {
   EXPECT_LE(segments_per_access(yd.numel(), 4, body, false), 2.0);
 }
 
+// Reflect padding, space to depth and reductions over channels and single axes: the own kernels'
+// per-element bodies against the CPU backend, in both CUDA layouts (runs without a GPU).
+TEST(CudaElementOps, ReflectPadSpaceToDepthAndReductionsMatchTheCpu) {
+  for (const Layout layout : {Layout::kNHWC, Layout::kNCHW}) {
+    const TensorDesc x_desc = desc(Shape{2, 6, 8, 4}, layout);
+    const Dims4 xd = dims_of(x_desc);
+    const Bytes x = random_bytes(x_desc, 9);
+    const std::string where = cat("in ", graph::to_string(layout));
+    const auto check = [&](const KernelSpec& spec, const std::function<void(float*, const Dims4&, int64_t)>& body,
+                           const std::string& what) {
+      const Bytes want = run_cpu(spec, {x})[0];
+      Bytes got(want.size());
+      const Dims4 out = dims_of(spec.dsts[0]);
+      for (int64_t i = 0; i < out.numel(); ++i) body(as<float>(got), out, i);
+      EXPECT_LT(max_difference(got, want, spec.dsts[0]), 1e-5) << what << " " << where;
+    };
+    graph::PadAttrs pad;
+    pad.pads = graph::Pads{1, 3, 2, 0};
+    pad.reflect = true;
+    check(make_spec(OpKind::kPad, pad, {x_desc}, {desc(Shape{2, 6, 11, 7}, layout)}),
+          [&](float* y, const Dims4& out, int64_t i) { reflect_pad_at(as<float>(x), xd, y, out, 1, 3, i); },
+          "reflect pad");
+    graph::SpaceToDepthAttrs s2d;
+    s2d.block = 2;
+    check(make_spec(OpKind::kSpaceToDepth, s2d, {x_desc}, {desc(Shape{2, 24, 4, 2}, layout)}),
+          [&](float* y, const Dims4& out, int64_t i) { space_to_depth_at(as<float>(x), xd, y, out, 2, i); },
+          "space to depth");
+    const struct {
+      OpKind kind;
+      ReduceMode mode;
+      std::vector<int64_t> axes;
+      Shape out;
+    } reductions[] = {{OpKind::kReduceMean, ReduceMode::kMean, {1}, Shape{2, 1, 8, 4}},
+                      {OpKind::kReduceMax, ReduceMode::kMax, {1}, Shape{2, 1, 8, 4}},
+                      {OpKind::kReduceSum, ReduceMode::kSum, {1, 3}, Shape{2, 1, 8, 1}},
+                      {OpKind::kReduceMean, ReduceMode::kMean, {2}, Shape{2, 6, 1, 4}}};
+    for (const auto& r : reductions) {
+      graph::ReduceAttrs a;
+      a.axes = r.axes;
+      check(make_spec(r.kind, a, {x_desc}, {desc(r.out, layout)}),
+            [&](float* y, const Dims4& out, int64_t i) { reduce_at(as<float>(x), xd, y, out, r.mode, i); },
+            std::string(graph::to_string(r.kind)));
+    }
+  }
+}
+
 TEST(CudaElementOps, GlobalMaxPoolingMatchesTheCpu) {
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
     const TensorDesc x_desc = desc(Shape{2, 10, 5, 6}, layout);  // 30 < 32: some lanes read nothing
