@@ -27,14 +27,31 @@ std::string layouts_key(const std::vector<Layout>& inputs, Layout output) {
   return cat(key, "out=", graph::to_string(output));
 }
 
-// Times the graph of one probe (op 0) with its outputs in `output`, as the plan runs it.
-double time_probe(executor::Backend& backend, executor::StreamPool& streams, const LayoutProbe& probe,
-                  const MeasureOptions& measure) {
+// The graph that times probe i: the op alone in the query's layouts, or an identity op reading
+// the tensor in one layout and writing it in another (a conversion copy).
+graph::Graph timed_graph(const LayoutProbes& probes, size_t i) {
+  if (i < probes.queries.size()) {
+    const scheduler::LayoutQuery& q = probes.queries[i];
+    return graph::op_alone(*probes.graph, q.op, q.inputs, "layout-op");
+  }
+  const scheduler::ConversionQuery& c = probes.conversions[i - probes.queries.size()];
+  graph::Graph timed("layout-convert");
+  graph::TensorDesc in = c.desc;
+  in.layout = c.from;
+  const graph::ValueId x = timed.add_input("x", in);
+  const graph::OpId op = timed.add_op("convert", graph::OpKind::kIdentity, {}, {x});
+  timed.add_output(timed.op(op).outputs[0]);
+  return timed;
+}
+
+// Times `timed` (op 0) with its outputs in `output`, as the plan runs it.
+double time_probe(executor::Backend& backend, executor::StreamPool& streams, const graph::Graph& timed,
+                  graph::Layout output, const MeasureOptions& measure) {
   scheduler::Schedule schedule;
   schedule.stages = {scheduler::Stage::concurrent({{0}})};
   executor::PlanOptions plan = measure.plan;
-  plan.layout = probe.output;
-  plan.value_layouts.assign(probe.timed.num_values(), probe.output);
+  plan.layout = output;
+  plan.value_layouts.assign(timed.num_values(), output);
   plan.plain_outputs = false;
   plan.inputs_may_be_views = true;
   plan.convert_inputs = false;  // inputs stand for op outputs: converted only where needed
@@ -42,7 +59,7 @@ double time_probe(executor::Backend& backend, executor::StreamPool& streams, con
   // another layout): BackendError, which prices it at infinity without timing it.
   plan.reference_kernels = executor::PlanOptions::ReferenceKernels::kRefuse;
   try {
-    return time_plan(backend, streams, probe.timed, schedule, plan, measure);
+    return time_plan(backend, streams, timed, schedule, plan, measure);
   } catch (const executor::BackendError&) {
     return kInfinity;  // the backend cannot run the op in these layouts: the DP avoids them
   }
@@ -74,24 +91,18 @@ LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::G
     LayoutProbe probe;
     probe.key = cat("layout-op;", streams, layouts_key(q.inputs, q.output), ";",
                     keys.key(scheduler::Stage::concurrent({{q.op}})));
-    probe.timed = graph::op_alone(graph, q.op, q.inputs, "layout-op");
     probe.output = q.output;
     probe.op = q.op;
     result.probes.push_back(std::move(probe));
   }
   for (const scheduler::ConversionQuery& c : result.conversions) {
-    // An identity op reading the tensor in `from` and writing it in `to` is a conversion copy.
     LayoutProbe probe;
     probe.key = cat("layout-convert;", c.desc.shape.to_string(), ";", graph::to_string(c.desc.dtype),
                     ";", graph::to_string(c.from), "->", graph::to_string(c.to));
-    graph::TensorDesc in = c.desc;
-    in.layout = c.from;
-    const graph::ValueId x = probe.timed.add_input("x", in);
-    const graph::OpId op = probe.timed.add_op("convert", graph::OpKind::kIdentity, {}, {x});
-    probe.timed.add_output(probe.timed.op(op).outputs[0]);
     probe.output = c.to;
     result.probes.push_back(std::move(probe));
   }
+  result.graph = &graph;
   result.compute_type = graph::compute_type(graph);
   result.graph_key = graph::graph_hash(graph);
   return result;
@@ -115,7 +126,7 @@ LayoutMeasurement measure_layout_probes(executor::Backend& backend, const Layout
         measure.give_up_ms = std::max(kGiveUpFloorMs, kGiveUpFactor * best->second);
       }
       const auto start = std::chrono::steady_clock::now();
-      ms = time_probe(backend, streams, probe, measure);
+      ms = time_probe(backend, streams, timed_graph(probes, i), probe.output, measure);
       result.measuring_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++result.measurements;
       // Infinite answers (no native kernel in these layouts) are cached too: the device

@@ -3,13 +3,13 @@
 /// times, measured on a backend into the table the layout DP reads
 /// (scheduler::LayoutCostTable).
 ///
-/// Two steps, so that the graph is read once and the measuring needs only what was planned:
+/// Two steps:
 ///   plan_layout_probes    -> the table's queries (scheduler::LayoutCostTable::queries and
-///                            conversions), each with its profile-cache key and the graph that
-///                            times it (the op alone, inputs and output in the query's layouts,
-///                            planned with the same plan builder, so that conversions the plan
-///                            inserts are part of the time; a conversion is an identity op);
-///   measure_layout_probes -> the filled table: cache hits, then the misses measured.
+///                            conversions), each with its profile-cache key;
+///   measure_layout_probes -> the filled table: cache hits, and for each miss the graph that times
+///                            it, made then (the op alone, inputs and output in the query's
+///                            layouts, planned with the same plan builder, so that conversions the
+///                            plan inserts are part of the time; a conversion is an identity op).
 /// An op is measured in its candidates in order (the backend's preferred first): a layout whose
 /// first run is far slower than the op's best so far is not sampled further. A layout whose
 /// kernel is reference-only is priced at infinity without being timed. Results go to a
@@ -31,10 +31,9 @@
 
 namespace stagecraft::profiler {
 
-/// One thing to time: a query of the table and the graph that times it.
+/// One thing to time: a query of the table (LayoutProbes::queries, then conversions, in order).
 struct LayoutProbe {
   std::string key;       ///< profile-cache key
-  graph::Graph timed{"probe"};  ///< the op alone (or an identity op for a conversion)
   graph::Layout output = graph::Layout::kNCHW;  ///< layout of its outputs
   graph::OpId op = graph::kNoOp;  ///< the op (probes of one op share a give-up bound); kNoOp: a conversion
 };
@@ -46,6 +45,7 @@ struct LayoutProbes {
   std::vector<scheduler::ConversionQuery> conversions;
   /// One per query, then one per conversion.
   std::vector<LayoutProbe> probes;
+  const graph::Graph* graph = nullptr;  ///< the graph probed (it must outlive the probes)
   std::string compute_type;  ///< the graph's (graph::compute_type)
   std::string graph_key;  ///< the graph's content hash (graph::graph_hash)
 };

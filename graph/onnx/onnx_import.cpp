@@ -214,10 +214,10 @@ void Importer::import_node(const onnx::NodeProto& node) {
   try {
     if (auto folded = fold(node, fold_inputs(node), opset_)) {
       for (int i = 0; i < node.output_size() && i < static_cast<int>(folded->size()); ++i) {
-        ConstTensor& t = (*folded)[static_cast<size_t>(i)];
+        ConstTensor& result = (*folded)[static_cast<size_t>(i)];
         // A fold computes in `values`; a float copy of its input it kept is stale.
-        if (!t.values.empty()) t.f32.clear();
-        constants_[node.output(i)] = std::move(t);
+        if (!result.values.empty()) result.f32.clear();
+        constants_[node.output(i)] = std::move(result);
       }
       return;
     }

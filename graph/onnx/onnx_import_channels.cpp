@@ -28,21 +28,11 @@ void Importer::gelu(const onnx::NodeProto& node) {
   define(node, 0, add(node, approximate == "tanh" ? OpKind::kGeluTanh : OpKind::kGelu, NoAttrs{}, {input(node, 0)}));
 }
 
-void Importer::layer_norm(const onnx::NodeProto& node) {
+ValueId Importer::add_layer_norm(const onnx::NodeProto& node, ValueId x) {
   for (int i = 1; i < node.output_size(); ++i) {
     if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
   }
-  const ValueId x = input(node, 0);
-  const Shape& s = shape(x);
-  int64_t axis = attr_int(node, "axis", -1);
-  if (axis < 0) axis += static_cast<int64_t>(s.rank());
-  const bool channels = attr_int(node, kChannelsOnly, 0) != 0 && axis == 1 && s.rank() == 4;
-  if ((s.rank() != 2 || axis != 1) && !channels) {
-    fail(node, cat("only normalisation over the last axis of a 2-D tensor, or of a channels-last "
-                   "view Transpose(0, 2, 3, 1) of a 4-D one, is supported (input ", s.to_string(),
-                   ", axis ", attr_int(node, "axis", -1), ")"));
-  }
-  const auto c = static_cast<size_t>(s[1]);
+  const auto c = static_cast<size_t>(shape(x)[1]);
   OpWeights w;
   w.gamma = has_input(node, 1) ? constant_floats(node, 1, "the scale") : std::vector<float>(c, 1.0f);
   w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(c, 0.0f);
@@ -53,8 +43,23 @@ void Importer::layer_norm(const onnx::NodeProto& node) {
   }
   LayerNormAttrs a;
   a.eps = attr_float(node, "epsilon", 1e-5f);
-  define(node, 0, add(node, OpKind::kLayerNorm, a, {x}));
+  const ValueId y = add(node, OpKind::kLayerNorm, a, {x});
   weights_of_last() = std::move(w);
+  return y;
+}
+
+void Importer::layer_norm(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape& s = shape(x);
+  int64_t axis = attr_int(node, "axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(s.rank());
+  const bool channels = attr_int(node, kChannelsOnly, 0) != 0 && axis == 1 && s.rank() == 4;
+  if ((s.rank() != 2 || axis != 1) && !channels) {
+    fail(node, cat("only normalisation over the last axis of a 2-D tensor, or of a channels-last "
+                   "view Transpose(0, 2, 3, 1) of a 4-D one, is supported (input ", s.to_string(),
+                   ", axis ", attr_int(node, "axis", -1), ")"));
+  }
+  define(node, 0, add_layer_norm(node, x));
 }
 
 bool Importer::reads_channels_last(const onnx::NodeProto& node) const {
@@ -110,20 +115,7 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
     int64_t axis = attr_int(node, "axis", -1);
     if (axis != -1 && axis != 3) fail(node, cat("only normalisation over the last axis of a channels-last view is supported (axis ", axis, ")"));
     // Over channels of the tensor itself: a layer norm of [N, C, H, W] over C.
-    for (int i = 1; i < node.output_size(); ++i) {
-      if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
-    }
-    OpWeights w;
-    const auto c = static_cast<size_t>(base[1]);
-    w.gamma = has_input(node, 1) ? constant_floats(node, 1, "the scale") : std::vector<float>(c, 1.0f);
-    w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(c, 0.0f);
-    if (w.gamma.size() != static_cast<size_t>(base[1]) || w.beta.size() != w.gamma.size()) {
-      fail(node, cat("the scale and bias must have one value per channel (", base[1], ")"));
-    }
-    LayerNormAttrs a;
-    a.eps = attr_float(node, "epsilon", 1e-5f);
-    values_[own.output(0)] = add(node, OpKind::kLayerNorm, a, {view->base});
-    weights_of_last() = std::move(w);
+    values_[own.output(0)] = add_layer_norm(node, view->base);
   } else if (t == "MatMul") {
     // [N, H, W, C] x [C, K]: a 1x1 convolution of the tensor.
     const ConstTensor* b = constant(node, 1);

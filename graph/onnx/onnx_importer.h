@@ -111,6 +111,8 @@ class Importer {
   void resize(const onnx::NodeProto& node);
   // ---- onnx_import_channels.cpp: layer normalisation, GELU, channels-last views
   void layer_norm(const onnx::NodeProto& node);
+  // A layer norm of x over its channels with the node's scale, bias (defaults 1, 0) and epsilon.
+  ValueId add_layer_norm(const onnx::NodeProto& node, ValueId x);
   void gelu(const onnx::NodeProto& node);
   // Whether the node reads a channels-last view.
   bool reads_channels_last(const onnx::NodeProto& node) const;
