@@ -72,7 +72,7 @@ ValueId Graph::add_input(std::string name, TensorDesc desc) {
   if (impl_->value_by_name.count(name) || impl_->op_by_name.count(name)) {
     throw GraphError(cat("input '", name, "': the name is already used"));
   }
-  if (layout_rank(desc.layout) != static_cast<int>(desc.shape.rank())) {
+  if (!layout_fits(desc.layout, desc.shape.rank())) {
     throw GraphError(cat("input '", name, "': layout ", to_string(desc.layout),
                          " does not fit shape ", desc.shape.to_string()));
   }

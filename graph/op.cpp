@@ -232,7 +232,11 @@ int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,
     }
     case OpKind::kLinear: {
       const auto& a = op.attrs_as<LinearAttrs>();
-      return inputs.at(0).shape[0] * a.in_features * a.out_features;
+      return inputs.at(0).shape.numel() / a.in_features * a.in_features * a.out_features;
+    }
+    case OpKind::kMatMul: {
+      const Shape& out = outputs.at(0).shape;
+      return out.numel() * inputs.at(0).shape[inputs.at(0).shape.rank() - 1];
     }
     default:
       return 0;
@@ -251,8 +255,11 @@ int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs) {
       return a.out_features * a.in_features + (a.bias ? a.out_features : 0);
     }
     case OpKind::kBatchNorm:
-    case OpKind::kLayerNorm:
       return 2 * inputs.at(0).shape[1];  // scale and shift; running statistics are buffers
+    case OpKind::kLayerNorm: {
+      const TensorDesc& x = inputs.at(0);
+      return 2 * x.shape[takes_layouts(x) ? 1 : x.shape.rank() - 1];
+    }
     default:
       return 0;
   }

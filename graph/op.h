@@ -237,7 +237,8 @@ struct PadAttrs {
   bool operator==(const PadAttrs&) const = default;
 };
 
-/// Fully connected layer (GEMM): y = x Wᵀ + b with W [out_features, in_features].
+/// Fully connected layer (GEMM): y = x Wᵀ + b with W [out_features, in_features], over the last
+/// axis of its input (rank 2, or a row-major tensor of rank 3 or more: a transformer's tokens).
 struct LinearAttrs {
   int64_t in_features = 0;                    ///< input features (weight shape)
   int64_t out_features = 0;                   ///< output features
@@ -290,7 +291,8 @@ struct LeakyReluAttrs {
 };
 
 /// Layer normalisation over the channels of each pixel (rank 4) or the features of each row
-/// (rank 2): y = (x - mean) / sqrt(var + eps) · gamma + beta, mean and (biased) variance over the
+/// (rank 2), or the last axis of a row-major tensor of another rank (a transformer's tokens
+/// [N, T, C]): y = (x - mean) / sqrt(var + eps) · gamma + beta, mean and (biased) variance over the
 /// C values, gamma and beta per channel in the op's weights. ONNX LayerNormalization over the last
 /// axis of a channels-last view (ConvNeXt, ViT).
 struct LayerNormAttrs {
@@ -300,6 +302,60 @@ struct LayerNormAttrs {
     v("eps", a.eps, FieldRule::kOptional);
   }
   bool operator==(const LayerNormAttrs&) const = default;
+};
+
+/// Softmax over one axis (1: the channels of a rank-4 tensor or the features of a rank-2 one;
+/// any axis of a row-major tensor: attention scores over their keys).
+struct SoftmaxAttrs {
+  int64_t axis = 1;  ///< the axis normalised (non-negative)
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kOptional);
+  }
+  bool operator==(const SoftmaxAttrs&) const = default;
+};
+
+/// Permutation of the dimensions of a row-major tensor (real data movement): output dimension i
+/// is input dimension perm[i].
+struct TransposeAttrs {
+  std::vector<int64_t> perm;  ///< a permutation of 0 .. rank-1
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("perm", a.perm, FieldRule::kRequired);
+  }
+  bool operator==(const TransposeAttrs&) const = default;
+};
+
+/// The range [begin, end) of one axis of a row-major tensor (PyTorch's narrow; ONNX Slice, Split
+/// and Gather of one index on a transformer's tensors).
+struct NarrowAttrs {
+  int64_t axis = 0;   ///< the axis cut
+  int64_t begin = 0;  ///< first index kept
+  int64_t end = 0;    ///< one past the last
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+    v("begin", a.begin, FieldRule::kRequired);
+    v("end", a.end, FieldRule::kRequired);
+  }
+  bool operator==(const NarrowAttrs&) const = default;
+};
+
+/// The input with a constant block joined before or after it along one axis of a row-major
+/// tensor (a vision transformer's class and distillation tokens: Concat(Expand(token), x)). The
+/// constant (weight) has the input's shape with `count` along `axis` and 1 as the first
+/// dimension (the same for every sample).
+struct ConcatConstantAttrs {
+  int64_t axis = 1;     ///< the axis joined along (>= 1)
+  int64_t count = 1;    ///< the constant's extent along it
+  bool before = true;   ///< the constant comes first
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+    v("count", a.count, FieldRule::kRequired);
+    v("before", a.before, FieldRule::kOptional);
+  }
+  bool operator==(const ConcatConstantAttrs&) const = default;
 };
 
 /// Space to depth (ONNX SpaceToDepth, TResNet's stem): each block x block patch of pixels becomes
@@ -372,10 +428,14 @@ std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank);
 /// Reshape keeping the batch: the output is [N, dims...] with the same elements in plain (NCHW or
 /// NC) order; rank 2 or 4 in and out ([N, C, 1, 1] <-> [N, C], flattening, unflattening).
 struct ReshapeAttrs {
-  std::vector<int64_t> dims;  ///< output dimensions after the batch (1 or 3 of them)
+  /// Output dimensions after the batch (1 or 3 of them); with `full`, every output dimension
+  /// (any rank; the elements keep their row-major order, so the input must be in a plain layout).
+  std::vector<int64_t> dims;
+  bool full = false;  ///< `dims` includes the first dimension
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("dims", a.dims, FieldRule::kRequired);
+    v("full", a.full, FieldRule::kOptional);
   }
   bool operator==(const ReshapeAttrs&) const = default;
 };
@@ -412,7 +472,7 @@ struct ChannelShuffleAttrs {
   X(kPad, "pad", PadAttrs)                             \
   X(kFlatten, "flatten", NoAttrs)                      \
   X(kLinear, "linear", LinearAttrs)                    \
-  X(kSoftmax, "softmax", NoAttrs)                      \
+  X(kSoftmax, "softmax", SoftmaxAttrs)                 \
   X(kScale, "scale", ScaleAttrs)                       \
   X(kHardSigmoid, "hard_sigmoid", HardSigmoidAttrs)    \
   X(kHardSwish, "hard_swish", NoAttrs)                 \
@@ -429,7 +489,11 @@ struct ChannelShuffleAttrs {
   X(kSpaceToDepth, "space_to_depth", SpaceToDepthAttrs) \
   X(kReduceMean, "reduce_mean", ReduceAttrs)           \
   X(kReduceMax, "reduce_max", ReduceAttrs)             \
-  X(kReduceSum, "reduce_sum", ReduceAttrs)
+  X(kReduceSum, "reduce_sum", ReduceAttrs)            \
+  X(kMatMul, "matmul", NoAttrs)                        \
+  X(kTranspose, "transpose", TransposeAttrs)           \
+  X(kNarrow, "narrow", NarrowAttrs)                    \
+  X(kConcatConstant, "concat_constant", ConcatConstantAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -438,12 +502,17 @@ enum class OpKind : uint8_t {
 #undef STAGECRAFT_X
 };
 
+/// matmul: the product of two activations (attention's Q·Kᵀ and P·V), ONNX MatMul semantics on
+/// row-major tensors of equal rank >= 3: [..., M, K] x [..., K, N] -> [..., M, N], the leading
+/// dimensions broadcast (each pair equal or one of them 1).
+
 /// Typed attributes of any kind (the alternative must match the op's kind).
 using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs, AvgPoolAttrs,
                              AddAttrs, SplitAttrs, SliceAttrs, PadAttrs, LinearAttrs, ScaleAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
-                             ReduceAttrs>;
+                             ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
+                             ConcatConstantAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

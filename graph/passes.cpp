@@ -126,9 +126,40 @@ bool per_channel_constant(const Graph& graph, const Op& op) {
          a.constant[3] == 1;
 }
 
+// Whether a binary op applies one constant value per feature (or one value) over the last axis of
+// a linear layer's output, with the constant second; the linear layer (read by it alone, no
+// activation of its own) when so. A transformer's projections: MatMul, then Add of the bias.
+std::optional<OpId> linear_with_feature_constant(const Graph& graph, const Op& op) {
+  if (op.kind != OpKind::kBinary || op.inputs.size() != 1) return std::nullopt;
+  const auto& a = op.attrs_as<BinaryAttrs>();
+  const TensorDesc& x = graph.value(op.inputs[0]).desc;
+  if (a.constant.empty() || a.constant_first || is_int8(x.dtype) || a.constant.size() != x.shape.rank()) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i + 1 < a.constant.size(); ++i)
+    if (a.constant[i] != 1) return std::nullopt;
+  const auto producer = sole_producer(graph, op);
+  if (!producer || graph.op(*producer).kind != OpKind::kLinear) return std::nullopt;
+  const auto& linear = graph.op(*producer).attrs_as<LinearAttrs>();
+  if (linear.activation != Activation::kNone) return std::nullopt;
+  if (a.constant.back() != 1 && a.constant.back() != linear.out_features) return std::nullopt;
+  return producer;
+}
+
 Graph fold_channel_constants_once(const Graph& graph, PassLog* log, bool* changed) {
   std::vector<Decision> decisions(graph.num_ops());
   for (const Op& op : graph.ops()) {
+    if (const auto linear = linear_with_feature_constant(graph, op); linear && !decisions[*linear].new_attrs) {
+      const auto& a = op.attrs_as<BinaryAttrs>();
+      auto attrs = graph.op(*linear).attrs_as<LinearAttrs>();
+      if (a.op == BinaryOp::kAdd || a.op == BinaryOp::kSub) attrs.bias = true;
+      attrs.activation = a.activation;
+      decisions[*linear].new_attrs = attrs;
+      decisions[op.id] = Decision::dropped(op.inputs[0]);
+      if (log) log->constants.push_back({graph.op(*linear).name, op.name, a.op});
+      *changed = true;
+      continue;
+    }
     if (!per_channel_constant(graph, op)) continue;
     const auto producer = plain_conv_producer(graph, op);
     if (!producer || decisions[*producer].new_attrs) continue;  // one fold per conv and round

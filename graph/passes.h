@@ -30,7 +30,7 @@ struct FoldedScale {
 /// A binary op with a per-channel (or scalar) constant folded into the convolution before it:
 /// adding or subtracting shifts its bias, multiplying or dividing scales its weights and bias.
 struct FoldedConstant {
-  std::string conv;    ///< name of the convolution (kept)
+  std::string conv;    ///< name of the convolution or linear layer (kept)
   std::string binary;  ///< name of the binary op (removed; its weights hold the constant)
   BinaryOp op = BinaryOp::kAdd;
 };
@@ -75,7 +75,9 @@ struct PassLog {
 /// Folds every binary op x OP c with a constant c of one value per channel (or one value), OP
 /// one of add, sub, mul, div with c second, into the convolution producing x when it is read by
 /// nothing else and has no activation or residual of its own (the binary's activation moves to
-/// it): a linear layer's bias and a layer scale after channels-last 1x1 convolutions (ConvNeXt).
+/// it): a linear layer's bias and a layer scale after channels-last 1x1 convolutions (ConvNeXt);
+/// likewise one value per output feature into the linear layer producing x (a transformer's
+/// MatMul then Add of the bias).
 /// Repeats until nothing folds, so chains fold in order. Not for int8 graphs.
 Graph fold_channel_constants(const Graph& graph, PassLog* log = nullptr);
 

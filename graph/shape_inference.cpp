@@ -110,15 +110,20 @@ std::vector<TensorDesc> infer_pool(const Checker& check, const PoolAttrs& a, con
                                      Hw{1, 1}, a.ceil_mode))};
 }
 
+// Along dimension 1: the channels of rank-4 tensors, the second axis of row-major ones.
 std::vector<TensorDesc> infer_concat(const Checker& check, const std::vector<TensorDesc>& inputs) {
   int64_t channels = 0;
+  const size_t rank = inputs[0].shape.rank();
+  check.require(rank == 4 || inputs[0].layout == Layout::kPlain,
+                cat("inputs must have rank 4 or be row-major, got ", inputs[0].shape.to_string()));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check.rank(inputs[i], 4, "every input");
+    check.rank(inputs[i], rank, "every input");
     const Shape& s = inputs[i].shape;
     const Shape& s0 = inputs[0].shape;
-    check.require(s[0] == s0[0] && s[2] == s0[2] && s[3] == s0[3],
-                  cat("input ", i, " is ", s.to_string(), " but input 0 is ", s0.to_string(),
-                      ": concatenated inputs must agree in N, H and W"));
+    bool agree = true;
+    for (size_t d = 0; d < rank; ++d) agree = agree && (d == 1 || s[d] == s0[d]);
+    check.require(agree, cat("input ", i, " is ", s.to_string(), " but input 0 is ", s0.to_string(),
+                             ": concatenated inputs must agree in every dimension but the second"));
     channels += s[1];
   }
   check_same_dtype(check, inputs);
@@ -168,8 +173,7 @@ std::vector<TensorDesc> infer_binary(const Checker& check, const BinaryAttrs& a,
   const bool constant = !a.constant.empty();
   check.arity(inputs, constant ? 1 : 2, constant ? 1 : 2);
   const TensorDesc& x = inputs[0];
-  check.require(x.shape.rank() == 2 || x.shape.rank() == 4,
-                cat("input must have rank 2 or 4, got ", x.shape.to_string()));
+  check.require(x.shape.rank() >= 1, "input must have rank >= 1");
   if (constant) {
     for (int64_t d : a.constant) check.require(d >= 1, cat("constant dimensions must be >= 1"));
     const Shape out = broadcast_shape(check, x.shape, a.constant);
@@ -188,6 +192,21 @@ std::vector<TensorDesc> infer_binary(const Checker& check, const BinaryAttrs& a,
 
 std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& a,
                                       const TensorDesc& x) {
+  if (a.full) {
+    check.require(!a.dims.empty(), "dims must not be empty");
+    int64_t n = 1;
+    for (int64_t d : a.dims) {
+      check.require(d >= 1, "dims must be >= 1");
+      n *= d;
+    }
+    check.require(n == x.shape.numel(), cat("cannot reshape ", x.shape.to_string(), " (",
+                                            x.shape.numel(), " elements) to ",
+                                            Shape(a.dims).to_string()));
+    TensorDesc out = x;
+    out.shape = Shape(a.dims);
+    out.layout = row_major_layout(a.dims.size());
+    return {out};
+  }
   check.require(x.shape.rank() == 2 || x.shape.rank() == 4,
                 cat("input must have rank 2 or 4, got ", x.shape.to_string()));
   check.require(a.dims.size() == 1 || a.dims.size() == 3,
@@ -205,6 +224,76 @@ std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& 
   std::vector<int64_t> dims{batch};
   dims.insert(dims.end(), a.dims.begin(), a.dims.end());
   return {with_shape(x, Shape(dims))};
+}
+
+// Row-major tensors (transformers): matmul, transpose, narrow, concat_constant.
+std::vector<TensorDesc> infer_matmul(const Checker& check, const std::vector<TensorDesc>& inputs) {
+  check.arity(inputs, 2, 2);
+  const Shape& a = inputs[0].shape;
+  const Shape& b = inputs[1].shape;
+  const size_t r = a.rank();
+  check.require(r >= 3 && b.rank() == r,
+                cat("inputs must have the same rank >= 3, got ", a.to_string(), " and ",
+                    b.to_string()));
+  check.require(a[r - 1] == b[r - 2], cat("inner dimensions differ: ", a.to_string(), " x ",
+                                          b.to_string()));
+  check_same_dtype(check, inputs);
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    check.require(a[i] == b[i] || a[i] == 1 || b[i] == 1,
+                  cat("batch dimensions of ", a.to_string(), " and ", b.to_string(),
+                      " do not broadcast (dimension ", i, ")"));
+    out[i] = std::max(a[i], b[i]);
+  }
+  out[r - 2] = a[r - 2];
+  out[r - 1] = b[r - 1];
+  TensorDesc desc = inputs[0];
+  desc.shape = Shape(out);
+  desc.layout = row_major_layout(r);
+  return {desc};
+}
+
+std::vector<TensorDesc> infer_transpose(const Checker& check, const TransposeAttrs& a,
+                                        const TensorDesc& x) {
+  const size_t r = x.shape.rank();
+  std::vector<int64_t> sorted = a.perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool permutation = sorted.size() == r;
+  for (size_t i = 0; permutation && i < r; ++i) permutation = sorted[i] == static_cast<int64_t>(i);
+  check.require(permutation, cat("perm must be a permutation of 0 .. ", r - 1, " for ",
+                                 x.shape.to_string()));
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) out[i] = x.shape[static_cast<size_t>(a.perm[i])];
+  TensorDesc desc = x;
+  desc.shape = Shape(out);
+  desc.layout = row_major_layout(r);
+  return {desc};
+}
+
+std::vector<TensorDesc> infer_narrow(const Checker& check, const NarrowAttrs& a,
+                                     const TensorDesc& x) {
+  const int64_t r = static_cast<int64_t>(x.shape.rank());
+  check.require(a.axis >= 0 && a.axis < r, cat("axis ", a.axis, " is not a dimension of ",
+                                               x.shape.to_string()));
+  const int64_t size = x.shape[static_cast<size_t>(a.axis)];
+  check.require(a.begin >= 0 && a.begin < a.end && a.end <= size,
+                cat("range [", a.begin, ", ", a.end, ") is not inside [0, ", size, ") of axis ",
+                    a.axis));
+  TensorDesc out = x;
+  out.shape[static_cast<size_t>(a.axis)] = a.end - a.begin;
+  out.layout = row_major_layout(out.shape.rank());
+  return {out};
+}
+
+std::vector<TensorDesc> infer_concat_constant(const Checker& check, const ConcatConstantAttrs& a,
+                                              const TensorDesc& x) {
+  const int64_t r = static_cast<int64_t>(x.shape.rank());
+  check.require(a.axis >= 1 && a.axis < r, cat("axis ", a.axis, " must be in [1, ", r, ")"));
+  check.require(a.count >= 1, cat("count must be >= 1, got ", a.count));
+  TensorDesc out = x;
+  out.shape[static_cast<size_t>(a.axis)] += a.count;
+  out.layout = row_major_layout(out.shape.rank());
+  return {out};
 }
 
 }  // namespace
@@ -265,9 +354,8 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       return {inputs[0]};
     case OpKind::kLayerNorm:
       check.arity(inputs, 1, 1);
-      check.require(inputs[0].shape.rank() == 2 || inputs[0].shape.rank() == 4,
-                    cat("layer_norm normalises the channels of a rank-2 or rank-4 tensor (got ",
-                        inputs[0].shape.to_string(), ")"));
+      check.require(inputs[0].shape.rank() >= 2,
+                    cat("layer_norm needs rank >= 2 (got ", inputs[0].shape.to_string(), ")"));
       check.require(op.attrs_as<LayerNormAttrs>().eps > 0, "eps must be > 0");
       return {inputs[0]};
     case OpKind::kHardSigmoid:
@@ -291,12 +379,13 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kReduceMax:
     case OpKind::kReduceSum: {
       check.arity(inputs, 1, 1);
-      check.rank(inputs[0], 4);
+      const auto rank = static_cast<int64_t>(inputs[0].shape.rank());
+      check.require(rank >= 2, "input must have rank >= 2");
       const auto& axes = op.attrs_as<ReduceAttrs>().axes;
       check.require(!axes.empty() && std::is_sorted(axes.begin(), axes.end()) &&
                         std::adjacent_find(axes.begin(), axes.end()) == axes.end() && axes.front() >= 1 &&
-                        axes.back() <= 3,
-                    "axes must be distinct, ascending, among 1, 2, 3");
+                        axes.back() < rank,
+                    cat("axes must be distinct, ascending, among 1 .. ", rank - 1));
       TensorDesc out = inputs[0];
       for (int64_t a : axes) out.shape[static_cast<size_t>(a)] = 1;
       return {out};
@@ -385,21 +474,39 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     }
     case OpKind::kLinear: {
       check.arity(inputs, 1, 1);
-      check.rank(inputs[0], 2);
+      const Shape& s = inputs[0].shape;
+      check.require(s.rank() == 2 || s.rank() >= 3,
+                    cat("input must have rank 2 or >= 3 (features last), got ", s.to_string()));
+      check.require(s.rank() != 4 || inputs[0].layout == Layout::kPlain,
+                    "a rank-4 input must be a row-major (plain) tensor");
       const auto& a = op.attrs_as<LinearAttrs>();
       check.require(a.in_features >= 1 && a.out_features >= 1,
                     "in_features and out_features must be >= 1");
-      check.require(inputs[0].shape[1] == a.in_features,
-                    cat("input has ", inputs[0].shape[1], " features but in_features is ",
+      check.require(s[s.rank() - 1] == a.in_features,
+                    cat("input has ", s[s.rank() - 1], " features but in_features is ",
                         a.in_features));
-      return {with_shape(inputs[0], Shape{inputs[0].shape[0], a.out_features})};
+      std::vector<int64_t> out = s.dims();
+      out.back() = a.out_features;
+      return {with_shape(inputs[0], Shape(out))};
     }
-    case OpKind::kSoftmax:  // over the features (rank 2) or the channels of each pixel (rank 4)
+    case OpKind::kSoftmax: {
       check.arity(inputs, 1, 1);
-      check.require(inputs[0].shape.rank() == 2 || inputs[0].shape.rank() == 4,
-                    cat("softmax runs over the channels of a rank-2 or rank-4 tensor (got ",
-                        inputs[0].shape.to_string(), ")"));
+      const int64_t axis = op.attrs_as<SoftmaxAttrs>().axis;
+      check.require(axis >= 0 && axis < static_cast<int64_t>(inputs[0].shape.rank()),
+                    cat("axis ", axis, " is not a dimension of ", inputs[0].shape.to_string()));
       return {inputs[0]};
+    }
+    case OpKind::kMatMul:
+      return infer_matmul(check, inputs);
+    case OpKind::kTranspose:
+      check.arity(inputs, 1, 1);
+      return infer_transpose(check, op.attrs_as<TransposeAttrs>(), inputs[0]);
+    case OpKind::kNarrow:
+      check.arity(inputs, 1, 1);
+      return infer_narrow(check, op.attrs_as<NarrowAttrs>(), inputs[0]);
+    case OpKind::kConcatConstant:
+      check.arity(inputs, 1, 1);
+      return infer_concat_constant(check, op.attrs_as<ConcatConstantAttrs>(), inputs[0]);
   }
   check.fail("unhandled op kind");
 }

@@ -47,6 +47,12 @@ std::vector<std::string> data_type_names() { return names_of(kDataTypes); }
 
 std::string_view to_string(Layout layout) { return kLayouts[static_cast<int>(layout)].name; }
 int layout_rank(Layout layout) { return kLayouts[static_cast<int>(layout)].rank; }
+bool layout_fits(Layout layout, size_t rank) {
+  const int r = layout_rank(layout);
+  return r >= 0 ? r == static_cast<int>(rank) : rank >= 1 && rank != 2;
+}
+Layout row_major_layout(size_t rank) { return rank == 2 ? Layout::kNC : Layout::kPlain; }
+
 int64_t channel_block(Layout layout) { return kLayouts[static_cast<int>(layout)].block; }
 
 std::optional<Layout> parse_layout(std::string_view name) { return value_named(kLayouts, name); }
@@ -56,6 +62,7 @@ std::vector<std::string> layout_names() { return names_of(kLayouts); }
 std::optional<Layout> default_layout(size_t rank) {
   if (rank == 4) return Layout::kNCHW;
   if (rank == 2) return Layout::kNC;
+  if (rank >= 1) return Layout::kPlain;
   return std::nullopt;
 }
 

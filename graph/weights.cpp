@@ -40,6 +40,12 @@ std::pair<size_t, size_t> weight_shape(const Graph& graph, OpId id) {
     return {static_cast<size_t>(a.in_features * a.out_features),
             a.bias ? static_cast<size_t>(a.out_features) : 0};
   }
+  if (op.kind == OpKind::kConcatConstant) {
+    const auto& a = op.attrs_as<ConcatConstantAttrs>();
+    const Shape& in = graph.value(op.inputs[0]).desc.shape;
+    const int64_t extent = a.axis >= 1 && a.axis < static_cast<int64_t>(in.rank()) ? in[static_cast<size_t>(a.axis)] : 1;
+    return {static_cast<size_t>(in.numel() / in[0] / extent * a.count), 0};
+  }
   if (op.kind == OpKind::kBinary) {
     const auto& a = op.attrs_as<BinaryAttrs>();
     if (a.constant.empty()) return {0, 0};
@@ -64,7 +70,8 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
       OpWeights& entry = store[op.name];
       entry.weight = uniform(rng, w, -bound, bound);
       if (b > 0) entry.bias = uniform(rng, b, -kBiasScale, kBiasScale);
-    } else if (op.kind == OpKind::kBinary && weight_shape(graph, op.id).first > 0) {
+    } else if ((op.kind == OpKind::kBinary || op.kind == OpKind::kConcatConstant) &&
+               weight_shape(graph, op.id).first > 0) {
       // Constants of scale-like size, away from 0 (they may divide).
       store[op.name].weight = uniform(rng, weight_shape(graph, op.id).first, 0.5, 1.5);
     } else if (op.kind == OpKind::kBatchNorm) {
@@ -75,7 +82,8 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
       entry.mean = uniform(rng, c, -kBiasScale, kBiasScale);
       entry.var = uniform(rng, c, 0.5, 1.5);
     } else if (op.kind == OpKind::kLayerNorm) {
-      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      const TensorDesc& x = graph.value(op.inputs[0]).desc;
+      const size_t c = static_cast<size_t>(x.shape[takes_layouts(x) ? 1 : x.shape.rank() - 1]);
       OpWeights& entry = store[op.name];
       entry.gamma = uniform(rng, c, 0.5, 1.5);
       entry.beta = uniform(rng, c, -kBiasScale, kBiasScale);
@@ -123,7 +131,10 @@ WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& l
     if (!conv || !binary || binary->weight.empty() || !conv_id) {
       throw GraphError(cat("cannot fold '", f.binary, "' into '", f.conv, "': weights missing"));
     }
-    const auto out = static_cast<size_t>(raw.op(*conv_id).attrs_as<Conv2dAttrs>().out_channels);
+    const Op& producer = raw.op(*conv_id);
+    const auto out = static_cast<size_t>(producer.kind == OpKind::kLinear
+                                             ? producer.attrs_as<LinearAttrs>().out_features
+                                             : producer.attrs_as<Conv2dAttrs>().out_channels);
     const std::vector<float>& c = binary->weight;
     const auto at = [&](size_t k) { return static_cast<double>(c.size() == 1 ? c[0] : c.at(k)); };
     if (f.op == BinaryOp::kAdd || f.op == BinaryOp::kSub) {
@@ -157,7 +168,8 @@ void check_weights(const Graph& graph, const WeightStore& weights) {
     }
     if (op.kind == OpKind::kLayerNorm) {
       const OpWeights* w = weights.find(op.name);
-      const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
+      const TensorDesc& x = graph.value(op.inputs[0]).desc;
+      const size_t c = static_cast<size_t>(x.shape[takes_layouts(x) ? 1 : x.shape.rank() - 1]);
       if (!w || w->gamma.size() != c || w->beta.size() != c) {
         throw GraphError(cat("op '", op.name, "' (layer_norm): needs scale and shift of ", c, " channels"));
       }

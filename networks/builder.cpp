@@ -153,7 +153,7 @@ ValueId NetBuilder::linear(ValueId x, int64_t out_features, bool bias, const std
 }
 
 ValueId NetBuilder::softmax(ValueId x, const std::string& name) {
-  return op(name, OpKind::kSoftmax, graph::NoAttrs{}, {x});
+  return op(name, OpKind::kSoftmax, graph::SoftmaxAttrs{}, {x});
 }
 
 graph::Graph NetBuilder::finish(const std::vector<ValueId>& outputs) && {

@@ -102,9 +102,15 @@ KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::
       const auto& a = op.attrs_as<graph::LinearAttrs>();
       const double weight_bytes = static_cast<double>(a.in_features * a.out_features *
                                                       graph::size_of(in[0].dtype));
-      return gemm(static_cast<double>(in[0].shape[0]), static_cast<double>(a.out_features),
+      return gemm(static_cast<double>(in[0].shape.numel() / a.in_features), static_cast<double>(a.out_features),
                   static_cast<double>(a.in_features), 1, in_bytes + out_bytes + weight_bytes,
                   in[0].dtype);
+    }
+    case OpKind::kMatMul: {  // batches of [M, K] x [K, N]
+      const size_t r = out[0].shape.rank();
+      const double m = static_cast<double>(out[0].shape[r - 2]), n = static_cast<double>(out[0].shape[r - 1]);
+      const double k = static_cast<double>(in[0].shape[r - 1]);
+      return gemm(m, n, k, out_elements / (m * n), in_bytes + out_bytes, in[0].dtype);
     }
     case OpKind::kMaxPool: {
       const auto& a = op.attrs_as<graph::MaxPoolAttrs>();

@@ -59,7 +59,7 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(
       if (it == mapped.end()) {
         // As in the full plan: graph inputs keep their layout, op outputs are in `layout`.
         graph::TensorDesc desc = graph.value(v).desc;
-        if (desc.shape.rank() == 4 && graph.value(v).producer != graph::kNoOp) desc.layout = layout_of(v);
+        if (graph::takes_layouts(desc) && graph.value(v).producer != graph::kNoOp) desc.layout = layout_of(v);
         it = mapped.emplace(v, sub.add_input(cat("in", next_input++), desc)).first;
       }
       inputs.push_back(it->second);

@@ -22,7 +22,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // The layout of a value the search does not choose.
 Layout pinned_layout(const graph::Graph& g, ValueId v) {
   const graph::TensorDesc& desc = g.value(v).desc;
-  return desc.shape.rank() == 4 ? desc.layout : Layout::kNC;
+  return graph::takes_layouts(desc) || desc.shape.rank() != 2 ? desc.layout : Layout::kNC;
 }
 
 // Input slots of `op` reading values the search chooses.
@@ -62,7 +62,7 @@ struct State {
 }  // namespace
 
 bool chooses_layout(const graph::Graph& graph, ValueId v) {
-  return graph.value(v).producer != graph::kNoOp && graph.value(v).desc.shape.rank() == 4;
+  return graph.value(v).producer != graph::kNoOp && graph::takes_layouts(graph.value(v).desc);
 }
 
 std::vector<Layout> uniform_layouts(const graph::Graph& graph, std::vector<Layout> base, Layout layout) {

@@ -169,7 +169,7 @@ void read_layouts(const Reader& r, const YAML::Node& root, const graph::Graph& g
   std::vector<bool> given(graph.num_values(), false);
   for (size_t v = 0; v < graph.num_values(); ++v) {
     const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
-    if (value.desc.shape.rank() != 4 || value.producer == graph::kNoOp) {
+    if (!graph::takes_layouts(value.desc) || value.producer == graph::kNoOp) {
       schedule.value_layouts[v] = value.desc.layout;
       given[v] = true;
     }
@@ -228,7 +228,7 @@ std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule
     out << YAML::Key << "layouts" << YAML::Value << YAML::BeginMap;
     for (size_t v = 0; v < graph.num_values() && v < schedule.value_layouts.size(); ++v) {
       const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
-      if (value.producer == graph::kNoOp || value.desc.shape.rank() != 4) continue;
+      if (value.producer == graph::kNoOp || !graph::takes_layouts(value.desc)) continue;
       out << YAML::Key << value.name << YAML::Value
           << std::string(graph::to_string(schedule.value_layouts[v]));
     }

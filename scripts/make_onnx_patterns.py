@@ -344,7 +344,47 @@ def modules():
             pooled = torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1)
             return x * torch.sigmoid(self.att(pooled)) + x.sum(dim=(1, 3), keepdim=True)
 
+    class VitBlock(nn.Module):  # timm's ViT: patches, class token, qkv, heads, SDPA, MLP
+        def __init__(self, dim=16, heads=2):
+            super().__init__()
+            self.heads = heads
+            self.patch = nn.Conv2d(3, dim, 4, 4)
+            self.cls = nn.Parameter(torch.randn(1, 1, dim))
+            self.pos = nn.Parameter(torch.randn(1, 5, dim) * 0.1)
+            self.ln1, self.ln2, self.ln3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+            self.head = nn.Linear(dim, 10)
+
+        def forward(self, x):
+            x = self.patch(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+            n, t, c = x.shape
+            qkv = self.qkv(self.ln1(x)).reshape(n, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            a = F.scaled_dot_product_attention(q, k, v)
+            x = x + self.proj(a.transpose(1, 2).reshape(n, t, c))
+            x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+            return self.head(self.ln3(x)[:, 0])
+
+    class TorchAttention(nn.Module):  # torchvision's ViT: nn.MultiheadAttention, sequence first
+        def __init__(self, dim=16, heads=4):
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, 2, 2)
+            self.ln = nn.LayerNorm(dim)
+            self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+            self.head = nn.Linear(dim, 6)
+
+        def forward(self, x):
+            x = self.patch(x).flatten(2).transpose(1, 2)
+            y = self.ln(x)
+            x = x + self.attn(y, y, y, need_weights=False)[0]
+            return self.head(x.mean(1))
+
     return {
+        "vit_block": (VitBlock(), (2, 3, 8, 8)),
+        "torch_attention": (TorchAttention(), (1, 3, 8, 6)),
         "channel_pooling": (ChannelPooling(), (2, 3, 9, 7)),
         "written_layer_norm": (WrittenLayerNorm(), (2, 3, 6, 5)),
         "reflect_pad": (ReflectPad(), (2, 3, 9, 9)),

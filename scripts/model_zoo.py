@@ -102,7 +102,7 @@ def input_size(name: str) -> int:
 
 
 def calibrated_model(name: str, size: int):
-    """Random weights; batch-norm statistics from a few batches of random images."""
+    """Random weights (none all zero); batch-norm statistics from a few batches of random images."""
     import torch
     import torchvision
     torch.manual_seed(0)
@@ -128,6 +128,12 @@ def calibrated_model(name: str, size: int):
             kwargs["aux_logits"] = False
             kwargs["init_weights"] = True
         model = getattr(torchvision.models, name)(**kwargs)
+    # Weights initialised to zero (torchvision's ViT heads, some layer scales) would make every
+    # output 0 and hide any difference: small random values instead.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 1 and p.numel() > 1 and not p.any():
+                p.normal_(0.0, 0.02)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     for bn in bns:
         bn.reset_running_stats()

@@ -229,8 +229,10 @@ memory::desc second_md(const KernelSpec& spec) {
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
   if (a.constant.empty()) return md(spec.srcs[1]);
   const std::vector<int64_t> dims = graph::constant_shape(a, spec.dsts[0].shape.rank());
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32,
-                      dnnl_tag(spec.dsts[0].layout));
+  graph::TensorDesc c = spec.dsts[0];
+  c.shape = graph::Shape(dims);
+  c.dtype = graph::DataType::kF32;
+  return md(c);
 }
 
 // The main step: src0 OP src1 -> dst. A constant first operand turns c - x into -(x - c) (a
@@ -298,8 +300,7 @@ std::string build_binary(DnnlKernel& k, const KernelSpec& spec, const KernelDesc
   } else {
     const std::vector<int64_t> shape = graph::constant_shape(a, spec.dsts[0].shape.rank());
     const memory::dims dims(shape.begin(), shape.end());
-    const memory::desc user(dims, memory::data_type::f32,
-                            dims.size() == 4 ? memory::format_tag::nchw : memory::format_tag::nc);
+    const memory::desc user = plain_md(graph::Shape(shape), graph::DataType::kF32);
     step.add_constant(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), spec.weights->weight));
   }
   k.add(std::move(step), scratch(s.pd));

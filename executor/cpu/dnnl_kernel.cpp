@@ -49,12 +49,14 @@ memory::dims dims_of(const graph::Shape& shape) {
 }
 
 memory::desc md(const TensorDesc& d) {
+  if (d.layout == Layout::kPlain) return plain_md(d.shape, d.dtype);
   return memory::desc(dims_of(d.shape), dnnl_type(d.dtype), dnnl_tag(d.layout));
 }
 
 memory::desc plain_md(const graph::Shape& shape, DataType type) {
-  return memory::desc(dims_of(shape), dnnl_type(type),
-                      shape.rank() == 2 ? memory::format_tag::nc : memory::format_tag::nchw);
+  memory::dims strides(shape.rank(), 1);
+  for (size_t i = shape.rank(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return memory::desc(dims_of(shape), dnnl_type(type), strides);
 }
 
 bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }

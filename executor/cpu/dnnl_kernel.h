@@ -43,7 +43,7 @@ dnnl::memory::format_tag dnnl_tag(graph::Layout layout);
 dnnl::memory::dims dims_of(const graph::Shape& shape);
 /// The oneDNN memory descriptor of a tensor.
 dnnl::memory::desc md(const graph::TensorDesc& d);
-/// Logical NCHW (rank 4) or NC (rank 2) descriptor of a shape (for reorders).
+/// Row-major descriptor of a shape (NCHW for rank 4, NC for rank 2; for reorders).
 dnnl::memory::desc plain_md(const graph::Shape& shape, graph::DataType type);
 bool quantised(const graph::TensorDesc& d);
 

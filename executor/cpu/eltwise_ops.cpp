@@ -57,7 +57,8 @@ std::vector<EltwiseStep> bn_activation_steps(const KernelSpec& spec) {
 }
 
 dnnl::softmax_forward::primitive_desc softmax_pd(const KernelSpec& spec, const DnnlContext& ctx) {
-  dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), 1);
+  const int axis = static_cast<int>(std::get<graph::SoftmaxAttrs>(spec.attrs).axis);
+  dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), axis);
   return {d, make_attr(), ctx.engine};
 }
 

@@ -1,5 +1,6 @@
 // Linear layers (fully connected) on oneDNN's inner product: f32 with the activation fused, or
-// int8 with per-channel i8 weights and the requantisation fused.
+// int8 with per-channel i8 weights and the requantisation fused. A row-major input of rank 3 or
+// more (a transformer's tokens) is the matrix of its rows: [N·T, C].
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 
@@ -8,6 +9,18 @@ namespace stagecraft::executor::cpu {
 namespace {
 
 using dnnl::memory;
+
+// The spec with a row-major source and destination of rank >= 3 seen as matrices of rows.
+KernelSpec as_rows(const KernelSpec& spec) {
+  KernelSpec rows = spec;
+  for (auto* d : {&rows.srcs[0], &rows.dsts[0]}) {
+    if (d->shape.rank() == 2) continue;
+    const int64_t features = d->shape[d->shape.rank() - 1];
+    d->shape = graph::Shape{d->shape.numel() / features, features};
+    d->layout = graph::Layout::kNC;
+  }
+  return rows;
+}
 
 dnnl::inner_product_forward::desc linear_desc(const KernelSpec& spec) {
   const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
@@ -36,14 +49,20 @@ using LinearState = PdState<dnnl::inner_product_forward::primitive_desc>;
 
 // f32: the primitive descriptor is the kernel's (the desc carries it). Quantised: it is made
 // again with the output scales of the weights quantised at build (the name stays the same).
-KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
+KernelDesc check(const KernelSpec& given, DnnlContext& ctx) {
+  const KernelSpec spec = as_rows(given);
+  if (given.srcs[0].shape.rank() > 2 && (given.srcs[0].layout != graph::Layout::kPlain ||
+                                          given.dsts[0].layout != graph::Layout::kPlain)) {
+    return Support::unsupported(SupportReason::kLayout, "a linear layer over the last axis reads and writes row-major tensors");
+  }
   auto pd = linear_pd(spec, ctx);
   const std::string what = cat("a ", graph::to_string(spec.srcs[0].dtype), " linear layer");
   if (quantised(spec.srcs[0])) return described(pd.impl_info_str(), what);
   return described(pd.impl_info_str(), what, workspace_of(pd), std::make_shared<LinearState>(pd));
 }
 
-std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
+std::string build(DnnlKernel& k, const KernelSpec& given, const KernelDesc& desc, DnnlContext& ctx) {
+  const KernelSpec spec = as_rows(given);
   const auto& a = std::get<graph::LinearAttrs>(spec.attrs);
   const memory::desc w_user({a.out_features, a.in_features}, memory::data_type::f32,
                             memory::format_tag::oi);

@@ -26,11 +26,13 @@ struct LayerNorm {
   float eps = 1e-5f;
 };
 
-// The geometry of a rank-2 [N, C] tensor as a rank-4 one of one pixel (channels contiguous).
+// The geometry of a rank-2 [N, C] tensor, or of a row-major one normalised over its last axis,
+// as a rank-4 one of one pixel per row (channels contiguous).
 HostLayout geometry(const graph::TensorDesc& d) {
-  if (d.shape.rank() == 4) return host_layout(d);
+  if (graph::takes_layouts(d)) return host_layout(d);
   graph::TensorDesc as4 = d;
-  as4.shape = graph::Shape{d.shape[0], d.shape[1], 1, 1};
+  const int64_t c = d.shape[d.shape.rank() - 1];
+  as4.shape = graph::Shape{d.shape.numel() / c, c, 1, 1};
   as4.layout = graph::Layout::kNHWC;
   return host_layout(as4);
 }

@@ -37,8 +37,8 @@ struct OpFamily {
 };
 
 /// Whether our f32 host kernels (resize, layer norm, space to depth, reflect padding) run `spec`:
-/// f32 in and out, in layouts they know (nchw, nhwc, nChw8c, nChw16c; nc for rank 2 where
-/// `rank2` allows it); the description `impl` with no workspace, or why not.
+/// f32 in and out, in layouts they know (nchw, nhwc, nChw8c, nChw16c; nc for rank 2 and
+/// row-major plain tensors where `rank2` allows it); the description `impl` with no workspace, or why not.
 KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, bool rank2 = false);
 
 /// The family that builds `kind`.
@@ -56,6 +56,7 @@ extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
 extern const OpFamily kReductionFamily;      // reduce_mean, reduce_max, reduce_sum (oneDNN reduction)
+extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
 
 /// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
 /// movement family's pad: its description and its build.

@@ -76,11 +76,14 @@ KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, boo
                                 cat(graph::to_string(spec.kind), " runs in f32 only: dequantise its input first"));
   }
   const auto known = [&](const graph::TensorDesc& d) {
-    return rank2 && d.shape.rank() == 2 ? d.layout == graph::Layout::kNC : host_layout_known(d.layout);
+    if (rank2 && (d.shape.rank() == 2 || d.layout == graph::Layout::kPlain)) {
+      return d.layout == graph::Layout::kNC || d.layout == graph::Layout::kPlain;
+    }
+    return host_layout_known(d.layout);
   };
   if (!known(in) || !known(out)) {
     return Support::unsupported(SupportReason::kLayout,
-                                cat(graph::to_string(spec.kind), " reads and writes ", rank2 ? "nc, " : "",
+                                cat(graph::to_string(spec.kind), " reads and writes ", rank2 ? "nc, plain, " : "",
                                     "nchw, nhwc, nChw8c or nChw16c, not ", graph::to_string(in.layout), " -> ",
                                     graph::to_string(out.layout)));
   }

@@ -154,6 +154,11 @@ class CudaBackend : public Backend {
                                       cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
                                           graph::to_string(d.dtype), ")"));
         }
+        if (d.layout == Layout::kPlain) {
+          return Support::unsupported(SupportReason::kLayout,
+                                      cat("the CUDA backend has no kernels for row-major tensors of rank ",
+                                          d.shape.rank(), " (transformers) yet; the CPU backend runs them"));
+        }
         if (d.shape.rank() == 4 && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
           return Support::unsupported(SupportReason::kLayout, cat("layout ", graph::to_string(d.layout),
                                                                   " is not available on CUDA (use nchw or nhwc)"));

@@ -23,11 +23,12 @@ void describe_values(PlanIR& ir) {
     TensorDesc d = value.desc;
     if (value.producer != graph::kNoOp) {
       const Layout chosen = value_layouts.empty() ? ir.layout : value_layouts[v];
-      if (d.shape.rank() == 4 && graph::layout_rank(chosen) != 4) {
+      if (graph::takes_layouts(d) && graph::layout_rank(chosen) != 4) {
         throw BackendError(cat("the layout plan gives value '", value.name, "' the layout ",
                                graph::to_string(chosen), ", which is not 4-D"));
       }
-      d.layout = d.shape.rank() == 4 ? chosen : Layout::kNC;
+      if (graph::takes_layouts(d)) d.layout = chosen;
+      else if (d.shape.rank() == 2) d.layout = Layout::kNC;
     }
     ir.new_value(d);
     ir.alias.push_back(static_cast<int>(v));
@@ -71,12 +72,12 @@ KernelSpec spec_for(const PlanIR& ir, const Unit& unit, Layout out, bool convert
   spec.threads = ir.parallelism;
   for (ValueId v : op.inputs) {
     TensorDesc d = ir.values[v].desc;
-    if (converted && d.shape.rank() == 4) d.layout = out;
+    if (converted && graph::takes_layouts(d)) d.layout = out;
     spec.srcs.push_back(d);
   }
   for (ValueId v : op.outputs) {
     TensorDesc d = ir.values[v].desc;
-    if (d.shape.rank() == 4) d.layout = out;
+    if (graph::takes_layouts(d)) d.layout = out;
     spec.dsts.push_back(d);
   }
   if (unit.ops.size() > 1) {  // merged: the stacked output channels
@@ -107,7 +108,7 @@ bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why) {
 void set_output_layout(PlanIR& ir, const Unit& unit, Layout layout) {
   for (OpId id : unit.ops) {
     for (ValueId v : ir.g.op(id).outputs) {
-      if (ir.values[v].desc.shape.rank() == 4) ir.values[v].desc.layout = layout;
+      if (graph::takes_layouts(ir.values[v].desc)) ir.values[v].desc.layout = layout;
     }
   }
 }
@@ -126,7 +127,7 @@ void legalise_layouts(PlanIR& ir) {
   std::vector<bool> done(g.num_ops(), false);
   for (const graph::Op& op : g.ops()) {
     if (done[op.id] || !checked(op.kind) || op.outputs.empty()) continue;
-    if (ir.values[op.outputs[0]].desc.shape.rank() != 4) continue;
+    if (!graph::takes_layouts(ir.values[op.outputs[0]].desc)) continue;
     Unit unit;
     if (merge_of[op.id] >= 0) {
       unit.ops = ir.schedule.stages[static_cast<size_t>(merge_of[op.id])].ops();
@@ -187,7 +188,7 @@ void convert_inputs(PlanIR& ir) {
   const graph::Graph& g = ir.g;
   for (ValueId v : g.inputs()) {
     const TensorDesc d = ir.values[v].desc;
-    if (d.shape.rank() != 4 || d.layout == ir.layout || !ir.options.convert_inputs) continue;
+    if (!graph::takes_layouts(d) || d.layout == ir.layout || !ir.options.convert_inputs) continue;
     // Convolutions read a graph input in its own layout when the backend can (the usual first
     // layer); concatenations copy their parts anyway. Everything else reads a converted copy.
     bool needs = false;

@@ -13,8 +13,10 @@ namespace stagecraft::executor::planning {
 
 namespace {
 
+// Row-major: the elements in their logical order.
 bool plain_layout(const TensorDesc& d) {
-  return d.layout == graph::default_layout(d.shape.rank()).value_or(d.layout);
+  return d.layout == graph::Layout::kPlain ||
+         d.layout == graph::default_layout(d.shape.rank()).value_or(d.layout);
 }
 
 class Placement {

@@ -96,11 +96,12 @@ bool dense_slice(const TensorDesc& d, int64_t c0, int64_t c, size_t* offset) {
   const int64_t channels = s[1];
   const bool whole = c0 == 0 && c == channels;
   const int64_t batch = s[0];
-  const int64_t spatial = s.rank() == 4 ? s[2] * s[3] : 1;
+  const int64_t spatial = s.numel() / (s[0] * s[1]);  // the elements after dimension 1
   const int64_t element = graph::size_of(d.dtype);
   switch (d.layout) {
     case Layout::kNCHW:
     case Layout::kNC:
+    case Layout::kPlain:
       if (!whole && batch != 1) return false;
       *offset = static_cast<size_t>(c0 * spatial * element);
       return true;
@@ -140,7 +141,7 @@ std::string summarise_layouts(const PlanIR& ir) {
   std::map<Layout, size_t> counts;
   for (size_t v = 0; v < ir.g.num_values(); ++v) {
     const graph::Value& value = ir.g.value(static_cast<graph::ValueId>(v));
-    if (value.producer != graph::kNoOp && value.desc.shape.rank() == 4) ++counts[ir.values[v].desc.layout];
+    if (value.producer != graph::kNoOp && graph::takes_layouts(value.desc)) ++counts[ir.values[v].desc.layout];
   }
   if (counts.empty()) return std::string(graph::to_string(ir.layout));
   if (counts.size() == 1) return std::string(graph::to_string(counts.begin()->first));

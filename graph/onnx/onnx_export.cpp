@@ -296,6 +296,18 @@ class Exporter {
       case OpKind::kLinear: {
         const auto& a = op.attrs_as<LinearAttrs>();
         const auto& w = weights_of(op);
+        if (g_.value(op.inputs[0]).desc.shape.rank() > 2) {  // MatMul by Wᵀ, then the bias
+          std::vector<float> wt(w.weight.size());
+          for (int64_t o = 0; o < a.out_features; ++o)
+            for (int64_t i = 0; i < a.in_features; ++i)
+              wt[static_cast<size_t>(i * a.out_features + o)] = w.weight[static_cast<size_t>(o * a.in_features + i)];
+          in.push_back(floats(op.name + "/Wt", wt, {a.in_features, a.out_features}));
+          const std::string y = pre_activation(a.activation, out);
+          node("MatMul", op.name, in, {a.bias ? op.name + "/product" : y});
+          if (a.bias) node("Add", op.name + "/bias", {op.name + "/product", floats(op.name + "/B", w.bias, {a.out_features})}, {y});
+          emit_activation(op, a.activation, out);
+          return;
+        }
         in.push_back(floats(op.name + "/W", w.weight, {a.out_features, a.in_features}));
         if (a.bias) in.push_back(floats(op.name + "/B", w.bias, {a.out_features}));
         integer(node("Gemm", op.name, in, {pre_activation(a.activation, out)}), "transB", 1);
@@ -303,7 +315,7 @@ class Exporter {
         return;
       }
       case OpKind::kSoftmax:
-        integer(node("Softmax", op.name, in, {out}), "axis", 1);
+        integer(node("Softmax", op.name, in, {out}), "axis", op.attrs_as<SoftmaxAttrs>().axis);
         return;
       case OpKind::kScale:
         in.push_back(floats(op.name + "/factor", {static_cast<float>(op.attrs_as<ScaleAttrs>().factor)}, {}));
@@ -337,7 +349,7 @@ class Exporter {
       case OpKind::kLayerNorm: {  // over the last axis: channels-last around it for rank 4
         const auto& w = weights_of(op);
         const auto c = static_cast<int64_t>(w.gamma.size());
-        const bool image = g_.value(op.inputs[0]).desc.shape.rank() == 4;
+        const bool image = takes_layouts(g_.value(op.inputs[0]).desc);
         const std::string x = image ? op.name + "/channels_last" : in[0];
         const std::string y = image ? op.name + "/normalised" : out;
         if (image) ints(node("Transpose", op.name + "/to_nhwc", in, {x}), "perm", {0, 2, 3, 1});
@@ -367,6 +379,32 @@ class Exporter {
         real(node("LeakyRelu", op.name, in, {out}), "alpha",
              static_cast<float>(op.attrs_as<LeakyReluAttrs>().alpha));
         return;
+      case OpKind::kMatMul:
+        node("MatMul", op.name, in, {out});
+        return;
+      case OpKind::kTranspose:
+        ints(node("Transpose", op.name, in, {out}), "perm", op.attrs_as<TransposeAttrs>().perm);
+        return;
+      case OpKind::kNarrow: {
+        const auto& a = op.attrs_as<NarrowAttrs>();
+        in.push_back(int64s(op.name + "/starts", {a.begin}));
+        in.push_back(int64s(op.name + "/ends", {a.end}));
+        in.push_back(int64s(op.name + "/axes", {a.axis}));
+        node("Slice", op.name, in, {out});
+        return;
+      }
+      case OpKind::kConcatConstant: {  // the constant repeated for every sample
+        const auto& a = op.attrs_as<ConcatConstantAttrs>();
+        std::vector<int64_t> dims = g_.value(op.inputs[0]).desc.shape.dims();
+        dims[static_cast<size_t>(a.axis)] = a.count;
+        const std::vector<float>& one = weights_of(op).weight;
+        std::vector<float> all;
+        for (int64_t n = 0; n < dims[0]; ++n) all.insert(all.end(), one.begin(), one.end());
+        const std::string c = floats(op.name + "/constant", all, dims);
+        in.insert(a.before ? in.begin() : in.end(), c);
+        integer(node("Concat", op.name, in, {out}), "axis", a.axis);
+        return;
+      }
       case OpKind::kReshape: {
         const Shape& s = g_.value(op.outputs[0]).desc.shape;
         in.push_back(int64s(op.name + "/shape", std::vector<int64_t>(s.dims().begin(), s.dims().end())));

@@ -224,6 +224,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } catch (const std::runtime_error& e) {
     fail(node, e.what());
   }
+  if (reads_row_major(node) && on_row_major(node)) return;
   if (reads_channels_last(node)) {
     on_channels_last(node);
   } else if (reads_group_view(node)) {

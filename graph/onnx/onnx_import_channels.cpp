@@ -32,7 +32,8 @@ ValueId Importer::add_layer_norm(const onnx::NodeProto& node, ValueId x) {
   for (int i = 1; i < node.output_size(); ++i) {
     if (!node.output(i).empty()) fail(node, "the mean and inverse deviation outputs are not supported");
   }
-  const auto c = static_cast<size_t>(shape(x)[1]);
+  const TensorDesc& d = graph_.value(x).desc;
+  const auto c = static_cast<size_t>(d.shape[takes_layouts(d) || d.shape.rank() == 2 ? 1 : d.shape.rank() - 1]);
   OpWeights w;
   w.gamma = has_input(node, 1) ? constant_floats(node, 1, "the scale") : std::vector<float>(c, 1.0f);
   w.beta = has_input(node, 2) ? constant_floats(node, 2, "the bias") : std::vector<float>(c, 0.0f);
@@ -55,6 +56,7 @@ void Importer::layer_norm(const onnx::NodeProto& node) {
   if (axis < 0) axis += static_cast<int64_t>(s.rank());
   const bool channels = attr_int(node, kChannelsOnly, 0) != 0 && axis == 1 && s.rank() == 4;
   if ((s.rank() != 2 || axis != 1) && !channels) {
+    if (axis == static_cast<int64_t>(s.rank()) - 1 && on_row_major(node)) return;
     fail(node, cat("only normalisation over the last axis of a 2-D tensor, or of a channels-last "
                    "view Transpose(0, 2, 3, 1) of a 4-D one, is supported (input ", s.to_string(),
                    ", axis ", attr_int(node, "axis", -1), ")"));

@@ -58,7 +58,7 @@ void Importer::on_group_view(const onnx::NodeProto& node) {
     ReshapeAttrs r;
     r.dims = {v.shape[1], v.shape[2], v.shape[3] * v.shape[4]};
     const ValueId as_channels = add(node, OpKind::kReshape, r, {v.base});
-    const ValueId y = add(node, OpKind::kSoftmax, NoAttrs{}, {as_channels});
+    const ValueId y = add(node, OpKind::kSoftmax, SoftmaxAttrs{}, {as_channels});
     pending_views_[node.output(0)] = PendingView{y, v.shape, 0};
     return;
   }

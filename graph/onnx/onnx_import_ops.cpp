@@ -301,16 +301,21 @@ void Importer::unary(const onnx::NodeProto& node) {
 }
 
 void Importer::gemm(const onnx::NodeProto& node) {
-  const bool matmul = node.op_type() == "MatMul";
+  const bool matmul_node = node.op_type() == "MatMul";
+  // MatMul of two activations, or over the last axis of a tensor of another rank.
+  if (matmul_node && (!constant(node, 1) || pending_views_.count(node.input(0)) ||
+                      shape(input(node, 0)).rank() != 2)) {
+    return matmul(node);
+  }
   const ValueId x = input(node, 0);
   if (shape(x).rank() != 2) fail(node, cat("only 2-D inputs are supported (got ", shape(x).to_string(), ")"));
-  if (!matmul && (attr_int(node, "transA", 0) != 0 || attr_float(node, "alpha", 1.0f) != 1.0f ||
+  if (!matmul_node && (attr_int(node, "transA", 0) != 0 || attr_float(node, "alpha", 1.0f) != 1.0f ||
                   attr_float(node, "beta", 1.0f) != 1.0f)) {
     fail(node, "only transA=0, alpha=1, beta=1 are supported");
   }
   const ConstTensor* b = constant(node, 1);
   if (!b || b->dims.size() != 2) fail(node, "the second input must be a 2-D constant");
-  const bool trans_b = !matmul && attr_int(node, "transB", 0) != 0;
+  const bool trans_b = !matmul_node && attr_int(node, "transB", 0) != 0;
   const int64_t out = trans_b ? b->dims[0] : b->dims[1];
   const int64_t in = trans_b ? b->dims[1] : b->dims[0];
   std::vector<float> w = b->floats();
@@ -320,8 +325,8 @@ void Importer::gemm(const onnx::NodeProto& node) {
       for (int64_t o = 0; o < out; ++o) t[static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * out + o)];
     w = std::move(t);
   }
-  const ConstTensor* c = matmul ? nullptr : constant(node, 2);
-  if (!matmul && has_input(node, 2) && !c) fail(node, "the bias (input 2) must be a constant");
+  const ConstTensor* c = matmul_node ? nullptr : constant(node, 2);
+  if (!matmul_node && has_input(node, 2) && !c) fail(node, "the bias (input 2) must be a constant");
   LinearAttrs a;
   a.in_features = in;
   a.out_features = out;
@@ -342,10 +347,11 @@ void Importer::softmax(const onnx::NodeProto& node) {
   const int64_t rank = static_cast<int64_t>(shape(x).rank());
   int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
-  if ((rank != 2 && rank != 4) || axis != 1) {
-    fail(node, "only softmax over the features of an N×C tensor or the channels of an N×C×H×W one is supported");
+  if ((rank != 2 && rank != 4) || axis != 1) {  // over another axis: of a row-major tensor
+    on_row_major(node);
+    return;
   }
-  define(node, 0, add(node, OpKind::kSoftmax, NoAttrs{}, {x}));
+  define(node, 0, add(node, OpKind::kSoftmax, SoftmaxAttrs{}, {x}));
 }
 
 void Importer::pad(const onnx::NodeProto& node) {

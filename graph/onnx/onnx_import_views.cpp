@@ -64,6 +64,7 @@ void Importer::reshape_to(const onnx::NodeProto& node, const PendingView& x, std
     return;
   }
   if (target.empty() || target[0] != base[0]) {
+    if (on_row_major(node)) return;  // a row-major reshape
     fail(node, cat("reshape of [", join(x.shape, ", "), "] to [", join(target, ", "),
                    "] is not supported (the batch dimension must stay first)"));
   }
@@ -121,6 +122,7 @@ void Importer::transpose(const onnx::NodeProto& node) {
                        x.shape[1] * x.shape[2] == base[1] && x.shape[3] == base[2] &&
                        x.shape[4] == base[3];
   if (!shuffle) {
+    if (on_row_major(node)) return;  // real data movement
     fail(node, cat("only Transpose(0, 2, 3, 1) of a 4-D tensor (a channels-last view), "
                    "Transpose(0, 3, 5, 1, 2, 4) of a space-to-depth's 6-D view, a transpose moving only "
                    "dimensions of size 1, and the "

@@ -122,6 +122,19 @@ class Importer {
   // (split attention, selective kernels): softmax and sums over K, concatenation and element-wise
   // ops of stacks, as ops on the tensor [N, K·C, H, W].
   bool reads_group_view(const onnx::NodeProto& node) const;
+  // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
+  // Whether the node reads a row-major value (made by this part of the importer).
+  bool reads_row_major(const onnx::NodeProto& node) const;
+  // Translates a node reading row-major values; false when the ordinary translation applies.
+  bool on_row_major(const onnx::NodeProto& node);
+  // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).
+  ValueId row_major(const onnx::NodeProto& node, int slot);
+  ValueId mark(ValueId v);
+  ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
+  ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
+  void matmul(const onnx::NodeProto& node);
+  void concat_row_major(const onnx::NodeProto& node);
+  void narrow_row_major(const onnx::NodeProto& node);
   void on_group_view(const onnx::NodeProto& node);
   ValueId grouped(const onnx::NodeProto& node, const PendingView& v);
   void define_group_view(const onnx::NodeProto& node, ValueId grouped_value, int64_t groups);
@@ -139,6 +152,7 @@ class Importer {
   std::map<std::string, PendingView> pending_views_;
   std::map<std::string, std::vector<int64_t>> empty_values_;  // slices with no channels, by name
   std::map<std::string, std::set<std::string>> reader_kinds_;
+  std::set<ValueId> row_major_;  // values of the row-major translation
   std::set<std::string> used_;
   std::set<std::string> produced_;  // every node output of the model
   ExternalData external_;

@@ -176,10 +176,19 @@ HostTensor batch_norm(const HostTensor& src, const graph::BatchNormAttrs& a, con
   return dst;
 }
 
-// Layer normalisation over the channels of each pixel (rank 4) or row (rank 2), in double.
+// A tensor seen as [outer, extent of `axis`, inner].
+struct AxisView {
+  int64_t outer = 1, extent = 1, inner = 1;
+  AxisView(const Shape& s, size_t axis) {
+    for (size_t d = 0; d < s.rank(); ++d) (d < axis ? outer : d == axis ? extent : inner) *= s[d];
+  }
+};
+
+// Layer normalisation over the channels of each pixel (rank 4) or over the last axis (rank 2:
+// the features of a row; other ranks: a transformer's tokens), in double.
 HostTensor layer_norm(const HostTensor& src, const graph::LayerNormAttrs& a, const OpWeights& w) {
-  const int64_t n = src.shape[0], c = src.shape[1];
-  const int64_t pixels = src.shape.rank() == 4 ? src.shape[2] * src.shape[3] : 1;
+  const AxisView v(src.shape, src.shape.rank() == 4 ? 1 : src.shape.rank() - 1);
+  const int64_t n = v.outer, c = v.extent, pixels = v.inner;
   HostTensor dst = zeros(src.shape);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t p = 0; p < pixels; ++p) {
@@ -455,9 +464,12 @@ HostTensor flatten(const HostTensor& src) {
   return HostTensor{Shape{batch, src.shape.numel() / batch}, src.data};
 }
 
+// Over the last axis (the rows of a rank-2 matrix, or of a row-major tensor of higher rank).
 HostTensor linear(const HostTensor& src, const graph::LinearAttrs& a, const OpWeights& w) {
-  const int64_t batch = src.shape[0];
-  HostTensor dst = zeros(Shape{batch, a.out_features});
+  const int64_t batch = src.shape.numel() / a.in_features;
+  std::vector<int64_t> out_dims = src.shape.dims();
+  out_dims.back() = a.out_features;
+  HostTensor dst = zeros(Shape(out_dims));
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t o = 0; o < a.out_features; ++o) {
       double sum = a.bias ? w.bias[static_cast<size_t>(o)] : 0.0;
@@ -473,11 +485,10 @@ HostTensor linear(const HostTensor& src, const graph::LinearAttrs& a, const OpWe
 }
 
 // Softmax of each row, shifted by the row's maximum so that exp never overflows.
-// Softmax over dimension 1 (the features of a row, the channels of a pixel).
-HostTensor softmax(const HostTensor& src) {
-  const int64_t rows = src.shape[0];
-  const int64_t cols = src.shape[1];
-  const int64_t pixels = src.shape.rank() == 4 ? src.shape[2] * src.shape[3] : 1;
+// Softmax over one axis (1: the features of a row, the channels of a pixel).
+HostTensor softmax(const HostTensor& src, int64_t axis) {
+  const AxisView v(src.shape, static_cast<size_t>(axis));
+  const int64_t rows = v.outer, cols = v.extent, pixels = v.inner;
   HostTensor dst = zeros(src.shape);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t p = 0; p < pixels; ++p) {
@@ -490,6 +501,57 @@ HostTensor softmax(const HostTensor& src) {
     }
   }
   return dst;
+}
+
+// ONNX MatMul of tensors of equal rank >= 3, batch dimensions broadcast, in double.
+HostTensor matmul(const HostTensor& a, const HostTensor& b) {
+  const size_t r = a.shape.rank();
+  const int64_t m = a.shape[r - 2], k = a.shape[r - 1], n = b.shape[r - 1];
+  std::vector<int64_t> dims(r);
+  for (size_t d = 0; d + 2 < r; ++d) dims[d] = std::max(a.shape[d], b.shape[d]);
+  dims[r - 2] = m;
+  dims[r - 1] = n;
+  HostTensor y = zeros(Shape(dims));
+  const int64_t batches = y.shape.numel() / (m * n);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // The batch's offsets in a and b (broadcast dimensions of size 1 repeat).
+    int64_t rest = bi, oa = 0, ob = 0, sa = 1, sb = 1;
+    for (size_t d = r - 2; d-- > 0;) {
+      const int64_t c = rest % dims[d];
+      rest /= dims[d];
+      oa += (a.shape[d] == 1 ? 0 : c) * sa;
+      ob += (b.shape[d] == 1 ? 0 : c) * sb;
+      sa *= a.shape[d];
+      sb *= b.shape[d];
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t t = 0; t < k; ++t)
+          sum += static_cast<double>(a.data[static_cast<size_t>(oa * m * k + i * k + t)]) *
+                 b.data[static_cast<size_t>(ob * k * n + t * n + j)];
+        y.data[static_cast<size_t>((bi * m + i) * n + j)] = static_cast<float>(sum);
+      }
+  }
+  return y;
+}
+
+// Output dimension i is input dimension perm[i].
+HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
+  const size_t r = x.shape.rank();
+  std::vector<int64_t> in_strides(r, 1), dims(r);
+  for (size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.shape[d];
+  for (size_t d = 0; d < r; ++d) dims[d] = x.shape[static_cast<size_t>(perm[d])];
+  HostTensor y = zeros(Shape(dims));
+  for (int64_t i = 0; i < y.shape.numel(); ++i) {
+    int64_t rest = i, offset = 0;
+    for (size_t d = r; d-- > 0;) {
+      offset += rest % dims[d] * in_strides[static_cast<size_t>(perm[d])];
+      rest /= dims[d];
+    }
+    y.data[static_cast<size_t>(i)] = x.data[static_cast<size_t>(offset)];
+  }
+  return y;
 }
 
 const OpWeights& weights_of(const graph::WeightStore& weights, const Op& op) {
@@ -560,7 +622,7 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kLinear:
       return {linear(x, op.attrs_as<graph::LinearAttrs>(), weights_of(weights, op))};
     case OpKind::kSoftmax:
-      return {softmax(x)};
+      return {softmax(x, op.attrs_as<graph::SoftmaxAttrs>().axis)};
     case OpKind::kHardSigmoid: {
       const auto& a = op.attrs_as<graph::HardSigmoidAttrs>();
       HostTensor y = x;
@@ -578,17 +640,22 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       const auto& axes = op.attrs_as<graph::ReduceAttrs>().axes;
       Shape out_shape = x.shape;
       for (int64_t a : axes) out_shape[static_cast<size_t>(a)] = 1;
-      const Nchw in(x.shape), out(out_shape);
       const bool max = op.kind == OpKind::kReduceMax;
       std::vector<double> acc(static_cast<size_t>(out_shape.numel()), max ? -1e300 : 0.0);
-      for (int64_t n = 0; n < in.n; ++n)
-        for (int64_t c = 0; c < in.c; ++c)
-          for (int64_t r = 0; r < in.h; ++r)
-            for (int64_t col = 0; col < in.w; ++col) {
-              double& a = acc[out.at(n, out.c == 1 ? 0 : c, out.h == 1 ? 0 : r, out.w == 1 ? 0 : col)];
-              const double v = x.data[in.at(n, c, r, col)];
-              a = max ? std::max(a, v) : a + v;
-            }
+      const size_t rank = x.shape.rank();
+      for (int64_t i = 0; i < x.shape.numel(); ++i) {
+        // The output element of input element i: its coordinates with the reduced ones at 0.
+        int64_t rest = i, at = 0, stride = 1;
+        for (size_t d = rank; d-- > 0;) {
+          const int64_t coord = rest % x.shape[d];
+          rest /= x.shape[d];
+          at += (out_shape[d] == 1 ? 0 : coord) * stride;
+          stride *= out_shape[d];
+        }
+        double& a = acc[static_cast<size_t>(at)];
+        const double v = x.data[static_cast<size_t>(i)];
+        a = max ? std::max(a, v) : a + v;
+      }
       const double count = static_cast<double>(x.shape.numel() / out_shape.numel());
       HostTensor y = zeros(out_shape);
       for (size_t i = 0; i < acc.size(); ++i) {
@@ -617,10 +684,48 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {
-      std::vector<int64_t> dims{x.shape[0]};
-      const auto& d = op.attrs_as<graph::ReshapeAttrs>().dims;
-      dims.insert(dims.end(), d.begin(), d.end());
+      const auto& a = op.attrs_as<graph::ReshapeAttrs>();
+      std::vector<int64_t> dims;
+      if (!a.full) dims.push_back(x.shape[0]);
+      dims.insert(dims.end(), a.dims.begin(), a.dims.end());
       return {HostTensor{Shape(dims), x.data}};  // plain order is unchanged
+    }
+    case OpKind::kMatMul:
+      return {matmul(x, *srcs[1])};
+    case OpKind::kTranspose:
+      return {transpose(x, op.attrs_as<graph::TransposeAttrs>().perm)};
+    case OpKind::kNarrow: {
+      const auto& a = op.attrs_as<graph::NarrowAttrs>();
+      const AxisView v(x.shape, static_cast<size_t>(a.axis));
+      Shape out = x.shape;
+      out[static_cast<size_t>(a.axis)] = a.end - a.begin;
+      HostTensor y = zeros(out);
+      size_t k = 0;
+      for (int64_t o = 0; o < v.outer; ++o)
+        for (int64_t e = a.begin; e < a.end; ++e)
+          for (int64_t i = 0; i < v.inner; ++i) y.data[k++] = x.data[static_cast<size_t>((o * v.extent + e) * v.inner + i)];
+      return {y};
+    }
+    case OpKind::kConcatConstant: {
+      const auto& a = op.attrs_as<graph::ConcatConstantAttrs>();
+      const std::vector<float>& c = weights_of(weights, op).weight;
+      const AxisView v(x.shape, static_cast<size_t>(a.axis));
+      const int64_t per_sample = v.outer / x.shape[0];  // the constant's rows before the axis
+      Shape out = x.shape;
+      out[static_cast<size_t>(a.axis)] += a.count;
+      HostTensor y = zeros(out);
+      size_t k = 0;
+      for (int64_t o = 0; o < v.outer; ++o) {
+        const auto input = [&] {
+          for (int64_t e = 0; e < v.extent * v.inner; ++e) y.data[k++] = x.data[static_cast<size_t>(o * v.extent * v.inner + e)];
+        };
+        const auto constant = [&] {
+          for (int64_t e = 0; e < a.count * v.inner; ++e) y.data[k++] = c[static_cast<size_t>((o % per_sample) * a.count * v.inner + e)];
+        };
+        if (a.before) constant(), input();
+        else input(), constant();
+      }
+      return {y};
     }
     case OpKind::kChannelShuffle:  // of the concatenation of its inputs
       return {channel_shuffle(srcs.size() == 1 ? x : concat(srcs), op.attrs_as<graph::ChannelShuffleAttrs>().groups)};

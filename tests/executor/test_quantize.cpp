@@ -378,6 +378,7 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   // A kernel spec the CPU cannot run in int8.
   KernelSpec spec;
   spec.kind = graph::OpKind::kSoftmax;
+  spec.attrs = graph::SoftmaxAttrs{};
   graph::TensorDesc u8 = graph::make_desc(graph::Shape{1, 10}, graph::DataType::kU8);
   u8.scale = 0.1f;
   spec.srcs = {u8};

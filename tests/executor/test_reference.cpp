@@ -482,11 +482,11 @@ TEST(Reference, LinearIsXTimesWTransposedPlusBias) {
 TEST(Reference, SoftmaxIsNormalisedPerRowAndStable) {
   const HostTensor x{Shape{2, 3},
                      {0, std::log(2.0f), std::log(3.0f), 1000, 1000, 1000 + std::log(2.0f)}};
-  expect_values(run_one(OpKind::kSoftmax, graph::NoAttrs{}, x), x.shape,
+  expect_values(run_one(OpKind::kSoftmax, graph::SoftmaxAttrs{}, x), x.shape,
                 {1.0 / 6, 2.0 / 6, 3.0 / 6, 0.25, 0.25, 0.5});
 
   const HostTensor r = random_tensor(Shape{3, 10}, 5);
-  const HostTensor y = run_one(OpKind::kSoftmax, graph::NoAttrs{}, r);
+  const HostTensor y = run_one(OpKind::kSoftmax, graph::SoftmaxAttrs{}, r);
   for (int64_t row = 0; row < 3; ++row) {
     double sum = 0.0;
     for (int64_t c = 0; c < 10; ++c) {

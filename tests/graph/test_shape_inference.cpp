@@ -123,7 +123,7 @@ TEST(ShapeInference, GlobalPoolFlattenLinearSoftmax) {
   EXPECT_NE(error_of(make_op(OpKind::kLinear, fc), {make_desc(Shape{2, 1024})})
                 .find("input has 1024 features but in_features is 2048"),
             std::string::npos);
-  EXPECT_EQ(infer1(make_op(OpKind::kSoftmax, NoAttrs{}), {make_desc(Shape{2, 1000})}),
+  EXPECT_EQ(infer1(make_op(OpKind::kSoftmax, graph::SoftmaxAttrs{}), {make_desc(Shape{2, 1000})}),
             (Shape{2, 1000}));
 }
 
@@ -254,7 +254,10 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   }
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {nchw(2, 8, 3, 3)}), (Shape{2, 8, 3, 3}));
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8})}), (Shape{2, 8}));
-  EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8, 3})}).find("rank-2 or rank-4"),
+  // Row-major tokens [N, T, C]: over the last axis.
+  EXPECT_EQ(make_desc(Shape{2, 8, 3}).layout, Layout::kPlain);
+  EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8, 3})}), (Shape{2, 8, 3}));
+  EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{8})}).find("rank >= 2"),
             std::string::npos);
   ReduceAttrs channels;
   channels.axes = {1};
@@ -294,9 +297,63 @@ TEST(ShapeInference, ResizeTakesItsSizeAndRejectsNonPositiveOnes) {
   EXPECT_NE(error_of(make_op(OpKind::kResize, a), {make_desc(Shape{2, 8})}).find("rank"), std::string::npos);
 }
 
+// Row-major tensors of any rank (transformers): matmul, transpose, narrow, concat_constant, full
+// reshapes, softmax over any axis and linear layers over the last axis; their outputs are kPlain
+// (rank 4 included: the layout choice leaves them alone).
+TEST(ShapeInference, RowMajorTensorOps) {
+  const TensorDesc q = make_desc(Shape{2, 3, 5, 4}), k = make_desc(Shape{1, 3, 4, 7});
+  const auto mm = infer_output_descs(make_op(OpKind::kMatMul, NoAttrs{}), {q, k});
+  EXPECT_EQ(mm[0].shape, (Shape{2, 3, 5, 7}));  // batch 1 broadcast
+  EXPECT_EQ(mm[0].layout, Layout::kPlain);
+  EXPECT_NE(error_of(make_op(OpKind::kMatMul, NoAttrs{}), {q, q}).find("inner dimensions"), std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kMatMul, NoAttrs{}), {q, make_desc(Shape{3, 4, 7})}).find("same rank"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kMatMul, NoAttrs{}), {q, make_desc(Shape{3, 3, 4, 7})}).find("broadcast"),
+            std::string::npos);
+  TransposeAttrs t;
+  t.perm = {0, 2, 1, 3};
+  EXPECT_EQ(infer1(make_op(OpKind::kTranspose, t), {q}), (Shape{2, 5, 3, 4}));
+  t.perm = {0, 2, 2, 3};
+  EXPECT_NE(error_of(make_op(OpKind::kTranspose, t), {q}).find("permutation"), std::string::npos);
+  NarrowAttrs n;
+  n.axis = 2;
+  n.begin = 1;
+  n.end = 3;
+  EXPECT_EQ(infer1(make_op(OpKind::kNarrow, n), {q}), (Shape{2, 3, 2, 4}));
+  n.end = 6;
+  EXPECT_NE(error_of(make_op(OpKind::kNarrow, n), {q}).find("not inside"), std::string::npos);
+  ConcatConstantAttrs c;
+  c.axis = 1;
+  c.count = 2;
+  EXPECT_EQ(infer1(make_op(OpKind::kConcatConstant, c), {make_desc(Shape{2, 196, 8})}), (Shape{2, 198, 8}));
+  c.axis = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kConcatConstant, c), {make_desc(Shape{2, 196, 8})}).find("axis"),
+            std::string::npos);
+  ReshapeAttrs full;
+  full.full = true;
+  full.dims = {6, 20};
+  const auto r = infer_output_descs(make_op(OpKind::kReshape, full), {q});
+  EXPECT_EQ(r[0].shape, (Shape{6, 20}));
+  EXPECT_EQ(r[0].layout, Layout::kNC);
+  full.dims = {7, 20};
+  EXPECT_NE(error_of(make_op(OpKind::kReshape, full), {q}).find("element"), std::string::npos);
+  SoftmaxAttrs last;
+  last.axis = 3;
+  EXPECT_EQ(infer1(make_op(OpKind::kSoftmax, last), {q}), q.shape);
+  last.axis = 4;
+  EXPECT_NE(error_of(make_op(OpKind::kSoftmax, last), {q}).find("axis 4"), std::string::npos);
+  LinearAttrs fc;
+  fc.in_features = 8;
+  fc.out_features = 16;
+  EXPECT_EQ(infer1(make_op(OpKind::kLinear, fc), {make_desc(Shape{2, 196, 8})}), (Shape{2, 196, 16}));
+  EXPECT_NE(error_of(make_op(OpKind::kLinear, fc), {nchw(2, 3, 4, 8)}).find("row-major"), std::string::npos);
+  EXPECT_FALSE(takes_layouts(mm[0]));
+  EXPECT_TRUE(takes_layouts(nchw(1, 2, 3, 4)));
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 34u);
+  EXPECT_EQ(all_op_kinds().size(), 38u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

@@ -84,6 +84,24 @@ TEST(Onnx, RawGraphKeepsBatchNormsAndEveryOpKind) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5);
 }
 
+// A vision transformer's row-major ops export as ONNX writes them (MatMul by Wᵀ then Add of the
+// bias, Transpose, Slice, Concat with the class token, Softmax over the last axis, Reshape) and
+// import back to the same op kinds (the bias Add folded into its linear layer again) and outputs.
+TEST(Onnx, TransformerOpsRoundTripAndRunTheSame) {
+  const Graph raw = stagecraft::testing::vit_graph(2, 16, 2, 2);
+  const WeightStore w = random_weights(raw, 5);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, w), "vit", {});
+  const Graph a = prepare_for_inference(raw), b = prepare_for_inference(back.graph);
+  for (OpKind kind : {OpKind::kMatMul, OpKind::kTranspose, OpKind::kNarrow, OpKind::kConcatConstant,
+                      OpKind::kLinear, OpKind::kLayerNorm, OpKind::kSoftmax, OpKind::kReduceMean}) {
+    EXPECT_EQ(count_ops(b, kind), count_ops(a, kind)) << to_string(kind);
+  }
+  const auto want = run_cpu(Model{raw, w});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5) << i;
+}
+
 TEST(Onnx, ModernOpKindsRoundTripAndRunTheSame) {
   for (int64_t width : {16, 12}) {
     const Graph raw = stagecraft::testing::modern_ops_graph(2, width);

@@ -1,3 +1,4 @@
+#include <cmath>
 #include "support/models.h"
 
 #include "common/strings.h"
@@ -128,6 +129,76 @@ graph::Graph channel_norms_graph(int64_t batch, int64_t channels) {
   flat.dims = {channels};
   auto f = b.op("flat", OpKind::kReshape, flat, {b.global_avg_pool(t, "pool")});
   return std::move(b).finish({b.op("ln_features", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {f}), n});
+}
+
+graph::Graph vit_graph(int64_t batch, int64_t width, int64_t heads, int blocks) {
+  using graph::OpKind;
+  NetBuilder b("vit", batch, 3, 8, 8);
+  const int64_t c = width, d = width / heads;
+  const auto full = [](std::vector<int64_t> dims) {
+    graph::ReshapeAttrs r;
+    r.full = true;
+    r.dims = std::move(dims);
+    return r;
+  };
+  const auto perm = [](std::vector<int64_t> p) {
+    graph::TransposeAttrs t;
+    t.perm = std::move(p);
+    return t;
+  };
+  const auto linear = [](int64_t in, int64_t out) {
+    graph::LinearAttrs a;
+    a.in_features = in;
+    a.out_features = out;
+    return a;
+  };
+  auto x = b.op("tokens", OpKind::kTranspose, perm({0, 2, 1}),
+                {b.op("flat", OpKind::kReshape, full({batch, c, 4}), {b.conv(b.input(), square_conv(c, 4, 4, 0, true), "patch")})});
+  graph::ConcatConstantAttrs cls;
+  cls.count = 1;
+  x = b.op("cls", OpKind::kConcatConstant, cls, {x});
+  graph::BinaryAttrs pos;
+  pos.op = graph::BinaryOp::kAdd;
+  pos.constant = {1, 5, c};
+  x = b.op("pos", OpKind::kBinary, pos, {x});
+  for (int i = 0; i < blocks; ++i) {
+    const std::string p = "b" + std::to_string(i) + "_";
+    auto qkv = b.op(p + "qkv", OpKind::kLinear, linear(c, 3 * c),
+                    {b.op(p + "ln1", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {x})});
+    auto split = b.op(p + "heads", OpKind::kTranspose, perm({2, 0, 3, 1, 4}),
+                      {b.op(p + "qkv5", OpKind::kReshape, full({batch, 5, 3, heads, d}), {qkv})});
+    std::vector<graph::ValueId> qkv3;
+    for (int64_t k = 0; k < 3; ++k) {
+      graph::NarrowAttrs n;
+      n.axis = 0;
+      n.begin = k;
+      n.end = k + 1;
+      qkv3.push_back(b.op(p + "part" + std::to_string(k), OpKind::kReshape, full({batch, heads, 5, d}),
+                          {b.op(p + "narrow" + std::to_string(k), OpKind::kNarrow, n, {split})}));
+    }
+    graph::ScaleAttrs scale;
+    scale.factor = 1.0 / std::sqrt(static_cast<double>(d));
+    auto kt = b.op(p + "kt", OpKind::kTranspose, perm({0, 1, 3, 2}), {qkv3[1]});
+    auto scores = b.op(p + "scale", OpKind::kScale, scale, {b.op(p + "qk", OpKind::kMatMul, graph::NoAttrs{}, {qkv3[0], kt})});
+    graph::SoftmaxAttrs keys;
+    keys.axis = 3;
+    auto attn = b.op(p + "pv", OpKind::kMatMul, graph::NoAttrs{}, {b.op(p + "softmax", OpKind::kSoftmax, keys, {scores}), qkv3[2]});
+    auto merged = b.op(p + "merge", OpKind::kReshape, full({batch, 5, c}),
+                       {b.op(p + "unheads", OpKind::kTranspose, perm({0, 2, 1, 3}), {attn})});
+    x = b.op(p + "res1", OpKind::kAdd, graph::AddAttrs{}, {x, b.op(p + "proj", OpKind::kLinear, linear(c, c), {merged})});
+    auto h = b.op(p + "gelu", OpKind::kGelu, graph::NoAttrs{},
+                  {b.op(p + "fc1", OpKind::kLinear, linear(c, 2 * c),
+                        {b.op(p + "ln2", OpKind::kLayerNorm, graph::LayerNormAttrs{}, {x})})});
+    x = b.op(p + "res2", OpKind::kAdd, graph::AddAttrs{}, {x, b.op(p + "fc2", OpKind::kLinear, linear(2 * c, c), {h})});
+  }
+  graph::NarrowAttrs first;
+  first.axis = 1;
+  first.end = 1;
+  auto token = b.op("cls_out", OpKind::kReshape, full({batch, c}), {b.op("take_cls", OpKind::kNarrow, first, {x})});
+  graph::ReduceAttrs tokens;
+  tokens.axes = {1};
+  auto mean = b.op("mean_tokens", OpKind::kReduceMean, tokens, {x});
+  return std::move(b).finish({b.op("head", OpKind::kLinear, linear(c, 10), {token}), mean});
 }
 
 graph::Graph modern_ops_graph(int64_t batch, int64_t width) {

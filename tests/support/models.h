@@ -52,6 +52,14 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 /// reshape to N×C.
 graph::Graph modern_ops_graph(int64_t batch, int64_t width);
 
+/// A vision transformer in small (timm's layout): a patch-embedding convolution (`width` channels,
+/// 4x4 patches of an 8x8 image: 4 tokens), tokens [N, T, C] by a reshape and a transpose, a class
+/// token joined before them, a position embedding added, then `blocks` pre-norm blocks (layer norm,
+/// one qkv linear layer, heads by reshape and transpose, narrows, Q·Kᵀ scaled, softmax over the
+/// keys, ·V, heads merged, projection, residual; layer norm, MLP with GELU, residual), and a head
+/// on the class token. Every row-major op kind in one graph.
+graph::Graph vit_graph(int64_t batch, int64_t width, int64_t heads, int blocks);
+
 /// conv -> layer_norm -> gelu -> conv (GELU tanh fused) -> pool -> flatten -> layer_norm over
 /// features; the first layer norm is an output too.
 graph::Graph channel_norms_graph(int64_t batch, int64_t channels);

@@ -1,0 +1,129 @@
+// Ops on row-major tensors of any rank (a transformer's tokens, heads and attention scores), on
+// oneDNN: matmul of two activations (its matmul primitive, batch dimensions broadcast), transpose
+// (a reorder from the source seen through permuted strides), narrow (a reorder from a
+// sub-memory) and concat_constant (the input reordered into its place, the constant block —
+// packed once per sample at creation — into the rest).
+#include "common/strings.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+using dnnl::memory;
+using graph::OpKind;
+
+constexpr const char* kReorderImpl = "reorder";
+
+dnnl::matmul::primitive_desc matmul_pd(const KernelSpec& spec, const DnnlContext& ctx) {
+  dnnl::matmul::desc d(md(spec.srcs[0]), md(spec.srcs[1]), md(spec.dsts[0]));
+  return {d, make_attr(), ctx.engine, /*allow_empty=*/true};
+}
+
+// The source of a transpose seen in the destination's dimension order: output dimension i reads
+// input dimension perm[i] with its stride.
+memory::desc permuted_source(const KernelSpec& spec) {
+  const graph::TensorDesc& in = spec.srcs[0];
+  const auto& perm = std::get<graph::TransposeAttrs>(spec.attrs).perm;
+  memory::dims in_strides(in.shape.rank(), 1);
+  for (size_t i = in.shape.rank(); i-- > 1;) in_strides[i - 1] = in_strides[i] * in.shape[i];
+  memory::dims strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) strides[i] = in_strides[static_cast<size_t>(perm[i])];
+  return memory::desc(dims_of(spec.dsts[0].shape), dnnl_type(in.dtype), strides);
+}
+
+// Where the input and the constant block sit in a concat_constant's destination.
+struct ConcatPlaces {
+  memory::dims offset_input, offset_constant;
+};
+ConcatPlaces places_of(const KernelSpec& spec) {
+  const auto& a = std::get<graph::ConcatConstantAttrs>(spec.attrs);
+  const size_t rank = spec.dsts[0].shape.rank();
+  ConcatPlaces p{memory::dims(rank, 0), memory::dims(rank, 0)};
+  const int64_t input_extent = spec.srcs[0].shape[static_cast<size_t>(a.axis)];
+  (a.before ? p.offset_input : p.offset_constant)[static_cast<size_t>(a.axis)] =
+      a.before ? a.count : input_extent;
+  return p;
+}
+
+KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
+  for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
+    if (d->dtype != graph::DataType::kF32) {
+      return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32 only"));
+    }
+    if (d->layout != graph::Layout::kPlain && d->layout != graph::Layout::kNC &&
+        d->layout != graph::Layout::kNCHW) {
+      return Support::unsupported(SupportReason::kLayout,
+                                  cat(graph::to_string(spec.kind), " reads and writes row-major tensors, not ",
+                                      graph::to_string(d->layout)));
+    }
+  }
+  if (spec.kind == OpKind::kMatMul) {
+    if (spec.srcs[1].layout != graph::Layout::kPlain && spec.srcs[1].layout != graph::Layout::kNCHW) {
+      return Support::unsupported(SupportReason::kLayout, "matmul reads row-major tensors");
+    }
+    const auto pd = matmul_pd(spec, ctx);
+    if (!pd) return Support::unsupported(SupportReason::kLibrary, "oneDNN has no matmul for these shapes");
+    return described(pd.impl_info_str(), "a matmul", workspace_of(pd),
+                     std::make_shared<PdState<dnnl::matmul::primitive_desc>>(pd));
+  }
+  if (spec.kind == OpKind::kConcatConstant && (!spec.weights || spec.weights->weight.empty())) {
+    return Support::unsupported(SupportReason::kWeights, "concat_constant needs its constant (weight)");
+  }
+  return described(kReorderImpl, "");
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
+  const memory::desc dst = md(spec.dsts[0]);
+  switch (spec.kind) {
+    case OpKind::kMatMul: {
+      const auto& pd = state_of<PdState<dnnl::matmul::primitive_desc>>(desc, spec).pd;
+      k.add({dnnl::matmul(pd),
+             {{DNNL_ARG_SRC, 0, md(spec.srcs[0])},
+              {DNNL_ARG_WEIGHTS, 1, md(spec.srcs[1])},
+              {DNNL_ARG_DST, dst_slot(0), dst}}},
+            scratch(pd));
+      return pd.impl_info_str();
+    }
+    case OpKind::kTranspose:
+      k.add_reorder(ctx, permuted_source(spec), 0, dst, dst_slot(0));
+      return kReorderImpl;
+    case OpKind::kNarrow: {
+      const auto& a = std::get<graph::NarrowAttrs>(spec.attrs);
+      memory::dims offsets(spec.srcs[0].shape.rank(), 0);
+      offsets[static_cast<size_t>(a.axis)] = a.begin;
+      k.add_reorder(ctx, md(spec.srcs[0]).submemory_desc(dims_of(spec.dsts[0].shape), offsets), 0,
+                    dst, dst_slot(0));
+      return kReorderImpl;
+    }
+    default: {  // concat_constant
+      const auto& a = std::get<graph::ConcatConstantAttrs>(spec.attrs);
+      const ConcatPlaces p = places_of(spec);
+      k.add_reorder(ctx, md(spec.srcs[0]), 0,
+                    dst.submemory_desc(dims_of(spec.srcs[0].shape), p.offset_input), dst_slot(0));
+      // The constant repeated for every sample, copied into its block by one reorder.
+      graph::Shape block = spec.srcs[0].shape;
+      block[static_cast<size_t>(a.axis)] = a.count;
+      const std::vector<float>& one = spec.weights->weight;
+      std::vector<float> all;
+      all.reserve(one.size() * static_cast<size_t>(block[0]));
+      for (int64_t n = 0; n < block[0]; ++n) all.insert(all.end(), one.begin(), one.end());
+      const memory::desc plain = plain_md(block, graph::DataType::kF32);
+      const memory::desc into = dst.submemory_desc(dims_of(block), p.offset_constant);
+      dnnl::reorder::primitive_desc rpd(ctx.engine, plain, ctx.engine, into, make_attr());
+      DnnlKernel::StepSpec step{dnnl::reorder(rpd), {{DNNL_ARG_DST, dst_slot(0), into}}};
+      step.add_constant(DNNL_ARG_SRC, pack(ctx, plain, plain, all));
+      k.add(std::move(step), scratch(rpd));
+      return kReorderImpl;
+    }
+  }
+}
+
+}  // namespace
+
+const OpFamily kTensorFamily{"tensor",
+                             {OpKind::kMatMul, OpKind::kTranspose, OpKind::kNarrow, OpKind::kConcatConstant},
+                             check,
+                             build};
+
+}  // namespace stagecraft::executor::cpu

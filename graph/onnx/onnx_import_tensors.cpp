@@ -1,0 +1,369 @@
+// The ONNX importer's row-major tensors (transformers: tokens [N, T, C], heads [N, h, T, d],
+// attention scores): values of any rank laid out in their logical order (Layout::kPlain), made
+// where a node reads a tensor the views cannot hold (a transpose that moves data, a matmul of two
+// activations, a softmax over the last axis) and then carried by every node that reads one. Here
+// ONNX's own semantics apply: Transpose, Reshape, (Un)squeeze and Flatten as data movement or
+// reshapes, MatMul by a constant as a linear layer over the last axis, MatMul of two activations,
+// Softmax and LayerNormalization over any (the last) axis, Slice, Split and Gather of one index as
+// narrows, Concat with a constant (class tokens) or along the second axis, reductions over axes.
+#include <algorithm>
+#include <numeric>
+
+#include "common/strings.h"
+#include "graph/onnx/onnx_importer.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
+
+int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < dims.size(); ++i) n *= dims[i];
+  return n;
+}
+
+}  // namespace
+
+bool Importer::reads_row_major(const onnx::NodeProto& node) const {
+  for (const auto& in : node.input()) {
+    auto it = values_.find(in);
+    if (it == values_.end()) continue;
+    if (row_major_.count(it->second) || graph_.value(it->second).desc.layout == Layout::kPlain) return true;
+  }
+  return false;
+}
+
+ValueId Importer::row_major(const onnx::NodeProto& node, int slot) {
+  const std::string& name = node.input(slot);
+  if (auto it = pending_views_.find(name); it != pending_views_.end()) {
+    const PendingView v = it->second;
+    if (v.shuffle_groups > 0 || v.space_to_depth > 0) {
+      fail(node, cat("reads '", name, "', a view of a channel shuffle or space-to-depth in the middle of its "
+                     "pattern, as a tensor"));
+    }
+    ValueId base = v.base;
+    if (v.channels_last) {
+      TransposeAttrs t;
+      t.perm = {0, 2, 3, 1};
+      base = add(node, OpKind::kTranspose, t, {base});
+    }
+    if (dims_of(shape(base)) == v.shape && graph_.value(base).desc.layout == Layout::kPlain) return mark(base);
+    ReshapeAttrs r;
+    r.full = true;
+    r.dims = v.shape;
+    return mark(add(node, OpKind::kReshape, r, {base}));
+  }
+  const ValueId x = input(node, slot);
+  const TensorDesc& d = graph_.value(x).desc;
+  if (!takes_layouts(d)) return mark(x);
+  // A rank-4 tensor of the convolutions: a row-major copy (which the layout choice leaves alone).
+  ReshapeAttrs r;
+  r.full = true;
+  r.dims = dims_of(d.shape);
+  return mark(add(node, OpKind::kReshape, r, {x}));
+}
+
+ValueId Importer::mark(ValueId v) {
+  row_major_.insert(v);
+  return v;
+}
+
+ValueId Importer::reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target) {
+  if (dims_of(shape(x)) == target) return x;
+  ReshapeAttrs r;
+  r.full = true;
+  r.dims = target;
+  return mark(add(node, OpKind::kReshape, r, {x}));
+}
+
+ValueId Importer::narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end) {
+  if (begin == 0 && end == shape(x)[static_cast<size_t>(axis)]) return x;
+  NarrowAttrs a;
+  a.axis = axis;
+  a.begin = begin;
+  a.end = end;
+  return mark(add(node, OpKind::kNarrow, a, {x}));
+}
+
+bool Importer::on_row_major(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const auto out = [&](ValueId v) { define(node, 0, mark(v)); };
+  if (t == "Transpose") {
+    const ValueId x = row_major(node, 0);
+    const std::vector<int64_t> perm = attr_ints(node, "perm");
+    const Shape& s = shape(x);
+    if (perm.size() != s.rank()) fail(node, cat("perm [", join(perm, ", "), "] does not fit ", s.to_string()));
+    // A permutation keeping the order of the dimensions larger than 1 moves no element.
+    std::vector<int64_t> moved, target;
+    for (int64_t p : perm) {
+      target.push_back(s[static_cast<size_t>(p)]);
+      if (s[static_cast<size_t>(p)] != 1) moved.push_back(p);
+    }
+    if (std::is_sorted(moved.begin(), moved.end())) return out(reshaped(node, x, target)), true;
+    TransposeAttrs a;
+    a.perm = perm;
+    return out(add(node, OpKind::kTranspose, a, {x})), true;
+  }
+  if (t == "Reshape") {
+    const ValueId x = row_major(node, 0);
+    std::vector<int64_t> target = constant_ints(node, 1, "the target shape");
+    const Shape& s = shape(x);
+    const bool allowzero = attr_int(node, "allowzero", 0) != 0;
+    int64_t known = 1, minus = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == 0 && !allowzero && i < s.rank()) target[i] = s[i];
+      if (target[i] == -1) minus = static_cast<int64_t>(i);
+      else known *= target[i];
+    }
+    if (minus >= 0 && known > 0) target[static_cast<size_t>(minus)] = s.numel() / known;
+    if (product(target, 0, target.size()) != s.numel()) {
+      fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "), "] changes the element count"));
+    }
+    return out(reshaped(node, x, target)), true;
+  }
+  if (t == "Flatten") {
+    const ValueId x = row_major(node, 0);
+    const std::vector<int64_t> s = dims_of(shape(x));
+    int64_t axis = attr_int(node, "axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(s.size());
+    const auto a = static_cast<size_t>(axis);
+    return out(reshaped(node, x, {product(s, 0, a), product(s, a, s.size())})), true;
+  }
+  if (t == "Squeeze" || t == "Unsqueeze") {
+    const ValueId x = row_major(node, 0);
+    const std::vector<int64_t> s = dims_of(shape(x));
+    const auto ax = axes(node, 1);
+    std::vector<int64_t> target;
+    if (t == "Unsqueeze") {
+      if (!ax) fail(node, "axes are required");
+      const size_t rank = s.size() + ax->size();
+      const auto a = normalised_axes(*ax, rank);
+      for (size_t d = 0, k = 0; d < rank; ++d)
+        target.push_back(std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) ? 1 : s[k++]);
+    } else {
+      const auto a = ax ? normalised_axes(*ax, s.size()) : std::vector<int64_t>{};
+      for (size_t d = 0; d < s.size(); ++d) {
+        const bool removed = ax ? std::binary_search(a.begin(), a.end(), static_cast<int64_t>(d)) : s[d] == 1;
+        if (!removed) target.push_back(s[d]);
+      }
+    }
+    return out(reshaped(node, x, target)), true;
+  }
+  if (t == "MatMul") return matmul(node), true;
+  if (t == "Gemm") return gemm(node), mark(values_.at(node.output(0))), true;
+  if (t == "Softmax") {
+    const ValueId x = row_major(node, 0);
+    const auto rank = static_cast<int64_t>(shape(x).rank());
+    SoftmaxAttrs a;
+    a.axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
+    if (a.axis < 0) a.axis += rank;
+    if (opset_ < 13 && a.axis != rank - 1) fail(node, "softmax before opset 13 is supported over the last axis only");
+    return out(add(node, OpKind::kSoftmax, a, {x})), true;
+  }
+  if (t == "LayerNormalization") {
+    const ValueId x = row_major(node, 0);
+    int64_t axis = attr_int(node, "axis", -1);
+    const auto rank = static_cast<int64_t>(shape(x).rank());
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1) fail(node, cat("only normalisation over the last axis is supported (axis ", axis, ")"));
+    return out(add_layer_norm(node, x)), true;
+  }
+  if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
+    for (int i = 0; i < 2; ++i) {
+      if (!constant(node, i)) values_[node.input(i)] = row_major(node, i);
+    }
+    if (!constant(node, 0) && !constant(node, 1)) {
+      // Operands of different ranks: the lower one gains leading dimensions of 1.
+      const ValueId a = input(node, 0), b = input(node, 1);
+      const size_t ra = shape(a).rank(), rb = shape(b).rank();
+      if (ra != rb) {
+        ValueId& low = values_[node.input(ra < rb ? 0 : 1)];
+        std::vector<int64_t> dims = dims_of(shape(low));
+        dims.insert(dims.begin(), std::max(ra, rb) - dims.size(), 1);
+        low = reshaped(node, low, dims);
+      }
+    }
+    elementwise(node);
+    return mark(values_.at(node.output(0))), true;
+  }
+  if (t == "Concat") return concat_row_major(node), true;
+  if (t == "Split" || t == "Slice" || t == "Gather") return narrow_row_major(node), true;
+  if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
+    const ValueId x = row_major(node, 0);
+    const auto rank = shape(x).rank();
+    const int slot = t == "ReduceSum" || opset_ >= 18 ? 1 : -1;
+    auto ax = slot > 0 ? axes(node, slot) : std::optional<std::vector<int64_t>>{};
+    if (slot < 0 && !attr_ints(node, "axes").empty()) ax = attr_ints(node, "axes");
+    ReduceAttrs a;
+    if (ax) a.axes = normalised_axes(*ax, rank);
+    else for (size_t d = 0; d < rank; ++d) a.axes.push_back(static_cast<int64_t>(d));
+    if (a.axes.front() == 0) fail(node, "a reduction over the batch axis is not supported");
+    const OpKind kind = t == "ReduceMax" ? OpKind::kReduceMax : t == "ReduceSum" ? OpKind::kReduceSum
+                                                                                 : OpKind::kReduceMean;
+    const ValueId y = mark(add(node, kind, a, {x}));
+    if (attr_int(node, "keepdims", 1) != 0) return out(y), true;
+    std::vector<int64_t> kept;
+    for (size_t d = 0; d < rank; ++d)
+      if (!std::binary_search(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d))) kept.push_back(shape(x)[d]);
+    return out(reshaped(node, y, kept)), true;
+  }
+  if (t == "Expand" || t == "Tile" || t == "Pad" || t == "Resize" || t == "Conv" || t == "MaxPool" ||
+      t == "AveragePool" || t == "BatchNormalization" || t == "GlobalAveragePool") {
+    fail(node, cat(t, " of a row-major tensor ", shape(input(node, 0)).to_string(),
+                   " (a transformer's tokens or heads) is not supported"));
+  }
+  return false;  // element by element: the ordinary translation applies to any rank
+}
+
+void Importer::matmul(const onnx::NodeProto& node) {
+  const ConstTensor* b = constant(node, 1);
+  if (b) {  // by constant weights [K, N] (leading 1s allowed): a linear layer over the last axis
+    std::vector<int64_t> dims = b->dims;
+    while (dims.size() > 2 && dims.front() == 1) dims.erase(dims.begin());
+    if (dims.size() != 2) fail(node, cat("the constant second input must be 2-D, got [", join(b->dims, ", "), "]"));
+    const ValueId x = row_major(node, 0);
+    const int64_t in = dims[0], out = dims[1];
+    if (shape(x)[shape(x).rank() - 1] != in) {
+      fail(node, cat("inner dimensions differ: ", shape(x).to_string(), " x [", join(b->dims, ", "), "]"));
+    }
+    const std::vector<float> w = b->floats();
+    std::vector<float> wt(w.size());  // [in, out] -> [out, in]
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o) wt[static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * out + o)];
+    LinearAttrs a;
+    a.in_features = in;
+    a.out_features = out;
+    a.bias = false;
+    const ValueId y = add(node, OpKind::kLinear, a, {x});
+    weights_of_last().weight = std::move(wt);
+    define(node, 0, mark(y));
+    return;
+  }
+  if (constant(node, 0)) fail(node, "a constant first input is not supported");
+  ValueId x = row_major(node, 0), y = row_major(node, 1);
+  std::vector<int64_t> sx = dims_of(shape(x)), sy = dims_of(shape(y));
+  if (sx.size() < 2 || sy.size() < 2) fail(node, "1-D operands are not supported");
+  // Equal ranks of at least 3: leading dimensions of 1 where they are missing.
+  const size_t rank = std::max<size_t>({sx.size(), sy.size(), 3});
+  const std::vector<int64_t> rx = sx, ry = sy;
+  sx.insert(sx.begin(), rank - sx.size(), 1);
+  sy.insert(sy.begin(), rank - sy.size(), 1);
+  x = reshaped(node, x, sx);
+  y = reshaped(node, y, sy);
+  ValueId z = mark(add(node, OpKind::kMatMul, NoAttrs{}, {x, y}));
+  if (std::max(rx.size(), ry.size()) < rank) {  // back to the rank ONNX gives
+    std::vector<int64_t> dims = dims_of(shape(z));
+    dims.erase(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(rank - std::max(rx.size(), ry.size())));
+    z = reshaped(node, z, dims);
+  }
+  define(node, 0, mark(z));
+}
+
+void Importer::concat_row_major(const onnx::NodeProto& node) {
+  std::vector<int> tensors, constants;
+  for (int i = 0; i < node.input_size(); ++i) (constant(node, i) ? constants : tensors).push_back(i);
+  if (tensors.empty()) fail(node, "has no tensor input");
+  const ValueId first = row_major(node, tensors[0]);
+  const auto rank = static_cast<int64_t>(shape(first).rank());
+  int64_t axis = attr_int(node, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (tensors.size() == 1 && constants.size() == 1) {  // a constant block before or after: class tokens
+    const ConstTensor& c = *constant(node, constants[0]);
+    const Shape& s = shape(first);
+    if (axis < 1 || c.dims.size() != s.rank()) {
+      fail(node, cat("a constant joins a tensor along an axis after the first, at the same rank (constant [",
+                     join(c.dims, ", "), "], tensor ", s.to_string(), ")"));
+    }
+    for (size_t d = 1; d < s.rank(); ++d) {
+      if (static_cast<int64_t>(d) != axis && c.dims[d] != s[d]) {
+        fail(node, cat("the constant [", join(c.dims, ", "), "] does not fit ", s.to_string(), " off axis ", axis));
+      }
+    }
+    if (c.dims[0] != 1 && c.dims[0] != s[0]) fail(node, "the constant's first dimension must be 1 or the batch");
+    std::vector<float> values = c.floats();
+    values.resize(values.size() / static_cast<size_t>(c.dims[0]));  // every sample's block is the same
+    ConcatConstantAttrs a;
+    a.axis = axis;
+    a.count = c.dims[static_cast<size_t>(axis)];
+    a.before = constants[0] < tensors[0];
+    define(node, 0, mark(add(node, OpKind::kConcatConstant, a, {first})));
+    weights_of_last().weight = std::move(values);
+    return;
+  }
+  if (!constants.empty()) fail(node, "concatenation of several constants with tensors is not supported");
+  if (axis != 1) fail(node, cat("concatenation of row-major tensors is supported along axis 1 only (axis ", axis, ")"));
+  std::vector<ValueId> ins;
+  for (int i : tensors) ins.push_back(row_major(node, i));
+  define(node, 0, mark(ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins)));
+}
+
+void Importer::narrow_row_major(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const ValueId x = row_major(node, 0);
+  const std::vector<int64_t> s = dims_of(shape(x));
+  const auto rank = static_cast<int64_t>(s.size());
+  const auto axis_of = [&](int64_t a) {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) fail(node, cat("axis ", a, " is outside ", shape(x).to_string()));
+    return a;
+  };
+  if (t == "Gather") {
+    const int64_t axis = axis_of(attr_int(node, "axis", 0));
+    const ConstTensor* idx = constant(node, 1);
+    if (!idx) fail(node, "the indices must be constant");
+    std::vector<int64_t> ids = idx->ints();
+    for (int64_t& i : ids) i = i < 0 ? i + s[static_cast<size_t>(axis)] : i;
+    bool range = !ids.empty();
+    for (size_t i = 1; range && i < ids.size(); ++i) range = ids[i] == ids[i - 1] + 1;
+    if (!range || idx->dims.size() > 1) fail(node, "only gathers of one index or of consecutive indices are supported");
+    const ValueId y = narrowed(node, x, axis, ids.front(), ids.back() + 1);
+    std::vector<int64_t> target = s;
+    target[static_cast<size_t>(axis)] = static_cast<int64_t>(ids.size());
+    if (idx->dims.empty()) target.erase(target.begin() + axis);  // a scalar index drops the axis
+    define(node, 0, mark(reshaped(node, y, target)));
+    return;
+  }
+  if (t == "Split") {
+    const int64_t axis = axis_of(attr_int(node, "axis", 0));
+    std::vector<int64_t> sizes;
+    if (has_input(node, 1)) sizes = constant_ints(node, 1, "the split sizes");
+    else sizes = attr_ints(node, "split");
+    const int64_t extent = s[static_cast<size_t>(axis)];
+    if (sizes.empty()) {
+      const int64_t n = node.output_size(), each = (extent + n - 1) / n;
+      for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(each, extent - i * each));
+    }
+    if (static_cast<int>(sizes.size()) != node.output_size() ||
+        std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != extent) {
+      fail(node, cat("split sizes [", join(sizes, ", "), "] do not divide axis ", axis, " of ", shape(x).to_string()));
+    }
+    int64_t begin = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      define(node, static_cast<int>(i), mark(narrowed(node, x, axis, begin, begin + sizes[i])));
+      begin += sizes[i];
+    }
+    return;
+  }
+  // Slice: starts, ends, axes, steps (1) as constants.
+  const std::vector<int64_t> starts = constant_ints(node, 1, "starts");
+  const std::vector<int64_t> ends = constant_ints(node, 2, "ends");
+  std::vector<int64_t> ax = has_input(node, 3) ? constant_ints(node, 3, "axes") : std::vector<int64_t>{};
+  if (ax.empty()) for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
+  if (has_input(node, 4)) {
+    for (int64_t step : constant_ints(node, 4, "steps"))
+      if (step != 1) fail(node, "only slices with step 1 are supported");
+  }
+  ValueId y = x;
+  for (size_t i = 0; i < ax.size(); ++i) {
+    const int64_t axis = axis_of(ax[i]), extent = s[static_cast<size_t>(axis)];
+    const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + extent : v, int64_t{0}, extent); };
+    const int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+    if (b >= e) fail(node, cat("the slice [", starts[i], ", ", ends[i], ") of axis ", axis, " is empty"));
+    y = narrowed(node, y, axis, b, e);
+  }
+  define(node, 0, mark(y));
+}
+
+}  // namespace stagecraft::graph::onnx_import

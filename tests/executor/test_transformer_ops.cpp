@@ -1,0 +1,85 @@
+// Row-major tensor ops on the CPU backend (a vision transformer in small: matmul of two
+// activations, transposes, narrows, a class token, softmax over the keys, linear layers and layer
+// norms over the last axis, reductions over tokens) against the reference loops, with every
+// schedule the scheduler makes and beside the convolutions' layouts.
+#include <gtest/gtest.h>
+
+#include "executor/executor.h"
+#include "graph/passes.h"
+#include "reference.h"
+#include "support/models.h"
+
+namespace stagecraft::executor {
+namespace {
+
+using graph::Layout;
+using graph::OpKind;
+
+TEST(TransformerOps, AVisionTransformerMatchesTheReferenceInEveryScheduleAndLayout) {
+  const graph::Graph raw = stagecraft::testing::vit_graph(2, 16, 2, 2);
+  for (OpKind kind : {OpKind::kMatMul, OpKind::kTranspose, OpKind::kNarrow, OpKind::kConcatConstant}) {
+    EXPECT_GT(graph::count_ops(raw, kind), 0u) << graph::to_string(kind);
+  }
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(raw, 7);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  for (auto strategy : {scheduler::Strategy::kSequential, scheduler::Strategy::kGreedy, scheduler::Strategy::kDp}) {
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, strategy);
+    // The convolutions' layout does not reach the row-major tensors (the patch embedding's output
+    // is reordered into row-major order for the reshape).
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c}) {
+      PlanOptions options;
+      options.layout = layout;
+      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+      // Only the convolution may fall back (nChw16c on an AVX2-only CPU): every row-major op runs
+      // natively in its plain layout.
+      for (const auto& f : plan.fallbacks()) EXPECT_EQ(f.op, "patch") << f.reason;
+      Executor run(plan);
+      const auto got = run.run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].shape, want[i].shape);
+        EXPECT_LT(relative_error(got[i], want[i]), 1e-5)
+            << "output " << i << " in " << graph::to_string(layout) << ", schedule " << static_cast<int>(strategy);
+      }
+    }
+  }
+}
+
+KernelSpec spec_of(OpKind kind, graph::OpAttrs attrs, std::vector<graph::TensorDesc> srcs, graph::TensorDesc dst) {
+  KernelSpec spec;
+  spec.kind = kind;
+  spec.attrs = std::move(attrs);
+  spec.srcs = std::move(srcs);
+  spec.dsts = {std::move(dst)};
+  spec.name = "op";
+  return spec;
+}
+
+TEST(TransformerOps, RowMajorKernelsAreNativeAndRefuseOtherLayoutsAndInt8) {
+  Backend& cpu = stagecraft::testing::cpu_backend();
+  const graph::TensorDesc q = graph::make_desc(graph::Shape{1, 2, 5, 4});
+  graph::TensorDesc plain_q = q;
+  plain_q.layout = Layout::kPlain;
+  graph::TensorDesc scores = graph::make_desc(graph::Shape{1, 2, 5, 5});
+  scores.layout = Layout::kPlain;
+  graph::TensorDesc kt = graph::make_desc(graph::Shape{1, 2, 4, 5});
+  kt.layout = Layout::kPlain;
+  const KernelDesc mm = cpu.supports(spec_of(OpKind::kMatMul, graph::NoAttrs{}, {plain_q, kt}, scores));
+  EXPECT_TRUE(mm.is_native()) << mm.support.message;
+  EXPECT_FALSE(mm.implementation.empty());
+  graph::TensorDesc blocked = q;
+  blocked.layout = Layout::kNChw16c;
+  graph::TransposeAttrs t;
+  t.perm = {0, 1, 3, 2};
+  const KernelDesc refused = cpu.supports(spec_of(OpKind::kTranspose, t, {blocked}, kt));
+  EXPECT_FALSE(refused.runnable());
+  EXPECT_NE(refused.support.message.find("row-major"), std::string::npos) << refused.support.message;
+  graph::TensorDesc u8 = plain_q;
+  u8.dtype = graph::DataType::kU8;
+  u8.scale = 0.1f;
+  EXPECT_FALSE(cpu.supports(spec_of(OpKind::kTranspose, t, {u8}, kt)).runnable());
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
