@@ -223,7 +223,10 @@ std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& 
                     " elements per sample) to ", n, " elements per sample"));
   std::vector<int64_t> dims{batch};
   dims.insert(dims.end(), a.dims.begin(), a.dims.end());
-  return {with_shape(x, Shape(dims))};
+  TensorDesc out = x;  // a tensor of the convolutions (or N×C), also from a row-major one
+  out.shape = Shape(dims);
+  out.layout = *default_layout(dims.size());
+  return {out};
 }
 
 // Row-major tensors (transformers): matmul, transpose, narrow, concat_constant.

@@ -256,7 +256,36 @@ struct BinaryState : KernelDesc::State {
   dnnl::binary::primitive_desc pd;
   dnnl::eltwise_forward::primitive_desc reciprocal;  // c / x: x^-1 first (or empty)
   dnnl::eltwise_forward::primitive_desc activation;  // split_activation: after it (or empty)
+  bool expanded = false;  // the constant repeated to the destination's shape (see check_binary)
 };
+
+// The spec with its constant as large as the destination (every broadcast dimension repeated).
+KernelSpec with_expanded_constant(const KernelSpec& spec) {
+  KernelSpec full = spec;
+  auto& a = std::get<graph::BinaryAttrs>(full.attrs);
+  a.constant = spec.dsts[0].shape.dims();
+  return full;
+}
+
+// `c` (of `from` dims, the destination's rank) repeated along its dimensions of 1 to `to`.
+std::vector<float> expand(const std::vector<float>& c, const std::vector<int64_t>& from,
+                          const std::vector<int64_t>& to) {
+  std::vector<float> out(static_cast<size_t>(graph::Shape(to).numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), at = 0, stride = 1;
+    for (size_t d = to.size(); d-- > 0;) {
+      const int64_t coord = rest % to[d];
+      rest /= to[d];
+      at += (from[d] == 1 ? 0 : coord) * stride;
+      stride *= from[d];
+    }
+    out[i] = c[static_cast<size_t>(at)];
+  }
+  return out;
+}
+
+// Constants larger than this stay broadcast even where oneDNN has only its reference kernel.
+constexpr int64_t kMaxExpandedConstant = int64_t{16} << 20;  // elements
 
 KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.srcs[0].shape != spec.dsts[0].shape) {
@@ -271,6 +300,16 @@ KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
   auto s = std::make_shared<BinaryState>();
   s->pd = binary_pd(spec, ctx);
+  // A broadcast oneDNN 2.6 has no optimised kernel for (Swin's window masks: [1, W, 1, T, T] over
+  // [1, W, h, T, T]) runs on a constant repeated to the full shape, made once at build.
+  if (!a.constant.empty() && is_reference(s->pd.impl_info_str()) &&
+      spec.dsts[0].shape.numel() <= kMaxExpandedConstant) {
+    auto full = binary_pd(with_expanded_constant(spec), ctx);
+    if (!is_reference(full.impl_info_str())) {
+      s->pd = full;
+      s->expanded = true;
+    }
+  }
   size_t workspace = workspace_of(s->pd);
   if (a.constant_first && a.op == BinaryOp::kDiv) {  // dst = x^-1, then dst * c
     s->reciprocal = eltwise_pd(ctx, {{dnnl::algorithm::eltwise_pow, 1.0f, -1.0f}}, md(spec.srcs[0]));
@@ -285,9 +324,10 @@ KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
   return described(impl, what, workspace, std::move(s));
 }
 
-std::string build_binary(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext& ctx) {
+std::string build_binary(DnnlKernel& k, const KernelSpec& given, const KernelDesc& desc, DnnlContext& ctx) {
+  const BinaryState& s = state_of<BinaryState>(desc, given);
+  const KernelSpec spec = s.expanded ? with_expanded_constant(given) : given;
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
-  const BinaryState& s = state_of<BinaryState>(desc, spec);
   const memory::desc dst = md(spec.dsts[0]);
   const bool reciprocal_first = static_cast<bool>(s.reciprocal);
   if (reciprocal_first) k.add_eltwise(s.reciprocal, 0, dst_slot(0));
@@ -299,9 +339,12 @@ std::string build_binary(DnnlKernel& k, const KernelSpec& spec, const KernelDesc
     step.args.push_back({DNNL_ARG_SRC_1, 1, second_md(spec)});
   } else {
     const std::vector<int64_t> shape = graph::constant_shape(a, spec.dsts[0].shape.rank());
-    const memory::dims dims(shape.begin(), shape.end());
     const memory::desc user = plain_md(graph::Shape(shape), graph::DataType::kF32);
-    step.add_constant(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), spec.weights->weight));
+    const auto& given_a = std::get<graph::BinaryAttrs>(given.attrs);
+    const std::vector<float> data =
+        s.expanded ? expand(spec.weights->weight, graph::constant_shape(given_a, shape.size()), shape)
+                   : spec.weights->weight;
+    step.add_constant(DNNL_ARG_SRC_1, pack(ctx, user, second_md(spec), data));
   }
   k.add(std::move(step), scratch(s.pd));
   if (s.activation) k.add_eltwise(s.activation, dst_slot(0), dst_slot(0));

@@ -64,6 +64,33 @@ void Importer::layer_norm(const onnx::NodeProto& node) {
   define(node, 0, add_layer_norm(node, x));
 }
 
+bool Importer::stays_channels_last(const onnx::NodeProto& node) const {
+  const std::string& t = node.op_type();
+  for (int i = 0; i < node.input_size(); ++i) {
+    auto it = pending_views_.find(node.input(i));
+    if (it != pending_views_.end()) {
+      if (!it->second.channels_last) return false;
+      continue;
+    }
+    const ConstTensor* c = constant(node, i);
+    if (!c) {
+      if (!node.input(i).empty()) return false;  // a tensor that is not a channels-last view
+      continue;
+    }
+    if (!element_wise(t) || t == "Clip") continue;
+    std::vector<int64_t> dims = c->dims;
+    dims.insert(dims.begin(), 4 - std::min<size_t>(4, dims.size()), 1);
+    if (dims.size() != 4 || dims[1] != 1 || dims[2] != 1) return false;  // varies over H or W
+  }
+  if (t == "Transpose") return attr_ints(node, "perm") == std::vector<int64_t>{0, 3, 1, 2};
+  if (t == "LayerNormalization") {
+    const int64_t axis = attr_int(node, "axis", -1);
+    return axis == -1 || axis == 3;
+  }
+  if (t == "MatMul") return constant(node, 1) && constant(node, 1)->dims.size() == 2;
+  return element_wise(t);
+}
+
 bool Importer::reads_channels_last(const onnx::NodeProto& node) const {
   for (const auto& in : node.input()) {
     if (auto it = pending_views_.find(in); it != pending_views_.end() && it->second.channels_last) return true;
@@ -72,6 +99,14 @@ bool Importer::reads_channels_last(const onnx::NodeProto& node) const {
 }
 
 void Importer::on_channels_last(const onnx::NodeProto& node) {
+  // What the view cannot carry (other transposes, padding, windows of Swin, constants varying over
+  // H and W, MatMul of two tensors) runs on the row-major tensor [N, H, W, C].
+  if (!stays_channels_last(node)) {
+    if (on_row_major(node)) return;
+    fail(node, "reads a channels-last view (Transpose(0, 2, 3, 1) of a 4-D tensor): only "
+               "Transpose(0, 3, 1, 2), LayerNormalization over the last axis, MatMul by a constant "
+               "and element-wise ops are supported on it");
+  }
   const std::string& t = node.op_type();
   const PendingView* view = nullptr;
   // The node as it reads the tensors themselves: views by their tensors, constants per channel

@@ -209,7 +209,31 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
       if (!std::binary_search(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d))) kept.push_back(shape(x)[d]);
     return out(reshaped(node, y, kept)), true;
   }
-  if (t == "Expand" || t == "Tile" || t == "Pad" || t == "Resize" || t == "Conv" || t == "MaxPool" ||
+  const auto no_padding = [&] {
+    const std::vector<int64_t> pads = has_input(node, 1) ? constant_ints(node, 1, "the pads") : attr_ints(node, "pads");
+    return std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  };
+  if (t == "Pad" && (no_padding() || shape(row_major(node, 0)).rank() != 4)) {  // Swin's windows that fit
+    const ValueId x = row_major(node, 0);
+    if (!no_padding()) {
+      fail(node, cat("padding a row-major tensor ", shape(x).to_string(), " is not supported"));
+    }
+    return out(x), true;
+  }
+  if (t == "Conv" || t == "MaxPool" || t == "AveragePool" || t == "GlobalAveragePool" ||
+      t == "GlobalMaxPool" || t == "BatchNormalization" || t == "Resize" || t == "Pad") {
+    // Back among the convolutions' tensors (Swin's [N, C, H, W] before its pooling): a rank-4
+    // tensor in the layout the plan chooses.
+    const ValueId x = row_major(node, 0);
+    if (shape(x).rank() != 4) {
+      fail(node, cat(t, " of a row-major tensor ", shape(x).to_string(), " (a transformer's tokens or heads) is not supported"));
+    }
+    ReshapeAttrs r;
+    r.dims.assign(shape(x).dims().begin() + 1, shape(x).dims().end());
+    values_[node.input(0)] = add(node, OpKind::kReshape, r, {x});
+    return false;
+  }
+  if (t == "Expand" || t == "Tile" || t == "Resize" || t == "Conv" || t == "MaxPool" ||
       t == "AveragePool" || t == "BatchNormalization" || t == "GlobalAveragePool") {
     fail(node, cat(t, " of a row-major tensor ", shape(input(node, 0)).to_string(),
                    " (a transformer's tokens or heads) is not supported"));
@@ -293,10 +317,21 @@ void Importer::concat_row_major(const onnx::NodeProto& node) {
     return;
   }
   if (!constants.empty()) fail(node, "concatenation of several constants with tensors is not supported");
-  if (axis != 1) fail(node, cat("concatenation of row-major tensors is supported along axis 1 only (axis ", axis, ")"));
+  // Along axis k: every part seen as [dimensions before k, extent, dimensions after k] (a free
+  // reshape of a row-major tensor) is joined along its second axis, then shaped back.
   std::vector<ValueId> ins;
-  for (int i : tensors) ins.push_back(row_major(node, i));
-  define(node, 0, mark(ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins)));
+  std::vector<int64_t> joined = dims_of(shape(first));
+  joined[static_cast<size_t>(axis)] = 0;
+  for (int i : tensors) {
+    const ValueId v = row_major(node, i);
+    const std::vector<int64_t> s = dims_of(shape(v));
+    if (static_cast<int64_t>(s.size()) != rank) fail(node, "the parts must have the same rank");
+    const auto k = static_cast<size_t>(axis);
+    joined[k] += s[k];
+    ins.push_back(axis == 1 && rank >= 3 ? v : reshaped(node, v, {product(s, 0, k), s[k], product(s, k + 1, s.size())}));
+  }
+  const ValueId y = ins.size() == 1 ? ins[0] : mark(add(node, OpKind::kConcat, NoAttrs{}, ins));
+  define(node, 0, mark(reshaped(node, y, joined)));
 }
 
 void Importer::narrow_row_major(const onnx::NodeProto& node) {
@@ -317,11 +352,12 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
     for (int64_t& i : ids) i = i < 0 ? i + s[static_cast<size_t>(axis)] : i;
     bool range = !ids.empty();
     for (size_t i = 1; range && i < ids.size(); ++i) range = ids[i] == ids[i - 1] + 1;
-    if (!range || idx->dims.size() > 1) fail(node, "only gathers of one index or of consecutive indices are supported");
+    if (!range) fail(node, "only gathers of one index or of consecutive indices are supported");
     const ValueId y = narrowed(node, x, axis, ids.front(), ids.back() + 1);
-    std::vector<int64_t> target = s;
-    target[static_cast<size_t>(axis)] = static_cast<int64_t>(ids.size());
-    if (idx->dims.empty()) target.erase(target.begin() + axis);  // a scalar index drops the axis
+    // ONNX: data dimensions before the axis, the indices' dimensions, the data dimensions after.
+    std::vector<int64_t> target(s.begin(), s.begin() + axis);
+    target.insert(target.end(), idx->dims.begin(), idx->dims.end());
+    target.insert(target.end(), s.begin() + axis + 1, s.end());
     define(node, 0, mark(reshaped(node, y, target)));
     return;
   }
@@ -351,17 +387,31 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
   const std::vector<int64_t> ends = constant_ints(node, 2, "ends");
   std::vector<int64_t> ax = has_input(node, 3) ? constant_ints(node, 3, "axes") : std::vector<int64_t>{};
   if (ax.empty()) for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
-  if (has_input(node, 4)) {
-    for (int64_t step : constant_ints(node, 4, "steps"))
-      if (step != 1) fail(node, "only slices with step 1 are supported");
-  }
+  const std::vector<int64_t> steps =
+      has_input(node, 4) ? constant_ints(node, 4, "steps") : std::vector<int64_t>(ax.size(), 1);
   ValueId y = x;
   for (size_t i = 0; i < ax.size(); ++i) {
-    const int64_t axis = axis_of(ax[i]), extent = s[static_cast<size_t>(axis)];
+    const int64_t axis = axis_of(ax[i]), extent = shape(y)[static_cast<size_t>(axis)];
     const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + extent : v, int64_t{0}, extent); };
-    const int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+    const int64_t b = clamp(starts[i]), e = clamp(ends[i]), step = steps.at(i);
     if (b >= e) fail(node, cat("the slice [", starts[i], ", ", ends[i], ") of axis ", axis, " is empty"));
-    y = narrowed(node, y, axis, b, e);
+    if (step == 1) {
+      y = narrowed(node, y, axis, b, e);
+      continue;
+    }
+    // Every step-th element from b < step to the end (Swin's patch merging, x[:, 0::2]): the axis
+    // seen as [extent / step, step] (a free reshape), index b of the inner one.
+    if (step < 1 || b >= step || e != extent || extent % step != 0) {
+      fail(node, cat("a slice with step ", step, " is supported from a start below the step to the end of an "
+                     "axis whose extent the step divides (axis ", axis, ": [", b, ", ", e, ") of ", extent, ")"));
+    }
+    std::vector<int64_t> split = dims_of(shape(y));
+    split[static_cast<size_t>(axis)] = extent / step;
+    split.insert(split.begin() + axis + 1, step);
+    const ValueId picked = narrowed(node, reshaped(node, y, split), axis + 1, b, b + 1);
+    std::vector<int64_t> back = split;
+    back.erase(back.begin() + axis + 1);
+    y = reshaped(node, picked, back);
   }
   define(node, 0, mark(y));
 }

@@ -116,6 +116,8 @@ class Importer {
   void gelu(const onnx::NodeProto& node);
   // Whether the node reads a channels-last view.
   bool reads_channels_last(const onnx::NodeProto& node) const;
+  // Whether the view can carry the node (else it runs on the row-major tensor [N, H, W, C]).
+  bool stays_channels_last(const onnx::NodeProto& node) const;
   // Translates a node reading channels-last views into ops on their tensors.
   void on_channels_last(const onnx::NodeProto& node);
   // ---- onnx_import_groups.cpp: 5-D views [N, K, C, H, W] of K stacked [N, C, H, W] tensors

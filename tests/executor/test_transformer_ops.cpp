@@ -83,3 +83,33 @@ TEST(TransformerOps, RowMajorKernelsAreNativeAndRefuseOtherLayoutsAndInt8) {
 
 }  // namespace
 }  // namespace stagecraft::executor
+
+namespace stagecraft::executor {
+namespace {
+
+// A constant broadcast in a way oneDNN 2.6 has only its reference kernel for (Swin's window mask
+// [1, W, 1, T, T] over [1, W, h, T, T]) runs on the constant repeated to the full shape: native,
+// and the same values as the reference.
+TEST(TransformerOps, AReferenceOnlyBroadcastRunsOnTheRepeatedConstant) {
+  graph::Graph g("mask");
+  graph::TensorDesc x = graph::make_desc(graph::Shape{1, 4, 2, 3, 3});
+  const graph::ValueId in = g.add_input("x", x);
+  graph::BinaryAttrs a;
+  a.op = graph::BinaryOp::kAdd;
+  a.constant = {1, 4, 1, 3, 3};
+  const graph::OpId op = g.add_op("mask", graph::OpKind::kBinary, a, {in});
+  g.add_output(g.op(op).outputs[0]);
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 3);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+  ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), PlanOptions{});
+  EXPECT_TRUE(plan.fallbacks().empty());
+  Executor run(plan);
+  const auto got = run.run(inputs);
+  EXPECT_LT(relative_error(got[0], want[0]), 1e-6);
+  EXPECT_EQ(plan.kernels()[0].kernel->implementation().find("ref"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
