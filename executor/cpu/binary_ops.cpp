@@ -257,6 +257,7 @@ struct BinaryState : KernelDesc::State {
   dnnl::eltwise_forward::primitive_desc reciprocal;  // c / x: x^-1 first (or empty)
   dnnl::eltwise_forward::primitive_desc activation;  // split_activation: after it (or empty)
   bool expanded = false;  // the constant repeated to the destination's shape (see check_binary)
+  bool host = false;      // our host loop instead (see check_binary)
 };
 
 // The spec with its constant as large as the destination (every broadcast dimension repeated).
@@ -310,6 +311,12 @@ KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
       s->expanded = true;
     }
   }
+  // Other such broadcasts (of a second tensor: an efficient linear attention's num / den) run on
+  // our host loop where it applies.
+  if (is_reference(s->pd.impl_info_str()) && host_binary_applies(spec)) {
+    s->host = true;
+    return described(kHostBinaryImpl, "", 0, std::move(s));
+  }
   size_t workspace = workspace_of(s->pd);
   if (a.constant_first && a.op == BinaryOp::kDiv) {  // dst = x^-1, then dst * c
     s->reciprocal = eltwise_pd(ctx, {{dnnl::algorithm::eltwise_pow, 1.0f, -1.0f}}, md(spec.srcs[0]));
@@ -326,6 +333,7 @@ KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
 
 std::string build_binary(DnnlKernel& k, const KernelSpec& given, const KernelDesc& desc, DnnlContext& ctx) {
   const BinaryState& s = state_of<BinaryState>(desc, given);
+  if (s.host) return add_host_binary(k, given);
   const KernelSpec spec = s.expanded ? with_expanded_constant(given) : given;
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
   const memory::desc dst = md(spec.dsts[0]);

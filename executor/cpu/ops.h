@@ -58,6 +58,13 @@ extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host ker
 extern const OpFamily kReductionFamily;      // reduce_mean, reduce_max, reduce_sum (oneDNN reduction)
 extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
 
+/// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN
+/// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),
+/// and its build.
+inline constexpr const char* kHostBinaryImpl = "binary host";
+bool host_binary_applies(const KernelSpec& spec);
+std::string add_host_binary(DnnlKernel& kernel, const KernelSpec& spec);
+
 /// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
 /// movement family's pad: its description and its build.
 KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext& ctx);

@@ -113,3 +113,38 @@ TEST(TransformerOps, AReferenceOnlyBroadcastRunsOnTheRepeatedConstant) {
 
 }  // namespace
 }  // namespace stagecraft::executor
+
+namespace stagecraft::executor {
+namespace {
+
+// A broadcast of a second tensor that oneDNN 2.6 runs only by reference (EfficientViT's linear
+// attention: num / den, den [N, h, T, 1] over [N, h, T, d]) runs on our host loop, in any rank,
+// with its activation: the reference's values.
+TEST(TransformerOps, AReferenceOnlyBroadcastOfATensorRunsOnTheHostLoop) {
+  for (const graph::Shape& den : {graph::Shape{1, 2, 5, 1}, graph::Shape{2, 1, 5, 4}}) {
+    graph::Graph g("linear_attention");
+    const graph::ValueId num = g.add_input("num", graph::make_desc(graph::Shape{2, 2, 5, 4}));
+    const graph::ValueId d = g.add_input("den", graph::make_desc(den));
+    graph::BinaryAttrs a;
+    a.op = graph::BinaryOp::kDiv;
+    a.activation = graph::Activation::kRelu;
+    const graph::OpId op = g.add_op("div", graph::OpKind::kBinary, a, {num, d});
+    g.add_output(g.op(op).outputs[0]);
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 3);
+    auto inputs = stagecraft::testing::inputs_of(m.graph);
+    for (float& v : inputs[1].data) v = 0.5f + std::abs(v);  // away from 0
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    PlanOptions nchw;
+    nchw.layout = Layout::kNCHW;
+    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), nchw);
+    Executor run(plan);
+    const auto got = run.run(inputs);
+    EXPECT_LT(relative_error(got[0], want[0]), 1e-6) << den.to_string();
+    EXPECT_EQ(plan.kernels()[0].kernel->implementation().find("ref"), std::string::npos)
+        << plan.kernels()[0].kernel->implementation();
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
