@@ -382,7 +382,28 @@ def modules():
             x = x + self.attn(y, y, y, need_weights=False)[0]
             return self.head(x.mean(1))
 
+    class TransformerVariants(nn.Module):  # DeiT's two tokens, LeViT's BatchNorm1d and subsampling, PoolFormer's GroupNorm
+        def __init__(self, dim=8):
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, 2, 2)
+            self.gn = nn.GroupNorm(1, dim)
+            self.tokens = nn.Parameter(torch.randn(1, 2, dim))
+            self.fc = nn.Linear(dim, dim)
+            self.bn = nn.BatchNorm1d(dim)
+            self.head = nn.Linear(dim, 5)
+
+        def forward(self, x):
+            x = self.patch(x)
+            x = x + self.gn(x)
+            t = x.flatten(2).transpose(1, 2)
+            t = torch.cat([self.tokens.expand(t.shape[0], -1, -1), t], dim=1)  # 2 + 9 = 11 tokens
+            n, length, c = t.shape
+            t = self.bn(self.fc(t).flatten(0, 1)).reshape(n, length, c)
+            t = t[:, ::2]  # 6 of 11
+            return self.head(t.mean(1))
+
     return {
+        "transformer_variants": (TransformerVariants(), (2, 3, 6, 6)),
         "vit_block": (VitBlock(), (2, 3, 8, 8)),
         "torch_attention": (TorchAttention(), (1, 3, 8, 6)),
         "channel_pooling": (ChannelPooling(), (2, 3, 9, 7)),

@@ -303,6 +303,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
     gelu(node);
   } else if (t == "LayerNormalization") {
     layer_norm(node);
+  } else if (t == "InstanceNormalization") {
+    instance_norm(node);
   } else {
     fail(node, "this op is not supported");
   }

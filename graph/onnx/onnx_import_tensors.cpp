@@ -7,6 +7,7 @@
 // Softmax and LayerNormalization over any (the last) axis, Slice, Split and Gather of one index as
 // narrows, Concat with a constant (class tokens) or along the second axis, reductions over axes.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "common/strings.h"
@@ -220,6 +221,27 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     }
     return out(x), true;
   }
+  if (t == "InstanceNormalization") return instance_norm(node), true;
+  if (t == "BatchNormalization" && (shape(row_major(node, 0)).rank() != 4 || attr_int(node, "training_mode", 0) != 0)) {
+    // Per channel (axis 1) of a row-major tensor (LeViT's BatchNorm1d of [N·T, C]): x · s + t.
+    const ValueId x = row_major(node, 0);
+    const std::vector<float> gamma = constant_floats(node, 1, "the scale"), beta = constant_floats(node, 2, "the bias");
+    const std::vector<float> mean = constant_floats(node, 3, "the mean"), var = constant_floats(node, 4, "the variance");
+    const double eps = attr_float(node, "epsilon", 1e-5f);
+    const int64_t c = shape(x)[1];
+    if (static_cast<int64_t>(gamma.size()) != c || beta.size() != gamma.size() || mean.size() != gamma.size() ||
+        var.size() != gamma.size()) {
+      fail(node, cat("the statistics must have one value per channel (", c, ")"));
+    }
+    std::vector<float> scale(gamma.size()), shift(gamma.size());
+    for (size_t i = 0; i < gamma.size(); ++i) {
+      scale[i] = static_cast<float>(gamma[i] / std::sqrt(static_cast<double>(var[i]) + eps));
+      shift[i] = static_cast<float>(beta[i] - mean[i] * static_cast<double>(scale[i]));
+    }
+    std::vector<int64_t> dims(shape(x).rank(), 1);
+    dims[1] = c;
+    return out(affine(node, x, dims, scale, shift)), true;
+  }
   if (t == "Conv" || t == "MaxPool" || t == "AveragePool" || t == "GlobalAveragePool" ||
       t == "GlobalMaxPool" || t == "BatchNormalization" || t == "Resize" || t == "Pad") {
     // Back among the convolutions' tensors (Swin's [N, C, H, W] before its pooling): a rank-4
@@ -239,6 +261,47 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
                    " (a transformer's tokens or heads) is not supported"));
   }
   return false;  // element by element: the ordinary translation applies to any rank
+}
+
+ValueId Importer::affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,
+                         std::vector<float> scale, std::vector<float> shift) {
+  const bool unit = std::all_of(scale.begin(), scale.end(), [](float v) { return v == 1.0f; });
+  const bool zero = std::all_of(shift.begin(), shift.end(), [](float v) { return v == 0.0f; });
+  BinaryAttrs a;
+  a.constant = dims;
+  if (!unit) {
+    a.op = BinaryOp::kMul;
+    x = mark(add(node, OpKind::kBinary, a, {x}));
+    weights_of_last().weight = std::move(scale);
+  }
+  if (!zero) {
+    a.op = BinaryOp::kAdd;
+    x = mark(add(node, OpKind::kBinary, a, {x}));
+    weights_of_last().weight = std::move(shift);
+  }
+  return x;
+}
+
+void Importer::instance_norm(const onnx::NodeProto& node) {
+  // Over everything after the channels, per sample and channel (GroupNorm(1, C) as exporters
+  // write it: PoolFormer): a layer norm of [N, C, L] over L, then the per-channel scale and bias.
+  const ValueId x = row_major(node, 0);
+  const std::vector<int64_t> s = dims_of(shape(x));
+  if (s.size() < 3) fail(node, cat("the input must have rank >= 3, got ", shape(x).to_string()));
+  const int64_t length = product(s, 2, s.size());
+  const ValueId rows = reshaped(node, x, {s[0], s[1], length});
+  LayerNormAttrs ln;
+  ln.eps = attr_float(node, "epsilon", 1e-5f);
+  const ValueId y = mark(add(node, OpKind::kLayerNorm, ln, {rows}));
+  weights_of_last().gamma.assign(static_cast<size_t>(length), 1.0f);
+  weights_of_last().beta.assign(static_cast<size_t>(length), 0.0f);
+  std::vector<float> scale = constant_floats(node, 1, "the scale"), bias = constant_floats(node, 2, "the bias");
+  if (static_cast<int64_t>(scale.size()) != s[1] || bias.size() != scale.size()) {
+    fail(node, cat("the scale and bias must have one value per channel (", s[1], ")"));
+  }
+  std::vector<int64_t> dims(s.size(), 1);
+  dims[1] = s[1];
+  define(node, 0, mark(affine(node, reshaped(node, y, s), dims, std::move(scale), std::move(bias))));
 }
 
 void Importer::matmul(const onnx::NodeProto& node) {
@@ -293,45 +356,66 @@ void Importer::concat_row_major(const onnx::NodeProto& node) {
   const auto rank = static_cast<int64_t>(shape(first).rank());
   int64_t axis = attr_int(node, "axis", 0);
   if (axis < 0) axis += rank;
-  if (tensors.size() == 1 && constants.size() == 1) {  // a constant block before or after: class tokens
-    const ConstTensor& c = *constant(node, constants[0]);
+  if (tensors.size() == 1 && !constants.empty()) {  // constant blocks before or after: class tokens
     const Shape& s = shape(first);
-    if (axis < 1 || c.dims.size() != s.rank()) {
-      fail(node, cat("a constant joins a tensor along an axis after the first, at the same rank (constant [",
-                     join(c.dims, ", "), "], tensor ", s.to_string(), ")"));
-    }
-    for (size_t d = 1; d < s.rank(); ++d) {
-      if (static_cast<int64_t>(d) != axis && c.dims[d] != s[d]) {
-        fail(node, cat("the constant [", join(c.dims, ", "), "] does not fit ", s.to_string(), " off axis ", axis));
+    if (axis < 1) fail(node, "a constant joins a tensor along an axis after the first only");
+    const auto k = static_cast<size_t>(axis);
+    const int64_t outer = product(s.dims(), 1, k), inner = product(s.dims(), k + 1, s.rank());
+    ValueId y = first;
+    for (bool before : {true, false}) {
+      // The constants on this side, joined along the axis (each sample's block is the same).
+      std::vector<const ConstTensor*> part;
+      for (int i : constants)
+        if ((i < tensors[0]) == before) part.push_back(constant(node, i));
+      if (part.empty()) continue;
+      int64_t count = 0;
+      for (const ConstTensor* c : part) {
+        bool fits = c->dims.size() == s.rank() && (c->dims[0] == 1 || c->dims[0] == s[0]);
+        for (size_t d = 1; fits && d < s.rank(); ++d) fits = d == k || c->dims[d] == s[d];
+        if (!fits) {
+          fail(node, cat("the constant [", join(c->dims, ", "), "] does not fit ", s.to_string(), " off axis ", axis));
+        }
+        count += c->dims[k];
       }
+      std::vector<float> values;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (const ConstTensor* c : part) {
+          const std::vector<float> v = c->floats();
+          const int64_t block = c->dims[k] * inner;
+          values.insert(values.end(), v.begin() + o * block, v.begin() + (o + 1) * block);
+        }
+      }
+      ConcatConstantAttrs a;
+      a.axis = axis;
+      a.count = count;
+      a.before = before;
+      y = mark(add(node, OpKind::kConcatConstant, a, {y}));
+      weights_of_last().weight = std::move(values);
     }
-    if (c.dims[0] != 1 && c.dims[0] != s[0]) fail(node, "the constant's first dimension must be 1 or the batch");
-    std::vector<float> values = c.floats();
-    values.resize(values.size() / static_cast<size_t>(c.dims[0]));  // every sample's block is the same
-    ConcatConstantAttrs a;
-    a.axis = axis;
-    a.count = c.dims[static_cast<size_t>(axis)];
-    a.before = constants[0] < tensors[0];
-    define(node, 0, mark(add(node, OpKind::kConcatConstant, a, {first})));
-    weights_of_last().weight = std::move(values);
+    define(node, 0, y);
     return;
   }
   if (!constants.empty()) fail(node, "concatenation of several constants with tensors is not supported");
+  std::vector<ValueId> parts;
+  for (int i : tensors) parts.push_back(row_major(node, i));
+  define(node, 0, concatenated(node, parts, axis));
+}
+
+ValueId Importer::concatenated(const onnx::NodeProto& node, const std::vector<ValueId>& parts, int64_t axis) {
   // Along axis k: every part seen as [dimensions before k, extent, dimensions after k] (a free
   // reshape of a row-major tensor) is joined along its second axis, then shaped back.
+  const auto k = static_cast<size_t>(axis);
+  std::vector<int64_t> joined = dims_of(shape(parts[0]));
+  joined[k] = 0;
   std::vector<ValueId> ins;
-  std::vector<int64_t> joined = dims_of(shape(first));
-  joined[static_cast<size_t>(axis)] = 0;
-  for (int i : tensors) {
-    const ValueId v = row_major(node, i);
+  for (ValueId v : parts) {
     const std::vector<int64_t> s = dims_of(shape(v));
-    if (static_cast<int64_t>(s.size()) != rank) fail(node, "the parts must have the same rank");
-    const auto k = static_cast<size_t>(axis);
+    if (s.size() != joined.size()) fail(node, "the parts must have the same rank");
     joined[k] += s[k];
-    ins.push_back(axis == 1 && rank >= 3 ? v : reshaped(node, v, {product(s, 0, k), s[k], product(s, k + 1, s.size())}));
+    ins.push_back(axis == 1 && s.size() >= 3 ? v : reshaped(node, v, {product(s, 0, k), s[k], product(s, k + 1, s.size())}));
   }
   const ValueId y = ins.size() == 1 ? ins[0] : mark(add(node, OpKind::kConcat, NoAttrs{}, ins));
-  define(node, 0, mark(reshaped(node, y, joined)));
+  return mark(reshaped(node, y, joined));
 }
 
 void Importer::narrow_row_major(const onnx::NodeProto& node) {
@@ -399,19 +483,26 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
       y = narrowed(node, y, axis, b, e);
       continue;
     }
-    // Every step-th element from b < step to the end (Swin's patch merging, x[:, 0::2]): the axis
-    // seen as [extent / step, step] (a free reshape), index b of the inner one.
-    if (step < 1 || b >= step || e != extent || extent % step != 0) {
+    // Every step-th element from b < step to the end (Swin's patch merging, x[:, 0::2]): the
+    // whole steps of the axis seen as [extent / step, step] (a free reshape), index b of the inner
+    // one; an element left in a last partial step joined after them (LeViT's 7 -> 4).
+    if (step < 1 || b >= step || e != extent) {
       fail(node, cat("a slice with step ", step, " is supported from a start below the step to the end of an "
-                     "axis whose extent the step divides (axis ", axis, ": [", b, ", ", e, ") of ", extent, ")"));
+                     "axis (axis ", axis, ": [", b, ", ", e, ") of ", extent, ")"));
     }
-    std::vector<int64_t> split = dims_of(shape(y));
-    split[static_cast<size_t>(axis)] = extent / step;
-    split.insert(split.begin() + axis + 1, step);
-    const ValueId picked = narrowed(node, reshaped(node, y, split), axis + 1, b, b + 1);
-    std::vector<int64_t> back = split;
-    back.erase(back.begin() + axis + 1);
-    y = reshaped(node, picked, back);
+    const int64_t whole = extent / step * step;
+    std::vector<ValueId> parts;
+    if (whole > 0) {
+      std::vector<int64_t> split = dims_of(shape(y));
+      split[static_cast<size_t>(axis)] = whole / step;
+      split.insert(split.begin() + axis + 1, step);
+      const ValueId picked = narrowed(node, reshaped(node, narrowed(node, y, axis, 0, whole), split), axis + 1, b, b + 1);
+      std::vector<int64_t> back = split;
+      back.erase(back.begin() + axis + 1);
+      parts.push_back(reshaped(node, picked, back));
+    }
+    if (whole + b < extent) parts.push_back(narrowed(node, y, axis, whole + b, whole + b + 1));
+    y = parts.size() == 1 ? parts[0] : concatenated(node, parts, axis);
   }
   define(node, 0, mark(y));
 }

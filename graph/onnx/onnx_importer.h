@@ -135,7 +135,13 @@ class Importer {
   ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
   void matmul(const onnx::NodeProto& node);
+  void instance_norm(const onnx::NodeProto& node);
+  // x · scale + shift with constants of `dims` (ops only where they are not 1 and 0).
+  ValueId affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,
+                 std::vector<float> scale, std::vector<float> shift);
   void concat_row_major(const onnx::NodeProto& node);
+  // The parts joined along `axis` (row-major tensors of one rank).
+  ValueId concatenated(const onnx::NodeProto& node, const std::vector<ValueId>& parts, int64_t axis);
   void narrow_row_major(const onnx::NodeProto& node);
   void on_group_view(const onnx::NodeProto& node);
   ValueId grouped(const onnx::NodeProto& node, const PendingView& v);
