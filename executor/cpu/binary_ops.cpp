@@ -303,8 +303,10 @@ KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
   s->pd = binary_pd(spec, ctx);
   // A broadcast oneDNN 2.6 has no optimised kernel for (Swin's window masks: [1, W, 1, T, T] over
   // [1, W, h, T, T]) runs on a constant repeated to the full shape, made once at build.
+  // Not in blocked layouts: there the jit kernel with a post-op (c - x is -(x - c)) is the one
+  // split_activation describes, wrong where channels do not fill its vectors.
   if (!a.constant.empty() && is_reference(s->pd.impl_info_str()) &&
-      spec.dsts[0].shape.numel() <= kMaxExpandedConstant) {
+      graph::channel_block(spec.dsts[0].layout) == 0 && spec.dsts[0].shape.numel() <= kMaxExpandedConstant) {
     auto full = binary_pd(with_expanded_constant(spec), ctx);
     if (!is_reference(full.impl_info_str())) {
       s->pd = full;
