@@ -402,7 +402,20 @@ def modules():
             t = t[:, ::2]  # 6 of 11
             return self.head(t.mean(1))
 
+    class PixelShuffle(nn.Module):  # super-resolution heads: pixel (un)shuffle between convolutions
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1)
+            self.up = nn.PixelShuffle(2)
+            self.down = nn.PixelUnshuffle(2)
+            self.out = nn.Conv2d(16, 4, 1)
+
+        def forward(self, x):
+            y = self.up(F.relu(self.conv(x)))  # 16 -> 4 channels at twice the size
+            return self.out(self.down(y + 0.5))
+
     return {
+        "pixel_shuffle": (PixelShuffle(), (2, 3, 5, 6)),
         "transformer_variants": (TransformerVariants(), (2, 3, 6, 6)),
         "vit_block": (VitBlock(), (2, 3, 8, 8)),
         "torch_attention": (TorchAttention(), (1, 3, 8, 6)),

@@ -305,6 +305,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
     layer_norm(node);
   } else if (t == "InstanceNormalization") {
     instance_norm(node);
+  } else if (t == "DepthToSpace") {
+    on_row_major(node);
   } else {
     fail(node, "this op is not supported");
   }

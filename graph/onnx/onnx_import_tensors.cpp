@@ -222,6 +222,21 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     return out(x), true;
   }
   if (t == "InstanceNormalization") return instance_norm(node), true;
+  if (t == "DepthToSpace") {  // pixel shuffle: a reshape, a transpose and a reshape
+    const ValueId x = row_major(node, 0);
+    const std::vector<int64_t> s = dims_of(shape(x));
+    const int64_t b = attr_int(node, "blocksize", 0);
+    if (s.size() != 4 || b < 1 || s[1] % (b * b) != 0) {
+      fail(node, cat("blocksize ", b, " must divide the channels of a 4-D input twice (", shape(x).to_string(), ")"));
+    }
+    const int64_t c = s[1] / (b * b);
+    const bool crd = attr_string(node, "mode") == "CRD";
+    TransposeAttrs p;
+    p.perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+    const ValueId blocks = reshaped(node, x, crd ? std::vector<int64_t>{s[0], c, b, b, s[2], s[3]}
+                                                 : std::vector<int64_t>{s[0], b, b, c, s[2], s[3]});
+    return out(reshaped(node, mark(add(node, OpKind::kTranspose, p, {blocks})), {s[0], c, s[2] * b, s[3] * b})), true;
+  }
   if (t == "BatchNormalization" && (shape(row_major(node, 0)).rank() != 4 || attr_int(node, "training_mode", 0) != 0)) {
     // Per channel (axis 1) of a row-major tensor (LeViT's BatchNorm1d of [N·T, C]): x · s + t.
     const ValueId x = row_major(node, 0);
