@@ -207,8 +207,8 @@ std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& 
     out.layout = row_major_layout(a.dims.size());
     return {out};
   }
-  check.require(x.shape.rank() == 2 || x.shape.rank() == 4,
-                cat("input must have rank 2 or 4, got ", x.shape.to_string()));
+  check.require(x.shape.rank() == 2 || x.shape.rank() == 4 || x.layout == Layout::kPlain,
+                cat("input must have rank 2 or 4, or be row-major, got ", x.shape.to_string()));
   check.require(a.dims.size() == 1 || a.dims.size() == 3,
                 cat("dims must give 1 or 3 dimensions after the batch (rank 2 or 4), got ",
                     a.dims.size()));

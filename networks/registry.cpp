@@ -24,6 +24,8 @@ const std::vector<NetworkInfo>& network_registry() {
        true, &build_randwire_small},
       {"randwire_regular", "RandWire regular regime (C=109, N=32, WS k=4 p=0.75), 224x224", 224,
        32, true, &build_randwire_regular},
+      {"vit_tiny", "ViT-Ti/16 with average pooling (timm), tokens as a 14x14 map: q/k/v 1x1 convolutions, heads as branches, 224x224",
+       224, 32, false, &build_vit_tiny},
   };
   return registry;
 }

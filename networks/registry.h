@@ -61,5 +61,6 @@ graph::Graph build_nasnet_a_large(const NetworkOptions& options);
 graph::Graph build_randwire(const NetworkOptions& options);
 graph::Graph build_randwire_small(const NetworkOptions& options);
 graph::Graph build_randwire_regular(const NetworkOptions& options);
+graph::Graph build_vit_tiny(const NetworkOptions& options);
 
 }  // namespace stagecraft::networks

@@ -384,7 +384,7 @@ std::string Importer::unknown_input(const std::string& name) const {
              "a node (a missing initializer?)");
 }
 
-const Shape& Importer::shape(ValueId v) const { return graph_.value(v).desc.shape; }
+Shape Importer::shape(ValueId v) const { return graph_.value(v).desc.shape; }
 
 void Importer::define(const onnx::NodeProto& node, int slot, ValueId value) {
   if (slot < node.output_size()) values_[node.output(slot)] = value;

@@ -229,8 +229,8 @@ void Importer::elementwise(const onnx::NodeProto& node) {
       return;
     }
     // The broadcast operand second (the backends broadcast their second source).
-    const auto out = broadcast(std::vector<int64_t>(shape(a).dims().begin(), shape(a).dims().end()),
-                               std::vector<int64_t>(shape(b).dims().begin(), shape(b).dims().end()));
+    const auto out = broadcast(shape(a).dims(),
+                               shape(b).dims());
     if (commutative && out && Shape(*out) != shape(a) && Shape(*out) == shape(b)) std::swap(a, b);
     BinaryAttrs attrs;
     attrs.op = op;

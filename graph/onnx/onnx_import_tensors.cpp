@@ -27,13 +27,37 @@ int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
 
 }  // namespace
 
+bool Importer::is_row_major(ValueId v) const {
+  return row_major_.count(v) > 0 || graph_.value(v).desc.layout == Layout::kPlain;
+}
+
 bool Importer::reads_row_major(const onnx::NodeProto& node) const {
   for (const auto& in : node.input()) {
-    auto it = values_.find(in);
-    if (it == values_.end()) continue;
-    if (row_major_.count(it->second) || graph_.value(it->second).desc.layout == Layout::kPlain) return true;
+    if (auto it = values_.find(in); it != values_.end() && is_row_major(it->second)) return true;
+    if (auto v = pending_views_.find(in); v != pending_views_.end() && is_row_major(v->second.base)) return true;
   }
   return false;
+}
+
+std::optional<ValueId> Importer::as_convolutions_tensor(const onnx::NodeProto& node, int slot) {
+  const std::string& name = node.input(slot);
+  if (auto it = values_.find(name); it != values_.end()) {
+    if (!is_row_major(it->second)) return it->second;
+    if (shape(it->second).rank() != 4) return std::nullopt;
+  } else if (auto v = pending_views_.find(name); v == pending_views_.end() || v->second.shape.size() != 4 ||
+                                                   !is_row_major(v->second.base)) {
+    return std::nullopt;
+  }
+  // A row-major tensor (or a 4-D reshape of one) read in order as [N, C, H, W]: one reshape.
+  const bool view = pending_views_.count(name) > 0;
+  const ValueId base = view ? pending_views_.at(name).base : values_.at(name);
+  const std::vector<int64_t> dims = view ? pending_views_.at(name).shape : dims_of(shape(base));
+  if (dims[0] != shape(base)[0]) return std::nullopt;
+  ReshapeAttrs r;
+  r.dims.assign(dims.begin() + 1, dims.end());
+  const ValueId y = add(node, OpKind::kReshape, r, {base});
+  values_[name] = y;
+  return y;
 }
 
 ValueId Importer::row_major(const onnx::NodeProto& node, int slot) {
@@ -122,6 +146,12 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     if (product(target, 0, target.size()) != s.numel()) {
       fail(node, cat("reshape of ", s.to_string(), " to [", join(target, ", "), "] changes the element count"));
     }
+    if (target.size() == 4 && target[0] == s[0] && dims_of(s) != target) {
+      // [N, C, H, W] or [N, H, W, C]: whoever reads it decides (a convolution reads it as its
+      // tensor, a row-major op as a row-major one), so it stays a view until then.
+      pending_views_[node.output(0)] = PendingView{x, target, 0};
+      return true;
+    }
     return out(reshaped(node, x, target)), true;
   }
   if (t == "Flatten") {
@@ -189,7 +219,21 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     elementwise(node);
     return mark(values_.at(node.output(0))), true;
   }
-  if (t == "Concat") return concat_row_major(node), true;
+  if (t == "Concat") {
+    // Of [N, C, H, W] tensors along the channels (a transformer's heads joined before a 1x1
+    // convolution): the convolutions' concatenation.
+    bool maps = attr_int(node, "axis", 0) == 1 || attr_int(node, "axis", 0) == -3;
+    for (int i = 0; maps && i < node.input_size(); ++i) {
+      const std::string& name = node.input(i);
+      const auto v = pending_views_.find(name);
+      maps = v != pending_views_.end() ? v->second.shape.size() == 4
+                                       : values_.count(name) && !is_row_major(values_.at(name)) &&
+                                             shape(values_.at(name)).rank() == 4;
+    }
+    if (!maps) return concat_row_major(node), true;
+    for (int i = 0; i < node.input_size(); ++i) as_convolutions_tensor(node, i);
+    return false;
+  }
   if (t == "Split" || t == "Slice" || t == "Gather") return narrow_row_major(node), true;
   if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
     const ValueId x = row_major(node, 0);
@@ -261,13 +305,10 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
       t == "GlobalMaxPool" || t == "BatchNormalization" || t == "Resize" || t == "Pad") {
     // Back among the convolutions' tensors (Swin's [N, C, H, W] before its pooling): a rank-4
     // tensor in the layout the plan chooses.
-    const ValueId x = row_major(node, 0);
-    if (shape(x).rank() != 4) {
-      fail(node, cat(t, " of a row-major tensor ", shape(x).to_string(), " (a transformer's tokens or heads) is not supported"));
+    if (!as_convolutions_tensor(node, 0)) {
+      fail(node, cat(t, " of a row-major tensor ", shape(row_major(node, 0)).to_string(),
+                     " (a transformer's tokens or heads) is not supported"));
     }
-    ReshapeAttrs r;
-    r.dims.assign(shape(x).dims().begin() + 1, shape(x).dims().end());
-    values_[node.input(0)] = add(node, OpKind::kReshape, r, {x});
     return false;
   }
   if (t == "Expand" || t == "Tile" || t == "Resize" || t == "Conv" || t == "MaxPool" ||
@@ -275,7 +316,13 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     fail(node, cat(t, " of a row-major tensor ", shape(input(node, 0)).to_string(),
                    " (a transformer's tokens or heads) is not supported"));
   }
-  return false;  // element by element: the ordinary translation applies to any rank
+  // Element by element: the ordinary translation applies to any rank (on the row-major tensors).
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (auto v = pending_views_.find(node.input(i)); v != pending_views_.end() && is_row_major(v->second.base)) {
+      values_[node.input(i)] = row_major(node, i);
+    }
+  }
+  return false;
 }
 
 ValueId Importer::affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,

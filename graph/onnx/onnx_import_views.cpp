@@ -11,7 +11,7 @@ namespace stagecraft::graph::onnx_import {
 Importer::PendingView Importer::view_of(const onnx::NodeProto& node) const {
   if (auto it = pending_views_.find(node.input(0)); it != pending_views_.end()) return it->second;
   const ValueId x = input(node, 0);
-  return PendingView{x, std::vector<int64_t>(shape(x).dims().begin(), shape(x).dims().end()), 0};
+  return PendingView{x, shape(x).dims(), 0};
 }
 
 void Importer::reshape(const onnx::NodeProto& node) {

@@ -75,7 +75,8 @@ class Importer {
   std::optional<float> constant_scalar(const onnx::NodeProto& node, int slot) const;
   ValueId input(const onnx::NodeProto& node, int slot) const;
   std::string unknown_input(const std::string& name) const;
-  const Shape& shape(ValueId v) const;
+  // A copy: adding ops may move the graph's values.
+  Shape shape(ValueId v) const;
   void define(const onnx::NodeProto& node, int slot, ValueId value);
   ValueId add(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs, std::vector<ValueId> inputs);
   OpWeights& weights_of_last();
@@ -125,8 +126,12 @@ class Importer {
   // ops of stacks, as ops on the tensor [N, K·C, H, W].
   bool reads_group_view(const onnx::NodeProto& node) const;
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
-  // Whether the node reads a row-major value (made by this part of the importer).
+  // Whether the node reads a row-major value (made by this part of the importer) or a view of one.
   bool reads_row_major(const onnx::NodeProto& node) const;
+  bool is_row_major(ValueId v) const;
+  // The node's input `slot` as a tensor of the convolutions: itself, or a rank-4 row-major tensor
+  // (or view of one) reshaped into one; nullopt when it is none of these.
+  std::optional<ValueId> as_convolutions_tensor(const onnx::NodeProto& node, int slot);
   // Translates a node reading row-major values; false when the ordinary translation applies.
   bool on_row_major(const onnx::NodeProto& node);
   // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).

@@ -339,7 +339,7 @@ TEST_P(CudaNetworks, EveryScheduleMatchesTheCpuInGraphAndStreamMode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::network_cases()),
+INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::convolutional_network_cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CudaBackend, HalfPrecisionDefaultsToNhwcAndIsCloseToTheCpu) {

@@ -286,7 +286,14 @@ const std::vector<NetworkCase>& network_cases() {
       {"inception_v3", 75, 1},   {"googlenet", 64, 2},       {"squeezenet1_0", 64, 1},
       {"squeezenet1_1", 64, 2},  {"resnet50", 64, 1},        {"nasnet_a_mobile", 64, 1},
       {"nasnet_a_large", 64, 1}, {"randwire", 64, 1},        {"randwire_small", 64, 2},
-      {"randwire_regular", 64, 1}};
+      {"randwire_regular", 64, 1}, {"vit_tiny", 64, 2}};
+  return cases;
+}
+
+std::vector<NetworkCase> convolutional_network_cases() {
+  std::vector<NetworkCase> cases;
+  for (const NetworkCase& c : network_cases())
+    if (std::string(c.name) != "vit_tiny") cases.push_back(c);
   return cases;
 }
 
