@@ -414,7 +414,22 @@ def modules():
             y = self.up(F.relu(self.conv(x)))  # 16 -> 4 channels at twice the size
             return self.out(self.down(y + 0.5))
 
+    class ConstantTables(nn.Module):  # LeViT's bias table gathered by index, Swin's mask by slice assignment
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 1)
+            self.table = nn.Parameter(torch.randn(4, 6))
+            self.register_buffer("idx", torch.tensor([[0, 5, 2], [1, 1, 3]]))
+            self.register_buffer("rows", torch.tensor([[3, 0, 2], [1, 2, 0]]))
+
+        def forward(self, x):
+            bias = self.table[:, self.idx] + self.table[self.rows, self.idx]  # [4, 2, 3] + [2, 3]
+            mask = torch.zeros(1, 4, 2, 3)
+            mask[:, :, 1:, :2] = -1.0
+            return self.conv(x) + bias + mask
+
     return {
+        "constant_tables": (ConstantTables(), (2, 3, 2, 3)),
         "pixel_shuffle": (PixelShuffle(), (2, 3, 5, 6)),
         "transformer_variants": (TransformerVariants(), (2, 3, 6, 6)),
         "vit_block": (VitBlock(), (2, 3, 8, 8)),

@@ -65,7 +65,9 @@ VISION_EXTRA = ["convnext_tiny", "convnext_small", "vit_b_16", "swin_t", "effici
                 "segmentation/lraspp_mobilenet_v3_large",
                 "timm/convnext_nano", "timm/inception_next_tiny", "timm/nf_resnet26", "timm/resnest14d",
                 "timm/skresnet18", "timm/inception_v4", "timm/efficientnetv2_rw_t", "timm/regnety_016",
-                "timm/deit_tiny_patch16_224"]
+                "timm/deit_tiny_patch16_224", "timm/vit_small_patch16_224", "timm/swin_tiny_patch4_window7_224",
+                "timm/efficientvit_b0", "timm/levit_128s", "timm/poolformer_s12", "timm/pvt_v2_b0",
+                "timm/mobilevit_xxs", "timm/deit_small_distilled_patch16_224"]
 
 
 def classification_models(selected: list[str] | None) -> list[str]:

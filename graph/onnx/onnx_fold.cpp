@@ -500,6 +500,32 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
     t.values.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) t.values[static_cast<size_t>(i)] = start + static_cast<double>(i) * delta;
     out.push_back(t);
+  } else if (op == "GatherND") {  // slices of a constant table at constant indices (LeViT's biases)
+    if (!c(1)) invalid("GatherND needs indices");
+    if (attr_int(node, "batch_dims", 0) != 0) invalid("GatherND with batch_dims is not supported");
+    const ConstTensor& idx = *c(1);
+    const size_t k = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
+    if (k == 0 || k > x.dims.size()) invalid("GatherND indices must end in 1 .. rank of the data");
+    int64_t slice = 1;
+    for (size_t d = k; d < x.dims.size(); ++d) slice *= x.dims[d];
+    const std::vector<int64_t> ids = idx.ints();
+    const size_t count = ids.size() / k;
+    ConstTensor t = x;
+    t.dims.assign(idx.dims.begin(), idx.dims.end() - 1);
+    t.dims.insert(t.dims.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(k), x.dims.end());
+    t.values.clear();
+    t.values.reserve(count * static_cast<size_t>(slice));
+    for (size_t i = 0; i < count; ++i) {
+      int64_t at = 0;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t v = ids[i * k + d];
+        if (v < 0) v += x.dims[d];
+        if (v < 0 || v >= x.dims[d]) invalid("GatherND index out of range");
+        at = at * x.dims[d] + v;
+      }
+      t.values.insert(t.values.end(), x.values.begin() + at * slice, x.values.begin() + (at + 1) * slice);
+    }
+    out.push_back(t);
   } else if (op == "ScatterND") {  // data, indices [..., k], updates: slices replaced (Swin's masks)
     if (!c(1) || !c(2)) invalid("ScatterND needs indices and updates");
     if (!attr_string(node, "reduction").empty() && attr_string(node, "reduction") != "none") {
