@@ -4,7 +4,9 @@
 // plain NCHW order, uploaded once; `constant_first` puts it first), with a fused activation. The
 // kernel reads the operand that has the destination's geometry in packs of 4 elements when it can
 // (a broadcast first input is read as the second with the operation swapped). f32 and f16; the int8
-// contract (executor/op_rules.h) gives binary ops no 8-bit tensors.
+// contract (executor/op_rules.h) gives binary ops no 8-bit tensors. Row-major tensors of any rank
+// are folded into rank-4 geometries (op_params.h: fold_broadcast: broadcast dimensions merged), so
+// the same kernel runs NumPy broadcasting of any rank.
 #include <cassert>
 
 #include "common/strings.h"
@@ -22,9 +24,10 @@ Support check(const KernelSpec& spec) {
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
   const TensorDesc& dst = spec.dsts[0];
   const size_t rank = dst.shape.rank();
-  if (rank != 2 && rank != 4) {
+  if (rank != 2 && rank != 4 && !row_major(dst)) {
     return Support::unsupported(SupportReason::kAttributes,
-                                cat("a binary op reads and writes rank 2 or 4 (got ", dst.shape.to_string(), ")"));
+                                cat("a binary op reads and writes rank 2 or 4, or row-major tensors (got ",
+                                    dst.shape.to_string(), ")"));
   }
   for (const TensorDesc& src : spec.srcs) {
     if (src.shape.rank() != rank) {
@@ -70,6 +73,20 @@ Support check(const KernelSpec& spec) {
     return Support::unsupported(SupportReason::kAttributes,
                                 cat("a binary op without a constant takes 2 inputs (got ", spec.srcs.size(), ")"));
   }
+  if (row_major(dst)) {
+    for (const TensorDesc& src : spec.srcs) {
+      if (!row_major(src)) {
+        return Support::unsupported(SupportReason::kLayout,
+                                    cat("a binary op on row-major tensors reads row-major operands (got ",
+                                        graph::to_string(src.layout), ")"));
+      }
+    }
+    if (!binary_operands(spec).folded) {
+      return Support::unsupported(SupportReason::kAttributes,
+                                  cat("the broadcast of ", dst.shape.to_string(),
+                                      " needs more than 4 merged dimensions (the own kernel indexes 4)"));
+    }
+  }
   return Support::native();
 }
 
@@ -77,8 +94,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
   const TensorDesc& dst = spec.dsts[0];
   assert(!graph::is_int8(dst.dtype));  // the int8 contract refuses binary ops first
   const Elem e = elem_of(dst.dtype);
-  const Dims4 yd = dims_of(dst);
   const BinaryOperands ops = binary_operands(spec);
+  const Dims4 yd = ops.yd;
   if (ops.o_src < 0) {
     const DeviceFloats constant(*ctx.device, spec.weights->weight);
     return std::make_unique<FnKernel>("own binary (constant)", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {

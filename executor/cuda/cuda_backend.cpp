@@ -100,6 +100,47 @@ class CudaDevice : public Device {
                      /*streams_share_cores=*/false};
 };
 
+// The kinds whose CUDA kernels read and write row-major (kPlain) tensors of any rank: the
+// transformer ops, the flat element-wise ones, layer norm and softmax over an axis, linear layers
+// over the last axis, broadcasting binary ops, copies, reshapes, concatenations and slices along
+// dimension 1, reductions of rank-4 ones. The others (convolutions, pooling, batch norm, pad,
+// resize, shuffles) index rank-4 tensors in a CUDA layout.
+bool reads_row_major(OpKind kind) {
+  switch (kind) {
+    case OpKind::kMatMul:
+    case OpKind::kTranspose:
+    case OpKind::kNarrow:
+    case OpKind::kConcatConstant:
+    case OpKind::kRelu:
+    case OpKind::kRelu6:
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kSilu:
+    case OpKind::kGelu:
+    case OpKind::kGeluTanh:
+    case OpKind::kLeakyRelu:
+    case OpKind::kScale:
+    case OpKind::kAdd:
+    case OpKind::kLayerNorm:
+    case OpKind::kSoftmax:
+    case OpKind::kLinear:
+    case OpKind::kBinary:
+    case OpKind::kIdentity:
+    case OpKind::kFlatten:
+    case OpKind::kReshape:
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceSum:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // CUDA descriptions carry no state: the families decide when they build (convolutions time their
 // algorithms then), so a desc names neither the implementation nor the workspace.
 class CudaBackend : public Backend {
@@ -154,12 +195,13 @@ class CudaBackend : public Backend {
                                       cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
                                           graph::to_string(d.dtype), ")"));
         }
-        if (d.layout == Layout::kPlain) {
+        if (d.layout == Layout::kPlain && !reads_row_major(spec.kind)) {
           return Support::unsupported(SupportReason::kLayout,
-                                      cat("the CUDA backend has no kernels for row-major tensors of rank ",
-                                          d.shape.rank(), " (transformers) yet; the CPU backend runs them"));
+                                      cat("the CUDA backend has no kernel for ", graph::to_string(spec.kind),
+                                          " on row-major tensors (", d.shape.to_string(),
+                                          ") yet; the CPU backend runs it"));
         }
-        if (d.shape.rank() == 4 && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
+        if (graph::takes_layouts(d) && d.layout != Layout::kNCHW && d.layout != Layout::kNHWC) {
           return Support::unsupported(SupportReason::kLayout, cat("layout ", graph::to_string(d.layout),
                                                                   " is not available on CUDA (use nchw or nhwc)"));
         }

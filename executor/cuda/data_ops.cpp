@@ -6,7 +6,10 @@
 // layout copies. A
 // channel-window copy between tensors of one layout moves strided rows of bytes in the widest
 // aligned unit (16 bytes per thread where possible); copies between layouts write the destination
-// in its memory order.
+// in its memory order. Row-major tensors of any rank are N × C × (the rest) in plain order
+// (op_params.h: dims_of): concatenations, slices and splits along dimension 1, copies and reshapes
+// of any rank (a full reshape between an NHWC tensor and a row-major one keeps the plain order);
+// reductions of row-major tensors on their dimensions folded to 4 (op_params.h: reduce_dims).
 #include <algorithm>
 
 #include "common/strings.h"
@@ -45,13 +48,14 @@ Support check(const KernelSpec& spec) {
     return Support::unsupported(SupportReason::kDataType,
                                 cat(graph::to_string(spec.kind), " runs in f32 or f16 and keeps the element type"));
   }
+  if (Dims4 in, out; reduce && !reduce_dims(spec.srcs[0], spec.dsts[0], &in, &out)) {
+    return Support::unsupported(SupportReason::kAttributes,
+                                cat(graph::to_string(spec.kind), " of ", spec.srcs[0].shape.to_string(), " to ",
+                                    spec.dsts[0].shape.to_string(),
+                                    " needs more than 4 merged dimensions or reduces the first (the own kernel "
+                                    "indexes 4 and keeps the first)"));
+  }
   if (spec.kind == OpKind::kReshape) {
-    for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
-      if (d->shape.rank() != 2 && d->shape.rank() != 4) {
-        return Support::unsupported(SupportReason::kAttributes,
-                                    cat("a reshape reads and writes rank 2 or 4 (got ", d->shape.to_string(), ")"));
-      }
-    }
     if (spec.srcs[0].dtype != spec.dsts[0].dtype) {
       return Support::unsupported(SupportReason::kDataType, "a reshape keeps the element type");
     }
@@ -117,8 +121,10 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext&) {
       const ReduceMode mode = spec.kind == OpKind::kReduceMax   ? ReduceMode::kMax
                               : spec.kind == OpKind::kReduceSum ? ReduceMode::kSum
                                                                 : ReduceMode::kMean;
+      Dims4 from, to;
+      reduce_dims(spec.srcs[0], spec.dsts[0], &from, &to);
       return std::make_unique<FnKernel>("own reduction", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
-        launch_reduce(e, srcs[0].data, in, dsts[0].data, out, mode, s.get());
+        launch_reduce(e, srcs[0].data, from, dsts[0].data, to, mode, s.get());
       });
     }
     case OpKind::kPad: {

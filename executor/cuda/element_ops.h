@@ -397,4 +397,51 @@ STAGECRAFT_HD float plane_partial_max(const T* x, const Dims4& in, int64_t nc, i
   return plane_partial<MaxReduction>(x, in, nc, lane, lanes);
 }
 
+// ---- Normalisations over one axis (one thread per normalised row) ----------------------------
+
+/// Row i of a layer normalisation over the channels of each pixel (a row-major tensor: over its
+/// last axis, as N = rows, C = the last axis): mean, then the centred squares (two passes: no
+/// cancellation), then (x - mean) / sqrt(var + eps) · gamma[c] + beta[c]. i = n · H · W + pixel.
+template <class T>
+STAGECRAFT_HD void layer_norm_at(const T* x, T* y, const float* gamma, const float* beta, float eps,
+                                 const Dims4& d, int64_t i) {
+  const int64_t n = i / (d.h * d.w), p = i % (d.h * d.w), h = p / d.w, w = p % d.w;
+  float mean = 0.f, var = 0.f;
+  for (int64_t c = 0; c < d.c; ++c) mean += load(x, offset(d, n, c, h, w));
+  mean /= static_cast<float>(d.c);
+  for (int64_t c = 0; c < d.c; ++c) {
+    const float v = load(x, offset(d, n, c, h, w)) - mean;
+    var += v * v;
+  }
+  const float inv = 1.f / sqrtf(var / static_cast<float>(d.c) + eps);
+  for (int64_t c = 0; c < d.c; ++c) {
+    const int64_t at = offset(d, n, c, h, w);
+    store(y, at, (load(x, at) - mean) * inv * gamma[c] + beta[c]);
+  }
+}
+
+/// A softmax axis seen as [outer, extent, inner] in memory: each of the outer · inner rows is
+/// normalised over its `extent` elements, `inner` apart (a row-major tensor's axis; the channels
+/// of NCHW, inner = H · W, or of NHWC and N x C, inner = 1).
+struct SoftmaxGeometry {
+  int64_t outer = 1, extent = 1, inner = 1;
+  /// Rows normalised (one thread each in the strided kernel).
+  STAGECRAFT_HD int64_t rows() const { return outer * inner; }
+};
+
+/// Row r = (o, j) (j fastest: neighbouring threads read neighbouring addresses when inner > 1) of
+/// a numerically stable softmax: the maximum subtracted before the exponentials.
+template <class T>
+STAGECRAFT_HD void softmax_row_at(const T* x, T* y, const SoftmaxGeometry& g, int64_t r) {
+  const int64_t base = (r / g.inner) * g.extent * g.inner + r % g.inner;
+  float m = -FLT_MAX;
+  for (int64_t k = 0; k < g.extent; ++k) m = fmaxf(m, load(x, base + k * g.inner));
+  float sum = 0.f;
+  for (int64_t k = 0; k < g.extent; ++k) sum += expf(load(x, base + k * g.inner) - m);
+  for (int64_t k = 0; k < g.extent; ++k) {
+    const int64_t at = base + k * g.inner;
+    store(y, at, expf(load(x, at) - m) / sum);
+  }
+}
+
 }  // namespace stagecraft::executor::cuda

@@ -2,7 +2,10 @@
 // kernel_math.h in the destination's units), sigmoid, hard sigmoid (the op's slope and offset),
 // hard swish, SiLU, leaky ReLU, scale, inference batch norm (a per-channel
 // scale and shift, then its fused activation in place), additions (f32/f16: up to kMaxAddInputs inputs per launch, longer sums
-// accumulate into the output; 8-bit: every input rescaled into the output's units), softmax.
+// accumulate into the output; 8-bit: every input rescaled into the output's units), layer norm
+// (the channels of each pixel; the last axis of a row-major tensor), softmax over any axis of a
+// row-major tensor or the channels of a rank-4 one (one block per contiguous row, one thread per
+// strided row). Flat kernels also run on row-major tensors of any rank.
 // Flat kernels read and write packs of 4 elements when the tensors are aligned.
 #include <cmath>
 
@@ -16,6 +19,12 @@ namespace {
 
 using graph::OpKind;
 using Refs = FnKernel::Refs;
+
+// The axis a softmax normalises (1 when its attributes name none).
+int64_t softmax_axis(const KernelSpec& spec) {
+  const auto* a = std::get_if<graph::SoftmaxAttrs>(&spec.attrs);
+  return a ? a->axis : 1;
+}
 
 std::unique_ptr<Kernel> batch_norm(const KernelSpec& spec, BuildContext& ctx) {
   const auto& w = *spec.weights;
@@ -43,7 +52,7 @@ std::unique_ptr<Kernel> layer_norm(const KernelSpec& spec, BuildContext& ctx) {
   const DeviceFloats gamma(*ctx.device, spec.weights->gamma), beta(*ctx.device, spec.weights->beta);
   const auto eps = static_cast<float>(std::get<graph::LayerNormAttrs>(spec.attrs).eps);
   const Elem e = elem_of(spec.srcs[0].dtype);
-  const Dims4 d = dims_of(spec.srcs[0]);
+  const Dims4 d = norm_dims(spec.srcs[0]);  // a row-major tensor: its last axis
   return std::make_unique<FnKernel>("own layer norm", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
     launch_layer_norm(e, srcs[0].data, dsts[0].data, gamma.get(), beta.get(), eps, d, s.get());
   });
@@ -89,9 +98,30 @@ Support check(const KernelSpec& spec) {
   if (spec.kind == OpKind::kLayerNorm && graph::is_int8(spec.srcs[0].dtype)) {
     return Support::unsupported(SupportReason::kDataType, "layer_norm runs in f32 or f16: dequantise its input first");
   }
-  if (spec.kind == OpKind::kSoftmax && spec.srcs[0].shape.rank() != 2) {
-    return Support::unsupported(SupportReason::kAttributes,
-                                "the own softmax runs over the features of N x C tensors only");
+  if (spec.kind == OpKind::kLayerNorm) {
+    const int64_t c = norm_dims(spec.srcs[0]).c;
+    if (static_cast<int64_t>(spec.weights->gamma.size()) != c || static_cast<int64_t>(spec.weights->beta.size()) != c) {
+      return Support::unsupported(SupportReason::kWeights,
+                                  cat("layer_norm of ", spec.srcs[0].shape.to_string(), " needs ", c,
+                                      " gamma and beta values (got ", spec.weights->gamma.size(), " and ",
+                                      spec.weights->beta.size(), ")"));
+    }
+  }
+  if (spec.kind == OpKind::kSoftmax) {
+    if (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype) {
+      return Support::unsupported(SupportReason::kDataType, "softmax runs in f32 or f16 and keeps the element type");
+    }
+    const int64_t axis = softmax_axis(spec);
+    if (graph::takes_layouts(spec.srcs[0]) && axis != 1) {
+      return Support::unsupported(SupportReason::kAttributes,
+                                  cat("softmax over axis ", axis, " of a rank-4 tensor in ",
+                                      graph::to_string(spec.srcs[0].layout),
+                                      ": the CUDA kernel normalises its channels (axis 1) only"));
+    }
+    if (axis < 0 || axis >= static_cast<int64_t>(spec.srcs[0].shape.rank())) {
+      return Support::unsupported(SupportReason::kAttributes,
+                                  cat("softmax axis ", axis, " is not a dimension of ", spec.srcs[0].shape.to_string()));
+    }
   }
   if (spec.kind == OpKind::kAdd && graph::is_int8(spec.srcs[0].dtype) &&
       spec.srcs.size() > static_cast<size_t>(kMaxAddInputs)) {
@@ -132,9 +162,9 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
     case OpKind::kAdd:
       return add(spec);
     case OpKind::kSoftmax: {
-      const int64_t rows = spec.srcs[0].shape[0], cols = spec.srcs[0].shape[1];
+      const SoftmaxGeometry g = softmax_geometry(spec.srcs[0], softmax_axis(spec));
       return std::make_unique<FnKernel>("own softmax", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
-        launch_softmax(e, srcs[0].data, dsts[0].data, rows, cols, s.get());
+        launch_softmax_axis(e, srcs[0].data, dsts[0].data, g, s.get());
       });
     }
     default:

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "executor/cuda/grid.cuh"
 #include "executor/cuda/kernels.h"
 #include "executor/cuda/movement_ops.h"
 
@@ -13,22 +14,10 @@ namespace stagecraft::executor::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarp = 32;
 constexpr int kPack = 4;  // elements per thread in the packed element-wise kernels
-constexpr int64_t kMaxBlocks = 65535LL * 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-int blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
-}
-
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-#define GRID_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 /// Four elements loaded and stored as one vector.
 template <class T>
@@ -125,27 +114,6 @@ __global__ void scale_shift_pack_kernel(const Pack4<T>* x, Pack4<T>* y, const fl
       store(out.v, k, scale_shift_value(load(in.v, k), scale, shift, d, i * kPack + k));
     }
     y[i] = out;
-  }
-}
-
-// Layer normalisation over the channels of each pixel: one thread per (image, pixel), two passes
-// over the channels (mean, then centred squares), then the output.
-template <class T>
-__global__ void layer_norm_kernel(const T* x, T* y, const float* gamma, const float* beta, float eps, Dims4 d) {
-  GRID_LOOP(i, d.n * d.h * d.w) {
-    const int64_t n = i / (d.h * d.w), p = i % (d.h * d.w), h = p / d.w, w = p % d.w;
-    float mean = 0.f, var = 0.f;
-    for (int64_t c = 0; c < d.c; ++c) mean += load(x, offset(d, n, c, h, w));
-    mean /= static_cast<float>(d.c);
-    for (int64_t c = 0; c < d.c; ++c) {
-      const float v = load(x, offset(d, n, c, h, w)) - mean;
-      var += v * v;
-    }
-    const float inv = rsqrtf(var / static_cast<float>(d.c) + eps);
-    for (int64_t c = 0; c < d.c; ++c) {
-      const int64_t at = offset(d, n, c, h, w);
-      store(y, at, (load(x, at) - mean) * inv * gamma[c] + beta[c]);
-    }
   }
 }
 
@@ -274,53 +242,8 @@ __global__ void requantize_kernel(const float* acc, Dims4 ad, const float* bias,
   GRID_LOOP(i, yd.numel()) { requantize_at(acc, ad, bias, scale, act, relu6_max, y, yd, i); }
 }
 
-// One block per row: max, sum of exponentials, then the quotients.
-template <class T>
-__global__ void softmax_kernel(const T* x, T* y, int64_t cols) {
-  __shared__ float scratch[kThreads];
-  const int64_t row = blockIdx.x;
-  const T* in = x + row * cols;
-  T* out = y + row * cols;
-  float m = -FLT_MAX;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, load(in, j));
-  scratch[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = fmaxf(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
-  }
-  m = scratch[0];
-  __syncthreads();
-  float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(load(in, j) - m);
-  scratch[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  sum = scratch[0];
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) store(out, j, expf(load(in, j) - m) / sum);
-}
-
 }  // namespace
 
-#define DISPATCH(e, ...)                                    \
-  do {                                                      \
-    if ((e) == Elem::kF16) {                                \
-      using T = __half;                                     \
-      __VA_ARGS__;                                          \
-    } else if ((e) == Elem::kU8) {                          \
-      using T = uint8_t;                                    \
-      __VA_ARGS__;                                          \
-    } else if ((e) == Elem::kI8) {                          \
-      using T = int8_t;                                     \
-      __VA_ARGS__;                                          \
-    } else {                                                \
-      using T = float;                                      \
-      __VA_ARGS__;                                          \
-    }                                                       \
-  } while (0)
 
 namespace {
 
@@ -517,12 +440,6 @@ void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, cons
   DISPATCH(e, scale_shift_typed(static_cast<const T*>(x), static_cast<T*>(y), scale, shift, d, s));
 }
 
-void launch_layer_norm(Elem e, const void* x, void* y, const float* gamma, const float* beta, float eps,
-                       const Dims4& d, cudaStream_t s) {
-  DISPATCH(e, (layer_norm_kernel<T><<<blocks_for(d.n * d.h * d.w), kThreads, 0, s>>>(
-                  static_cast<const T*>(x), static_cast<T*>(y), gamma, beta, eps, d)));
-}
-
 void launch_pool(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out,
                  const PoolParams& p, cudaStream_t s) {
   DISPATCH(e, (pool_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
@@ -575,11 +492,6 @@ void launch_reduce(Elem e, const void* x, const Dims4& in, void* y, const Dims4&
                    cudaStream_t s) {
   DISPATCH(e, (reduce_kernel<T><<<blocks_for(out.numel()), kThreads, 0, s>>>(
                   static_cast<const T*>(x), in, static_cast<T*>(y), out, mode)));
-}
-
-void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s) {
-  DISPATCH(e, (softmax_kernel<T><<<static_cast<int>(rows), kThreads, 0, s>>>(
-                  static_cast<const T*>(x), static_cast<T*>(y), cols)));
 }
 
 void launch_convert(Elem src_elem, const void* src, const Dims4& src_dims, Elem dst_elem, void* dst,

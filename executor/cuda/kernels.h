@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "executor/cuda/element_ops.h"
+#include "executor/cuda/movement_ops.h"
 
 namespace stagecraft::executor::cuda {
 
@@ -29,10 +30,11 @@ void launch_scale(Elem e, const void* x, void* y, int64_t n, float factor, cudaS
 /// y = act(sum of `count` (at most kMaxAddInputs) inputs), n elements each.
 void launch_add(Elem e, const void* const* srcs, int count, void* y, int64_t n, Act act,
                 float relu6_max, cudaStream_t s);
-/// y = x * scale[c] + shift[c] (inference batch norm).
-/// y = layer normalisation of x over the channels of each pixel, times gamma plus beta (per channel).
+/// y = layer normalisation of x over the channels of each pixel, times gamma plus beta (per
+/// channel; element_ops.h: layer_norm_at; tensor_kernels.cu).
 void launch_layer_norm(Elem e, const void* x, void* y, const float* gamma, const float* beta, float eps,
                        const Dims4& d, cudaStream_t s);
+/// y = x * scale[c] + shift[c] (inference batch norm).
 void launch_scale_shift(Elem e, const void* x, void* y, const float* scale, const float* shift,
                         const Dims4& d, cudaStream_t s);
 /// 2-D pooling with PyTorch's semantics from `in` into `out` (same layout).
@@ -61,7 +63,6 @@ void launch_copy_channels(Elem e, const void* src, const Dims4& src_dims, int64_
 /// Constant padding (negative amounts crop).
 void launch_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int top,
                 int left, float value, cudaStream_t s);
-/// Softmax over the columns of each row.
 /// Reflect padding, space to depth and reductions, one output element per thread
 /// (movement_ops.h: reflect_pad_at, space_to_depth_at, reduce_at).
 void launch_reflect_pad(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, int64_t top,
@@ -70,7 +71,20 @@ void launch_space_to_depth(Elem e, const void* x, const Dims4& in, void* y, cons
                            cudaStream_t s);
 void launch_reduce(Elem e, const void* x, const Dims4& in, void* y, const Dims4& out, ReduceMode mode,
                    cudaStream_t s);
+/// Softmax over the columns of each contiguous row (one block per row).
 void launch_softmax(Elem e, const void* x, void* y, int64_t rows, int64_t cols, cudaStream_t s);
+
+// tensor_kernels.cu: rows and row-major tensors of any rank.
+
+/// Softmax over an axis seen as [outer, extent, inner] (element_ops.h: softmax_row_at): one block
+/// per row when rows are contiguous (inner = 1), else one thread per row.
+void launch_softmax_axis(Elem e, const void* x, void* y, const SoftmaxGeometry& g, cudaStream_t s);
+/// Transpose or narrow (movement_ops.h: gather_at): y[i] = x[strided_offset(v, i)].
+void launch_gather(Elem e, const void* x, const StridedView& v, void* y, cudaStream_t s);
+/// The input with a constant block (f32, one sample's, on the device) joined along an axis
+/// (movement_ops.h: concat_constant_at).
+void launch_concat_constant(Elem e, const void* x, const float* constant, void* y, const ConcatConstantParams& p,
+                            cudaStream_t s);
 /// dst = factor · src element by element, between element types (rounded and saturated into 8-bit
 /// types) and layouts of the same N, H, W: quantise, dequantise, requantise; channels of dst
 /// beyond src's are zero.

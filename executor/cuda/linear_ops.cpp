@@ -2,7 +2,8 @@
 // accumulation), bias and activation by an own kernel. A quantised linear layer computes in f32
 // (dequantised input, f32 weights) and quantises its output: linear layers are a sliver of a CNN's
 // work. Each stream's cuBLAS handle has a fixed workspace (device_context.h), so GEMMs can be
-// captured in a CUDA Graph.
+// captured in a CUDA Graph. A row-major input of rank >= 3 is the [rows, in] matrix of its last
+// axis (the output [rows, out]).
 #include "common/half.h"
 #include "common/strings.h"
 #include "executor/cuda/cuda_check.h"
@@ -31,7 +32,7 @@ std::unique_ptr<Kernel> float_linear(const KernelSpec& spec, BuildContext& ctx) 
   }
   const DeviceFloats bias(*ctx.device, a.bias ? spec.weights->bias : std::vector<float>{});
   const int m = static_cast<int>(a.out_features), k = static_cast<int>(a.in_features),
-            n = static_cast<int>(spec.srcs[0].shape[0]);
+            n = static_cast<int>(spec.srcs[0].shape.numel() / a.in_features);  // rows: [rows, in] view
   const Act act = act_of(a.activation);
   const float relu6_max = relu6_bound(spec.dsts[0]);
   const cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;

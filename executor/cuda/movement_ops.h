@@ -255,4 +255,66 @@ STAGECRAFT_HD void rows_copy_at(const U* src, U* dst, const RowsCopy& r, int64_t
   dst[r.dst_offset + row * r.dst_stride + k] = src[r.src_offset + row * r.src_stride + k];
 }
 
+// ---- Row-major tensors of any rank (transformers; thread i writes destination offset i) -------
+
+/// The most dimensions of a row-major tensor that the own kernels index.
+inline constexpr int kMaxRank = 8;
+
+/// A strided view of a source read in the destination's row-major order: destination element i
+/// has coordinates (i_0, ..., i_{rank-1}) over `dims` and reads src[base + sum of i_k · strides[k]]
+/// (a transpose: the source's strides permuted; a narrow: the source's strides from an offset).
+struct StridedView {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+  int64_t base = 0;
+  /// Number of destination elements.
+  STAGECRAFT_HD int64_t numel() const {
+    int64_t n = 1;
+    for (int k = 0; k < rank; ++k) n *= dims[k];
+    return n;
+  }
+};
+
+/// The source offset that destination element i reads.
+STAGECRAFT_HD int64_t strided_offset(const StridedView& v, int64_t i) {
+  int64_t at = v.base;
+  for (int k = v.rank - 1; k >= 0; --k) {
+    at += (i % v.dims[k]) * v.strides[k];
+    i /= v.dims[k];
+  }
+  return at;
+}
+
+/// Element i of a transpose or a narrow: dst[i] = src[strided_offset(v, i)].
+template <class T>
+STAGECRAFT_HD void gather_at(const T* src, const StridedView& v, T* dst, int64_t i) {
+  store(dst, i, load(src, strided_offset(v, i)));
+}
+
+/// A concat_constant seen around its axis: the destination is [outer, in_extent + count, inner]
+/// (outer: the dimensions before the axis, batch included; inner: those after it); the constant
+/// is one sample's block, [per_sample, count, inner], repeated for every sample.
+struct ConcatConstantParams {
+  int64_t outer = 1, per_sample = 1, in_extent = 0, count = 0, inner = 1;
+  bool before = true;  ///< the constant comes first along the axis
+  /// Number of destination elements.
+  STAGECRAFT_HD int64_t numel() const { return outer * (in_extent + count) * inner; }
+};
+
+/// Element i of a concat_constant: from the input or from the (f32) constant.
+template <class T>
+STAGECRAFT_HD void concat_constant_at(const T* src, const float* constant, T* dst,
+                                      const ConcatConstantParams& p, int64_t i) {
+  const int64_t extent = p.in_extent + p.count;
+  const int64_t r = i % p.inner, a = (i / p.inner) % extent, o = i / (p.inner * extent);
+  const int64_t a_in = p.before ? a - p.count : a;
+  if (a_in >= 0 && a_in < p.in_extent) {
+    store(dst, i, load(src, (o * p.in_extent + a_in) * p.inner + r));
+  } else {
+    const int64_t a_c = p.before ? a : a - p.in_extent;
+    store(dst, i, constant[((o % p.per_sample) * p.count + a_c) * p.inner + r]);
+  }
+}
+
 }  // namespace stagecraft::executor::cuda

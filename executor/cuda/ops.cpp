@@ -64,7 +64,8 @@ void FnKernel::run(CudaStream& s) {
 
 const OpFamily* find_family(graph::OpKind kind) {
   static const OpFamily* const kFamilies[] = {&kConvolutionFamily, &kLinearFamily, &kPoolingFamily,
-                                              &kElementwiseFamily, &kBinaryFamily, &kDataMovementFamily};
+                                              &kElementwiseFamily, &kBinaryFamily, &kDataMovementFamily,
+                                              &kTensorFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return f;

@@ -4,7 +4,7 @@
 // executor/op_rules.h, which cuda_backend.cpp applies first) with its builder, so that what
 // `supports()` answers is what `create_kernel()` builds. Families: conv_ops.cpp (convolution,
 // with conv_int8.cpp), linear_ops.cpp, pool_ops.cpp, eltwise_ops.cpp, binary_ops.cpp,
-// data_ops.cpp.
+// data_ops.cpp, tensor_ops.cpp.
 //
 // Also here: the kernel base classes and the conversions between graph descriptors and the own
 // kernels' geometry.
@@ -55,6 +55,7 @@ extern const OpFamily kBinaryFamily;        // binary (broadcasting add/sub/mul/
 extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, pad (reflect too),
                                             // flatten, reshape, channel_shuffle, space_to_depth,
                                             // reduce_mean, reduce_max, reduce_sum
+extern const OpFamily kTensorFamily;        // matmul, transpose, narrow, concat_constant (row-major)
 
 /// An int8 convolution (cuDNN INT8_EXT_CONFIG + own requantising epilogue; conv_int8.cpp).
 std::unique_ptr<Kernel> make_int8_conv(const KernelSpec& spec, BuildContext& ctx);

@@ -19,106 +19,19 @@
 #include "graph/quantize.h"
 #include "networks/builder.h"
 #include "profiler/calibration.h"
+#include "gpu_harness.h"
 #include "support/models.h"
 
 namespace stagecraft::executor {
 namespace {
 
+using namespace gpu_test;  // NOLINT: the harness of this program
 using scheduler::Schedule;
 using scheduler::Strategy;
 using stagecraft::testing::Model;
 
-constexpr double kF32Tolerance = 1e-3;
-constexpr double kF16Tolerance = 5e-2;
-constexpr double kInt8Tolerance = 0.05;
 constexpr const char* kExitChildVariable = "STAGECRAFT_GPU_TEST_EXIT_CHILD";
-
-#define SKIP_WITHOUT_GPU()                                               \
-  do {                                                                   \
-    const DeviceQuery q = query_cuda_devices();                          \
-    if (q.devices.empty()) GTEST_SKIP() << "no usable GPU: " << q.reason; \
-  } while (0)
-
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
-
-// The program's GPU backend, destroyed by the test environment's TearDown, before main returns
-// (not by a static destructor after the CUDA libraries may have begun their own teardown).
-class GpuEnvironment : public ::testing::Environment {
- public:
-  static Backend& backend() {
-    if (!backend_) {
-      BackendConfig config;
-      config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_test").string();
-      backend_ = make_backend("cuda", config);
-    }
-    return *backend_;
-  }
-  void TearDown() override { backend_.reset(); }
-
- private:
-  static inline std::unique_ptr<Backend> backend_;
-};
-::testing::Environment* const kGpuEnvironment = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
-
-Backend& gpu() { return GpuEnvironment::backend(); }
-
-struct RunResult {
-  std::vector<HostTensor> first, second;  // outputs for the first and the second inputs
-  bool captured = false;
-};
-
-// Runs `m` twice on one executor: with inputs of seed 7, then (after a capture in graph mode)
-// with new inputs of seed 8, so that a replay reading stale inputs is caught.
-RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::Layout layout,
-                    bool graph_mode = true) {
-  PlanOptions options;
-  options.layout = layout;
-  ExecutionPlan plan(m.graph, s, m.weights, backend, options);
-  ExecutorOptions exec;
-  exec.replay_cuda_graph = graph_mode;
-  Executor executor(plan, nullptr, exec);
-  RunResult r;
-  r.first = executor.run(stagecraft::testing::inputs_of(m.graph, 7));
-  r.second = executor.run(stagecraft::testing::inputs_of(m.graph, 8));
-  r.captured = executor.captured();
-  return r;
-}
-
-std::vector<HostTensor> run_cpu(const Model& m, const Schedule& s, graph::Layout layout, uint64_t seed) {
-  PlanOptions options;
-  options.layout = layout;
-  ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
-  Executor executor(plan);
-  return executor.run(stagecraft::testing::inputs_of(m.graph, seed));
-}
-
-void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
-                  double tolerance, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_LT(relative_error(got[i], want[i]), tolerance) << what << ", output " << i;
-  }
-}
-
-void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& want7,
-                            const std::vector<HostTensor>& want8, double tolerance, const std::string& what) {
-  expect_close(r.first, want7, tolerance, what + " (first inputs)");
-  expect_close(r.second, want8, tolerance, what + " (new inputs after capture)");
-}
-
-// Runs `m` twice (seed-7 then seed-8 inputs) in graph and stream mode in `layout` and compares
-// both runs with the CPU's; graph mode must capture.
-void expect_graph_and_stream_match(const Model& m, const Schedule& s, graph::Layout layout,
-                                   const std::vector<HostTensor>& want7,
-                                   const std::vector<HostTensor>& want8, double tolerance,
-                                   const std::string& what) {
-  for (bool graph_mode : {true, false}) {
-    const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
-    EXPECT_EQ(r.captured, graph_mode) << what;
-    expect_both_runs_close(r, want7, want8, tolerance,
-                           cat(what, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
-  }
-}
 
 TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
   SKIP_WITHOUT_GPU();
@@ -237,6 +150,27 @@ TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
   expect_both_runs_close(r, want7, want8, kF16Tolerance, "f16 nhwc dp");
 }
 
+// Row-major tensor ops (a vision transformer in small: matmul of two activations, transposes,
+// narrows, a class token, softmax over the keys, linear layers and layer norms over the last axis,
+// a reduction over the tokens) under every schedule: f32 with the convolution in both CUDA
+// layouts, f16 in NHWC.
+TEST(CudaBackend, TransformerOpsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::vit_graph(2, 16, 2, 2), 7);
+  const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
+  for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
+    const Schedule s = stagecraft::testing::analytic_schedule(m.graph, strategy);
+    for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
+      expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance,
+                                    std::string(scheduler::to_string(strategy)));
+    }
+  }
+  const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
+  expect_graph_and_stream_match(half, stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
+                                graph::Layout::kNHWC, want7, want8, kF16Tolerance, "f16 dp");
+}
+
 // Layer normalisation over channels and GELU (both forms, fused and alone) against the CPU.
 TEST(CudaBackend, LayerNormAndGeluMatchTheCpu) {
   SKIP_WITHOUT_GPU();
@@ -248,26 +182,6 @@ TEST(CudaBackend, LayerNormAndGeluMatchTheCpu) {
   }
 }
 
-// Runs one f32 kernel on the GPU: sources uploaded, destination 0 downloaded.
-std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
-  auto kernel = gpu().create_kernel(spec);
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<TensorRef> in;
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    buffers.push_back(gpu().allocate(srcs[i].size() * sizeof(float)));
-    gpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size() * sizeof(float));
-    in.push_back({buffers.back()->data(), spec.srcs[i]});
-  }
-  auto out = gpu().allocate(static_cast<size_t>(spec.dsts[0].bytes()));
-  auto ws = gpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
-  kernel->bind(in, {{out->data(), spec.dsts[0]}}, ws->data());
-  auto stream = gpu().create_stream();
-  kernel->launch(*stream);
-  stream->synchronize();
-  std::vector<float> y(static_cast<size_t>(spec.dsts[0].shape.numel()));
-  gpu().download(y.data(), out->data(), y.size() * sizeof(float));
-  return y;
-}
 
 // The CPU broadcasts only the second operand of a binary op; the CUDA kernel broadcasts either.
 // Against a direct loop, with the first input in NCHW and the second and the result in NHWC.
@@ -339,7 +253,7 @@ TEST_P(CudaNetworks, EveryScheduleMatchesTheCpuInGraphAndStreamMode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::convolutional_network_cases()),
+INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::network_cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CudaBackend, HalfPrecisionDefaultsToNhwcAndIsCloseToTheCpu) {

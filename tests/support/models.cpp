@@ -290,11 +290,4 @@ const std::vector<NetworkCase>& network_cases() {
   return cases;
 }
 
-std::vector<NetworkCase> convolutional_network_cases() {
-  std::vector<NetworkCase> cases;
-  for (const NetworkCase& c : network_cases())
-    if (std::string(c.name) != "vit_tiny") cases.push_back(c);
-  return cases;
-}
-
 }  // namespace stagecraft::testing

@@ -85,8 +85,5 @@ struct NetworkCase {
   int64_t batch;
 };
 const std::vector<NetworkCase>& network_cases();
-/// network_cases() without the networks of row-major tensors (vit_tiny), which the CUDA backend
-/// has no kernels for yet.
-std::vector<NetworkCase> convolutional_network_cases();
 
 }  // namespace stagecraft::testing

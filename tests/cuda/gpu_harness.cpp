@@ -1,0 +1,112 @@
+// The harness of the GPU tests (gpu_harness.h): the program's GPU backend, whole-plan runs on it
+// and on the CPU, comparisons.
+#include "gpu_harness.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/strings.h"
+#include "executor/executor.h"
+
+namespace stagecraft::executor::gpu_test {
+
+using scheduler::Schedule;
+using stagecraft::testing::Model;
+
+namespace {
+
+constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
+
+// The program's GPU backend, destroyed by the test environment's TearDown, before main returns
+// (not by a static destructor after the CUDA libraries may have begun their own teardown).
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  static Backend& backend() {
+    if (!backend_) {
+      BackendConfig config;
+      config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_test").string();
+      backend_ = make_backend("cuda", config);
+    }
+    return *backend_;
+  }
+  void TearDown() override { backend_.reset(); }
+
+ private:
+  static inline std::unique_ptr<Backend> backend_;
+};
+::testing::Environment* const kGpuEnvironment = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+
+}  // namespace
+
+Backend& gpu() { return GpuEnvironment::backend(); }
+
+RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::Layout layout,
+                    bool graph_mode) {
+  PlanOptions options;
+  options.layout = layout;
+  ExecutionPlan plan(m.graph, s, m.weights, backend, options);
+  ExecutorOptions exec;
+  exec.replay_cuda_graph = graph_mode;
+  Executor executor(plan, nullptr, exec);
+  RunResult r;
+  r.first = executor.run(stagecraft::testing::inputs_of(m.graph, 7));
+  r.second = executor.run(stagecraft::testing::inputs_of(m.graph, 8));
+  r.captured = executor.captured();
+  return r;
+}
+
+std::vector<HostTensor> run_cpu(const Model& m, const Schedule& s, graph::Layout layout, uint64_t seed) {
+  PlanOptions options;
+  options.layout = layout;
+  ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
+  Executor executor(plan);
+  return executor.run(stagecraft::testing::inputs_of(m.graph, seed));
+}
+
+void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
+                  double tolerance, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LT(relative_error(got[i], want[i]), tolerance) << what << ", output " << i;
+  }
+}
+
+void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& want7,
+                            const std::vector<HostTensor>& want8, double tolerance, const std::string& what) {
+  expect_close(r.first, want7, tolerance, what + " (first inputs)");
+  expect_close(r.second, want8, tolerance, what + " (new inputs after capture)");
+}
+
+void expect_graph_and_stream_match(const Model& m, const Schedule& s, graph::Layout layout,
+                                   const std::vector<HostTensor>& want7,
+                                   const std::vector<HostTensor>& want8, double tolerance,
+                                   const std::string& what) {
+  for (bool graph_mode : {true, false}) {
+    const RunResult r = run_twice(gpu(), m, s, layout, graph_mode);
+    EXPECT_EQ(r.captured, graph_mode) << what;
+    expect_both_runs_close(r, want7, want8, tolerance,
+                           cat(what, " ", graph::to_string(layout), graph_mode ? " graph" : " stream"));
+  }
+}
+
+std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
+  auto kernel = gpu().create_kernel(spec);
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<TensorRef> in;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    buffers.push_back(gpu().allocate(srcs[i].size() * sizeof(float)));
+    gpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size() * sizeof(float));
+    in.push_back({buffers.back()->data(), spec.srcs[i]});
+  }
+  auto out = gpu().allocate(static_cast<size_t>(spec.dsts[0].bytes()));
+  auto ws = gpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
+  kernel->bind(in, {{out->data(), spec.dsts[0]}}, ws->data());
+  auto stream = gpu().create_stream();
+  kernel->launch(*stream);
+  stream->synchronize();
+  std::vector<float> y(static_cast<size_t>(spec.dsts[0].shape.numel()));
+  gpu().download(y.data(), out->data(), y.size() * sizeof(float));
+  return y;
+}
+
+}  // namespace stagecraft::executor::gpu_test
