@@ -428,7 +428,23 @@ def modules():
             mask[:, :, 1:, :2] = -1.0
             return self.conv(x) + bias + mask
 
+    class Encodings(nn.Module):  # constant encodings (EdgeNeXt, ConViT) and repeated tokens (GCViT)
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 1)
+            self.lin = nn.Linear(4, 4)
+            self.register_buffer("freq", torch.arange(4).float() * 0.5)
+
+        def forward(self, x):
+            t = self.conv(x).flatten(2).transpose(1, 2)  # [N, 6, 4]
+            pos = torch.cumsum(torch.ones(1, 6, 1), dim=1)
+            attn = torch.softmax(self.lin.weight @ self.lin.weight.t(), -1)  # of constants
+            t = (t + torch.sin(pos * self.freq) + torch.cos(pos)) @ attn
+            r = t.repeat(1, 2, 1) + t.unsqueeze(1).expand(-1, 2, -1, -1).reshape(t.shape[0], 12, 4)
+            return r.mean(1)
+
     return {
+        "encodings": (Encodings(), (2, 3, 2, 3)),
         "constant_tables": (ConstantTables(), (2, 3, 2, 3)),
         "pixel_shuffle": (PixelShuffle(), (2, 3, 5, 6)),
         "transformer_variants": (TransformerVariants(), (2, 3, 6, 6)),

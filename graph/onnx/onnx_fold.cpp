@@ -203,6 +203,11 @@ constexpr ElementwiseFold<double(double)> kUnaryFolds[] = {
     {"Reciprocal", [](double v) { return 1.0 / v; }},
     {"Not", [](double v) { return v == 0 ? 1.0 : 0.0; }, true},
     {"Sign", [](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }},
+    {"Sin", [](double v) { return std::sin(v); }},
+    {"Cos", [](double v) { return std::cos(v); }},
+    {"Tanh", [](double v) { return std::tanh(v); }},
+    {"Sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+    {"Relu", [](double v) { return v > 0 ? v : 0.0; }},
 };
 
 constexpr ElementwiseFold<double(double, double)> kBinaryFolds[] = {
@@ -500,62 +505,8 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
     t.values.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) t.values[static_cast<size_t>(i)] = start + static_cast<double>(i) * delta;
     out.push_back(t);
-  } else if (op == "GatherND") {  // slices of a constant table at constant indices (LeViT's biases)
-    if (!c(1)) invalid("GatherND needs indices");
-    if (attr_int(node, "batch_dims", 0) != 0) invalid("GatherND with batch_dims is not supported");
-    const ConstTensor& idx = *c(1);
-    const size_t k = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
-    if (k == 0 || k > x.dims.size()) invalid("GatherND indices must end in 1 .. rank of the data");
-    int64_t slice = 1;
-    for (size_t d = k; d < x.dims.size(); ++d) slice *= x.dims[d];
-    const std::vector<int64_t> ids = idx.ints();
-    const size_t count = ids.size() / k;
-    ConstTensor t = x;
-    t.dims.assign(idx.dims.begin(), idx.dims.end() - 1);
-    t.dims.insert(t.dims.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(k), x.dims.end());
-    t.values.clear();
-    t.values.reserve(count * static_cast<size_t>(slice));
-    for (size_t i = 0; i < count; ++i) {
-      int64_t at = 0;
-      for (size_t d = 0; d < k; ++d) {
-        int64_t v = ids[i * k + d];
-        if (v < 0) v += x.dims[d];
-        if (v < 0 || v >= x.dims[d]) invalid("GatherND index out of range");
-        at = at * x.dims[d] + v;
-      }
-      t.values.insert(t.values.end(), x.values.begin() + at * slice, x.values.begin() + (at + 1) * slice);
-    }
-    out.push_back(t);
-  } else if (op == "ScatterND") {  // data, indices [..., k], updates: slices replaced (Swin's masks)
-    if (!c(1) || !c(2)) invalid("ScatterND needs indices and updates");
-    if (!attr_string(node, "reduction").empty() && attr_string(node, "reduction") != "none") {
-      invalid("ScatterND with a reduction is not supported");
-    }
-    const ConstTensor& idx = *c(1);
-    const ConstTensor& upd = *c(2);
-    const size_t k = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
-    if (k == 0 || k > x.dims.size()) invalid("ScatterND indices must end in 1 .. rank of the data");
-    int64_t slice = 1;  // elements per index: the data dimensions after the first k
-    for (size_t d = k; d < x.dims.size(); ++d) slice *= x.dims[d];
-    const std::vector<int64_t> ids = idx.ints();
-    const size_t count = ids.size() / k;
-    if (static_cast<int64_t>(upd.values.size()) != static_cast<int64_t>(count) * slice) {
-      invalid("ScatterND updates do not match its indices");
-    }
-    ConstTensor t = x;
-    for (size_t i = 0; i < count; ++i) {
-      int64_t at = 0;
-      for (size_t d = 0; d < k; ++d) {
-        int64_t v = ids[i * k + d];
-        if (v < 0) v += x.dims[d];
-        if (v < 0 || v >= x.dims[d]) invalid("ScatterND index out of range");
-        at = at * x.dims[d] + v;
-      }
-      for (int64_t j = 0; j < slice; ++j) {
-        t.values[static_cast<size_t>(at * slice + j)] = upd.values[static_cast<size_t>(static_cast<int64_t>(i) * slice + j)];
-      }
-    }
-    out.push_back(t);
+  } else if (auto more = fold_tables(node, x, c(1), c(2))) {
+    out.push_back(std::move(*more));
   } else if (op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMin" || op == "ReduceMax" ||
              op == "ReduceMean") {
     const auto axes = axes_of(node, in, 1);

@@ -311,7 +311,33 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     }
     return false;
   }
-  if (t == "Expand" || t == "Tile" || t == "Resize" || t == "Conv" || t == "MaxPool" ||
+  if (t == "Tile" || t == "Expand") {
+    // Copies joined along each axis (GCViT's global queries repeated over windows): Tile by its
+    // repeats, Expand from extent 1 to the target's (leading dimensions of 1 added first).
+    ValueId x = row_major(node, 0);
+    std::vector<int64_t> s = dims_of(shape(x)), reps;
+    const std::vector<int64_t> given = constant_ints(node, 1, t == "Tile" ? "the repeats" : "the shape");
+    if (t == "Tile") {
+      reps = given;
+    } else {
+      if (given.size() > s.size()) s.insert(s.begin(), given.size() - s.size(), 1);
+      x = reshaped(node, x, s);
+      std::vector<int64_t> target = given;
+      target.insert(target.begin(), s.size() - target.size(), 1);
+      for (size_t d = 0; d < s.size(); ++d) {
+        if (s[d] != target[d] && s[d] != 1 && target[d] != 1) fail(node, "the shapes do not broadcast");
+        reps.push_back(s[d] == 1 ? target[d] : 1);
+      }
+    }
+    if (reps.size() != s.size()) fail(node, cat("repeats [", join(reps, ", "), "] do not fit ", shape(x).to_string()));
+    if (reps[0] != 1) fail(node, "repeating the batch is not supported");
+    for (size_t d = 1; d < reps.size(); ++d) {
+      if (reps[d] < 1) fail(node, "repeats must be >= 1");
+      if (reps[d] > 1) x = concatenated(node, std::vector<ValueId>(static_cast<size_t>(reps[d]), x), static_cast<int64_t>(d));
+    }
+    return out(x), true;
+  }
+  if (t == "Resize" || t == "Conv" || t == "MaxPool" ||
       t == "AveragePool" || t == "BatchNormalization" || t == "GlobalAveragePool") {
     fail(node, cat(t, " of a row-major tensor ", shape(input(node, 0)).to_string(),
                    " (a transformer's tokens or heads) is not supported"));

@@ -1,0 +1,183 @@
+// Folds of tables and products of constants: what transformers compute from constants before the
+// input matters — GatherND (LeViT's attention biases), ScatterND (Swin's shifted-window masks),
+// MatMul and Softmax (ConViT's positional attention of constant relative indices), CumSum (EdgeNeXt's
+// positional encodings of a constant mask).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "common/strings.h"
+#include "graph/onnx/onnx_constants.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& why) { throw std::runtime_error(why); }
+
+// The flat offset of the k leading coordinates `ids[i * k .. i * k + k)` in `dims`, times the
+// elements after them.
+int64_t row_of(const std::vector<int64_t>& ids, size_t i, size_t k, const std::vector<int64_t>& dims,
+               const char* op) {
+  int64_t at = 0;
+  for (size_t d = 0; d < k; ++d) {
+    int64_t v = ids[i * k + d];
+    if (v < 0) v += dims[d];
+    if (v < 0 || v >= dims[d]) invalid(cat(op, " index out of range"));
+    at = at * dims[d] + v;
+  }
+  return at;
+}
+
+int64_t elements_after(const std::vector<int64_t>& dims, size_t k) {
+  int64_t n = 1;
+  for (size_t d = k; d < dims.size(); ++d) n *= dims[d];
+  return n;
+}
+
+size_t index_depth(const ConstTensor& idx, const ConstTensor& x, const char* op) {
+  const size_t k = idx.dims.empty() ? 0 : static_cast<size_t>(idx.dims.back());
+  if (k == 0 || k > x.dims.size()) invalid(cat(op, " indices must end in 1 .. rank of the data"));
+  return k;
+}
+
+ConstTensor gather_nd(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& idx) {
+  if (attr_int(node, "batch_dims", 0) != 0) invalid("GatherND with batch_dims is not supported");
+  const size_t k = index_depth(idx, x, "GatherND");
+  const int64_t slice = elements_after(x.dims, k);
+  const std::vector<int64_t> ids = idx.ints();
+  ConstTensor t = x;
+  t.dims.assign(idx.dims.begin(), idx.dims.end() - 1);
+  t.dims.insert(t.dims.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(k), x.dims.end());
+  t.values.clear();
+  for (size_t i = 0; i < ids.size() / k; ++i) {
+    const int64_t at = row_of(ids, i, k, x.dims, "GatherND");
+    t.values.insert(t.values.end(), x.values.begin() + at * slice, x.values.begin() + (at + 1) * slice);
+  }
+  return t;
+}
+
+ConstTensor scatter_nd(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& idx,
+                       const ConstTensor& upd) {
+  const std::string reduction = attr_string(node, "reduction");
+  if (!reduction.empty() && reduction != "none") invalid("ScatterND with a reduction is not supported");
+  const size_t k = index_depth(idx, x, "ScatterND");
+  const int64_t slice = elements_after(x.dims, k);
+  const std::vector<int64_t> ids = idx.ints();
+  const size_t count = ids.size() / k;
+  if (static_cast<int64_t>(upd.values.size()) != static_cast<int64_t>(count) * slice) {
+    invalid("ScatterND updates do not match its indices");
+  }
+  ConstTensor t = x;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t at = row_of(ids, i, k, x.dims, "ScatterND");
+    std::copy(upd.values.begin() + static_cast<int64_t>(i) * slice, upd.values.begin() + static_cast<int64_t>(i + 1) * slice,
+              t.values.begin() + at * slice);
+  }
+  return t;
+}
+
+// ONNX MatMul of constants: [..., M, K] x [..., K, N] (a 2-D second operand, or equal ranks with
+// batch dimensions broadcast).
+ConstTensor matmul(const ConstTensor& a, const ConstTensor& b) {
+  if (a.dims.size() < 2 || b.dims.size() < 2) invalid("MatMul of 1-D constants is not supported");
+  std::vector<int64_t> bd = b.dims;
+  bd.insert(bd.begin(), a.dims.size() > bd.size() ? a.dims.size() - bd.size() : 0, 1);
+  std::vector<int64_t> ad = a.dims;
+  ad.insert(ad.begin(), bd.size() > ad.size() ? bd.size() - ad.size() : 0, 1);
+  const size_t r = ad.size();
+  const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
+  if (bd[r - 2] != k) invalid("MatMul inner dimensions differ");
+  ConstTensor t = a;
+  t.dims.assign(r, 1);
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (ad[d] != bd[d] && ad[d] != 1 && bd[d] != 1) invalid("MatMul batch dimensions do not broadcast");
+    t.dims[d] = std::max(ad[d], bd[d]);
+  }
+  t.dims[r - 2] = m;
+  t.dims[r - 1] = n;
+  const int64_t batches = elements_after(t.dims, 0) / (m * n);
+  t.values.assign(static_cast<size_t>(batches * m * n), 0.0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi, oa = 0, ob = 0, sa = 1, sb = 1;
+    for (size_t d = r - 2; d-- > 0;) {
+      const int64_t coord = rest % t.dims[d];
+      rest /= t.dims[d];
+      oa += (ad[d] == 1 ? 0 : coord) * sa;
+      ob += (bd[d] == 1 ? 0 : coord) * sb;
+      sa *= ad[d];
+      sb *= bd[d];
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += a.values[static_cast<size_t>(oa * m * k + i * k + p)] * b.values[static_cast<size_t>(ob * k * n + p * n + j)];
+        }
+        t.values[static_cast<size_t>((bi * m + i) * n + j)] = sum;
+      }
+  }
+  return t;
+}
+
+ConstTensor cumsum(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& axis_tensor) {
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  int64_t axis = axis_tensor.ints().at(0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) invalid("CumSum axis out of range");
+  const bool exclusive = attr_int(node, "exclusive", 0) != 0, reverse = attr_int(node, "reverse", 0) != 0;
+  const int64_t extent = x.dims[static_cast<size_t>(axis)];
+  const int64_t inner = elements_after(x.dims, static_cast<size_t>(axis) + 1);
+  const int64_t outer = elements_after(x.dims, 0) / (extent * inner);
+  ConstTensor t = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t s = 0; s < extent; ++s) {
+        const int64_t e = reverse ? extent - 1 - s : s;
+        const auto at = static_cast<size_t>((o * extent + e) * inner + i);
+        const double v = x.values[at];
+        if (!exclusive) sum += v;
+        t.values[at] = sum;
+        if (exclusive) sum += v;
+      }
+    }
+  return t;
+}
+
+// Softmax of constants over one axis (ConViT's positional attention of constant positions).
+ConstTensor softmax(const onnx::NodeProto& node, const ConstTensor& x) {
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  int64_t axis = attr_int(node, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) invalid("Softmax axis out of range");
+  const int64_t extent = x.dims[static_cast<size_t>(axis)];
+  const int64_t inner = elements_after(x.dims, static_cast<size_t>(axis) + 1);
+  const int64_t outer = elements_after(x.dims, 0) / (extent * inner);
+  ConstTensor t = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const auto at = [&](int64_t e) { return static_cast<size_t>((o * extent + e) * inner + i); };
+      double top = -INFINITY, sum = 0;
+      for (int64_t e = 0; e < extent; ++e) top = std::max(top, x.values[at(e)]);
+      for (int64_t e = 0; e < extent; ++e) sum += std::exp(x.values[at(e)] - top);
+      for (int64_t e = 0; e < extent; ++e) t.values[at(e)] = std::exp(x.values[at(e)] - top) / sum;
+    }
+  return t;
+}
+
+}  // namespace
+
+std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstTensor& x,
+                                       const ConstTensor* second, const ConstTensor* third) {
+  const std::string& op = node.op_type();
+  if (op == "Softmax") return softmax(node, x);
+  if (op != "GatherND" && op != "ScatterND" && op != "MatMul" && op != "CumSum") return std::nullopt;
+  if (!second || (op == "ScatterND" && !third)) invalid(cat(op, " needs all its inputs"));
+  if (op == "GatherND") return gather_nd(node, x, *second);
+  if (op == "ScatterND") return scatter_nd(node, x, *second, *third);
+  if (op == "MatMul") return matmul(x, *second);
+  return cumsum(node, x, *second);
+}
+
+}  // namespace stagecraft::graph::onnx_import
