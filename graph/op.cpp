@@ -97,7 +97,7 @@ Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
       {OpKind::kRelu, Activation::kRelu},         {OpKind::kRelu6, Activation::kRelu6},
       {OpKind::kSigmoid, Activation::kSigmoid},   {OpKind::kHardSwish, Activation::kHardSwish},
       {OpKind::kSilu, Activation::kSilu},         {OpKind::kGelu, Activation::kGelu},
-      {OpKind::kGeluTanh, Activation::kGeluTanh},
+      {OpKind::kGeluTanh, Activation::kGeluTanh}, {OpKind::kTanh, Activation::kTanh},
   };
   for (const auto& [k, act] : kSame)
     if (k == kind) return act;
@@ -165,6 +165,8 @@ float apply_activation(Activation act, float x) {
       const double v = x;
       return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.79788456080286536 * (v + 0.044715 * v * v * v))));
     }
+    case Activation::kTanh:
+      return std::tanh(x);
   }
   return x;
 }

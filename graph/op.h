@@ -40,7 +40,8 @@ inline constexpr OpId kNoOp = -1;
   X(kHardSwish, "hard_swish")     \
   X(kSilu, "silu")                \
   X(kGelu, "gelu")                \
-  X(kGeluTanh, "gelu_tanh")
+  X(kGeluTanh, "gelu_tanh")       \
+  X(kTanh, "tanh")
 
 /// A fused activation function.
 enum class Activation : uint8_t {
@@ -493,7 +494,8 @@ struct ChannelShuffleAttrs {
   X(kMatMul, "matmul", NoAttrs)                        \
   X(kTranspose, "transpose", TransposeAttrs)           \
   X(kNarrow, "narrow", NarrowAttrs)                    \
-  X(kConcatConstant, "concat_constant", ConcatConstantAttrs)
+  X(kConcatConstant, "concat_constant", ConcatConstantAttrs) \
+  X(kTanh, "tanh", NoAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {

@@ -352,6 +352,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kSilu:
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
+    case OpKind::kTanh:
     case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};

@@ -443,7 +443,22 @@ def modules():
             r = t.repeat(1, 2, 1) + t.unsqueeze(1).expand(-1, 2, -1, -1).reshape(t.shape[0], 12, 4)
             return r.mean(1)
 
+    class Einsums(nn.Module):  # MaxViT's and MViTv2's contractions, a tanh head
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 1)
+            self.rel = nn.Parameter(torch.randn(5, 4, 2))
+            self.table = nn.Parameter(torch.randn(3, 6))
+
+        def forward(self, x):
+            t = self.conv(x).flatten(2).transpose(1, 2).reshape(x.shape[0], 6, 2, 4)  # [N, T, h, d]
+            s = torch.einsum("nthd,nshd->nhts", t, t)  # two tensors, batch letters n and h
+            r = torch.einsum("nthd,kdh->ntk", t, self.rel)  # by a constant
+            c = torch.einsum("ij,jk->ik", self.table, self.table.t())  # of constants
+            return torch.tanh(s.mean((1, 3)) + r.mean(2)) * (1.5 + torch.tanh(c.mean()))
+
     return {
+        "einsums": (Einsums(), (2, 3, 2, 3)),
         "encodings": (Encodings(), (2, 3, 2, 3)),
         "constant_tables": (ConstantTables(), (2, 3, 2, 3)),
         "pixel_shuffle": (PixelShuffle(), (2, 3, 5, 6)),

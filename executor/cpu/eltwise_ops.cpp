@@ -131,7 +131,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
                                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kSilu,
-                                   OpKind::kGelu, OpKind::kGeluTanh, OpKind::kLeakyRelu,
+                                   OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kLeakyRelu,
                                    OpKind::kBatchNorm, OpKind::kSoftmax},
                                   check,
                                   build};

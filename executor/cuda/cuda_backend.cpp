@@ -119,6 +119,7 @@ bool reads_row_major(OpKind kind) {
     case OpKind::kSilu:
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
+    case OpKind::kTanh:
     case OpKind::kLeakyRelu:
     case OpKind::kScale:
     case OpKind::kAdd:

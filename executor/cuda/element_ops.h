@@ -43,7 +43,8 @@ enum class Act : int {
   kSilu = 6,
   kGelu = 7,
   kGeluTanh = 8,
-  kLeakyRelu = 9,
+  kTanh = 9,
+  kLeakyRelu = 10,
 };
 /// Binary operations (same order as graph::BinaryOp).
 enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
@@ -161,6 +162,8 @@ STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
       return 0.5f * v * (1.f + erff(v * 0.70710678f));
     case Act::kGeluTanh:
       return 0.5f * v * (1.f + tanhf(0.79788456f * (v + 0.044715f * v * v * v)));
+    case Act::kTanh:
+      return tanhf(v);
     default:
       return v;
   }

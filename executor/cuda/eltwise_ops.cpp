@@ -143,6 +143,7 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
     case OpKind::kSilu:
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
+    case OpKind::kTanh:
     case OpKind::kLeakyRelu: {
       const ActParams act = act_params(spec);
       return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
@@ -176,7 +177,7 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
 
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kHardSigmoid,
-                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh,
+                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh,
                                    OpKind::kLeakyRelu, OpKind::kScale,
                                    OpKind::kBatchNorm, OpKind::kLayerNorm, OpKind::kAdd, OpKind::kSoftmax},
                                   check,

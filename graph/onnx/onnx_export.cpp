@@ -159,6 +159,9 @@ class Exporter {
         node("Mul", name + "/mul", {in, name + "/plus_one"}, {name + "/product"});
         node("Mul", name, {name + "/product", scalar(name + "/half", 0.5f)}, {out});
         return;
+      case Activation::kTanh:
+        node("Tanh", name, {in}, {out});
+        return;
       case Activation::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
         node("Pow", name + "/pow", {in, scalar(name + "/three", 3.0f)}, {name + "/cube"});
         node("Mul", name + "/kappa", {name + "/cube", scalar(name + "/k", 0.044715f)}, {name + "/cubic"});
@@ -332,6 +335,7 @@ class Exporter {
       case OpKind::kSilu:
       case OpKind::kGelu:
       case OpKind::kGeluTanh:
+      case OpKind::kTanh:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
       case OpKind::kReduceMean:

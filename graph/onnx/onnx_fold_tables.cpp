@@ -1,9 +1,10 @@
 // Folds of tables and products of constants: what transformers compute from constants before the
 // input matters — GatherND (LeViT's attention biases), ScatterND (Swin's shifted-window masks),
-// MatMul and Softmax (ConViT's positional attention of constant relative indices), CumSum (EdgeNeXt's
+// MatMul, Einsum and Softmax (ConViT's and MaxViT's positional attention of constant relative indices), CumSum (EdgeNeXt's
 // positional encodings of a constant mask).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "common/strings.h"
@@ -166,12 +167,65 @@ ConstTensor softmax(const onnx::NodeProto& node, const ConstTensor& x) {
   return t;
 }
 
+// Einsum of one or two constants with an explicit output (MaxViT's relative position tables).
+ConstTensor einsum(const onnx::NodeProto& node, const ConstTensor& a, const ConstTensor* b) {
+  std::string eq = attr_string(node, "equation");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  const size_t arrow = eq.find("->"), comma = eq.find(',');
+  if (arrow == std::string::npos || eq.find('.') != std::string::npos) invalid("Einsum needs an explicit output");
+  const std::string la = eq.substr(0, std::min(comma, arrow));
+  const std::string lb = comma < arrow ? eq.substr(comma + 1, arrow - comma - 1) : "";
+  const std::string out = eq.substr(arrow + 2);
+  if (la.size() != a.dims.size() || (b && lb.size() != b->dims.size()) || (!b && !lb.empty())) {
+    invalid("Einsum operands do not match the equation");
+  }
+  // Every letter's extent; the letters summed over are those not in the output.
+  std::string letters = out;
+  std::map<char, int64_t> extent;
+  for (size_t i = 0; i < la.size(); ++i) extent[la[i]] = a.dims[i];
+  for (size_t i = 0; i < lb.size(); ++i) extent[lb[i]] = b->dims[i];
+  for (const auto& [c, e] : extent)
+    if (out.find(c) == std::string::npos) letters += c;
+  ConstTensor t = a;
+  t.dims.clear();
+  for (char c : out) t.dims.push_back(extent.at(c));
+  const int64_t outputs = elements_after(t.dims, 0);
+  int64_t summed = 1;
+  for (size_t i = out.size(); i < letters.size(); ++i) summed *= extent.at(letters[i]);
+  t.values.assign(static_cast<size_t>(outputs), 0.0);
+  std::vector<int64_t> coord(letters.size());
+  const auto offset = [&](const std::string& l, const std::vector<int64_t>& dims) {
+    int64_t at = 0;
+    for (size_t i = 0; i < l.size(); ++i) at = at * dims[i] + coord[letters.find(l[i])];
+    return static_cast<size_t>(at);
+  };
+  for (int64_t o = 0; o < outputs; ++o) {
+    for (int64_t s = 0; s < summed; ++s) {
+      int64_t rest = o;
+      for (size_t i = out.size(); i-- > 0;) {
+        coord[i] = rest % extent.at(letters[i]);
+        rest /= extent.at(letters[i]);
+      }
+      rest = s;
+      for (size_t i = letters.size(); i-- > out.size();) {
+        coord[i] = rest % extent.at(letters[i]);
+        rest /= extent.at(letters[i]);
+      }
+      double v = a.values[offset(la, a.dims)];
+      if (b) v *= b->values[offset(lb, b->dims)];
+      t.values[static_cast<size_t>(o)] += v;
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstTensor& x,
                                        const ConstTensor* second, const ConstTensor* third) {
   const std::string& op = node.op_type();
   if (op == "Softmax") return softmax(node, x);
+  if (op == "Einsum") return einsum(node, x, second);
   if (op != "GatherND" && op != "ScatterND" && op != "MatMul" && op != "CumSum") return std::nullopt;
   if (!second || (op == "ScatterND" && !third)) invalid(cat(op, " needs all its inputs"));
   if (op == "GatherND") return gather_nd(node, x, *second);

@@ -233,8 +233,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
     conv(node);
   } else if (t == "BatchNormalization") {
     batch_norm(node);
-  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish") {
-    const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid : OpKind::kHardSwish;
+  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh") {
+    const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid
+                        : t == "Tanh" ? OpKind::kTanh : OpKind::kHardSwish;
     define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
   } else if (t == "LeakyRelu") {
     LeakyReluAttrs a;
@@ -307,6 +308,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
     instance_norm(node);
   } else if (t == "DepthToSpace") {
     on_row_major(node);
+  } else if (t == "Einsum") {
+    einsum(node);
   } else {
     fail(node, "this op is not supported");
   }

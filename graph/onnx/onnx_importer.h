@@ -141,6 +141,8 @@ class Importer {
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
   void matmul(const onnx::NodeProto& node);
   void instance_norm(const onnx::NodeProto& node);
+  void einsum(const onnx::NodeProto& node);
+  ValueId permuted(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& perm);
   // x · scale + shift with constants of `dims` (ops only where they are not 1 and 0).
   ValueId affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,
                  std::vector<float> scale, std::vector<float> shift);

@@ -75,6 +75,8 @@ double activate(double x, Activation activation) {
       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::kGeluTanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case Activation::kTanh:
+      return std::tanh(x);
   }
   return x;
 }
@@ -633,6 +635,7 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kSilu:
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
+    case OpKind::kTanh:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:

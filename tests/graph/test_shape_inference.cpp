@@ -249,7 +249,7 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   EXPECT_NE(error_of(make_op(OpKind::kChannelShuffle, shuffle), {nchw(1, 8, 3, 3)}).find("must divide"),
             std::string::npos);
   EXPECT_EQ(infer1(make_op(OpKind::kGlobalMaxPool, NoAttrs{}), {nchw(2, 8, 7, 5)}), (Shape{2, 8, 1, 1}));
-  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh}) {
+  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh}) {
     EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   }
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {nchw(2, 8, 3, 3)}), (Shape{2, 8, 3, 3}));
@@ -353,7 +353,7 @@ TEST(ShapeInference, RowMajorTensorOps) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 38u);
+  EXPECT_EQ(all_op_kinds().size(), 39u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));
