@@ -74,13 +74,17 @@ TRITONSERVER_Error* guarded(const std::string& what, Body&& body) {
   }
 }
 
-nlohmann::json message_json(TRITONSERVER_Message* message) {
+// The JSON of `message`; `owned`: the caller owns it (deleted here), else the server does.
+nlohmann::json message_json(TRITONSERVER_Message* message, bool owned) {
   const char* base = nullptr;
   size_t size = 0;
   TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &base, &size);
-  TRITONSERVER_MessageDelete(message);
+  nlohmann::json json;
+  if (!err) json = nlohmann::json::parse(std::string(base, size), nullptr, false);
+  if (owned) TRITONSERVER_MessageDelete(message);
   check(err, "TRITONSERVER_MessageSerializeToJson");
-  return nlohmann::json::parse(std::string(base, size));
+  if (json.is_discarded()) throw TritonFailure(TRITONSERVER_ERROR_INTERNAL, "the server's JSON does not parse");
+  return json;
 }
 
 uint64_t now_ns() {
@@ -341,7 +345,7 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
     }
     TRITONSERVER_Message* message = nullptr;
     check(TRITONBACKEND_BackendConfig(backend, &message), "TRITONBACKEND_BackendConfig");
-    const nlohmann::json config = message_json(message);
+    const nlohmann::json config = message_json(message, /*owned=*/false);  // the server's
     int cores = 0;
     if (config.contains("cmdline") && config["cmdline"].contains("cores")) {
       const std::string text = config["cmdline"]["cores"].get<std::string>();
@@ -371,7 +375,8 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend*) {
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   const char* name = "?";
   TRITONBACKEND_ModelName(model, &name);
-  return guarded(cat("stagecraft model '", name, "'"), [&] {
+  // Triton puts "load failed for model 'NAME'" in front; the options' errors name it too.
+  return guarded("stagecraft", [&] {
     uint64_t version = 0;
     check(TRITONBACKEND_ModelVersion(model, &version), "TRITONBACKEND_ModelVersion");
     TRITONBACKEND_ArtifactType artifact = TRITONBACKEND_ARTIFACT_FILESYSTEM;
@@ -382,7 +387,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
     }
     TRITONSERVER_Message* message = nullptr;
     check(TRITONBACKEND_ModelConfig(model, 1, &message), "TRITONBACKEND_ModelConfig");
-    nlohmann::json config = message_json(message);
+    nlohmann::json config = message_json(message, /*owned=*/true);
     auto state = std::make_unique<ModelState>();
     state->name = name;
     state->options = options_from_config(config, location, version);
