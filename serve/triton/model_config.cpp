@@ -163,7 +163,7 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
   o.source.input_size = params.number<int64_t>("input_size", 0, 0);
   o.source.seed = params.number<uint64_t>("seed", 1, 0);
   o.session.max_streams = params.number<int>("streams", o.session.max_streams, 1);
-  o.search.budget.seconds = params.number<double>("search_budget", 0.0, 0.0);
+  o.search.budget.seconds = params.number<double>("search_budget", o.search.budget.seconds, 0.0);
   o.cores = params.number<int>("cores", 0, 0);
   o.reserve_cores = params.number<int>("reserve_cores", 0, 0);
   if (config.contains("max_batch_size")) {

@@ -45,7 +45,10 @@ TEST(ModelConfig, ParametersBecomeOptions) {
   EXPECT_EQ(o.max_batch_size, 8);
   EXPECT_EQ(o.warmup_batch_sizes, (std::vector<int64_t>{1, 4}));
   EXPECT_DOUBLE_EQ(o.search.budget.seconds, 2.5);
-  EXPECT_EQ(options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1).schedule, "dp");
+  const ServeOptions defaults = options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1);
+  EXPECT_EQ(defaults.schedule, "dp");
+  EXPECT_DOUBLE_EQ(defaults.search.budget.seconds, scheduler::SearchBudget{}.seconds);  // the CLI's
+  EXPECT_EQ(defaults.cores, 0);
 }
 
 TEST(ModelConfig, ModelFileDefaultsToTheVersionFolder) {
