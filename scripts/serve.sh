@@ -15,7 +15,8 @@
 #   --schedule S          sequential | greedy | dp (default) | a schedule file
 #   --cores N             threads per run (cores granted from the shared pool; 0: all)
 #   --reserve-cores N     cores reserved for the model alone
-#   --input-size N, --dtype f32|int8, --layout L, --cache-dir DIR, --warmup B1,B2
+#   --input-size N, --dtype f32|int8, --layout L, --cache-dir DIR, --warmup B1,B2,
+#   --search-budget SECONDS (dp)
 #   --port P              HTTP port (default 8000); gRPC P+1, metrics P+2 unless given:
 #   --grpc-port P, --metrics-port P
 #   --explicit            model control mode explicit (models loaded at start; load/unload later)
@@ -30,7 +31,7 @@ die() { echo "serve.sh: $*" >&2; exit 2; }
 
 models=() names=() repo="" max_batch=8 instances=1 schedule="" cores="" reserve="" input_size=""
 dtype="" layout="" cache_dir="" warmup="" port=8000 grpc_port="" metrics_port="" explicit=0
-backend_cores="" no_server=0 extra=() backend_dir=""
+backend_cores="" no_server=0 extra=() backend_dir="" budget=""
 while (($#)); do
   case "$1" in
     --repo) repo=$2; shift 2 ;;
@@ -45,6 +46,7 @@ while (($#)); do
     --layout) layout=$2; shift 2 ;;
     --cache-dir) cache_dir=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --search-budget) budget=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --grpc-port) grpc_port=$2; shift 2 ;;
     --metrics-port) metrics_port=$2; shift 2 ;;
@@ -53,7 +55,7 @@ while (($#)); do
     --no-server) no_server=1; shift ;;
     --backend-dir) backend_dir=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) models+=("$1"); shift ;;
   esac
@@ -93,6 +95,7 @@ write_model() {
     param layout "$layout"
     param cache_dir "$cache_dir"
     param warmup_batch_sizes "$warmup"
+    param search_budget "$budget"
   } >"$dir/config.pbtxt"
   echo "serve.sh: model '$name' ($spec) in $dir" >&2
 }

@@ -53,7 +53,8 @@ def check(condition, message):
 
 def write_repo(repo):
     common = ["--repo", repo, "--input-size", str(SIZE), "--max-batch", str(MAX_BATCH),
-              "--schedule", "greedy", "--no-server"]
+              "--schedule", "greedy", "--cache-dir", os.path.join(os.path.dirname(repo), "cache"),
+              "--no-server"]
     serve = os.path.join(ROOT, "scripts", "serve.sh")
     subprocess.run([serve, "squeezenet1_1", "--name", "squeezenet", "--instances", "2"] + common,
                    check=True)
