@@ -56,6 +56,13 @@ int CorePool::clamp(int cores, const Part& part) const {
 
 std::shared_ptr<CorePool::Reservation> CorePool::reserve(const std::string& owner, int cores) {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (auto held = owners_[owner].lock()) {
+    if (held->cores() != cores) {
+      throw UsageError(cat(owner, ": cannot reserve ", cores, " core(s): its previous load still "
+                           "holds ", held->cores(), "; unload it before changing the reservation"));
+    }
+    return held;
+  }
   auto check = [&] {
     if (cores < 1 || cores > shared_.capacity - 1) {
       throw UsageError(cat(owner, ": cannot reserve ", cores, " core(s): ", shared_.capacity,
@@ -75,7 +82,9 @@ std::shared_ptr<CorePool::Reservation> CorePool::reserve(const std::string& owne
   check();  // another reservation may have taken cores meanwhile
   shared_.capacity -= cores;
   ++reservations_;
-  return std::shared_ptr<Reservation>(new Reservation(*this, owner, cores));
+  std::shared_ptr<Reservation> made(new Reservation(*this, owner, cores));
+  owners_[owner] = made;
+  return made;
 }
 
 CorePool::Grant CorePool::acquire(int cores, Reservation* from) {

@@ -24,6 +24,7 @@
 ///   CorePool::Grant r = pool.acquire(0, fast.get()); // the reserved core
 
 #include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -56,7 +57,9 @@ class CorePool {
 
   /// Takes `cores` cores out of the shared part for `owner` (waits until that many are free).
   /// Throws UsageError when it would leave no shared core or `cores` < 1. The cores return to the
-  /// shared part when the last holder of the reservation lets it go (after its grants).
+  /// shared part when the last holder of the reservation lets it go (after its grants). While a
+  /// reservation of `owner` is held, reserving for `owner` again shares it (a model reloaded while
+  /// its previous load still serves), or throws UsageError when `cores` differs.
   std::shared_ptr<Reservation> reserve(const std::string& owner, int cores);
 
   /// A grant of `cores` cores (0 or more than the pool has: all of the pool) from `from` (null:
@@ -86,6 +89,7 @@ class CorePool {
   std::condition_variable changed_;
   Part shared_;
   int reservations_ = 0;  // alive (for the destructor)
+  std::map<std::string, std::weak_ptr<Reservation>> owners_;
 };
 
 /// Cores reserved for one owner; made by CorePool::reserve, given back when destroyed.

@@ -75,6 +75,21 @@ TEST(CorePool, ReservingEverySharedCoreIsAnError) {
   EXPECT_EQ(pool.shared_cores(), 1);
 }
 
+TEST(CorePool, AnOwnerReservingAgainSharesItsReservation) {
+  CorePool pool(2);
+  auto first = pool.reserve("model 'm'", 1);
+  auto again = pool.reserve("model 'm'", 1);  // a reload while the first load still serves
+  EXPECT_EQ(first.get(), again.get());
+  EXPECT_EQ(pool.shared_cores(), 1);
+  EXPECT_THROW(pool.reserve("model 'm'", 2), UsageError);
+  first.reset();
+  EXPECT_EQ(pool.shared_cores(), 1);  // still held by the reload
+  again.reset();
+  EXPECT_EQ(pool.shared_cores(), 2);
+  auto later = pool.reserve("model 'm'", 1);  // a new reservation after both let go
+  EXPECT_EQ(later->cores(), 1);
+}
+
 TEST(CorePool, WaitingRequestIsNotOvertaken) {
   CorePool pool(2);
   CorePool::Grant one = pool.acquire(1);
