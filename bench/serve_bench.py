@@ -146,6 +146,32 @@ def stub_env() -> dict:
     return env
 
 
+def alone(nets: list[str], onnx_files: dict, inputs: dict, args) -> dict:
+    """Median batch-1 latency of each engine in-process, without a server (ms), for reference."""
+    import re
+    import onnxruntime as ort
+    out = {}
+    for net in nets:
+        run = subprocess.run([str(BUILD / "cli" / "stagecraft"), "run", net, "--backend", "cpu",
+                              "--schedule", args.schedule, "--cache-dir", str(BUILD / "serve" / "cache"),
+                              "--search-budget", args.search_budget, "--iters", "20"],
+                             check=True, capture_output=True, text=True)
+        ours = float(re.search(r"latency: median ([0-9.]+) ms", run.stdout + run.stderr).group(1))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        session = ort.InferenceSession(str(onnx_files[net]), options, providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        times = []
+        for i in range(23):
+            t = time.perf_counter()
+            session.run(None, {name: inputs[net]})
+            if i >= 3:
+                times.append((time.perf_counter() - t) * 1e3)
+        out[net] = {"stagecraft_ms": ours, "onnxruntime_ms": float(np.median(times))}
+        print(f"alone: {net}: stagecraft {ours:.1f} ms, onnxruntime {out[net]['onnxruntime_ms']:.1f} ms")
+    return out
+
+
 def wait_ready(url: str, models: list[str], server: subprocess.Popen, seconds: float) -> None:
     import tritonclient.grpc as g
     client = g.InferenceServerClient(url)
@@ -209,6 +235,7 @@ def main() -> None:
               for n in nets}
     results: list[dict] = []
     ports = [free_port() for _ in range(3)]
+    onnx_files = {n: export(n, work) for n in nets}
     url = f"127.0.0.1:{ports[1]}"
 
     # stagecraft's backend.
@@ -224,12 +251,16 @@ def main() -> None:
     try:
         wait_ready(url, nets, server, 3600)
         print(f"stagecraft: models ready in {time.time() - t0:.0f} s (plans for batch 1..{args.max_batch})")
+        stop(server)  # the searches are cached now; time the engines alone, then serve again
+        reference = alone(nets, onnx_files, inputs, args)
+        server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_ready(url, nets, server, 3600)
         ours = measure("stagecraft", url, {n: n for n in nets}, args, inputs, results)
     finally:
         stop(server)
 
     # ONNX Runtime through PyTriton.
-    specs = ",".join(f"ort_{n}={export(n, work)}" for n in nets)
+    specs = ",".join(f"ort_{n}={onnx_files[n]}" for n in nets)
     cmd = [sys.executable, __file__, "--ort-server", ",".join(map(str, ports)), "--models", specs,
            "--max-batch", str(args.max_batch)]
     log = open(work / "ort.log", "w")
@@ -243,17 +274,17 @@ def main() -> None:
 
     agreement = {n: float(np.max(np.abs(ours[n] - theirs[n])) / max(np.max(np.abs(theirs[n])), 1e-6))
                  for n in nets}
-    write(args, results, agreement)
+    write(args, results, agreement, reference)
 
 
-def write(args, results: list[dict], agreement: dict) -> None:
+def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     where = machine()
     load_avg = os.getloadavg()
     meta = {"machine": where, "command": " ".join(sys.argv), "max_batch": args.max_batch,
             "schedule": args.schedule, "seconds": args.seconds, "agreement": agreement,
-            "loadavg_at_end": load_avg}
+            "loadavg_at_end": load_avg, "alone_ms": reference}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     lines = [f"# Served throughput: stagecraft's Triton backend vs ONNX Runtime in PyTriton", "",
              f"Machine: {where}. Load average at the end: {load_avg[0]:.2f}.",
@@ -261,7 +292,10 @@ def write(args, results: list[dict], agreement: dict) -> None:
              f"Same tritonserver (nvidia-pytriton), one instance, dynamic batching up to {args.max_batch}, "
              f"batch-1 gRPC requests from asyncio clients, C in flight for {args.seconds:.0f} s after a "
              f"warm-up. stagecraft schedule: {args.schedule}. Outputs agree (max relative difference): "
-             + ", ".join(f"{n} {e:.1e}" for n, e in agreement.items()) + ".", "",
+             + ", ".join(f"{n} {e:.1e}" for n, e in agreement.items()) + ".",
+             "Batch-1 median latency in-process, without a server: "
+             + ", ".join(f"{n} stagecraft {r['stagecraft_ms']:.1f} ms, ONNX Runtime {r['onnxruntime_ms']:.1f} ms"
+                         for n, r in reference.items()) + ".", "",
              "| model | C | stagecraft req/s | p50 ms | p99 ms | ORT req/s | p50 ms | p99 ms | req/s ratio |",
              "|---|---|---|---|---|---|---|---|---|"]
     by = {(r["engine"], r["model"], r["concurrency"]): r for r in results}

@@ -90,7 +90,12 @@ ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   source.batch = options_.max_batch_size > 0 ? batch : 0;
   planned->model = session::load_model(source);
   planned->prepared = pipeline_->prepare(planned->model, options_.schedule);
-  pipeline_->save_cache();
+  {
+    // Instances of a process save the same cache files (a fixed temporary name each): one at a time.
+    static std::mutex save_mutex;
+    const std::lock_guard<std::mutex> save_lock(save_mutex);
+    pipeline_->save_cache();
+  }
   planned->executor = pipeline_->executor(*planned->prepared.plan);
   last_summary_ = cat("batch ", batch, ", ", threads, " thread(s): ",
                       session::plan_summary(*planned->prepared.plan, planned->prepared.fallback_note));

@@ -277,7 +277,18 @@ void write_outputs(const ModelState& model, Checked& c, const std::vector<std::v
 }
 
 // Runs the good requests of `group` (at most max_batch_size samples in all) as one batch.
+void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group);
 void run_group(InstanceState& instance, std::vector<Checked*>& group) {
+  try {
+    run_group_or_throw(instance, group);
+  } catch (const std::exception& e) {  // out of memory for the staging buffers, say
+    for (Checked* c : group) {
+      if (c->error.empty()) c->error = e.what();
+    }
+  }
+}
+
+void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
   const ModelState& model = *instance.model;
   const ModelIo& io = model.io;
   int64_t batch = 0;

@@ -2,7 +2,8 @@
 
 Starts nvidia-pytriton's tritonserver through scripts/serve.sh on free loopback ports, in explicit
 model control, with a repository of small models, then checks over HTTP and gRPC:
-  - outputs equal `stagecraft run` on the same input (batch 2 over HTTP, batch 1 over gRPC);
+  - outputs equal `stagecraft run` on the same input (batch 2 over HTTP, batch 1 over gRPC; a
+    built-in network and the same network from MODEL/1/model.onnx);
   - bad requests (wrong shape, data type, input name, a batch over max_batch_size) get one-line
     errors and the server keeps answering good ones;
   - a model with a bad config fails to load with its one-line reason, the server keeps serving;
@@ -53,7 +54,7 @@ def check(condition, message):
     print(f"ok: {message}")
 
 
-def write_repo(repo):
+def write_repo(repo, cli):
     common = ["--repo", repo, "--input-size", str(SIZE), "--max-batch", str(MAX_BATCH),
               "--schedule", "greedy", "--cache-dir", os.path.join(os.path.dirname(repo), "cache"),
               "--no-server"]
@@ -63,6 +64,11 @@ def write_repo(repo):
     subprocess.run([serve, "squeezenet1_1", "--name", "fast", "--reserve-cores", "1",
                     "--warmup", "1"] + common, check=True)
     subprocess.run([serve, "squeezenet1_1", "--name", "broken"] + common, check=True)
+    # The same network as an ONNX file (same seeded weights): MODEL/1/model.onnx.
+    onnx_file = os.path.join(os.path.dirname(repo), "squeezenet.onnx")
+    subprocess.run([cli, "graph", "squeezenet1_1", "--input-size", str(SIZE), "--onnx", onnx_file],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([serve, onnx_file, "--name", "from_onnx"] + common, check=True)
     with open(os.path.join(repo, "broken", "config.pbtxt"), "a") as f:
         f.write('parameters { key: "shedule" value: { string_value: "dp" } }\n')
 
@@ -135,7 +141,7 @@ def main():
     repo = os.path.join(tmp, "models")
     log_path = os.path.join(tmp, "server.log")
     ports = (free_port(), free_port(), free_port())
-    write_repo(repo)
+    write_repo(repo, args.cli)
     server = start_server(repo, backend_dir, ports, log_path)
     try:
         run_checks(args, server, ports, tmp, log_path, repo)
@@ -279,6 +285,10 @@ def run_checks(args, server, ports, tmp, log_path, repo):
           f"gRPC batch 1 equals stagecraft run (relative error {relative_error(y1, ref2[1:2]):.1e})")
     yf = http_infer(http, "fast", in_name, x2[:1], output=out_name)
     check(relative_error(yf, ref2[:1]) < 1e-4, "the model on its reserved core gives the same output")
+    http.load_model("from_onnx")
+    yo = http_infer(http, "from_onnx", in_name, x2, output=out_name)
+    check(relative_error(yo, ref2) < 1e-4,
+          f"the network served from model.onnx equals stagecraft run (relative error {relative_error(yo, ref2):.1e})")
 
     # Bad requests: one-line errors, and the server keeps serving.
     expect_error("wrong shape", lambda: http_infer(
