@@ -197,6 +197,19 @@ def stop(server: subprocess.Popen) -> None:
             os.killpg(server.pid, signal.SIGKILL)
 
 
+def busy_cores(seconds: float = 1.0) -> float:
+    """Cores kept busy by the whole machine over `seconds` (/proc/stat): measured while our
+    servers are idle, it is the other work on the machine, which a timing on shared cores feels."""
+    def sample():
+        fields = [int(v) for v in open("/proc/stat").readline().split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields) - idle, sum(fields)
+    b0, t0 = sample()
+    time.sleep(seconds)
+    b1, t1 = sample()
+    return (os.cpu_count() or 1) * (b1 - b0) / max(t1 - t0, 1)
+
+
 def measure(engine: str, url: str, models: dict[str, str], args, inputs: dict, results: list) -> dict:
     outputs = {}
     for net, model in models.items():
@@ -204,11 +217,12 @@ def measure(engine: str, url: str, models: dict[str, str], args, inputs: dict, r
         outputs[net] = asyncio.run(output_of(url, model, x))
         for c in args.concurrency:
             asyncio.run(load(url, model, x, c, args.warmup))
+            other = busy_cores()
             r = asyncio.run(load(url, model, x, c, args.seconds))
-            r.update(engine=engine, model=net, concurrency=c)
+            r.update(engine=engine, model=net, concurrency=c, other_busy_cores=other)
             results.append(r)
             print(f"{engine:12s} {net:14s} c={c}: {r['rps']:7.1f} req/s  p50 {r['p50_ms']:7.1f} ms  "
-                  f"p99 {r['p99_ms']:7.1f} ms", flush=True)
+                  f"p99 {r['p99_ms']:7.1f} ms  (other work: {other:.2f} cores)", flush=True)
     return outputs
 
 
@@ -296,15 +310,17 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
              "Batch-1 median latency in-process, without a server: "
              + ", ".join(f"{n} stagecraft {r['stagecraft_ms']:.1f} ms, ONNX Runtime {r['onnxruntime_ms']:.1f} ms"
                          for n, r in reference.items()) + ".", "",
-             "| model | C | stagecraft req/s | p50 ms | p99 ms | ORT req/s | p50 ms | p99 ms | req/s ratio |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "Other work: cores the rest of the machine kept busy in the second before each row "
+             "(stagecraft / ORT); rows with much of it are unreliable.", "",
+             "| model | C | stagecraft req/s | p50 ms | p99 ms | ORT req/s | p50 ms | p99 ms | req/s ratio | other work |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["engine"], r["model"], r["concurrency"]): r for r in results}
     for net in args.models.split(","):
         for c in args.concurrency:
             s, o = by[("stagecraft", net, c)], by[("onnxruntime", net, c)]
             lines.append(f"| {net} | {c} | {s['rps']:.1f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} | "
                          f"{o['rps']:.1f} | {o['p50_ms']:.1f} | {o['p99_ms']:.1f} | "
-                         f"{s['rps'] / o['rps']:.2f}x |")
+                         f"{s['rps'] / o['rps']:.2f}x | {s['other_busy_cores']:.1f} / {o['other_busy_cores']:.1f} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     import matplotlib
