@@ -16,7 +16,7 @@
 #   --cores N             threads per run (cores granted from the shared pool; 0: all)
 #   --reserve-cores N     cores reserved for the model alone
 #   --input-size N, --dtype f32|int8, --layout L, --cache-dir DIR, --warmup B1,B2,
-#   --search-budget SECONDS (dp)
+#   --search-budget SECONDS (dp), --batch-sizes B1,B2 (the only sizes planned; smaller batches padded)
 #   --port P              HTTP port (default 8000); gRPC P+1, metrics P+2 unless given:
 #   --grpc-port P, --metrics-port P
 #   --explicit            model control mode explicit (models loaded at start; load/unload later)
@@ -31,7 +31,7 @@ die() { echo "serve.sh: $*" >&2; exit 2; }
 
 models=() names=() repo="" max_batch=8 instances=1 schedule="" cores="" reserve="" input_size=""
 dtype="" layout="" cache_dir="" warmup="" port=8000 grpc_port="" metrics_port="" explicit=0
-backend_cores="" no_server=0 extra=() backend_dir="" budget=""
+backend_cores="" no_server=0 extra=() backend_dir="" budget="" batch_sizes=""
 while (($#)); do
   case "$1" in
     --repo) repo=$2; shift 2 ;;
@@ -47,6 +47,7 @@ while (($#)); do
     --cache-dir) cache_dir=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --search-budget) budget=$2; shift 2 ;;
+    --batch-sizes) batch_sizes=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --grpc-port) grpc_port=$2; shift 2 ;;
     --metrics-port) metrics_port=$2; shift 2 ;;
@@ -96,6 +97,7 @@ write_model() {
     param cache_dir "$cache_dir"
     param warmup_batch_sizes "$warmup"
     param search_budget "$budget"
+    param batch_sizes "$batch_sizes"
   } >"$dir/config.pbtxt"
   echo "serve.sh: model '$name' ($spec) in $dir" >&2
 }

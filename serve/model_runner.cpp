@@ -102,11 +102,18 @@ ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   return *(plans_[{batch, threads}] = std::move(planned));
 }
 
+int64_t ModelRunner::planned_batch(int64_t batch) const {
+  for (int64_t size : options_.batch_sizes) {
+    if (size >= batch) return size;
+  }
+  return batch;
+}
+
 void ModelRunner::prepare(int64_t batch) {
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  plan_for(batch, cores.cores());
+  plan_for(planned_batch(batch), cores.cores());
 }
 
 void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> srcs,
@@ -137,10 +144,27 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  Planned& planned = plan_for(batch, cores.cores());
-  for (size_t i = 0; i < srcs.size(); ++i) planned.executor->set_input(i, srcs[i]);
+  const int64_t size = planned_batch(batch);
+  Planned& planned = plan_for(size, cores.cores());
+  if (size == batch) {
+    for (size_t i = 0; i < srcs.size(); ++i) planned.executor->set_input(i, srcs[i]);
+    planned.executor->execute();
+    for (size_t i = 0; i < dsts.size(); ++i) planned.executor->output_into(i, dsts[i]);
+    return;
+  }
+  // A smaller batch on a larger plan: zeros after its samples, their outputs dropped.
+  std::vector<float> staging;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    staging.assign(static_cast<size_t>(size * io_.inputs[i].numel()), 0.0f);
+    std::copy(srcs[i].begin(), srcs[i].end(), staging.begin());
+    planned.executor->set_input(i, staging);
+  }
   planned.executor->execute();
-  for (size_t i = 0; i < dsts.size(); ++i) planned.executor->output_into(i, dsts[i]);
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    staging.resize(static_cast<size_t>(size * io_.outputs[i].numel()));
+    planned.executor->output_into(i, staging);
+    std::copy_n(staging.begin(), dsts[i].size(), dsts[i].begin());
+  }
 }
 
 std::vector<std::pair<int64_t, int>> ModelRunner::planned() const {

@@ -45,6 +45,10 @@ struct ServeOptions {
   int reserve_cores = 0;
   /// Batch sizes whose plans are made when an instance starts (others on first use).
   std::vector<int64_t> warmup_batch_sizes;
+  /// The only batch sizes planned (ascending, the last = max_batch_size); a batch runs on the
+  /// smallest of them not below it, zero-padded (fewer plans and searches, bounded memory).
+  /// Empty: every batch size gets its own plan.
+  std::vector<int64_t> batch_sizes;
 };
 
 /// A named tensor of the model; with batching `dims` are those of one sample (no batch).
@@ -85,6 +89,9 @@ class ModelRunner {
            std::span<const std::span<float>> dsts);
   /// Makes the plan of `batch` now (with a grant of cores, as a run would).
   void prepare(int64_t batch);
+  /// The batch size `batch` samples run at: the smallest of options().batch_sizes not below it
+  /// (or `batch` itself without batch_sizes).
+  int64_t planned_batch(int64_t batch) const;
 
   /// Plans made so far as (batch, threads), for statistics and tests.
   std::vector<std::pair<int64_t, int>> planned() const;

@@ -22,7 +22,7 @@ const std::set<std::string>& known_parameters() {
   static const std::set<std::string> names = {
       "model",  "schedule",      "layout",        "dtype",         "calibration",
       "cache_dir", "input_size", "seed",          "streams",       "search_budget",
-      "cores",  "reserve_cores", "warmup_batch_sizes"};
+      "cores",  "reserve_cores", "warmup_batch_sizes", "batch_sizes"};
   return names;
 }
 
@@ -173,17 +173,28 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
       throw UsageError(cat("model '", name, "': config.pbtxt: max_batch_size is not a whole number"));
     }
   }
-  const std::string warmup = params.text("warmup_batch_sizes", "");
-  for (const std::string& item : split_commas(warmup)) {
-    if (item.empty()) continue;
-    int64_t b = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), b);
-    const int64_t max_batch = std::max<int64_t>(1, o.max_batch_size);
-    if (ec != std::errc() || end != item.data() + item.size() || b < 1 || b > max_batch) {
-      throw params.error("warmup_batch_sizes", cat("'", item, "' is not a batch size from 1 to ",
-                                                   max_batch, " (max_batch_size)"));
+  const int64_t max_batch = std::max<int64_t>(1, o.max_batch_size);
+  const auto batch_list = [&](const std::string& key) {
+    std::vector<int64_t> sizes;
+    for (const std::string& item : split_commas(params.text(key, ""))) {
+      if (item.empty()) continue;
+      int64_t b = 0;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), b);
+      if (ec != std::errc() || end != item.data() + item.size() || b < 1 || b > max_batch) {
+        throw params.error(key, cat("'", item, "' is not a batch size from 1 to ", max_batch,
+                                    " (max_batch_size)"));
+      }
+      sizes.push_back(b);
     }
-    o.warmup_batch_sizes.push_back(b);
+    return sizes;
+  };
+  o.warmup_batch_sizes = batch_list("warmup_batch_sizes");
+  o.batch_sizes = batch_list("batch_sizes");
+  std::sort(o.batch_sizes.begin(), o.batch_sizes.end());
+  o.batch_sizes.erase(std::unique(o.batch_sizes.begin(), o.batch_sizes.end()), o.batch_sizes.end());
+  if (!o.batch_sizes.empty() && o.batch_sizes.back() != max_batch) {
+    throw params.error("batch_sizes", cat("the largest must be max_batch_size (", max_batch,
+                                          "), so that every batch has a plan"));
   }
   return o;
 }

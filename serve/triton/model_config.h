@@ -13,6 +13,8 @@
 ///   cores               threads (cores granted) per run; 0 (default): all of the model's pool
 ///   reserve_cores       cores reserved for this model alone (its instances share them)
 ///   warmup_batch_sizes  comma-separated batch sizes planned when an instance starts
+///   batch_sizes         the only batch sizes planned (e.g. "1,2,4,8", the last max_batch_size):
+///                       a batch runs on the smallest not below it, zero-padded
 
 #include <cstdint>
 #include <string>

@@ -44,6 +44,10 @@ TEST(ModelConfig, ParametersBecomeOptions) {
   EXPECT_EQ(o.session.backend, "cpu");
   EXPECT_EQ(o.max_batch_size, 8);
   EXPECT_EQ(o.warmup_batch_sizes, (std::vector<int64_t>{1, 4}));
+  EXPECT_TRUE(o.batch_sizes.empty());
+  EXPECT_EQ(options_from_config(config_with({{"model", "x"}, {"batch_sizes", "8,2,4,2"}}), "/m", 1)
+                .batch_sizes,
+            (std::vector<int64_t>{2, 4, 8}));
   EXPECT_DOUBLE_EQ(o.search.budget.seconds, 2.5);
   const ServeOptions defaults = options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1);
   EXPECT_EQ(defaults.schedule, "dp");
@@ -74,6 +78,9 @@ TEST(ModelConfig, BadParametersAreOneLineErrors) {
   EXPECT_NE(e.find("parameter 'schedule'"), std::string::npos) << e;
   e = error_of(config_with({{"model", "x"}, {"warmup_batch_sizes", "1,16"}}));
   EXPECT_NE(e.find("'16' is not a batch size from 1 to 8"), std::string::npos) << e;
+  e = error_of(config_with({{"model", "x"}, {"batch_sizes", "1,4"}}));
+  EXPECT_NE(e.find("parameter 'batch_sizes': the largest must be max_batch_size (8)"),
+            std::string::npos) << e;
   e = error_of(config_with({{"model", "x"}, {"dtype", "f16"}}));
   EXPECT_NE(e.find("parameter 'dtype'"), std::string::npos) << e;
   e = error_of(config_with({{"model", "missing.onnx"}}));

@@ -75,6 +75,28 @@ TEST(ModelRunner, BatchEqualsItsSamplesOneByOne) {
       << runner.last_plan_summary();
 }
 
+TEST(ModelRunner, BatchSizesRunSmallerBatchesPadded) {
+  CorePool pool(2);
+  ServeOptions options = squeezenet(4);
+  options.batch_sizes = {2, 4};
+  ModelRunner runner(options, pool);
+  EXPECT_EQ(runner.planned_batch(1), 2);
+  EXPECT_EQ(runner.planned_batch(3), 4);
+  EXPECT_EQ(runner.planned_batch(4), 4);
+  const int64_t sample = runner.io().inputs[0].numel();
+  const int64_t out = runner.io().outputs[0].numel();
+  const std::vector<float> x = random_values(3 * sample, 11);
+  const std::vector<float> batched = run(runner, 3, x);  // on the plan of 4, one sample of zeros
+  ASSERT_EQ(batched.size(), static_cast<size_t>(3 * out));
+  for (int64_t s = 0; s < 3; ++s) {
+    std::vector<float> one(x.begin() + s * sample, x.begin() + (s + 1) * sample);
+    std::vector<float> alone = run(runner, 1, one);  // on the plan of 2
+    std::vector<float> row(batched.begin() + s * out, batched.begin() + (s + 1) * out);
+    EXPECT_LT(max_relative_error(row, alone), 1e-4) << "sample " << s;
+  }
+  EXPECT_EQ(runner.planned(), (std::vector<std::pair<int64_t, int>>{{2, 2}, {4, 2}}));
+}
+
 TEST(ModelRunner, BadCallsAreOneLineErrors) {
   CorePool pool(1);
   ModelRunner runner(squeezenet(2), pool);

@@ -62,7 +62,7 @@ def write_repo(repo, cli):
     subprocess.run([serve, "squeezenet1_1", "--name", "squeezenet", "--instances", "2"] + common,
                    check=True)
     subprocess.run([serve, "squeezenet1_1", "--name", "fast", "--reserve-cores", "1",
-                    "--warmup", "1"] + common, check=True)
+                    "--warmup", "1", "--batch-sizes", f"2,{MAX_BATCH}"] + common, check=True)
     subprocess.run([serve, "squeezenet1_1", "--name", "broken"] + common, check=True)
     # The same network as an ONNX file (same seeded weights): MODEL/1/model.onnx.
     onnx_file = os.path.join(os.path.dirname(repo), "squeezenet.onnx")
@@ -284,7 +284,8 @@ def run_checks(args, server, ports, tmp, log_path, repo):
     check(relative_error(y1, ref2[1:2]) < 1e-4,
           f"gRPC batch 1 equals stagecraft run (relative error {relative_error(y1, ref2[1:2]):.1e})")
     yf = http_infer(http, "fast", in_name, x2[:1], output=out_name)
-    check(relative_error(yf, ref2[:1]) < 1e-4, "the model on its reserved core gives the same output")
+    check(relative_error(yf, ref2[:1]) < 1e-4,
+          "the model on its reserved core, batch 1 run on its plan of 2, gives the same output")
     http.load_model("from_onnx")
     yo = http_infer(http, "from_onnx", in_name, x2, output=out_name)
     check(relative_error(yo, ref2) < 1e-4,
