@@ -239,6 +239,10 @@ def replica_checks(args, backend_dir, repo, tmp):
             t.join()
         check(before[0] > 0 and before[1] > 0,
               f"two replicas (serve_replicas.sh): requests spread {before[0]} / {before[1]}")
+        share = max(1, len(os.sched_getaffinity(0)) // 2)
+        replica_log = open(os.path.join(tmp, "replicas.log")).read()
+        check(replica_log.count(f"{share} core(s) shared by the models") == 2,
+              f"each replica's core pool has its share of the cores ({share})")
         check(not failures and client.served[0] > after_kill[0],
               f"replica 1 killed while requests flowed: {sum(client.served)} answered, "
               f"{len(failures)} failed" + (f": {failures[0]}" if failures else ""))
