@@ -521,22 +521,25 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   }
   if (!group.empty()) run_group(state, group);
   const uint64_t compute_end = now_ns();
-  for (Checked& c : checked) send(c, model.name);
+  // Statistics before the responses: a client that asks for them after its answer sees them.
   const uint64_t exec_end = now_ns();
   for (Checked& c : checked) {
     TRITONSERVER_Error* err = TRITONBACKEND_ModelInstanceReportStatistics(
         instance, c.request, c.error.empty(), exec_start, compute_start, compute_end, exec_end);
     if (err) TRITONSERVER_ErrorDelete(err);
-    err = TRITONBACKEND_RequestRelease(c.request, TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (err) {
-      log(TRITONSERVER_LOG_ERROR, cat("stagecraft: cannot release a request: ", TRITONSERVER_ErrorMessage(err)));
-      TRITONSERVER_ErrorDelete(err);
-    }
   }
   if (executed > 0) {
     TRITONSERVER_Error* err = TRITONBACKEND_ModelInstanceReportBatchStatistics(
         instance, static_cast<uint64_t>(executed), exec_start, compute_start, compute_end, exec_end);
     if (err) TRITONSERVER_ErrorDelete(err);
+  }
+  for (Checked& c : checked) {
+    send(c, model.name);
+    TRITONSERVER_Error* err = TRITONBACKEND_RequestRelease(c.request, TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (err) {
+      log(TRITONSERVER_LOG_ERROR, cat("stagecraft: cannot release a request: ", TRITONSERVER_ErrorMessage(err)));
+      TRITONSERVER_ErrorDelete(err);
+    }
   }
   return nullptr;
 }
