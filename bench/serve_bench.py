@@ -4,14 +4,17 @@ PyTriton (Triton's Python binding around an onnxruntime.InferenceSession), on th
 with the same weights (`stagecraft graph NET --onnx`, its batch dimension made dynamic for ORT).
 
 Both servers are the same tritonserver (nvidia-pytriton's), with dynamic batching up to
---max-batch and one model instance; they run one at a time (the other stopped). Clients are
+--max-batch and one model instance, both up; only one is sent requests at a time. Clients are
 tritonclient's asyncio gRPC clients sending batch-1 requests: at each concurrency C, C requests are
-always in flight for --seconds (after a warm-up); requests/s and p50/p99 latency are reported.
+always in flight, for --seconds per engine in --rounds blocks alternating between the engines (so
+that other work on the machine falls on both alike), after a warm-up; requests/s and p50/p99
+latency are reported, with the cores other work kept busy just before each block.
 stagecraft's plans for batch sizes 1..max-batch are made (dp searched, measured on this CPU, kept
 in the schedule cache under $BUILD/serve/cache) before any timing.
 
-    bench/serve_bench.py [--models inception_v3,resnet50] [--concurrency 1,2,4,8] [--seconds 10]
-                         [--max-batch 4] [--schedule dp] [--search-budget 20] [--out bench/results/serve_bench]
+    bench/serve_bench.py [--models inception_v3,resnet50] [--concurrency 1,2,4,8] [--seconds 12]
+                         [--rounds 3] [--max-batch 4] [--schedule dp] [--search-budget 20]
+                         [--out bench/results/serve_bench]
 
 Writes OUT.md (table, machine, command), OUT.json (raw) and OUT.png (requests/s and p99 against
 concurrency). Needs the CLI and libtriton_stagecraft.so built ($STAGECRAFT_BUILD_DIR or build/).
@@ -117,9 +120,7 @@ async def load(url: str, model: str, x: np.ndarray, concurrency: int, seconds: f
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     wall = time.perf_counter() - start
     await client.close()
-    ms = np.array(latencies) * 1e3
-    return {"requests": len(latencies), "rps": len(latencies) / wall,
-            "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))}
+    return {"requests": len(latencies), "wall_s": wall, "latencies_ms": np.array(latencies) * 1e3}
 
 
 async def output_of(url: str, model: str, x: np.ndarray) -> np.ndarray:
@@ -210,27 +211,42 @@ def busy_cores(seconds: float = 1.0) -> float:
     return (os.cpu_count() or 1) * (b1 - b0) / max(t1 - t0, 1)
 
 
-def measure(engine: str, url: str, models: dict[str, str], args, inputs: dict, results: list) -> dict:
-    outputs = {}
-    for net, model in models.items():
-        x = inputs[net]
-        outputs[net] = asyncio.run(output_of(url, model, x))
+def measure(engines: dict[str, tuple[str, dict[str, str]]], args, inputs: dict) -> list[dict]:
+    """Every (model, concurrency) timed on every engine in alternating blocks (--rounds rounds of
+    --seconds/--rounds each), so that other work on the machine falls on both alike."""
+    results = []
+    block = args.seconds / args.rounds
+    for net, x in inputs.items():
         for c in args.concurrency:
-            asyncio.run(load(url, model, x, c, args.warmup))
-            other = busy_cores()
-            r = asyncio.run(load(url, model, x, c, args.seconds))
-            r.update(engine=engine, model=net, concurrency=c, other_busy_cores=other)
-            results.append(r)
-            print(f"{engine:12s} {net:14s} c={c}: {r['rps']:7.1f} req/s  p50 {r['p50_ms']:7.1f} ms  "
-                  f"p99 {r['p99_ms']:7.1f} ms  (other work: {other:.2f} cores)", flush=True)
-    return outputs
+            runs = {e: [] for e in engines}
+            other = {e: [] for e in engines}
+            for engine, (url, models) in engines.items():
+                asyncio.run(load(url, models[net], x, c, args.warmup))
+            for _ in range(args.rounds):
+                for engine, (url, models) in engines.items():
+                    other[engine].append(busy_cores(0.5))
+                    runs[engine].append(asyncio.run(load(url, models[net], x, c, block)))
+            for engine in engines:
+                ms = np.concatenate([r["latencies_ms"] for r in runs[engine]])
+                wall = sum(r["wall_s"] for r in runs[engine])
+                r = {"engine": engine, "model": net, "concurrency": c, "requests": int(ms.size),
+                     "rps": ms.size / wall, "p50_ms": float(np.percentile(ms, 50)),
+                     "p99_ms": float(np.percentile(ms, 99)),
+                     "other_busy_cores": float(np.mean(other[engine])),
+                     "rps_per_round": [rr["requests"] / rr["wall_s"] for rr in runs[engine]]}
+                results.append(r)
+                print(f"{engine:12s} {net:14s} c={c}: {r['rps']:7.1f} req/s  p50 {r['p50_ms']:7.1f} ms  "
+                      f"p99 {r['p99_ms']:7.1f} ms  (other work: {r['other_busy_cores']:.2f} cores)",
+                      flush=True)
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="inception_v3,resnet50")
     parser.add_argument("--concurrency", default="1,2,4,8")
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=float, default=12, help="per engine, model and concurrency")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--max-batch", type=int, default=4)
     parser.add_argument("--schedule", default="dp")
@@ -247,47 +263,42 @@ def main() -> None:
     rng = np.random.default_rng(0)
     inputs = {n: rng.standard_normal((1, 3, SIZES.get(n, 224), SIZES.get(n, 224)), dtype=np.float32)
               for n in nets}
-    results: list[dict] = []
-    ports = [free_port() for _ in range(3)]
     onnx_files = {n: export(n, work) for n in nets}
-    url = f"127.0.0.1:{ports[1]}"
-
-    # stagecraft's backend.
-    warm = ",".join(str(b) for b in range(1, args.max_batch + 1))
-    cmd = [str(ROOT / "scripts" / "serve.sh"), *nets, "--repo", str(work / "repo"),
-           "--max-batch", str(args.max_batch), "--schedule", args.schedule, "--warmup", warm,
-           "--search-budget", args.search_budget, "--backend-dir", str(BUILD / "serve" / "backends"),
-           "--cache-dir", str(BUILD / "serve" / "cache"),
-           "--port", str(ports[0]), "--grpc-port", str(ports[1]), "--metrics-port", str(ports[2])]
-    log = open(work / "stagecraft.log", "w")
-    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    t0 = time.time()
+    ours_ports = [free_port() for _ in range(3)]
+    ort_ports = [free_port() for _ in range(3)]
+    ours_url, ort_url = f"127.0.0.1:{ours_ports[1]}", f"127.0.0.1:{ort_ports[1]}"
+    servers = []
     try:
-        wait_ready(url, nets, server, 3600)
+        # stagecraft's backend: plans (dp searched, cached) for every batch size before timing.
+        warm = ",".join(str(b) for b in range(1, args.max_batch + 1))
+        cmd = [str(ROOT / "scripts" / "serve.sh"), *nets, "--repo", str(work / "repo"),
+               "--max-batch", str(args.max_batch), "--schedule", args.schedule, "--warmup", warm,
+               "--search-budget", args.search_budget, "--backend-dir", str(BUILD / "serve" / "backends"),
+               "--cache-dir", str(BUILD / "serve" / "cache"), "--port", str(ours_ports[0]),
+               "--grpc-port", str(ours_ports[1]), "--metrics-port", str(ours_ports[2])]
+        servers.append(subprocess.Popen(cmd, stdout=open(work / "stagecraft.log", "w"),
+                                        stderr=subprocess.STDOUT, start_new_session=True))
+        t0 = time.time()
+        wait_ready(ours_url, nets, servers[-1], 3600)
         print(f"stagecraft: models ready in {time.time() - t0:.0f} s (plans for batch 1..{args.max_batch})")
-        stop(server)  # the searches are cached now; time the engines alone, then serve again
         reference = alone(nets, onnx_files, inputs, args)
-        server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_ready(url, nets, server, 3600)
-        ours = measure("stagecraft", url, {n: n for n in nets}, args, inputs, results)
+        # ONNX Runtime through PyTriton.
+        specs = ",".join(f"ort_{n}={onnx_files[n]}" for n in nets)
+        cmd = [sys.executable, __file__, "--ort-server", ",".join(map(str, ort_ports)), "--models", specs,
+               "--max-batch", str(args.max_batch)]
+        servers.append(subprocess.Popen(cmd, stdout=open(work / "ort.log", "w"), stderr=subprocess.STDOUT,
+                                        start_new_session=True, env=stub_env()))
+        wait_ready(ort_url, [f"ort_{n}" for n in nets], servers[-1], 600)
+        agreement = {}
+        for n in nets:
+            ours = asyncio.run(output_of(ours_url, n, inputs[n]))
+            theirs = asyncio.run(output_of(ort_url, f"ort_{n}", inputs[n]))
+            agreement[n] = float(np.max(np.abs(ours - theirs)) / max(np.max(np.abs(theirs)), 1e-6))
+        results = measure({"stagecraft": (ours_url, {n: n for n in nets}),
+                           "onnxruntime": (ort_url, {n: f"ort_{n}" for n in nets})}, args, inputs)
     finally:
-        stop(server)
-
-    # ONNX Runtime through PyTriton.
-    specs = ",".join(f"ort_{n}={onnx_files[n]}" for n in nets)
-    cmd = [sys.executable, __file__, "--ort-server", ",".join(map(str, ports)), "--models", specs,
-           "--max-batch", str(args.max_batch)]
-    log = open(work / "ort.log", "w")
-    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                              env=stub_env())
-    try:
-        wait_ready(url, [f"ort_{n}" for n in nets], server, 600)
-        theirs = measure("onnxruntime", url, {n: f"ort_{n}" for n in nets}, args, inputs, results)
-    finally:
-        stop(server)
-
-    agreement = {n: float(np.max(np.abs(ours[n] - theirs[n])) / max(np.max(np.abs(theirs[n])), 1e-6))
-                 for n in nets}
+        for server in servers:
+            stop(server)
     write(args, results, agreement, reference)
 
 
@@ -304,14 +315,15 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
              f"Machine: {where}. Load average at the end: {load_avg[0]:.2f}.",
              f"Command: `bench/serve_bench.py {' '.join(sys.argv[1:])}`", "",
              f"Same tritonserver (nvidia-pytriton), one instance, dynamic batching up to {args.max_batch}, "
-             f"batch-1 gRPC requests from asyncio clients, C in flight for {args.seconds:.0f} s after a "
+             f"batch-1 gRPC requests from asyncio clients, C in flight for {args.seconds:.0f} s per engine "
+             f"in {args.rounds} blocks alternating between the engines (both servers up), after a "
              f"warm-up. stagecraft schedule: {args.schedule}. Outputs agree (max relative difference): "
              + ", ".join(f"{n} {e:.1e}" for n, e in agreement.items()) + ".",
              "Batch-1 median latency in-process, without a server: "
              + ", ".join(f"{n} stagecraft {r['stagecraft_ms']:.1f} ms, ONNX Runtime {r['onnxruntime_ms']:.1f} ms"
                          for n, r in reference.items()) + ".", "",
-             "Other work: cores the rest of the machine kept busy in the second before each row "
-             "(stagecraft / ORT); rows with much of it are unreliable.", "",
+             "Other work: cores the rest of the machine kept busy in the half second before each "
+             "block, mean per engine (stagecraft / ORT); rows with much of it are unreliable.", "",
              "| model | C | stagecraft req/s | p50 ms | p99 ms | ORT req/s | p50 ms | p99 ms | req/s ratio | other work |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["engine"], r["model"], r["concurrency"]): r for r in results}
