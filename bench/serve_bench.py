@@ -323,7 +323,14 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
              + ", ".join(f"{n} stagecraft {r['stagecraft_ms']:.1f} ms, ONNX Runtime {r['onnxruntime_ms']:.1f} ms"
                          for n, r in reference.items()) + ".", "",
              "Other work: cores the rest of the machine kept busy in the half second before each "
-             "block, mean per engine (stagecraft / ORT); rows with much of it are unreliable.", "",
+             "block, mean per engine (stagecraft / ORT); rows with much of it are unreliable.", ""]
+    busy = float(np.mean([r["other_busy_cores"] for r in results]))
+    if busy > 0.25 * (os.cpu_count() or 1):
+        lines += [f"**Warning: other work kept {busy:.1f} of the {os.cpu_count()} cores busy on average "
+                  "during this run: the figures measure both engines under that contention (in "
+                  "alternating blocks, so alike), not what they do on an idle machine. Rerun when "
+                  "the machine is idle.**", ""]
+    lines += [
              "| model | C | stagecraft req/s | p50 ms | p99 ms | ORT req/s | p50 ms | p99 ms | req/s ratio | other work |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["engine"], r["model"], r["concurrency"]): r for r in results}
