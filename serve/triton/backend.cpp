@@ -192,10 +192,11 @@ void check_request(const ModelState& model, Checked& c) {
       c.error = cat("input '", name, "': ", bytes, " bytes of data, its shape needs ", expected);
       return;
     }
+    uint64_t total = 0;
     for (uint32_t b = 0; b < buffers; ++b) {
       const void* data = nullptr;
       uint64_t size = 0;
-      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;  // preferred (in), actual (out)
       int64_t memory_id = 0;
       check(TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memory_id),
             "TRITONBACKEND_InputBuffer");
@@ -205,6 +206,11 @@ void check_request(const ModelState& model, Checked& c) {
         return;
       }
       c.buffers[i].emplace_back(static_cast<const char*>(data), size);
+      total += size;
+    }
+    if (total != expected) {
+      c.error = cat("input '", name, "': its buffers hold ", total, " bytes, its shape needs ", expected);
+      return;
     }
     seen[i] = true;
   }
