@@ -389,6 +389,14 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend*) {
   return nullptr;
 }
 
+TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend*,
+                                                      TRITONBACKEND_BackendAttribute* attributes) {
+  // Without an instance_group, a model gets CPU instances (KIND_AUTO picks GPUs where there are
+  // some, which this backend refuses).
+  return TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+      attributes, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, nullptr, 0);
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   const char* name = "?";
   TRITONBACKEND_ModelName(model, &name);

@@ -34,6 +34,7 @@ struct TRITONBACKEND_Request;
 struct TRITONBACKEND_Response;
 struct TRITONBACKEND_Input;
 struct TRITONBACKEND_Output;
+struct TRITONBACKEND_BackendAttribute;
 
 // ---- Enumerations (values are ABI) -----------------------------------------------------------
 typedef enum TRITONSERVER_errorcode_enum {
@@ -188,9 +189,16 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
                                                const uint32_t send_flags,
                                                TRITONSERVER_Error* error);
 
+TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+    TRITONBACKEND_BackendAttribute* backend_attributes, const TRITONSERVER_InstanceGroupKind kind,
+    const uint64_t count, const uint64_t* device_ids, const uint64_t id_count);
+
 // ---- What the backend implements ---------------------------------------------------------------
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend);
+/// Optional: the instance kinds the backend prefers (used where config.pbtxt names none).
+STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
+    TRITONBACKEND_Backend* backend, TRITONBACKEND_BackendAttribute* backend_attributes);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(

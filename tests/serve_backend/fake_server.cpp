@@ -252,4 +252,11 @@ TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
   return nullptr;
 }
 
+TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+    TRITONBACKEND_BackendAttribute* backend_attributes, const TRITONSERVER_InstanceGroupKind kind,
+    const uint64_t, const uint64_t*, const uint64_t) {
+  backend_attributes->preferred.push_back(kind);
+  return nullptr;
+}
+
 }  // extern "C"

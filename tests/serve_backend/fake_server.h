@@ -63,6 +63,10 @@ struct TRITONBACKEND_Output {
   std::vector<float> data;
 };
 
+struct TRITONBACKEND_BackendAttribute {
+  std::vector<TRITONSERVER_InstanceGroupKind> preferred;
+};
+
 struct TRITONBACKEND_Response {
   TRITONBACKEND_Request* request = nullptr;
   std::map<std::string, TRITONBACKEND_Output> outputs;

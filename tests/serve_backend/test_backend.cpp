@@ -193,6 +193,13 @@ TEST_F(TritonBackend, RefusesBadConfigurationsWithOneLine) {
   EXPECT_EQ(fake_server::take(TRITONBACKEND_ModelFinalize(&model)), "");
 }
 
+TEST_F(TritonBackend, PrefersCpuInstances) {
+  TRITONBACKEND_BackendAttribute attributes;
+  EXPECT_EQ(fake_server::take(TRITONBACKEND_GetBackendAttribute(&backend_, &attributes)), "");
+  EXPECT_EQ(attributes.preferred,
+            (std::vector<TRITONSERVER_InstanceGroupKind>{TRITONSERVER_INSTANCEGROUPKIND_CPU}));
+}
+
 TEST(TritonBackendInit, RefusesABadCoreCount) {
   TRITONBACKEND_Backend backend;
   backend.config.json = R"({"cmdline": {"cores": "0"}})";
