@@ -58,16 +58,20 @@ std::shared_ptr<CorePool::Reservation> CorePool::reserve(const std::string& owne
   std::unique_lock<std::mutex> lock(mutex_);
   if (auto held = owners_[owner].lock()) {
     if (held->cores() != cores) {
-      throw UsageError(cat(owner, ": cannot reserve ", cores, " core(s): its previous load still "
-                           "holds ", held->cores(), "; unload it before changing the reservation"));
+      throw UsageError(cat(owner, ": cannot reserve ", cores,
+                           " core(s): its previous load still "
+                           "holds ",
+                           held->cores(), "; unload it before changing the reservation"));
     }
     return held;
   }
   auto check = [&] {
     if (cores < 1 || cores > shared_.capacity - 1) {
       throw UsageError(cat(owner, ": cannot reserve ", cores, " core(s): ", shared_.capacity,
-                           " of the ", cores_, " cores are unreserved and at least one must stay "
-                           "shared (reserve between 1 and ", shared_.capacity - 1, ")"));
+                           " of the ", cores_,
+                           " cores are unreserved and at least one must stay "
+                           "shared (reserve between 1 and ",
+                           shared_.capacity - 1, ")"));
     }
   };
   check();

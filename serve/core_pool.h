@@ -24,8 +24,8 @@
 ///   CorePool::Grant r = pool.acquire(0, fast.get()); // the reserved core
 
 #include <condition_variable>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>

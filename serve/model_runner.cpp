@@ -36,7 +36,8 @@ std::vector<TensorSpec> tensor_specs(const graph::Graph& g, const std::vector<gr
     if (batching) {
       if (dims.empty() || dims[0] != 1) {
         throw UsageError(cat(spec, ": ", what, " '", value.name, "' has shape ",
-                             value.desc.shape.to_string(), " at batch 1: its first dimension is "
+                             value.desc.shape.to_string(),
+                             " at batch 1: its first dimension is "
                              "not the batch; serve it with max_batch_size 0"));
       }
       dims.erase(dims.begin());
@@ -91,14 +92,16 @@ ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   planned->model = session::load_model(source);
   planned->prepared = pipeline_->prepare(planned->model, options_.schedule);
   {
-    // Instances of a process save the same cache files (a fixed temporary name each): one at a time.
+    // Instances of a process save the same cache files (a fixed temporary name each): one at a
+    // time.
     static std::mutex save_mutex;
     const std::lock_guard<std::mutex> save_lock(save_mutex);
     pipeline_->save_cache();
   }
   planned->executor = pipeline_->executor(*planned->prepared.plan);
-  last_summary_ = cat("batch ", batch, ", ", threads, " thread(s): ",
-                      session::plan_summary(*planned->prepared.plan, planned->prepared.fallback_note));
+  last_summary_ =
+      cat("batch ", batch, ", ", threads, " thread(s): ",
+          session::plan_summary(*planned->prepared.plan, planned->prepared.fallback_note));
   return *(plans_[{batch, threads}] = std::move(planned));
 }
 
@@ -120,8 +123,10 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
                       std::span<const std::span<float>> dsts) {
   const int64_t max_batch = std::max<int64_t>(1, options_.max_batch_size);
   if (batch < 1 || batch > max_batch) {
-    throw UsageError(cat(options_.source.spec, ": batch of ", batch, " samples, the model takes 1 "
-                         "to ", max_batch, " (max_batch_size)"));
+    throw UsageError(cat(options_.source.spec, ": batch of ", batch,
+                         " samples, the model takes 1 "
+                         "to ",
+                         max_batch, " (max_batch_size)"));
   }
   if (srcs.size() != io_.inputs.size() || dsts.size() != io_.outputs.size()) {
     throw UsageError(cat(options_.source.spec, ": ", srcs.size(), " input(s) and ", dsts.size(),
@@ -130,8 +135,8 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
   }
   for (size_t i = 0; i < srcs.size(); ++i) {
     if (static_cast<int64_t>(srcs[i].size()) != batch * io_.inputs[i].numel()) {
-      throw UsageError(cat("input '", io_.inputs[i].name, "': ", srcs[i].size(), " values, ",
-                           batch, " sample(s) of ", io_.inputs[i].numel(), " expected"));
+      throw UsageError(cat("input '", io_.inputs[i].name, "': ", srcs[i].size(), " values, ", batch,
+                           " sample(s) of ", io_.inputs[i].numel(), " expected"));
     }
   }
   for (size_t i = 0; i < dsts.size(); ++i) {

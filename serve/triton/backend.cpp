@@ -16,11 +16,10 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -48,7 +47,8 @@ class TritonFailure : public std::exception {
 // Throws TritonFailure (and frees `err`) when a server call failed.
 void check(TRITONSERVER_Error* err, const char* call) {
   if (!err) return;
-  TritonFailure failure(TRITONSERVER_ErrorCode(err), cat(call, ": ", TRITONSERVER_ErrorMessage(err)));
+  TritonFailure failure(TRITONSERVER_ErrorCode(err),
+                        cat(call, ": ", TRITONSERVER_ErrorMessage(err)));
   TRITONSERVER_ErrorDelete(err);
   throw failure;
 }
@@ -83,7 +83,8 @@ nlohmann::json message_json(TRITONSERVER_Message* message, bool owned) {
   if (!err) json = nlohmann::json::parse(std::string(base, size), nullptr, false);
   if (owned) TRITONSERVER_MessageDelete(message);
   check(err, "TRITONSERVER_MessageSerializeToJson");
-  if (json.is_discarded()) throw TritonFailure(TRITONSERVER_ERROR_INTERNAL, "the server's JSON does not parse");
+  if (json.is_discarded())
+    throw TritonFailure(TRITONSERVER_ERROR_INTERNAL, "the server's JSON does not parse");
   return json;
 }
 
@@ -94,9 +95,9 @@ uint64_t now_ns() {
 }
 
 const char* type_name(TRITONSERVER_DataType t) {
-  static const char* names[] = {"INVALID", "BOOL",  "UINT8", "UINT16", "UINT32",
-                                "UINT64",  "INT8",  "INT16", "INT32",  "INT64",
-                                "FP16",    "FP32",  "FP64",  "BYTES",  "BF16"};
+  static const char* names[] = {"INVALID", "BOOL", "UINT8", "UINT16", "UINT32",
+                                "UINT64",  "INT8", "INT16", "INT32",  "INT64",
+                                "FP16",    "FP32", "FP64",  "BYTES",  "BF16"};
   const auto i = static_cast<size_t>(t);
   return i < std::size(names) ? names[i] : "unknown";
 }
@@ -148,7 +149,8 @@ void check_request(const ModelState& model, Checked& c) {
   int64_t batch = -1;
   for (uint32_t k = 0; k < count; ++k) {
     TRITONBACKEND_Input* input = nullptr;
-    check(TRITONBACKEND_RequestInputByIndex(c.request, k, &input), "TRITONBACKEND_RequestInputByIndex");
+    check(TRITONBACKEND_RequestInputByIndex(c.request, k, &input),
+          "TRITONBACKEND_RequestInputByIndex");
     const char* name = nullptr;
     TRITONSERVER_DataType type = TRITONSERVER_TYPE_INVALID;
     const int64_t* shape = nullptr;
@@ -173,9 +175,10 @@ void check_request(const ModelState& model, Checked& c) {
     if (batching) {
       if (dims < 1 || shape[0] < 1 || shape[0] > model.options.max_batch_size ||
           (batch >= 0 && shape[0] != batch)) {
-        c.error = cat("input '", name, "': shape ", dims_text(shape, dims), ": the first dimension ",
-                      "is the batch, 1 to ", model.options.max_batch_size, " (max_batch_size)",
-                      batch >= 0 ? cat(", the same in every input (", batch, ")") : "");
+        c.error =
+            cat("input '", name, "': shape ", dims_text(shape, dims), ": the first dimension ",
+                "is the batch, 1 to ", model.options.max_batch_size, " (max_batch_size)",
+                batch >= 0 ? cat(", the same in every input (", batch, ")") : "");
         return;
       }
       batch = shape[0];
@@ -186,8 +189,8 @@ void check_request(const ModelState& model, Checked& c) {
                     dims_text(want.data(), static_cast<uint32_t>(want.size())));
       return;
     }
-    const uint64_t expected = static_cast<uint64_t>(std::max<int64_t>(1, batch) * spec.numel()) *
-                              sizeof(float);
+    const uint64_t expected =
+        static_cast<uint64_t>(std::max<int64_t>(1, batch) * spec.numel()) * sizeof(float);
     if (bytes != expected) {
       c.error = cat("input '", name, "': ", bytes, " bytes of data, its shape needs ", expected);
       return;
@@ -201,7 +204,8 @@ void check_request(const ModelState& model, Checked& c) {
       check(TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memory_id),
             "TRITONBACKEND_InputBuffer");
       if (memory == TRITONSERVER_MEMORY_GPU) {
-        c.error = cat("input '", name, "' is in GPU memory; stagecraft's backend reads CPU memory "
+        c.error = cat("input '", name,
+                      "' is in GPU memory; stagecraft's backend reads CPU memory "
                       "(send it from the host, or use CPU shared memory)");
         return;
       }
@@ -209,7 +213,8 @@ void check_request(const ModelState& model, Checked& c) {
       total += size;
     }
     if (total != expected) {
-      c.error = cat("input '", name, "': its buffers hold ", total, " bytes, its shape needs ", expected);
+      c.error =
+          cat("input '", name, "': its buffers hold ", total, " bytes, its shape needs ", expected);
       return;
     }
     seen[i] = true;
@@ -230,9 +235,11 @@ void send(Checked& c, const std::string& model_name) {
     error = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                   cat("stagecraft model '", model_name, "': ", c.error).c_str());
   }
-  TRITONSERVER_Error* err = TRITONBACKEND_ResponseSend(c.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error);
+  TRITONSERVER_Error* err =
+      TRITONBACKEND_ResponseSend(c.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error);
   if (err) {
-    log(TRITONSERVER_LOG_ERROR, cat("stagecraft: cannot send a response: ", TRITONSERVER_ErrorMessage(err)));
+    log(TRITONSERVER_LOG_ERROR,
+        cat("stagecraft: cannot send a response: ", TRITONSERVER_ErrorMessage(err)));
     TRITONSERVER_ErrorDelete(err);
   }
   if (error) TRITONSERVER_ErrorDelete(error);
@@ -244,7 +251,8 @@ void write_outputs(const ModelState& model, Checked& c, const std::vector<std::v
                    int64_t row) {
   const ModelIo& io = model.io;
   uint32_t requested = 0;
-  check(TRITONBACKEND_RequestOutputCount(c.request, &requested), "TRITONBACKEND_RequestOutputCount");
+  check(TRITONBACKEND_RequestOutputCount(c.request, &requested),
+        "TRITONBACKEND_RequestOutputCount");
   std::vector<size_t> outputs;
   for (uint32_t k = 0; k < requested; ++k) {
     const char* name = nullptr;
@@ -265,9 +273,10 @@ void write_outputs(const ModelState& model, Checked& c, const std::vector<std::v
     std::vector<int64_t> shape = spec.dims;
     if (model.options.max_batch_size > 0) shape.insert(shape.begin(), c.batch);
     TRITONBACKEND_Output* output = nullptr;
-    check(TRITONBACKEND_ResponseOutput(c.response, &output, spec.name.c_str(), TRITONSERVER_TYPE_FP32,
-                                       shape.data(), static_cast<uint32_t>(shape.size())),
-          "TRITONBACKEND_ResponseOutput");
+    check(
+        TRITONBACKEND_ResponseOutput(c.response, &output, spec.name.c_str(), TRITONSERVER_TYPE_FP32,
+                                     shape.data(), static_cast<uint32_t>(shape.size())),
+        "TRITONBACKEND_ResponseOutput");
     const uint64_t bytes = static_cast<uint64_t>(c.batch * spec.numel()) * sizeof(float);
     void* buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
@@ -275,7 +284,8 @@ void write_outputs(const ModelState& model, Checked& c, const std::vector<std::v
     check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memory_id),
           "TRITONBACKEND_OutputBuffer");
     if (memory == TRITONSERVER_MEMORY_GPU) {
-      c.error = cat("output '", spec.name, "': the server gave GPU memory; stagecraft writes CPU memory");
+      c.error =
+          cat("output '", spec.name, "': the server gave GPU memory; stagecraft writes CPU memory");
       return;
     }
     std::memcpy(buffer, dsts[i].data() + row * spec.numel(), bytes);
@@ -323,8 +333,8 @@ void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
     failure = e.what();
   }
   if (instance.runner->planned().size() != plans_before) {
-    log(TRITONSERVER_LOG_INFO, cat("stagecraft: ", instance.name, ": planned ",
-                                   instance.runner->last_plan_summary()));
+    log(TRITONSERVER_LOG_INFO,
+        cat("stagecraft: ", instance.name, ": planned ", instance.runner->last_plan_summary()));
   }
   int64_t row = 0;
   for (Checked* c : group) {
@@ -356,8 +366,10 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
     check(TRITONBACKEND_ApiVersion(&major, &minor), "TRITONBACKEND_ApiVersion");
     if (major != STAGECRAFT_TRITONBACKEND_API_MAJOR || minor < STAGECRAFT_TRITONBACKEND_API_MINOR) {
       throw TritonFailure(TRITONSERVER_ERROR_UNSUPPORTED,
-                          cat("the server's backend API is ", major, ".", minor, "; this backend "
-                              "was written for ", STAGECRAFT_TRITONBACKEND_API_MAJOR, ".",
+                          cat("the server's backend API is ", major, ".", minor,
+                              "; this backend "
+                              "was written for ",
+                              STAGECRAFT_TRITONBACKEND_API_MAJOR, ".",
                               STAGECRAFT_TRITONBACKEND_API_MINOR, " (Triton 2.51) or a later 1.x"));
     }
     TRITONSERVER_Message* message = nullptr;
@@ -372,7 +384,8 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
         cores = -1;
       }
       if (cores < 1) {
-        throw UsageError(cat("--backend-config=stagecraft,cores=", text, ": a number of cores >= 1"));
+        throw UsageError(
+            cat("--backend-config=stagecraft,cores=", text, ": a number of cores >= 1"));
       }
     }
     auto state = std::make_unique<BackendState>();
@@ -406,7 +419,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
     check(TRITONBACKEND_ModelVersion(model, &version), "TRITONBACKEND_ModelVersion");
     TRITONBACKEND_ArtifactType artifact = TRITONBACKEND_ARTIFACT_FILESYSTEM;
     const char* location = nullptr;
-    check(TRITONBACKEND_ModelRepository(model, &artifact, &location), "TRITONBACKEND_ModelRepository");
+    check(TRITONBACKEND_ModelRepository(model, &artifact, &location),
+          "TRITONBACKEND_ModelRepository");
     if (artifact != TRITONBACKEND_ARTIFACT_FILESYSTEM) {
       throw UsageError("the model repository must be a local folder");
     }
@@ -431,7 +445,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
     }
     check_io(config, state->io);
     if (state->options.reserve_cores > 0) {
-      state->reservation = g_backend->pool->reserve(cat("model '", name, "'"), state->options.reserve_cores);
+      state->reservation =
+          g_backend->pool->reserve(cat("model '", name, "'"), state->options.reserve_cores);
     }
     log(TRITONSERVER_LOG_INFO,
         cat("stagecraft: model '", name, "' version ", version, ": ", state->options.source.spec,
@@ -459,8 +474,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
     check(TRITONBACKEND_ModelInstanceKind(instance, &kind), "TRITONBACKEND_ModelInstanceKind");
     if (kind != TRITONSERVER_INSTANCEGROUPKIND_CPU) {
-      throw UsageError("config.pbtxt instance_group: stagecraft's Triton backend runs on the CPU "
-                       "(use kind: KIND_CPU)");
+      throw UsageError(
+          "config.pbtxt instance_group: stagecraft's Triton backend runs on the CPU "
+          "(use kind: KIND_CPU)");
     }
     TRITONBACKEND_Model* model = nullptr;
     check(TRITONBACKEND_ModelInstanceModel(instance, &model), "TRITONBACKEND_ModelInstanceModel");
@@ -473,9 +489,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
                                                   state->model->reservation);
     for (int64_t batch : state->model->options.warmup_batch_sizes) {
       state->runner->prepare(batch);
-      log(TRITONSERVER_LOG_INFO, cat("stagecraft: ", name, ": planned ", state->runner->last_plan_summary()));
+      log(TRITONSERVER_LOG_INFO,
+          cat("stagecraft: ", name, ": planned ", state->runner->last_plan_summary()));
     }
-    check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()), "TRITONBACKEND_ModelInstanceSetState");
+    check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()),
+          "TRITONBACKEND_ModelInstanceSetState");
     state.release();
   });
 }
@@ -544,14 +562,17 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   }
   if (executed > 0) {
     TRITONSERVER_Error* err = TRITONBACKEND_ModelInstanceReportBatchStatistics(
-        instance, static_cast<uint64_t>(executed), exec_start, compute_start, compute_end, exec_end);
+        instance, static_cast<uint64_t>(executed), exec_start, compute_start, compute_end,
+        exec_end);
     if (err) TRITONSERVER_ErrorDelete(err);
   }
   for (Checked& c : checked) {
     send(c, model.name);
-    TRITONSERVER_Error* err = TRITONBACKEND_RequestRelease(c.request, TRITONSERVER_REQUEST_RELEASE_ALL);
+    TRITONSERVER_Error* err =
+        TRITONBACKEND_RequestRelease(c.request, TRITONSERVER_REQUEST_RELEASE_ALL);
     if (err) {
-      log(TRITONSERVER_LOG_ERROR, cat("stagecraft: cannot release a request: ", TRITONSERVER_ErrorMessage(err)));
+      log(TRITONSERVER_LOG_ERROR,
+          cat("stagecraft: cannot release a request: ", TRITONSERVER_ErrorMessage(err)));
       TRITONSERVER_ErrorDelete(err);
     }
   }

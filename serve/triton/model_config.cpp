@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -19,10 +19,20 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::set<std::string>& known_parameters() {
-  static const std::set<std::string> names = {
-      "model",  "schedule",      "layout",        "dtype",         "calibration",
-      "cache_dir", "input_size", "seed",          "streams",       "search_budget",
-      "cores",  "reserve_cores", "warmup_batch_sizes", "batch_sizes"};
+  static const std::set<std::string> names = {"model",
+                                              "schedule",
+                                              "layout",
+                                              "dtype",
+                                              "calibration",
+                                              "cache_dir",
+                                              "input_size",
+                                              "seed",
+                                              "streams",
+                                              "search_budget",
+                                              "cores",
+                                              "reserve_cores",
+                                              "warmup_batch_sizes",
+                                              "batch_sizes"};
   return names;
 }
 
@@ -80,7 +90,7 @@ class Parameters {
 
 std::string model_name(const nlohmann::json& config) {
   return config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>()
-                                                                 : std::string("?");
+                                                               : std::string("?");
 }
 
 // A relative path is taken from the version folder.
@@ -111,9 +121,7 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::string dims_text(const std::vector<int64_t>& dims) {
-  return cat("[", join(dims, ", "), "]");
-}
+std::string dims_text(const std::vector<int64_t>& dims) { return cat("[", join(dims, ", "), "]"); }
 
 }  // namespace
 
@@ -135,7 +143,8 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
     }
     o.source.spec = (version_dir / file).string();
     if (!fs::exists(o.source.spec)) {
-      throw UsageError(cat("model '", name, "': no model: ", o.source.spec, " does not exist; put "
+      throw UsageError(cat("model '", name, "': no model: ", o.source.spec,
+                           " does not exist; put "
                            "the model there or name a built-in network with parameters { key: "
                            "\"model\" value: { string_value: \"inception_v3\" } }"));
     }
@@ -147,7 +156,8 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
   if (!session::is_strategy_name(o.schedule)) {
     o.schedule = in_version_dir(o.schedule, version_dir);
     if (!fs::exists(o.schedule)) {
-      throw params.error("schedule", cat("'", params.text("schedule", ""), "' is neither "
+      throw params.error("schedule", cat("'", params.text("schedule", ""),
+                                         "' is neither "
                                          "sequential, greedy, dp nor an existing schedule file (",
                                          o.schedule, ")"));
     }
@@ -158,7 +168,8 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
     throw params.error("dtype", cat("'", o.source.dtype, "': the CPU backend serves f32 or int8"));
   }
   o.source.calibration = params.text("calibration", "");
-  if (!o.source.calibration.empty()) o.source.calibration = in_version_dir(o.source.calibration, version_dir);
+  if (!o.source.calibration.empty())
+    o.source.calibration = in_version_dir(o.source.calibration, version_dir);
   o.session.cache_dir = params.text("cache_dir", "");
   o.source.input_size = params.number<int64_t>("input_size", 0, 0);
   o.source.seed = params.number<uint64_t>("seed", 1, 0);
@@ -170,7 +181,8 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
     try {
       o.max_batch_size = json_int(config["max_batch_size"]);
     } catch (const std::exception&) {
-      throw UsageError(cat("model '", name, "': config.pbtxt: max_batch_size is not a whole number"));
+      throw UsageError(
+          cat("model '", name, "': config.pbtxt: max_batch_size is not a whole number"));
     }
   }
   const int64_t max_batch = std::max<int64_t>(1, o.max_batch_size);
@@ -226,10 +238,10 @@ void check_io(const nlohmann::json& config, const ModelIo& io) {
                              "': dims is not a list of whole numbers"));
       }
       if (dims != it->dims) {
-        throw UsageError(cat("model '", name, "': config.pbtxt ", field, " '", tensor, "': dims ",
-                             dims_text(dims), ", the model's are ", dims_text(it->dims),
-                             config.value("max_batch_size", 0) > 0 ? " (per sample, without the batch)"
-                                                                   : ""));
+        throw UsageError(
+            cat("model '", name, "': config.pbtxt ", field, " '", tensor, "': dims ",
+                dims_text(dims), ", the model's are ", dims_text(it->dims),
+                config.value("max_batch_size", 0) > 0 ? " (per sample, without the batch)" : ""));
       }
     }
   };

@@ -6,7 +6,8 @@
 ///
 /// Parameters (config.pbtxt `parameters { key: "schedule" value: { string_value: "dp" } }`):
 ///   model               built-in network name, or a .onnx/.yaml file (relative: to the version
-///                       folder); default: the version folder's default_model_filename or model.onnx
+///                       folder); default: the version folder's default_model_filename or
+///                       model.onnx
 ///   schedule            sequential | greedy | dp (default) | a schedule file (relative: as model)
 ///   layout, dtype, calibration, cache_dir, input_size, seed, streams, search_budget
 ///                       as the CLI's --layout, --dtype, ... (search_budget in seconds)
@@ -17,9 +18,8 @@
 ///                       a batch runs on the smallest not below it, zero-padded
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "serve/model_runner.h"
 

@@ -147,9 +147,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
     const uint64_t exec_start_ns, const uint64_t compute_start_ns, const uint64_t compute_end_ns,
     const uint64_t exec_end_ns);
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
-    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size,
-    const uint64_t exec_start_ns, const uint64_t compute_start_ns, const uint64_t compute_end_ns,
-    const uint64_t exec_end_ns);
+    TRITONBACKEND_ModelInstance* instance, const uint64_t batch_size, const uint64_t exec_start_ns,
+    const uint64_t compute_start_ns, const uint64_t compute_end_ns, const uint64_t exec_end_ns);
 
 TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, const char** id);
 TRITONSERVER_Error* TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request* request,
@@ -160,8 +159,7 @@ TRITONSERVER_Error* TRITONBACKEND_RequestInputByIndex(TRITONBACKEND_Request* req
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request* request,
                                                      uint32_t* count);
 TRITONSERVER_Error* TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request* request,
-                                                    const uint32_t index,
-                                                    const char** output_name);
+                                                    const uint32_t index, const char** output_name);
 TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request,
                                                  uint32_t release_flags);
 
@@ -194,13 +192,16 @@ TRITONSERVER_Error* TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
     const uint64_t count, const uint64_t* device_ids, const uint64_t id_count);
 
 // ---- What the backend implements ---------------------------------------------------------------
-STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend);
+STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(
+    TRITONBACKEND_Backend* backend);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend);
 /// Optional: the instance kinds the backend prefers (used where config.pbtxt names none).
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend* backend, TRITONBACKEND_BackendAttribute* backend_attributes);
-STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model);
-STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model);
+STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(
+    TRITONBACKEND_Model* model);
+STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(
+    TRITONBACKEND_Model* model);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(
     TRITONBACKEND_ModelInstance* instance);
 STAGECRAFT_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(

@@ -114,7 +114,8 @@ TEST(CorePool, ManyThreadsNeverHoldMoreThanTheCoresAndAllFinish) {
       std::mt19937 rng(t);
       for (int i = 0; i < kRounds; ++i) {
         const bool from_reserved = rng() % 4 == 0;
-        CorePool::Grant g = pool.acquire(static_cast<int>(rng() % 4), from_reserved ? reserved.get() : nullptr);
+        CorePool::Grant g =
+            pool.acquire(static_cast<int>(rng() % 4), from_reserved ? reserved.get() : nullptr);
         auto& held = from_reserved ? reserved_held : shared_held;
         auto& worst = from_reserved ? worst_reserved : worst_shared;
         const int now = held += g.cores();
@@ -127,7 +128,8 @@ TEST(CorePool, ManyThreadsNeverHoldMoreThanTheCoresAndAllFinish) {
     }));
   }
   for (auto& f : done) {
-    // A liveness bound, not a timing assertion: 2400 grants take milliseconds; a deadlock never ends.
+    // A liveness bound, not a timing assertion: 2400 grants take milliseconds; a deadlock never
+    // ends.
     ASSERT_EQ(f.wait_for(std::chrono::seconds(120)), std::future_status::ready) << "deadlock";
   }
   EXPECT_GE(worst_shared.load(), 1);

@@ -30,11 +30,15 @@ std::string error_of(const json& config, const std::string& dir = "/nonexistent"
 }
 
 TEST(ModelConfig, ParametersBecomeOptions) {
-  const ServeOptions o = options_from_config(
-      config_with({{"model", "squeezenet1_1"}, {"schedule", "greedy"}, {"cores", "1"},
-                   {"reserve_cores", "1"}, {"input_size", "64"}, {"layout", "nhwc"},
-                   {"warmup_batch_sizes", "1, 4"}, {"search_budget", "2.5"}}),
-      "/models/net", 1);
+  const ServeOptions o = options_from_config(config_with({{"model", "squeezenet1_1"},
+                                                          {"schedule", "greedy"},
+                                                          {"cores", "1"},
+                                                          {"reserve_cores", "1"},
+                                                          {"input_size", "64"},
+                                                          {"layout", "nhwc"},
+                                                          {"warmup_batch_sizes", "1, 4"},
+                                                          {"search_budget", "2.5"}}),
+                                             "/models/net", 1);
   EXPECT_EQ(o.source.spec, "squeezenet1_1");
   EXPECT_EQ(o.schedule, "greedy");
   EXPECT_EQ(o.cores, 1);
@@ -49,7 +53,8 @@ TEST(ModelConfig, ParametersBecomeOptions) {
                 .batch_sizes,
             (std::vector<int64_t>{2, 4, 8}));
   EXPECT_DOUBLE_EQ(o.search.budget.seconds, 2.5);
-  const ServeOptions defaults = options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1);
+  const ServeOptions defaults =
+      options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1);
   EXPECT_EQ(defaults.schedule, "dp");
   EXPECT_DOUBLE_EQ(defaults.search.budget.seconds, scheduler::SearchBudget{}.seconds);  // the CLI's
   EXPECT_EQ(defaults.cores, 0);
@@ -60,7 +65,8 @@ TEST(ModelConfig, ModelFileDefaultsToTheVersionFolder) {
   fs::create_directories(dir / "3");
   std::ofstream(dir / "3" / "model.onnx") << "x";
   json c = config_with(json::object());
-  EXPECT_EQ(options_from_config(c, dir.string(), 3).source.spec, (dir / "3" / "model.onnx").string());
+  EXPECT_EQ(options_from_config(c, dir.string(), 3).source.spec,
+            (dir / "3" / "model.onnx").string());
   // Missing: says where it looked and what to do.
   const std::string e = error_of(c, dir.string() + "/nothing");
   EXPECT_NE(e.find("model 'net': no model"), std::string::npos) << e;
@@ -80,7 +86,8 @@ TEST(ModelConfig, BadParametersAreOneLineErrors) {
   EXPECT_NE(e.find("'16' is not a batch size from 1 to 8"), std::string::npos) << e;
   e = error_of(config_with({{"model", "x"}, {"batch_sizes", "1,4"}}));
   EXPECT_NE(e.find("parameter 'batch_sizes': the largest must be max_batch_size (8)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   e = error_of(config_with({{"model", "x"}, {"dtype", "f16"}}));
   EXPECT_NE(e.find("parameter 'dtype'"), std::string::npos) << e;
   e = error_of(config_with({{"model", "missing.onnx"}}));
@@ -91,14 +98,13 @@ TEST(ModelConfig, BadParametersAreOneLineErrors) {
   EXPECT_EQ(error_of(config_with({{"model", "x"}})), "");
 }
 
-ModelIo io() {
-  return {{{"input", {3, 64, 64}}}, {{"probs", {1000}}}};
-}
+ModelIo io() { return {{{"input", {3, 64, 64}}}, {{"probs", {1000}}}}; }
 
 TEST(ModelConfig, DeclaredTensorsMustMatchTheModel) {
   json c = config_with({{"model", "x"}});
   EXPECT_NO_THROW(check_io(c, io()));  // nothing declared
-  c["input"] = json::array({{{"name", "input"}, {"data_type", "TYPE_FP32"}, {"dims", {3, 64, 64}}}});
+  c["input"] =
+      json::array({{{"name", "input"}, {"data_type", "TYPE_FP32"}, {"dims", {3, 64, 64}}}});
   c["output"] = json::array({{{"name", "probs"}, {"data_type", "TYPE_FP32"}, {"dims", {"1000"}}}});
   EXPECT_NO_THROW(check_io(c, io()));
   const auto error = [&](json bad) -> std::string {
@@ -112,14 +118,16 @@ TEST(ModelConfig, DeclaredTensorsMustMatchTheModel) {
   json wrong_name = c;
   wrong_name["input"][0]["name"] = "image";
   EXPECT_NE(error(wrong_name).find("input 'image' is not one of the model's: input [3, 64, 64]"),
-            std::string::npos) << error(wrong_name);
+            std::string::npos)
+      << error(wrong_name);
   json wrong_type = c;
   wrong_type["output"][0]["data_type"] = "TYPE_INT32";
   EXPECT_NE(error(wrong_type).find("data_type TYPE_INT32"), std::string::npos);
   json wrong_dims = c;
   wrong_dims["input"][0]["dims"] = {1, 3, 64, 64};
   EXPECT_NE(error(wrong_dims).find("dims [1, 3, 64, 64], the model's are [3, 64, 64] (per sample"),
-            std::string::npos) << error(wrong_dims);
+            std::string::npos)
+      << error(wrong_dims);
 }
 
 TEST(ModelConfig, CompletesOnlyWhatIsMissing) {

@@ -107,7 +107,8 @@ TEST(ModelRunner, BadCallsAreOneLineErrors) {
     FAIL() << "ran a batch over max_batch_size";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("batch of 3 samples, the model takes 1 to 2"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   const std::vector<float> short_input(static_cast<size_t>(sample - 1));
   EXPECT_THROW(run(runner, 1, short_input), UsageError);

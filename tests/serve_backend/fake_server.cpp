@@ -244,8 +244,10 @@ TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* output, voi
   return nullptr;
 }
 TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response,
-                                               const uint32_t send_flags, TRITONSERVER_Error* error) {
-  if (send_flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL) return fail(TRITONSERVER_ERROR_INTERNAL, "flags");
+                                               const uint32_t send_flags,
+                                               TRITONSERVER_Error* error) {
+  if (send_flags != TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    return fail(TRITONSERVER_ERROR_INTERNAL, "flags");
   if (response->sent) return fail(TRITONSERVER_ERROR_INTERNAL, "sent twice");
   response->sent = true;
   if (error) response->error = error->message;  // the backend keeps (and frees) its error

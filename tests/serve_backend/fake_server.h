@@ -39,8 +39,8 @@ struct TRITONBACKEND_ModelInstance {
   TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
   TRITONBACKEND_Model* model = nullptr;
   void* state = nullptr;
-  int statistics = 0;        // requests reported
-  int successes = 0;         // of them, successful
+  int statistics = 0;          // requests reported
+  int successes = 0;           // of them, successful
   uint64_t batch_samples = 0;  // samples reported in batch statistics
 };
 

@@ -27,7 +27,8 @@ std::string model_config(const std::string& cache, const std::string& extra = ""
 }
 
 std::vector<float> sample_data(int64_t samples, uint64_t seed) {
-  return stagecraft::executor::random_host_tensor(stagecraft::graph::Shape({samples * kSample}), seed)
+  return stagecraft::executor::random_host_tensor(stagecraft::graph::Shape({samples * kSample}),
+                                                  seed)
       .data;
 }
 
@@ -93,21 +94,21 @@ TEST_F(TritonBackend, AnswersEveryRequestOfAMixedBatch) {
   auto& split = requests.back().inputs[0].buffers;
   split.emplace_back(split[0].begin() + 1000, split[0].end());
   split[0].resize(1000);
-  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}, "image"));      // 1: name
-  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));              // 2: type
+  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}, "image"));  // 1: name
+  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));           // 2: type
   requests.back().inputs[0].type = TRITONSERVER_TYPE_FP64;
-  requests.push_back(request(samples(1, 2), {2, 3, kSize, kSize}));              // 3: good, batch 2
+  requests.push_back(request(samples(1, 2), {2, 3, kSize, kSize}));  // 3: good, batch 2
   requests.back().outputs = {"flatten"};
-  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));              // 4: GPU memory
+  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));  // 4: GPU memory
   requests.back().inputs[0].memory = TRITONSERVER_MEMORY_GPU;
   requests.push_back(request(std::vector<float>(3 * 32 * 32), {1, 3, 32, 32}));  // 5: shape
   std::vector<float> short_data = samples(0, 1);
   short_data.pop_back();
-  requests.push_back(request(short_data, {1, 3, kSize, kSize}));                 // 6: bytes
-  requests.push_back(request(sample_data(5, 1), {5, 3, kSize, kSize}));          // 7: batch 5
-  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));              // 8: output
+  requests.push_back(request(short_data, {1, 3, kSize, kSize}));         // 6: bytes
+  requests.push_back(request(sample_data(5, 1), {5, 3, kSize, kSize}));  // 7: batch 5
+  requests.push_back(request(samples(0, 1), {1, 3, kSize, kSize}));      // 8: output
   requests.back().outputs = {"nope"};
-  requests.push_back(request(samples(3, 1), {1, 3, kSize, kSize}));              // 9: good
+  requests.push_back(request(samples(3, 1), {1, 3, kSize, kSize}));  // 9: good
   std::vector<TRITONBACKEND_Request*> pointers;
   for (auto& r : requests) pointers.push_back(&r);
 
@@ -176,12 +177,14 @@ TEST_F(TritonBackend, RefusesBadConfigurationsWithOneLine) {
       make_model(cache_, model_config(cache_, R"(, "cores": {"string_value": "x"})"));
   const std::string e = fake_server::take(TRITONBACKEND_ModelInitialize(&bad));
   EXPECT_NE(e.find("model 'net': config.pbtxt parameter 'cores': 'x' is not a number >= 0"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_EQ(bad.state, nullptr);
 
   TRITONBACKEND_Model declared = make_model(cache_, model_config(cache_));
-  declared.config.insert(declared.config.size() - 1,
-                         R"(, "input": [{"name": "input", "data_type": "TYPE_FP32", "dims": [3, 32, 32]}])");
+  declared.config.insert(
+      declared.config.size() - 1,
+      R"(, "input": [{"name": "input", "data_type": "TYPE_FP32", "dims": [3, 32, 32]}])");
   const std::string d = fake_server::take(TRITONBACKEND_ModelInitialize(&declared));
   EXPECT_NE(d.find("dims [3, 32, 32], the model's are [3, 64, 64]"), std::string::npos) << d;
 
@@ -205,7 +208,8 @@ TEST(TritonBackendInit, RefusesABadCoreCount) {
   backend.config.json = R"({"cmdline": {"cores": "0"}})";
   const std::string e = fake_server::take(TRITONBACKEND_Initialize(&backend));
   EXPECT_NE(e.find("--backend-config=stagecraft,cores=0: a number of cores >= 1"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
