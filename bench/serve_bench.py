@@ -311,7 +311,7 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
             "schedule": args.schedule, "seconds": args.seconds, "agreement": agreement,
             "loadavg_at_end": load_avg, "alone_ms": reference}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-    lines = [f"# Served throughput: stagecraft's Triton backend vs ONNX Runtime in PyTriton", "",
+    lines = ["# Served throughput: stagecraft's Triton backend vs ONNX Runtime in PyTriton", "",
              f"Machine: {where}. Load average at the end: {load_avg[0]:.2f}.",
              f"Command: `bench/serve_bench.py {' '.join(sys.argv[1:])}`", "",
              f"Same tritonserver (nvidia-pytriton), one instance, dynamic batching up to {args.max_batch}, "
