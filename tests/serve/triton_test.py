@@ -102,7 +102,8 @@ def reference(cli, x, tmp):
     src, dst = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
     np.save(src, x)
     subprocess.run([cli, "run", "squeezenet1_1", "--input-size", str(SIZE), "--batch",
-                    str(x.shape[0]), "--backend", "cpu", "--schedule", "sequential", "--input", src,
+                    str(x.shape[0]), "--backend", "cpu", "--schedule", "sequential",
+                    "--cache-dir", os.path.join(tmp, "cache"), "--input", src,
                     "--output", dst, "--warmup", "0", "--iters", "1"], check=True,
                    stdout=subprocess.DEVNULL)
     return np.load(dst)
