@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -252,6 +253,7 @@ def main() -> None:
     parser.add_argument("--schedule", default="dp")
     parser.add_argument("--search-budget", default="20")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_bench"))
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (server logs)")
     parser.add_argument("--ort-server", help=argparse.SUPPRESS)  # internal: HTTP,GRPC,METRICS ports
     args = parser.parse_args()
     if args.ort_server:
@@ -299,6 +301,10 @@ def main() -> None:
     finally:
         for server in servers:
             stop(server)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)  # the exported models are large
+        else:
+            print(f"serve_bench: kept {work} (models, repository, server logs)")
     write(args, results, agreement, reference)
 
 
