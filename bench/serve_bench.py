@@ -270,6 +270,7 @@ def main() -> None:
     ort_ports = [free_port() for _ in range(3)]
     ours_url, ort_url = f"127.0.0.1:{ours_ports[1]}", f"127.0.0.1:{ort_ports[1]}"
     servers = []
+    done = False
     try:
         # stagecraft's backend: plans (dp searched, cached) for every batch size before timing.
         warm = ",".join(str(b) for b in range(1, args.max_batch + 1))
@@ -298,10 +299,11 @@ def main() -> None:
             agreement[n] = float(np.max(np.abs(ours - theirs)) / max(np.max(np.abs(theirs)), 1e-6))
         results = measure({"stagecraft": (ours_url, {n: n for n in nets}),
                            "onnxruntime": (ort_url, {n: f"ort_{n}" for n in nets})}, args, inputs)
+        done = True
     finally:
         for server in servers:
             stop(server)
-        if not args.keep:
+        if done and not args.keep:
             shutil.rmtree(work, ignore_errors=True)  # the exported models are large
         else:
             print(f"serve_bench: kept {work} (models, repository, server logs)")
