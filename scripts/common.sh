@@ -75,9 +75,11 @@ ensure_venv() {
   local py="$VENV_DIR/bin/python" want=() p module
   for p in "$@"; do
     module=${p%%[=<>]*}
+    module=${module%%\[*}  # tritonclient[http,grpc] -> tritonclient
     case "$module" in
       onnxruntime) module=onnxruntime ;;
       scikit-build-core) module=scikit_build_core ;;
+      nvidia-pytriton) module=pytriton ;;
       *) module=${module//-/_} ;;
     esac
     "$py" -c "import $module" 2>/dev/null || want+=("$p")

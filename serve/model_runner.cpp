@@ -1,0 +1,187 @@
+#include "serve/model_runner.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "executor/executor.h"
+#include "session/report.h"
+
+namespace stagecraft::serve {
+
+namespace {
+
+// Sets the calling thread's OpenMP team size (which the CPU backend reads as its parallelism
+// when it builds a plan) for a scope, and puts the previous one back.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreads() { omp_set_num_threads(saved_); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+std::vector<TensorSpec> tensor_specs(const graph::Graph& g, const std::vector<graph::ValueId>& ids,
+                                     bool batching, const std::string& spec, const char* what) {
+  std::vector<TensorSpec> out;
+  for (graph::ValueId id : ids) {
+    const auto& value = g.value(id);
+    std::vector<int64_t> dims = value.desc.shape.dims();
+    if (batching) {
+      if (dims.empty() || dims[0] != 1) {
+        throw UsageError(cat(spec, ": ", what, " '", value.name, "' has shape ",
+                             value.desc.shape.to_string(),
+                             " at batch 1: its first dimension is "
+                             "not the batch; serve it with max_batch_size 0"));
+      }
+      dims.erase(dims.begin());
+    }
+    out.push_back({value.name, std::move(dims)});
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t TensorSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+ModelIo describe_model(const ServeOptions& options) {
+  session::GraphSource source = options.source;
+  source.batch = options.max_batch_size > 0 ? 1 : 0;
+  source.dtype = "f32";  // the inputs and outputs are f32 whatever the graph computes in
+  const graph::Graph g = session::load_source(source);
+  const bool batching = options.max_batch_size > 0;
+  return {tensor_specs(g, g.inputs(), batching, source.spec, "input"),
+          tensor_specs(g, g.outputs(), batching, source.spec, "output")};
+}
+
+struct ModelRunner::Planned {
+  session::Model model;
+  session::PreparedPlan prepared;
+  std::unique_ptr<executor::Executor> executor;
+};
+
+ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
+                         std::shared_ptr<CorePool::Reservation> reservation)
+    : options_(std::move(options)), pool_(pool), reservation_(std::move(reservation)) {
+  if (options_.session.backend.empty()) options_.session.backend = "cpu";
+  io_ = describe_model(options_);
+  pipeline_ = std::make_unique<session::Pipeline>(options_.session, options_.search);
+  pipeline_->backend("a served model");
+}
+
+ModelRunner::~ModelRunner() = default;
+
+CorePool::Grant ModelRunner::grant() { return pool_.acquire(options_.cores, reservation_.get()); }
+
+ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
+  if (auto it = plans_.find({batch, threads}); it != plans_.end()) return *it->second;
+  auto planned = std::make_unique<Planned>();
+  session::GraphSource source = options_.source;
+  source.batch = options_.max_batch_size > 0 ? batch : 0;
+  planned->model = session::load_model(source);
+  planned->prepared = pipeline_->prepare(planned->model, options_.schedule);
+  {
+    // Instances of a process save the same cache files (a fixed temporary name each): one at a
+    // time.
+    static std::mutex save_mutex;
+    const std::lock_guard<std::mutex> save_lock(save_mutex);
+    pipeline_->save_cache();
+  }
+  planned->executor = pipeline_->executor(*planned->prepared.plan);
+  last_summary_ =
+      cat("batch ", batch, ", ", threads, " thread(s): ",
+          session::plan_summary(*planned->prepared.plan, planned->prepared.fallback_note));
+  return *(plans_[{batch, threads}] = std::move(planned));
+}
+
+int64_t ModelRunner::planned_batch(int64_t batch) const {
+  for (int64_t size : options_.batch_sizes) {
+    if (size >= batch) return size;
+  }
+  return batch;
+}
+
+void ModelRunner::prepare(int64_t batch) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  CorePool::Grant cores = grant();
+  const OmpThreads threads(cores.cores());
+  plan_for(planned_batch(batch), cores.cores());
+}
+
+void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> srcs,
+                      std::span<const std::span<float>> dsts) {
+  const int64_t max_batch = std::max<int64_t>(1, options_.max_batch_size);
+  if (batch < 1 || batch > max_batch) {
+    throw UsageError(cat(options_.source.spec, ": batch of ", batch,
+                         " samples, the model takes 1 "
+                         "to ",
+                         max_batch, " (max_batch_size)"));
+  }
+  if (srcs.size() != io_.inputs.size() || dsts.size() != io_.outputs.size()) {
+    throw UsageError(cat(options_.source.spec, ": ", srcs.size(), " input(s) and ", dsts.size(),
+                         " output(s) given, the model has ", io_.inputs.size(), " and ",
+                         io_.outputs.size()));
+  }
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    if (static_cast<int64_t>(srcs[i].size()) != batch * io_.inputs[i].numel()) {
+      throw UsageError(cat("input '", io_.inputs[i].name, "': ", srcs[i].size(), " values, ", batch,
+                           " sample(s) of ", io_.inputs[i].numel(), " expected"));
+    }
+  }
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    if (static_cast<int64_t>(dsts[i].size()) != batch * io_.outputs[i].numel()) {
+      throw UsageError(cat("output '", io_.outputs[i].name, "': room for ", dsts[i].size(),
+                           " values, ", batch, " sample(s) of ", io_.outputs[i].numel(),
+                           " expected"));
+    }
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  CorePool::Grant cores = grant();
+  const OmpThreads threads(cores.cores());
+  const int64_t size = planned_batch(batch);
+  Planned& planned = plan_for(size, cores.cores());
+  if (size == batch) {
+    for (size_t i = 0; i < srcs.size(); ++i) planned.executor->set_input(i, srcs[i]);
+    planned.executor->execute();
+    for (size_t i = 0; i < dsts.size(); ++i) planned.executor->output_into(i, dsts[i]);
+    return;
+  }
+  // A smaller batch on a larger plan: zeros after its samples, their outputs dropped.
+  std::vector<float> staging;
+  for (size_t i = 0; i < srcs.size(); ++i) {
+    staging.assign(static_cast<size_t>(size * io_.inputs[i].numel()), 0.0f);
+    std::copy(srcs[i].begin(), srcs[i].end(), staging.begin());
+    planned.executor->set_input(i, staging);
+  }
+  planned.executor->execute();
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    staging.resize(static_cast<size_t>(size * io_.outputs[i].numel()));
+    planned.executor->output_into(i, staging);
+    std::copy_n(staging.begin(), dsts[i].size(), dsts[i].begin());
+  }
+}
+
+std::vector<std::pair<int64_t, int>> ModelRunner::planned() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<int64_t, int>> out;
+  for (const auto& [key, p] : plans_) out.push_back(key);
+  return out;
+}
+
+std::string ModelRunner::last_plan_summary() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return last_summary_;
+}
+
+}  // namespace stagecraft::serve

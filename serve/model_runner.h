@@ -1,0 +1,116 @@
+#pragma once
+/// A model served by one instance of a server: the same session::Pipeline as the CLI and the
+/// Python package (load the model at a batch size, choose layouts, search or read the schedule,
+/// build the plan, execute), with a plan per batch size made on first use and kept, each run
+/// holding a grant of cores from a shared CorePool. Knows nothing of Triton (serve/triton/ turns
+/// requests into calls of `run`).
+///
+/// Example:
+///   ServeOptions options;
+///   options.source.spec = "squeezenet1_1";
+///   options.schedule = "greedy";
+///   options.max_batch_size = 8;
+///   CorePool pool;
+///   ModelRunner runner(options, pool);
+///   // runner.io().inputs[0]: "input", dims {3, 224, 224} (one sample)
+///   runner.run(2, {src}, {dst});   // src: 2*3*224*224 floats, dst: 2*1000 floats
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/core_pool.h"
+#include "session/pipeline.h"
+#include "session/source.h"
+
+namespace stagecraft::serve {
+
+/// How a served model is loaded, scheduled and run (Triton: the model's config.pbtxt parameters,
+/// serve/triton/model_config.h).
+struct ServeOptions {
+  session::GraphSource source;      ///< model spec, dtype, input size, seed (batch: per plan)
+  session::SessionOptions session;  ///< backend (cpu), cache dir, layout, streams
+  scheduler::SearchOptions search;  ///< dp search settings
+  std::string schedule = "dp";      ///< sequential | greedy | dp | a schedule file
+  /// Largest batch of one run; 0: the model has no batch dimension and runs at its own shape.
+  int64_t max_batch_size = 0;
+  /// Threads of one run, granted as cores from the pool: 0 = every core of its part of the pool.
+  int cores = 0;
+  /// Cores reserved for this model (its instances share them, serialised); 0: the shared part.
+  int reserve_cores = 0;
+  /// Batch sizes whose plans are made when an instance starts (others on first use).
+  std::vector<int64_t> warmup_batch_sizes;
+  /// The only batch sizes planned (ascending, the last = max_batch_size); a batch runs on the
+  /// smallest of them not below it, zero-padded (fewer plans and searches, bounded memory).
+  /// Empty: every batch size gets its own plan.
+  std::vector<int64_t> batch_sizes;
+};
+
+/// A named tensor of the model; with batching `dims` are those of one sample (no batch).
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> dims;
+  /// Elements of one sample (with batching) or of the whole tensor.
+  int64_t numel() const;
+};
+
+/// The inputs and outputs of a model, in graph order.
+struct ModelIo {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+/// The inputs and outputs of the model of `options` (loaded at batch 1 with batching); throws
+/// UsageError when batching is asked for a tensor whose first dimension is not the batch.
+ModelIo describe_model(const ServeOptions& options);
+
+/// One instance's plans and executors of a model; see the file comment. Thread-safe (one run at a
+/// time).
+class ModelRunner {
+ public:
+  /// Opens the backend; `reservation` (may be null) is where its grants come from.
+  ModelRunner(ServeOptions options, CorePool& pool,
+              std::shared_ptr<CorePool::Reservation> reservation = nullptr);
+  ~ModelRunner();
+
+  const ServeOptions& options() const { return options_; }
+  const ModelIo& io() const { return io_; }
+
+  /// Runs `batch` samples (1..max_batch_size; with max_batch_size 0: pass 1). `srcs[i]` holds
+  /// batch x io().inputs[i].numel() floats (logical NCHW), `dsts[i]` receives
+  /// batch x io().outputs[i].numel(). Waits for a grant of cores; makes the plan of this batch
+  /// size and core count on first use. Throws stagecraft::Error with one line when it cannot.
+  void run(int64_t batch, std::span<const std::span<const float>> srcs,
+           std::span<const std::span<float>> dsts);
+  /// Makes the plan of `batch` now (with a grant of cores, as a run would).
+  void prepare(int64_t batch);
+  /// The batch size `batch` samples run at: the smallest of options().batch_sizes not below it
+  /// (or `batch` itself without batch_sizes).
+  int64_t planned_batch(int64_t batch) const;
+
+  /// Plans made so far as (batch, threads), for statistics and tests.
+  std::vector<std::pair<int64_t, int>> planned() const;
+  /// The one-line summary of the last plan made ("" before any).
+  std::string last_plan_summary() const;
+
+ private:
+  struct Planned;
+  Planned& plan_for(int64_t batch, int threads);  // with mutex_ held and a grant of `threads`
+  CorePool::Grant grant();
+
+  ServeOptions options_;
+  ModelIo io_;
+  CorePool& pool_;
+  std::shared_ptr<CorePool::Reservation> reservation_;
+  std::unique_ptr<session::Pipeline> pipeline_;
+  std::map<std::pair<int64_t, int>, std::unique_ptr<Planned>> plans_;
+  std::string last_summary_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace stagecraft::serve
