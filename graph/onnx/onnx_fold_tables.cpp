@@ -121,49 +121,47 @@ ConstTensor matmul(const ConstTensor& a, const ConstTensor& b) {
   return t;
 }
 
-ConstTensor cumsum(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& axis_tensor) {
+// Calls f(extent, at) for every line of `x` along `axis` (negative: from the end), at(e) giving the
+// flat index of the line's element e.
+template <class F>
+void for_each_line(const ConstTensor& x, int64_t axis, const char* op, F&& f) {
   const auto rank = static_cast<int64_t>(x.dims.size());
-  int64_t axis = axis_tensor.ints().at(0);
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) invalid("CumSum axis out of range");
-  const bool exclusive = attr_int(node, "exclusive", 0) != 0, reverse = attr_int(node, "reverse", 0) != 0;
+  if (axis < 0 || axis >= rank) invalid(cat(op, " axis out of range"));
   const int64_t extent = x.dims[static_cast<size_t>(axis)];
   const int64_t inner = elements_after(x.dims, static_cast<size_t>(axis) + 1);
-  const int64_t outer = elements_after(x.dims, 0) / (extent * inner);
-  ConstTensor t = x;
+  const int64_t outer = elements_after(x.dims, 0) / std::max<int64_t>(1, extent * inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      double sum = 0;
-      for (int64_t s = 0; s < extent; ++s) {
-        const int64_t e = reverse ? extent - 1 - s : s;
-        const auto at = static_cast<size_t>((o * extent + e) * inner + i);
-        const double v = x.values[at];
-        if (!exclusive) sum += v;
-        t.values[at] = sum;
-        if (exclusive) sum += v;
-      }
+      f(extent, [&](int64_t e) { return static_cast<size_t>((o * extent + e) * inner + i); });
     }
+}
+
+ConstTensor cumsum(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& axis_tensor) {
+  const bool exclusive = attr_int(node, "exclusive", 0) != 0, reverse = attr_int(node, "reverse", 0) != 0;
+  ConstTensor t = x;
+  for_each_line(x, axis_tensor.ints().at(0), "CumSum", [&](int64_t extent, const auto& at) {
+    double sum = 0;
+    for (int64_t s = 0; s < extent; ++s) {
+      const size_t i = at(reverse ? extent - 1 - s : s);
+      const double v = x.values[i];
+      if (!exclusive) sum += v;
+      t.values[i] = sum;
+      if (exclusive) sum += v;
+    }
+  });
   return t;
 }
 
 // Softmax of constants over one axis (ConViT's positional attention of constant positions).
 ConstTensor softmax(const onnx::NodeProto& node, const ConstTensor& x) {
-  const auto rank = static_cast<int64_t>(x.dims.size());
-  int64_t axis = attr_int(node, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) invalid("Softmax axis out of range");
-  const int64_t extent = x.dims[static_cast<size_t>(axis)];
-  const int64_t inner = elements_after(x.dims, static_cast<size_t>(axis) + 1);
-  const int64_t outer = elements_after(x.dims, 0) / (extent * inner);
   ConstTensor t = x;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const auto at = [&](int64_t e) { return static_cast<size_t>((o * extent + e) * inner + i); };
-      double top = -INFINITY, sum = 0;
-      for (int64_t e = 0; e < extent; ++e) top = std::max(top, x.values[at(e)]);
-      for (int64_t e = 0; e < extent; ++e) sum += std::exp(x.values[at(e)] - top);
-      for (int64_t e = 0; e < extent; ++e) t.values[at(e)] = std::exp(x.values[at(e)] - top) / sum;
-    }
+  for_each_line(x, attr_int(node, "axis", -1), "Softmax", [&](int64_t extent, const auto& at) {
+    double top = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < extent; ++e) top = std::max(top, x.values[at(e)]);
+    for (int64_t e = 0; e < extent; ++e) sum += std::exp(x.values[at(e)] - top);
+    for (int64_t e = 0; e < extent; ++e) t.values[at(e)] = std::exp(x.values[at(e)] - top) / sum;
+  });
   return t;
 }
 

@@ -11,18 +11,6 @@
 
 namespace stagecraft::graph::onnx_import {
 
-namespace {
-
-std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
-
-int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < dims.size(); ++i) n *= dims[i];
-  return n;
-}
-
-}  // namespace
-
 ValueId Importer::affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,
                          std::vector<float> scale, std::vector<float> shift) {
   const bool unit = std::all_of(scale.begin(), scale.end(), [](float v) { return v == 1.0f; });

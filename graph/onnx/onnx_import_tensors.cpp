@@ -15,18 +15,6 @@
 
 namespace stagecraft::graph::onnx_import {
 
-namespace {
-
-std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
-
-int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < dims.size(); ++i) n *= dims[i];
-  return n;
-}
-
-}  // namespace
-
 bool Importer::is_row_major(ValueId v) const {
   return row_major_.count(v) > 0 || graph_.value(v).desc.layout == Layout::kPlain;
 }

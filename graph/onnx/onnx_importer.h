@@ -25,6 +25,15 @@
 
 namespace stagecraft::graph::onnx_import {
 
+/// A shape's dimensions (a copy).
+inline std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
+/// The product of dims[from, to).
+inline int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < dims.size(); ++i) n *= dims[i];
+  return n;
+}
+
 /// Axes made non-negative for a tensor of `rank` dimensions, sorted.
 std::vector<int64_t> normalised_axes(std::vector<int64_t> axes, size_t rank);
 

@@ -61,7 +61,11 @@ TRITONBACKEND_Model make_model(const std::string& folder, std::string config) {
 class TritonBackend : public ::testing::Test {
  protected:
   void SetUp() override {
-    cache_ = (fs::temp_directory_path() / "stagecraft_test_serve_backend").string();
+    // One folder per test (ctest runs them in parallel processes; a shared one was removed under
+    // a running test).
+    cache_ = (fs::temp_directory_path() / ("stagecraft_test_serve_backend_" +
+                                           std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+                 .string();
     fs::create_directories(cache_);
     backend_.config.json = R"({"cmdline": {"cores": "2"}})";
     ASSERT_EQ(fake_server::take(TRITONBACKEND_Initialize(&backend_)), "");
