@@ -13,7 +13,7 @@ stagecraft's plans for batch sizes 1..max-batch are made (dp searched, measured 
 in the schedule cache under $BUILD/serve/cache) before any timing.
 
     bench/serve_bench.py [--models inception_v3,resnet50] [--concurrency 1,2,4,8] [--seconds 12]
-                         [--rounds 3] [--max-batch 4] [--schedule dp] [--search-budget 20]
+                         [--rounds 3] [--max-batch 4] [--instances 1] [--schedule dp] [--search-budget 20]
                          [--out bench/results/serve_bench]
 
 Writes OUT.md (table, machine, command), OUT.json (raw) and OUT.png (requests/s and p99 against
@@ -250,6 +250,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--max-batch", type=int, default=4)
+    parser.add_argument("--instances", type=int, default=1,
+                        help="instances of stagecraft's model (sharing the cores through the core pool; ORT keeps one)")
     parser.add_argument("--schedule", default="dp")
     parser.add_argument("--search-budget", default="20")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_bench"))
@@ -275,7 +277,8 @@ def main() -> None:
         # stagecraft's backend: plans (dp searched, cached) for every batch size before timing.
         warm = ",".join(str(b) for b in range(1, args.max_batch + 1))
         cmd = [str(ROOT / "scripts" / "serve.sh"), *nets, "--repo", str(work / "repo"),
-               "--max-batch", str(args.max_batch), "--schedule", args.schedule, "--warmup", warm,
+               "--max-batch", str(args.max_batch), "--instances", str(args.instances),
+               "--schedule", args.schedule, "--warmup", warm,
                "--search-budget", args.search_budget, "--backend-dir", str(BUILD / "serve" / "backends"),
                "--cache-dir", str(BUILD / "serve" / "cache"), "--port", str(ours_ports[0]),
                "--grpc-port", str(ours_ports[1]), "--metrics-port", str(ours_ports[2])]
@@ -322,7 +325,8 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
     lines = ["# Served throughput: stagecraft's Triton backend vs ONNX Runtime in PyTriton", "",
              f"Machine: {where}. Load average at the end: {load_avg[0]:.2f}.",
              f"Command: `bench/serve_bench.py {' '.join(sys.argv[1:])}`", "",
-             f"Same tritonserver (nvidia-pytriton), one instance, dynamic batching up to {args.max_batch}, "
+             f"Same tritonserver (nvidia-pytriton), {args.instances} stagecraft instance(s) and one ORT instance, "
+             f"dynamic batching up to {args.max_batch}, "
              f"batch-1 gRPC requests from asyncio clients, C in flight for {args.seconds:.0f} s per engine "
              f"in {args.rounds} blocks alternating between the engines (both servers up), after a "
              f"warm-up. stagecraft schedule: {args.schedule}. Outputs agree (max relative difference): "
