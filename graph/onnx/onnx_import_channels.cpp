@@ -114,8 +114,7 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
   onnx::NodeProto own = node;
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string& name = node.input(i);
-    if (auto it = pending_views_.find(name); it != pending_views_.end()) {
-      if (!it->second.channels_last) fail(node, cat("mixes a channels-last view with the view '", name, "'"));
+    if (auto it = pending_views_.find(name); it != pending_views_.end()) {  // channels-last (checked)
       view = &it->second;
       const std::string alias = name + "@nchw";
       values_[alias] = it->second.base;
@@ -124,14 +123,10 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
     }
     const ConstTensor* c = constant(node, i);
     if (!c || !element_wise(t) || t == "Clip") continue;
-    // A constant broadcast over [N, H, W, C]: one value per channel (or one value) keeps its
-    // elements; as [1, C, 1, 1] it broadcasts over the tensor.
+    // A constant broadcast over [N, H, W, C]: one value per channel (or one value, as
+    // stays_channels_last checked) keeps its elements; as [1, C, 1, 1] it broadcasts over the tensor.
     std::vector<int64_t> dims = c->dims;
     dims.insert(dims.begin(), 4 - std::min<size_t>(4, dims.size()), 1);
-    if (dims.size() != 4 || dims[1] != 1 || dims[2] != 1) {
-      fail(node, cat("a constant of shape [", join(c->dims, ", "), "] on a channels-last view varies "
-                     "over H or W: only one value per channel is supported"));
-    }
     ConstTensor reordered = *c;
     reordered.dims = {dims[0], dims[3], 1, 1};
     const std::string alias = name + "@nchw";
@@ -139,19 +134,13 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
     own.set_input(i, alias);
   }
   const Shape base = shape(view->base);
-  if (t == "Transpose") {
-    if (attr_ints(node, "perm") != std::vector<int64_t>{0, 3, 1, 2}) {
-      fail(node, cat("only Transpose(0, 3, 1, 2) of a channels-last view is supported (perm [",
-                     join(attr_ints(node, "perm"), ", "), "])"));
-    }
+  if (t == "Transpose") {  // (0, 3, 1, 2): back to the tensor itself
     define(node, 0, view->base);
     return;
   }
   for (int i = 0; i < own.output_size(); ++i) own.set_output(i, node.output(i) + "@nchw");
   if (t == "LayerNormalization") {
-    int64_t axis = attr_int(node, "axis", -1);
-    if (axis != -1 && axis != 3) fail(node, cat("only normalisation over the last axis of a channels-last view is supported (axis ", axis, ")"));
-    // Over channels of the tensor itself: a layer norm of [N, C, H, W] over C.
+    // Over the last axis (checked): over channels of the tensor itself: a layer norm of [N, C, H, W] over C.
     values_[own.output(0)] = add_layer_norm(node, view->base);
   } else if (t == "MatMul") {
     // [N, H, W, C] x [C, K]: a 1x1 convolution of the tensor.
@@ -170,16 +159,8 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
         oihw[static_cast<size_t>(k * a.in_channels + ci)] = w[static_cast<size_t>(ci * a.out_channels + k)];
     values_[own.output(0)] = add(node, OpKind::kConv2d, a, {view->base});
     weights_of_last().weight = std::move(oihw);
-  } else if (element_wise(t)) {
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (pending_views_.count(node.input(i)) || constant(node, i)) continue;
-      fail(node, cat("combines a channels-last view with '", node.input(i), "', which is not one"));
-    }
+  } else {  // element-wise, every input a view or a constant (checked)
     import_node(own);
-  } else {
-    fail(node, "reads a channels-last view (Transpose(0, 2, 3, 1) of a 4-D tensor): only "
-               "Transpose(0, 3, 1, 2), LayerNormalization over the last axis, MatMul by a constant "
-               "and element-wise ops are supported on it");
   }
   const ValueId y = values_.at(own.output(0));
   PendingView result{y, channels_last_dims(shape(y)), 0, true};

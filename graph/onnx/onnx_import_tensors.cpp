@@ -49,6 +49,15 @@ std::optional<ValueId> Importer::as_convolutions_tensor(const onnx::NodeProto& n
 }
 
 ValueId Importer::row_major(const onnx::NodeProto& node, int slot) {
+  // Made once per tensor: every reader (and every question about it) gets the same copy.
+  const std::string& name = node.input(slot);
+  if (auto done = row_major_copies_.find(name); done != row_major_copies_.end()) return done->second;
+  const ValueId v = make_row_major(node, slot);
+  row_major_copies_[name] = v;
+  return v;
+}
+
+ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
   const std::string& name = node.input(slot);
   if (auto it = pending_views_.find(name); it != pending_views_.end()) {
     const PendingView v = it->second;

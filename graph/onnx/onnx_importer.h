@@ -145,6 +145,7 @@ class Importer {
   bool on_row_major(const onnx::NodeProto& node);
   // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).
   ValueId row_major(const onnx::NodeProto& node, int slot);
+  ValueId make_row_major(const onnx::NodeProto& node, int slot);
   ValueId mark(ValueId v);
   ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
@@ -177,6 +178,7 @@ class Importer {
   std::map<std::string, std::vector<int64_t>> empty_values_;  // slices with no channels, by name
   std::map<std::string, std::set<std::string>> reader_kinds_;
   std::set<ValueId> row_major_;  // values of the row-major translation
+  std::map<std::string, ValueId> row_major_copies_;  // row_major() of each tensor name, made once
   std::set<std::string> used_;
   std::set<std::string> produced_;  // every node output of the model
   ExternalData external_;
