@@ -148,6 +148,33 @@ def calibrated_model(name: str, size: int):
     return model.eval()
 
 
+def float64_output(model, x):
+    """The model's output on `x` computed in float64 by PyTorch (a copy of the model): the exact
+    result both fp32 engines are measured against. None when the model cannot run in float64."""
+    import copy
+    import torch
+    try:
+        with torch.no_grad():
+            return copy.deepcopy(model).double()(torch.from_numpy(x).double()).numpy()
+    except Exception as e:  # noqa: BLE001 - the row then has no float64 column
+        print(f"model_zoo: no float64 reference ({str(e).splitlines()[0][:120]})", file=sys.stderr)
+        return None
+
+
+def within_fp32_error(row: dict) -> bool:
+    """Whether stagecraft agrees with ONNX Runtime as closely as fp32 allows: within 1e-4 of it, or
+    (deep networks, where fp32 rounding alone is larger) no farther from the float64 result than
+    FP32_SPREAD times ONNX Runtime's own distance from it."""
+    if row["rel_err"] <= 1e-4:
+        return True
+    return "err64" in row and row["err64"] <= FP32_SPREAD * row["ort_err64"]
+
+
+# Two fp32 implementations of one network round differently; each is some distance e from the
+# exact result and they differ from each other by up to about 2e.
+FP32_SPREAD = 2.0
+
+
 def export(model, name: str, size: int, exporter: str, folder: Path) -> Path:
     import torch
     path = folder / f"{name.replace('/', '_')}_{exporter}.onnx"
@@ -293,6 +320,8 @@ def main() -> int:
             rows.append(dict(model=name, family=family, exporter="-", loads="no",
                              note=f"model: {str(e).splitlines()[0][:150]}"))
             continue
+        x = np.random.default_rng(1).standard_normal((1, 3, size, size)).astype(np.float32)
+        exact = float64_output(model, x)
         for exporter in exporters:
             row = dict(model=name, family=family, exporter=exporter, size=size, measured=measured)
             print(f"model_zoo: {name} ({exporter}, {size}x{size})", file=sys.stderr, flush=True)
@@ -302,7 +331,6 @@ def main() -> int:
                 row.update(loads="export failed", note=str(e).splitlines()[0][:200])
                 rows.append(row)
                 continue
-            x = np.random.default_rng(1).standard_normal((1, 3, size, size)).astype(np.float32)
             x_file, y_file = work / "x.npy", work / "y.npy"
             np.save(x_file, x)
             session = ort_session(path)
@@ -327,6 +355,10 @@ def main() -> int:
             got = np.load(y_file).reshape(want.shape)
             row.update(loads="yes", stagecraft_ms=statistics.median(samples["stagecraft"]),
                        rel_err=float(np.abs(got - want).max() / max(1e-12, np.abs(want).max())))
+            if exact is not None:  # each engine's distance from the float64 result
+                scale = max(1e-300, float(np.abs(exact).max()))
+                row.update(err64=float(np.abs(got.reshape(exact.shape) - exact).max() / scale),
+                           ort_err64=float(np.abs(want.reshape(exact.shape) - exact).max() / scale))
             rows.append(row)
             print(f"  rel err {row['rel_err']:.2e}, stagecraft {row['stagecraft_ms']:.2f} ms, "
                   f"ORT {row['ort_ms']:.2f} ms", file=sys.stderr, flush=True)
@@ -377,14 +409,22 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
         "max|b| against ONNX Runtime on one random input (output of `stagecraft run`); latencies are "
         "medians in one process (`stagecraft.Session` and the ORT session in alternating blocks: one "
         "untimed and --block timed runs of each per round)",
+        "- float64 columns: each engine's error against the model run in float64 by PyTorch (same "
+        "weights, same input): how far fp32 rounding alone takes a plain engine on this model. "
+        f"`fp32` is yes when the error against ONNX Runtime is <= 1e-4 or stagecraft's float64 error "
+        f"is <= {FP32_SPREAD:g}x ONNX Runtime's (deep networks amplify rounding beyond 1e-4 in any fp32 engine)",
         "",
-        "| model | exporter | input | loads | max rel err | stagecraft ms | ORT ms | stagecraft / ORT | measured | note |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | exporter | input | loads | max rel err | stagecraft vs f64 | ORT vs f64 | fp32 | "
+        "stagecraft ms | ORT ms | stagecraft / ORT | measured | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         loaded = "rel_err" in r
         cells = [r["model"], r["exporter"], str(r.get("size", "")), r.get("loads", ""),
                  f"{r['rel_err']:.1e}" if loaded else "",
+                 f"{r['err64']:.1e}" if "err64" in r else "",
+                 f"{r['ort_err64']:.1e}" if "ort_err64" in r else "",
+                 ("yes" if within_fp32_error(r) else "**no**") if loaded else "",
                  f"{r['stagecraft_ms']:.2f}" if loaded else "",
                  f"{r['ort_ms']:.2f}" if "ort_ms" in r else "",
                  f"{r['stagecraft_ms'] / r['ort_ms']:.2f}x" if loaded else "",
@@ -399,7 +439,10 @@ def write_report(out: Path, rows: list[dict], args, ort_version: str, torch_vers
         lines += ["", f"Summary: {len(loaded)} of {len(listed)} exports of the listed families load; "
                   f"largest error {worst_err['rel_err']:.1e} ({worst_err['model']} {worst_err['exporter']}); "
                   f"slowest against ORT {worst_ratio['stagecraft_ms'] / worst_ratio['ort_ms']:.2f}x "
-                  f"({worst_ratio['model']} {worst_ratio['exporter']}); geometric mean {geo:.2f}x."]
+                  f"({worst_ratio['model']} {worst_ratio['exporter']}); geometric mean {geo:.2f}x; "
+                  f"{sum(within_fp32_error(r) for r in loaded)} of {len(loaded)} within fp32 error"
+                  + (f" (outside: {', '.join(r['model'] + ' ' + r['exporter'] for r in loaded if not within_fp32_error(r))})"
+                     if not all(within_fp32_error(r) for r in loaded) else "") + "."]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"model_zoo: wrote {out}", file=sys.stderr)

@@ -43,8 +43,8 @@ def cli() -> str:
     return path
 
 
-def run_cli(cli: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([cli, *args], capture_output=True, text=True)
+def run_cli(cli: str, *args: str, check: bool = True, env=None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([cli, *args], capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"stagecraft {' '.join(args)} failed ({proc.returncode}):\n"
                              f"{proc.stdout}\n{proc.stderr}")
