@@ -98,6 +98,7 @@ Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
       {OpKind::kSigmoid, Activation::kSigmoid},   {OpKind::kHardSwish, Activation::kHardSwish},
       {OpKind::kSilu, Activation::kSilu},         {OpKind::kGelu, Activation::kGelu},
       {OpKind::kGeluTanh, Activation::kGeluTanh}, {OpKind::kTanh, Activation::kTanh},
+      {OpKind::kSqrt, Activation::kSqrt},
   };
   for (const auto& [k, act] : kSame)
     if (k == kind) return act;
@@ -167,6 +168,8 @@ float apply_activation(Activation act, float x) {
     }
     case Activation::kTanh:
       return std::tanh(x);
+    case Activation::kSqrt:
+      return std::sqrt(x);
   }
   return x;
 }

@@ -41,7 +41,8 @@ inline constexpr OpId kNoOp = -1;
   X(kSilu, "silu")                \
   X(kGelu, "gelu")                \
   X(kGeluTanh, "gelu_tanh")       \
-  X(kTanh, "tanh")
+  X(kTanh, "tanh")                \
+  X(kSqrt, "sqrt")
 
 /// A fused activation function.
 enum class Activation : uint8_t {
@@ -281,6 +282,19 @@ struct HardSigmoidAttrs {
   bool operator==(const HardSigmoidAttrs&) const = default;
 };
 
+/// Clip: y = min(max(x, min), max) (ONNX Clip with other bounds than ReLU's and ReLU6's: the
+/// floor under a norm that F.normalize divides by). A missing bound is float's largest value.
+struct ClipAttrs {
+  double min = -3.4028234663852886e38;
+  double max = 3.4028234663852886e38;
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("min", a.min, FieldRule::kOptional);
+    v("max", a.max, FieldRule::kOptional);
+  }
+  bool operator==(const ClipAttrs&) const = default;
+};
+
 /// Leaky ReLU: y = x for x >= 0, alpha · x otherwise.
 struct LeakyReluAttrs {
   double alpha = 0.01;  ///< slope for negative inputs
@@ -483,6 +497,7 @@ struct ChannelShuffleAttrs {
   X(kReshape, "reshape", ReshapeAttrs)                 \
   X(kChannelShuffle, "channel_shuffle", ChannelShuffleAttrs) \
   X(kLeakyRelu, "leaky_relu", LeakyReluAttrs)          \
+  X(kClip, "clip", ClipAttrs)                          \
   X(kResize, "resize", ResizeAttrs)                    \
   X(kGelu, "gelu", NoAttrs)                            \
   X(kGeluTanh, "gelu_tanh", NoAttrs)                   \
@@ -495,7 +510,8 @@ struct ChannelShuffleAttrs {
   X(kTranspose, "transpose", TransposeAttrs)           \
   X(kNarrow, "narrow", NarrowAttrs)                    \
   X(kConcatConstant, "concat_constant", ConcatConstantAttrs) \
-  X(kTanh, "tanh", NoAttrs)
+  X(kTanh, "tanh", NoAttrs)                            \
+  X(kSqrt, "sqrt", NoAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -514,7 +530,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
-                             ConcatConstantAttrs>;
+                             ConcatConstantAttrs, ClipAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

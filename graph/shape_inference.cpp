@@ -353,7 +353,9 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
     case OpKind::kTanh:
+    case OpKind::kSqrt:
     case OpKind::kLeakyRelu:
+    case OpKind::kClip:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
     case OpKind::kLayerNorm:

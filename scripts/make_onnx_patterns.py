@@ -457,7 +457,31 @@ def modules():
             c = torch.einsum("ij,jk->ik", self.table, self.table.t())  # of constants
             return torch.tanh(s.mean((1, 3)) + r.mean(2)) * (1.5 + torch.tanh(c.mean()))
 
+    class NormalisedAttention(nn.Module):  # XCiT's and EdgeNeXt's cross-covariance attention (F.normalize), their positional encodings (a convolution of a constant grid, tiled for the batch)
+        def __init__(self, dim=8):
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, 2, 2)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.temperature = nn.Parameter(torch.rand(2, 1, 1) + 0.5)
+            self.pos = nn.Conv2d(4, dim, 1)
+            self.head = nn.Linear(dim, 5)
+
+        def forward(self, x):
+            n = x.shape[0]
+            t = self.patch(x)
+            h, w = t.shape[2], t.shape[3]
+            ys = torch.arange(1, h + 1, dtype=torch.float32).view(1, 1, h, 1).expand(1, 1, h, w)
+            xs = torch.arange(1, w + 1, dtype=torch.float32).view(1, 1, 1, w).expand(1, 1, h, w)
+            grid = torch.cat([torch.sin(ys), torch.cos(ys), torch.sin(xs), torch.cos(xs)], 1)
+            t = (t + self.pos(grid).repeat(n, 1, 1, 1)).flatten(2).transpose(1, 2)  # [N, T, 8]
+            q, k, v = self.qkv(t).reshape(n, -1, 3, 2, 4).permute(2, 0, 3, 4, 1)  # each [N, 2, 4, T]
+            q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+            attn = ((q @ k.transpose(-2, -1)) * self.temperature).softmax(-1)
+            y = (attn @ v).permute(0, 3, 1, 2).reshape(n, -1, 8)
+            return self.head(y.clamp(-0.5, 0.8).mean(1))
+
     return {
+        "normalised_attention": (NormalisedAttention(), (2, 3, 6, 6)),
         "einsums": (Einsums(), (2, 3, 2, 3)),
         "encodings": (Encodings(), (2, 3, 2, 3)),
         "constant_tables": (ConstantTables(), (2, 3, 2, 3)),

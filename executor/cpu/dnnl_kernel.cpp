@@ -90,6 +90,8 @@ std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
       return {{dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f}};
     case Activation::kTanh:
       return {{dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f}};
+    case Activation::kSqrt:
+      return {{dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f}};
   }
   return {};
 }

@@ -25,6 +25,10 @@ std::vector<EltwiseStep> steps_of(const KernelSpec& spec) {
     case OpKind::kScale:
       return {{dnnl::algorithm::eltwise_linear,
                static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor), 0.0f}};
+    case OpKind::kClip: {
+      const auto& a = std::get<graph::ClipAttrs>(spec.attrs);
+      return {{dnnl::algorithm::eltwise_clip, static_cast<float>(a.min), static_cast<float>(a.max)}};
+    }
     case OpKind::kLeakyRelu:
       return {{dnnl::algorithm::eltwise_relu,
                static_cast<float>(std::get<graph::LeakyReluAttrs>(spec.attrs).alpha), 0.0f}};
@@ -131,7 +135,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
                                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kSilu,
-                                   OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kLeakyRelu,
+                                   OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kSqrt, OpKind::kLeakyRelu, OpKind::kClip,
                                    OpKind::kBatchNorm, OpKind::kSoftmax},
                                   check,
                                   build};

@@ -120,7 +120,9 @@ bool reads_row_major(OpKind kind) {
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
     case OpKind::kTanh:
+    case OpKind::kSqrt:
     case OpKind::kLeakyRelu:
+    case OpKind::kClip:
     case OpKind::kScale:
     case OpKind::kAdd:
     case OpKind::kLayerNorm:

@@ -44,7 +44,9 @@ enum class Act : int {
   kGelu = 7,
   kGeluTanh = 8,
   kTanh = 9,
-  kLeakyRelu = 10,
+  kSqrt = 10,
+  kLeakyRelu = 11,
+  kClip = 12,
 };
 /// Binary operations (same order as graph::BinaryOp).
 enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
@@ -164,6 +166,8 @@ STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
       return 0.5f * v * (1.f + tanhf(0.79788456f * (v + 0.044715f * v * v * v)));
     case Act::kTanh:
       return tanhf(v);
+    case Act::kSqrt:
+      return sqrtf(v);
     default:
       return v;
   }
@@ -173,8 +177,8 @@ STAGECRAFT_HD float activate(float v, Act act, float relu6_max) {
 struct ActParams {
   Act act = Act::kNone;
   float relu6_max = 6.f;  ///< ReLU6's bound in the destination's units
-  float alpha = 0.f;      ///< leaky ReLU: the slope below 0; hard sigmoid: the slope
-  float beta = 0.f;       ///< hard sigmoid: the offset
+  float alpha = 0.f;      ///< leaky ReLU: the slope below 0; hard sigmoid: the slope; clip: min
+  float beta = 0.f;       ///< hard sigmoid: the offset; clip: max
 };
 
 /// The activation of a standalone op: leaky ReLU (v >= 0 ? v : alpha · v), hard sigmoid with the
@@ -185,6 +189,8 @@ STAGECRAFT_HD float activate(float v, const ActParams& a) {
       return v >= 0.f ? v : a.alpha * v;
     case Act::kHardSigmoid:
       return fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f);
+    case Act::kClip:
+      return fminf(fmaxf(v, a.alpha), a.beta);
     default:
       return activate(v, a.act, a.relu6_max);
   }

@@ -144,7 +144,9 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
     case OpKind::kTanh:
-    case OpKind::kLeakyRelu: {
+    case OpKind::kSqrt:
+    case OpKind::kLeakyRelu:
+    case OpKind::kClip: {
       const ActParams act = act_params(spec);
       return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
         launch_act(e, srcs[0].data, dsts[0].data, n, act, s.get());
@@ -177,8 +179,8 @@ std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
 
 const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kHardSigmoid,
-                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh,
-                                   OpKind::kLeakyRelu, OpKind::kScale,
+                                   OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kSqrt,
+                                   OpKind::kLeakyRelu, OpKind::kClip, OpKind::kScale,
                                    OpKind::kBatchNorm, OpKind::kLayerNorm, OpKind::kAdd, OpKind::kSoftmax},
                                   check,
                                   build};

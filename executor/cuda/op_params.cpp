@@ -71,6 +71,13 @@ ActParams act_params(const KernelSpec& spec) {
       a.act = Act::kLeakyRelu;
       a.alpha = static_cast<float>(std::get<graph::LeakyReluAttrs>(spec.attrs).alpha);
       return a;
+    case OpKind::kClip: {
+      const auto& c = std::get<graph::ClipAttrs>(spec.attrs);
+      a.act = Act::kClip;
+      a.alpha = static_cast<float>(c.min);
+      a.beta = static_cast<float>(c.max);
+      return a;
+    }
     case OpKind::kHardSigmoid: {
       const auto& h = std::get<graph::HardSigmoidAttrs>(spec.attrs);
       a.act = Act::kHardSigmoid;

@@ -82,7 +82,7 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
                                              const std::vector<FoldInput>& inputs, int64_t opset);
 
 /// The folds of onnx_fold_tables.cpp (tables and products of constants: GatherND, ScatterND,
-/// MatMul, Softmax, CumSum) of `x` with the node's second and third inputs (null when absent); nullopt
+/// MatMul, Softmax, CumSum, Einsum, Conv, Tile) of `x` with the node's second and third inputs (null when absent); nullopt
 /// for other op types. Throws std::runtime_error on invalid inputs.
 std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstTensor& x,
                                        const ConstTensor* second, const ConstTensor* third);

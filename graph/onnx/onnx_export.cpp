@@ -162,6 +162,9 @@ class Exporter {
       case Activation::kTanh:
         node("Tanh", name, {in}, {out});
         return;
+      case Activation::kSqrt:
+        node("Sqrt", name, {in}, {out});
+        return;
       case Activation::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
         node("Pow", name + "/pow", {in, scalar(name + "/three", 3.0f)}, {name + "/cube"});
         node("Mul", name + "/kappa", {name + "/cube", scalar(name + "/k", 0.044715f)}, {name + "/cubic"});
@@ -336,6 +339,7 @@ class Exporter {
       case OpKind::kGelu:
       case OpKind::kGeluTanh:
       case OpKind::kTanh:
+      case OpKind::kSqrt:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
       case OpKind::kReduceMean:
@@ -383,6 +387,12 @@ class Exporter {
         real(node("LeakyRelu", op.name, in, {out}), "alpha",
              static_cast<float>(op.attrs_as<LeakyReluAttrs>().alpha));
         return;
+      case OpKind::kClip: {
+        const auto& a = op.attrs_as<ClipAttrs>();
+        node("Clip", op.name, {in[0], scalar(op.name + "/min", static_cast<float>(a.min)),
+                               scalar(op.name + "/max", static_cast<float>(a.max))}, {out});
+        return;
+      }
       case OpKind::kMatMul:
         node("MatMul", op.name, in, {out});
         return;

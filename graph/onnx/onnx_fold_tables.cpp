@@ -1,7 +1,7 @@
 // Folds of tables and products of constants: what transformers compute from constants before the
 // input matters — GatherND (LeViT's attention biases), ScatterND (Swin's shifted-window masks),
-// MatMul, Einsum and Softmax (ConViT's and MaxViT's positional attention of constant relative indices), CumSum (EdgeNeXt's
-// positional encodings of a constant mask).
+// MatMul, Einsum and Softmax (ConViT's and MaxViT's positional attention of constant relative indices), CumSum and
+// Conv (EdgeNeXt's and XCiT's positional encodings: Fourier features of a constant grid, projected by a convolution).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -217,6 +217,108 @@ ConstTensor einsum(const onnx::NodeProto& node, const ConstTensor& a, const Cons
   return t;
 }
 
+// ONNX Conv of constants, 1-D or 2-D (N x C x [H x] W), in double precision: explicit pads or
+// auto_pad, strides, dilations, groups, an optional bias.
+ConstTensor conv(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& w,
+                 const ConstTensor* bias) {
+  const size_t spatial = x.dims.size() < 3 ? 0 : x.dims.size() - 2;
+  if (spatial < 1 || spatial > 2 || w.dims.size() != x.dims.size()) {
+    invalid("Conv of constants: only 1-D and 2-D convolutions are folded");
+  }
+  // Both as 2-D: a 1-D convolution has height 1.
+  const auto two_d = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return spatial == 2 ? v : std::vector<int64_t>{fill, v.at(0)};
+  };
+  const std::vector<int64_t> in_hw = two_d({x.dims.begin() + 2, x.dims.end()}, 1);
+  const std::vector<int64_t> k_hw = two_d({w.dims.begin() + 2, w.dims.end()}, 1);
+  std::vector<int64_t> strides = attr_ints(node, "strides"), dilations = attr_ints(node, "dilations");
+  strides = strides.empty() ? std::vector<int64_t>{1, 1} : two_d(strides, 1);
+  dilations = dilations.empty() ? std::vector<int64_t>{1, 1} : two_d(dilations, 1);
+  const int64_t groups = attr_int(node, "group", 1);
+  const int64_t n = x.dims[0], c = x.dims[1], m = w.dims[0];
+  if (groups < 1 || c % groups != 0 || m % groups != 0 || w.dims[1] != c / groups) {
+    invalid("Conv of constants: weight channels do not match the input's and the groups");
+  }
+  if (bias && bias->numel() != m) invalid("Conv of constants: the bias needs one value per output channel");
+  // pads as {top, left, bottom, right}
+  std::vector<int64_t> pads(4, 0);
+  const std::string auto_pad = attr_string(node, "auto_pad");
+  std::vector<int64_t> out_hw(2);
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t span = (k_hw[d] - 1) * dilations[d] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out_hw[d] = (in_hw[d] + strides[d] - 1) / strides[d];
+      const int64_t total = std::max<int64_t>(0, (out_hw[d] - 1) * strides[d] + span - in_hw[d]);
+      const int64_t small = total / 2;
+      pads[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      pads[d + 2] = total - pads[d];
+    } else {
+      if (auto_pad != "" && auto_pad != "NOTSET" && auto_pad != "VALID") {
+        invalid(cat("Conv of constants: auto_pad ", auto_pad, " is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER"));
+      }
+      if (auto_pad != "VALID") {
+        const std::vector<int64_t> given = attr_ints(node, "pads");
+        if (!given.empty()) {
+          const std::vector<int64_t> p = spatial == 2 ? given : std::vector<int64_t>{0, given.at(0), 0, given.at(1)};
+          pads = p;
+        }
+      }
+      out_hw[d] = (in_hw[d] + pads[d] + pads[d + 2] - span) / strides[d] + 1;
+    }
+    if (out_hw[d] < 1) invalid("Conv of constants: the kernel is larger than the padded input");
+  }
+  ConstTensor t = x;
+  t.dims = {n, m};
+  if (spatial == 2) t.dims.insert(t.dims.end(), out_hw.begin(), out_hw.end());
+  else t.dims.push_back(out_hw[1]);
+  t.values.assign(static_cast<size_t>(n * m * out_hw[0] * out_hw[1]), 0.0);
+  const int64_t cg = c / groups, mg = m / groups;
+  const auto at = [](const std::vector<double>& v, int64_t i) { return v[static_cast<size_t>(i)]; };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < m; ++o) {
+      const int64_t g = o / mg;
+      for (int64_t oy = 0; oy < out_hw[0]; ++oy)
+        for (int64_t ox = 0; ox < out_hw[1]; ++ox) {
+          double sum = bias ? at(bias->values, o) : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < k_hw[0]; ++ky) {
+              const int64_t iy = oy * strides[0] - pads[0] + ky * dilations[0];
+              if (iy < 0 || iy >= in_hw[0]) continue;
+              for (int64_t kx = 0; kx < k_hw[1]; ++kx) {
+                const int64_t ix = ox * strides[1] - pads[1] + kx * dilations[1];
+                if (ix < 0 || ix >= in_hw[1]) continue;
+                sum += at(x.values, ((b * c + g * cg + ci) * in_hw[0] + iy) * in_hw[1] + ix) *
+                       at(w.values, ((o * cg + ci) * k_hw[0] + ky) * k_hw[1] + kx);
+              }
+            }
+          t.values[static_cast<size_t>(((b * m + o) * out_hw[0] + oy) * out_hw[1] + ox)] = sum;
+        }
+    }
+  return t;
+}
+
+// ONNX Tile of a constant: each dimension repeated `repeats` times (XCiT's positional encoding,
+// repeated for the batch).
+ConstTensor tile(const ConstTensor& x, const std::vector<int64_t>& repeats) {
+  if (repeats.size() != x.dims.size()) invalid("Tile needs one repeat count per dimension");
+  ConstTensor t = x;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 0) invalid("Tile repeat counts must not be negative");
+    t.dims[d] = x.dims[d] * repeats[d];
+  }
+  t.values.assign(static_cast<size_t>(elements_after(t.dims, 0)), 0.0);
+  for (int64_t i = 0; i < static_cast<int64_t>(t.values.size()); ++i) {
+    int64_t rest = i, from = 0, stride = 1;
+    for (size_t d = t.dims.size(); d-- > 0;) {
+      from += (rest % t.dims[d]) % x.dims[d] * stride;
+      rest /= t.dims[d];
+      stride *= x.dims[d];
+    }
+    t.values[static_cast<size_t>(i)] = x.values[static_cast<size_t>(from)];
+  }
+  return t;
+}
+
 }  // namespace
 
 std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstTensor& x,
@@ -224,6 +326,14 @@ std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstT
   const std::string& op = node.op_type();
   if (op == "Softmax") return softmax(node, x);
   if (op == "Einsum") return einsum(node, x, second);
+  if (op == "Tile") {
+    if (!second) invalid("Tile needs its repeat counts");
+    return tile(x, second->ints());
+  }
+  if (op == "Conv") {
+    if (!second) invalid("Conv needs its weights");
+    return conv(node, x, *second, third);
+  }
   if (op != "GatherND" && op != "ScatterND" && op != "MatMul" && op != "CumSum") return std::nullopt;
   if (!second || (op == "ScatterND" && !third)) invalid(cat(op, " needs all its inputs"));
   if (op == "GatherND") return gather_nd(node, x, *second);

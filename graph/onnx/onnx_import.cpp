@@ -97,6 +97,45 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   return OnnxModel{std::move(graph_), std::move(weights_), opset_};
 }
 
+void Importer::reduce_of_squares(const onnx::NodeProto& node) {
+  const std::string base = node_name(node), x = node.input(0), squares = node.output(0) + "/squares";
+  const bool l2 = node.op_type() == "ReduceL2";
+  const std::string sum = l2 ? node.output(0) + "/sum_of_squares" : node.output(0);
+  const auto make = [&](const char* type, std::vector<std::string> inputs, const std::string& output) {
+    auto n = std::make_unique<onnx::NodeProto>();
+    n->set_op_type(type);
+    n->set_name(cat(base, "/", type));
+    for (const auto& in : inputs) {
+      n->add_input(in);
+      ++readers_[in];
+      reader_kinds_[in].insert(type);
+    }
+    n->add_output(output);
+    produced_.insert(output);
+    expanded_.push_back(std::move(n));
+    return expanded_.back().get();
+  };
+  --readers_[x];  // read by the product (twice) instead
+  const onnx::NodeProto* square = make("Mul", {x, x}, squares);
+  // ReduceSum takes its axes as an input from opset 13, ReduceL2 and ReduceSumSquare from 18.
+  std::vector<std::string> sum_inputs = {squares};
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    sum_inputs.push_back(node.input(1));
+  } else if (opset_ >= 13 && !attr_ints(node, "axes").empty()) {
+    const std::vector<int64_t> ax = attr_ints(node, "axes");
+    const std::string name = node.output(0) + "/axes";
+    constants_[name] = ConstTensor::of_ints(ax, {static_cast<int64_t>(ax.size())});
+    sum_inputs.push_back(name);
+  }
+  onnx::NodeProto* reduce = make("ReduceSum", sum_inputs, sum);
+  for (const auto& a : node.attribute()) {
+    if (a.name() != "axes" || opset_ < 13) *reduce->add_attribute() = a;
+  }
+  import_node(*square);
+  import_node(*reduce);
+  if (l2) import_node(*make("Sqrt", {sum}, node.output(0)));
+}
+
 void Importer::fail(const onnx::NodeProto& node, const std::string& what) const {
   throw FormatError(cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): ", what));
 }
@@ -224,6 +263,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } catch (const std::runtime_error& e) {
     fail(node, e.what());
   }
+  if (t == "ReduceSumSquare" || t == "ReduceL2") return reduce_of_squares(node);
   if (reads_row_major(node) && on_row_major(node)) return;
   if (reads_channels_last(node)) {
     on_channels_last(node);
@@ -233,9 +273,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
     conv(node);
   } else if (t == "BatchNormalization") {
     batch_norm(node);
-  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh") {
+  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh" || t == "Sqrt") {
     const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid
-                        : t == "Tanh" ? OpKind::kTanh : OpKind::kHardSwish;
+                        : t == "Tanh" ? OpKind::kTanh : t == "Sqrt" ? OpKind::kSqrt : OpKind::kHardSwish;
     define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
   } else if (t == "LeakyRelu") {
     LeakyReluAttrs a;

@@ -136,8 +136,11 @@ void Importer::clip(const onnx::NodeProto& node) {
   } else if (zero_low && (!hi || std::isinf(*hi))) {
     define(node, 0, add(node, OpKind::kRelu, NoAttrs{}, {input(node, 0)}));
   } else {
-    fail(node, cat("only Clip(0, 6) and Clip(0, inf) are supported (got min ",
-                   lo ? cat(*lo) : "none", ", max ", hi ? cat(*hi) : "none", ")"));
+    ClipAttrs a;
+    if (lo) a.min = *lo;
+    if (hi) a.max = *hi;
+    if (a.min > a.max) fail(node, cat("min ", a.min, " is above max ", a.max));
+    define(node, 0, add(node, OpKind::kClip, a, {input(node, 0)}));
   }
 }
 

@@ -101,6 +101,8 @@ class Importer {
   void clip(const onnx::NodeProto& node);
   void pool(const onnx::NodeProto& node);
   void reduce(const onnx::NodeProto& node);
+  // ReduceSumSquare and ReduceL2 as Mul, ReduceSum [, Sqrt] nodes, imported in its place.
+  void reduce_of_squares(const onnx::NodeProto& node);
   void elementwise(const onnx::NodeProto& node);
   void sum(const onnx::NodeProto& node);
   void concat(const onnx::NodeProto& node);
@@ -182,6 +184,7 @@ class Importer {
   std::set<std::string> used_;
   std::set<std::string> produced_;  // every node output of the model
   ExternalData external_;
+  std::vector<std::unique_ptr<onnx::NodeProto>> expanded_;  // nodes a node was expanded into
 };
 
 }  // namespace stagecraft::graph::onnx_import

@@ -529,7 +529,11 @@ TEST(CudaElementOps, StandaloneActivationsMatchTheCpu) {
   onnx.alpha = 0.2;
   graph::LeakyReluAttrs leaky;
   leaky.alpha = 0.1;
+  graph::ClipAttrs clip;
+  clip.min = -0.5;
+  clip.max = 0.8;
   const std::pair<OpKind, graph::OpAttrs> kinds[] = {
+      {OpKind::kClip, clip},                             {OpKind::kTanh, graph::NoAttrs{}},
       {OpKind::kHardSigmoid, graph::HardSigmoidAttrs{}}, {OpKind::kHardSigmoid, onnx},
       {OpKind::kHardSwish, graph::NoAttrs{}},            {OpKind::kSilu, graph::NoAttrs{}},
       {OpKind::kLeakyRelu, leaky},                       {OpKind::kLeakyRelu, graph::LeakyReluAttrs{}},
@@ -552,6 +556,9 @@ TEST(CudaElementOps, StandaloneActivationsMatchTheCpu) {
   const TensorDesc d = desc(Shape{1, 1, 1, 1}, Layout::kNCHW);
   EXPECT_FLOAT_EQ(activate(-2.f, act_params(make_spec(OpKind::kLeakyRelu, leaky, {d}, {d}))), -0.2f);
   EXPECT_FLOAT_EQ(activate(1.f, act_params(make_spec(OpKind::kHardSigmoid, onnx, {d}, {d}))), 0.7f);
+  EXPECT_FLOAT_EQ(activate(2.f, act_params(make_spec(OpKind::kClip, clip, {d}, {d}))), 0.8f);
+  EXPECT_FLOAT_EQ(activate(-2.f, act_params(make_spec(OpKind::kClip, clip, {d}, {d}))), -0.5f);
+  EXPECT_FLOAT_EQ(activate(0.25f, act_params(make_spec(OpKind::kSqrt, graph::NoAttrs{}, {d}, {d}))), 0.5f);
 }
 
 // The fused activations run in every epilogue (conv, linear, add, binary) through activate(); the

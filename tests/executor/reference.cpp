@@ -77,6 +77,8 @@ double activate(double x, Activation activation) {
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
     case Activation::kTanh:
       return std::tanh(x);
+    case Activation::kSqrt:
+      return std::sqrt(x);
   }
   return x;
 }
@@ -625,6 +627,12 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {linear(x, op.attrs_as<graph::LinearAttrs>(), weights_of(weights, op))};
     case OpKind::kSoftmax:
       return {softmax(x, op.attrs_as<graph::SoftmaxAttrs>().axis)};
+    case OpKind::kClip: {
+      const auto& a = op.attrs_as<graph::ClipAttrs>();
+      HostTensor y = x;
+      for (float& v : y.data) v = static_cast<float>(std::clamp(static_cast<double>(v), a.min, a.max));
+      return {y};
+    }
     case OpKind::kHardSigmoid: {
       const auto& a = op.attrs_as<graph::HardSigmoidAttrs>();
       HostTensor y = x;
@@ -636,6 +644,7 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
     case OpKind::kGelu:
     case OpKind::kGeluTanh:
     case OpKind::kTanh:
+    case OpKind::kSqrt:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:

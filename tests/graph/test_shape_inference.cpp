@@ -249,7 +249,7 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   EXPECT_NE(error_of(make_op(OpKind::kChannelShuffle, shuffle), {nchw(1, 8, 3, 3)}).find("must divide"),
             std::string::npos);
   EXPECT_EQ(infer1(make_op(OpKind::kGlobalMaxPool, NoAttrs{}), {nchw(2, 8, 7, 5)}), (Shape{2, 8, 1, 1}));
-  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh}) {
+  for (OpKind kind : {OpKind::kHardSwish, OpKind::kSilu, OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kSqrt}) {
     EXPECT_EQ(infer1(make_op(kind, NoAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
   }
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {nchw(2, 8, 3, 3)}), (Shape{2, 8, 3, 3}));
