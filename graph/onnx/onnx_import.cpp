@@ -264,7 +264,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
     fail(node, e.what());
   }
   if (t == "ReduceSumSquare" || t == "ReduceL2") return reduce_of_squares(node);
-  if (reads_row_major(node) && on_row_major(node)) return;
+  if ((reads_row_major(node) || needs_row_major(node)) && on_row_major(node)) return;
   if (reads_channels_last(node)) {
     on_channels_last(node);
   } else if (reads_group_view(node)) {

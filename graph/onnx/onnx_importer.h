@@ -145,6 +145,12 @@ class Importer {
   std::optional<ValueId> as_convolutions_tensor(const onnx::NodeProto& node, int slot);
   // Translates a node reading row-major values; false when the ordinary translation applies.
   bool on_row_major(const onnx::NodeProto& node);
+  // ---- onnx_import_lifts.cpp: 1-D convolutions and pools, and ops of other ranks than 4 that
+  // only the row-major translation handles.
+  std::optional<size_t> rank_of(const std::string& name) const;
+  bool needs_row_major(const onnx::NodeProto& node) const;
+  // A Conv, MaxPool or AveragePool of [N, C, L] as the 2-D op over [N, C, 1, L].
+  void one_dimensional(const onnx::NodeProto& node);
   // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).
   ValueId row_major(const onnx::NodeProto& node, int slot);
   ValueId make_row_major(const onnx::NodeProto& node, int slot);
