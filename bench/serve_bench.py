@@ -26,8 +26,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+from servers import free_port, stop_group  # noqa: E402
 
 reexec_in_venv("serve_bench", __file__,
                ["numpy", "onnx", "onnxruntime", "nvidia-pytriton", "tritonclient[http,grpc]", "matplotlib"],
@@ -45,12 +44,6 @@ import numpy as np  # noqa: E402
 
 BUILD = Path(os.environ.get("STAGECRAFT_BUILD_DIR", ROOT / "build"))
 SIZES = {"inception_v3": 299}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def export(net: str, work: Path) -> Path:
@@ -190,15 +183,6 @@ def wait_ready(url: str, models: list[str], server: subprocess.Popen, seconds: f
     sys.exit(f"serve_bench: models {models} not ready after {seconds:.0f} s")
 
 
-def stop(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-
-
 def busy_cores(seconds: float = 1.0) -> float:
     """Cores kept busy by the whole machine over `seconds` (/proc/stat): measured while our
     servers are idle, it is the other work on the machine, which a timing on shared cores feels."""
@@ -305,7 +289,7 @@ def main() -> None:
         done = True
     finally:
         for server in servers:
-            stop(server)
+            stop_group(server, timeout=60)
         if done and not args.keep:
             shutil.rmtree(work, ignore_errors=True)  # the exported models are large
         else:

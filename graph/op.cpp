@@ -110,6 +110,11 @@ Activation activation_of_kind(OpKind kind, const OpAttrs& attrs) {
   return Activation::kNone;
 }
 
+bool is_activation_kind(OpKind kind) {
+  return kind == OpKind::kHardSigmoid || kind == OpKind::kLeakyRelu || kind == OpKind::kClip ||
+         activation_of_kind(kind) != Activation::kNone;
+}
+
 Activation* fused_activation_field(OpAttrs& attrs) {
   return std::visit(
       [](auto& a) -> Activation* {

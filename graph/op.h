@@ -547,6 +547,10 @@ bool attrs_match(OpKind kind, const OpAttrs& attrs);
 /// The activation an element-wise op computes (kNone for other kinds; a hard_sigmoid op only
 /// with PyTorch's slope and offset, which is what the fused activation means).
 Activation activation_of_kind(OpKind kind, const OpAttrs& attrs = NoAttrs{});
+/// Whether `kind` is an element-wise activation op: relu, relu6, sigmoid, hard_sigmoid,
+/// hard_swish, silu, gelu, gelu_tanh, tanh, sqrt, leaky_relu or clip (one input, one output of its
+/// shape).
+bool is_activation_kind(OpKind kind);
 /// The activation fused into a conv, linear, add or binary op (kNone for other kinds).
 Activation fused_activation(OpKind kind, const OpAttrs& attrs);
 /// The fused activation of an op, writable (nullptr for kinds without one).

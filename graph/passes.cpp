@@ -80,14 +80,25 @@ std::optional<OpId> plain_conv_producer(const Graph& graph, const Op& op) {
   return producer;
 }
 
+using Decisions = std::vector<Decision>;  // one per op of the old graph
+
+// A pass over the ops of one kind: decide(op, decisions) records, for each op of `kind` in order,
+// what becomes of it and of the ops before it; the graph is then rebuilt with the decisions.
+template <class Decide>
+Graph rewrite_ops_of(const Graph& graph, OpKind kind, Decide decide) {
+  Decisions decisions(graph.num_ops());
+  for (const Op& op : graph.ops()) {
+    if (op.kind == kind) decide(op, decisions);
+  }
+  return rebuild(graph, decisions);
+}
+
 }  // namespace
 
 Graph fold_batch_norm(const Graph& graph, PassLog* log) {
-  std::vector<Decision> decisions(graph.num_ops());
-  for (const Op& op : graph.ops()) {
-    if (op.kind != OpKind::kBatchNorm) continue;
+  return rewrite_ops_of(graph, OpKind::kBatchNorm, [&](const Op& op, Decisions& decisions) {
     const auto producer = plain_conv_producer(graph, op);
-    if (!producer) continue;
+    if (!producer) return;
     auto conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
     Decision& kept = decisions[*producer];
     if (kept.new_attrs) conv = std::get<Conv2dAttrs>(*kept.new_attrs);
@@ -95,20 +106,16 @@ Graph fold_batch_norm(const Graph& graph, PassLog* log) {
     kept.new_attrs = conv;
     decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->folded.push_back({graph.op(*producer).name, op.name});
-  }
-  return rebuild(graph, decisions);
+  });
 }
 
 Graph fold_scales(const Graph& graph, PassLog* log) {
-  std::vector<Decision> decisions(graph.num_ops());
-  for (const Op& op : graph.ops()) {
-    if (op.kind != OpKind::kScale) continue;
+  return rewrite_ops_of(graph, OpKind::kScale, [&](const Op& op, Decisions& decisions) {
     const auto producer = plain_conv_producer(graph, op);
-    if (!producer || is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
+    if (!producer || is_int8(graph.value(op.outputs[0]).desc.dtype)) return;
     decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->scales.push_back({graph.op(*producer).name, op.name, op.attrs_as<ScaleAttrs>().factor});
-  }
-  return rebuild(graph, decisions);
+  });
 }
 
 namespace {
@@ -148,29 +155,26 @@ std::optional<OpId> linear_with_feature_constant(const Graph& graph, const Op& o
 
 Graph fold_channel_constants_once(const Graph& graph, PassLog* log, bool* changed) {
   std::vector<Decision> decisions(graph.num_ops());
+  // Drops the binary op `op`, its constant folded into `target`, whose attributes `attrs` get a
+  // bias when the op adds or subtracts, and the op's activation.
+  const auto fold = [&](const Op& op, OpId target, auto attrs) {
+    const auto& a = op.attrs_as<BinaryAttrs>();
+    if (a.op == BinaryOp::kAdd || a.op == BinaryOp::kSub) attrs.bias = true;
+    attrs.activation = a.activation;
+    decisions[target].new_attrs = attrs;
+    decisions[op.id] = Decision::dropped(op.inputs[0]);
+    if (log) log->constants.push_back({graph.op(target).name, op.name, a.op});
+    *changed = true;
+  };
   for (const Op& op : graph.ops()) {
     if (const auto linear = linear_with_feature_constant(graph, op); linear && !decisions[*linear].new_attrs) {
-      const auto& a = op.attrs_as<BinaryAttrs>();
-      auto attrs = graph.op(*linear).attrs_as<LinearAttrs>();
-      if (a.op == BinaryOp::kAdd || a.op == BinaryOp::kSub) attrs.bias = true;
-      attrs.activation = a.activation;
-      decisions[*linear].new_attrs = attrs;
-      decisions[op.id] = Decision::dropped(op.inputs[0]);
-      if (log) log->constants.push_back({graph.op(*linear).name, op.name, a.op});
-      *changed = true;
+      fold(op, *linear, graph.op(*linear).attrs_as<LinearAttrs>());
       continue;
     }
     if (!per_channel_constant(graph, op)) continue;
     const auto producer = plain_conv_producer(graph, op);
     if (!producer || decisions[*producer].new_attrs) continue;  // one fold per conv and round
-    const auto& a = op.attrs_as<BinaryAttrs>();
-    auto conv = graph.op(*producer).attrs_as<Conv2dAttrs>();
-    if (a.op == BinaryOp::kAdd || a.op == BinaryOp::kSub) conv.bias = true;
-    conv.activation = a.activation;
-    decisions[*producer].new_attrs = conv;
-    decisions[op.id] = Decision::dropped(op.inputs[0]);
-    if (log) log->constants.push_back({graph.op(*producer).name, op.name, a.op});
-    *changed = true;
+    fold(op, *producer, graph.op(*producer).attrs_as<Conv2dAttrs>());
   }
   return rebuild(graph, decisions);
 }
@@ -291,29 +295,23 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
 }
 
 Graph fold_concats_into_shuffles(const Graph& graph, PassLog* log) {
-  std::vector<Decision> decisions(graph.num_ops());
-  for (const Op& op : graph.ops()) {
-    if (op.kind != OpKind::kChannelShuffle) continue;
+  return rewrite_ops_of(graph, OpKind::kChannelShuffle, [&](const Op& op, Decisions& decisions) {
     const auto producer = sole_producer(graph, op);
-    if (!producer || graph.op(*producer).kind != OpKind::kConcat) continue;
+    if (!producer || graph.op(*producer).kind != OpKind::kConcat) return;
     const Op& concat = graph.op(*producer);
     decisions[concat.id] = Decision::dropped(-1);
     decisions[op.id].new_inputs = concat.inputs;
     if (log) log->concats.push_back({op.name, concat.name});
-  }
-  return rebuild(graph, decisions);
+  });
 }
 
 Graph remove_identities(const Graph& graph, PassLog* log) {
-  std::vector<Decision> decisions(graph.num_ops());
-  for (const Op& op : graph.ops()) {
-    if (op.kind != OpKind::kIdentity) continue;
+  return rewrite_ops_of(graph, OpKind::kIdentity, [&](const Op& op, Decisions& decisions) {
     // A graph input passed straight to a graph output keeps its identity: outputs must be ops.
-    if (graph.is_output(op.outputs[0]) && graph.value(op.inputs[0]).producer == kNoOp) continue;
+    if (graph.is_output(op.outputs[0]) && graph.value(op.inputs[0]).producer == kNoOp) return;
     decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->removed.push_back(op.name);
-  }
-  return rebuild(graph, decisions);
+  });
 }
 
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {

@@ -56,9 +56,7 @@ ValueId NetBuilder::conv(ValueId x, const ConvSpec& spec, const std::string& nam
 }
 
 ValueId NetBuilder::bn(ValueId x, double eps, const std::string& name) {
-  graph::BatchNormAttrs a;
-  a.eps = eps;
-  return op(name, OpKind::kBatchNorm, a, {x});
+  return op(name, OpKind::kBatchNorm, graph::BatchNormAttrs{.eps = eps}, {x});
 }
 
 ValueId NetBuilder::relu(ValueId x, const std::string& name) {
@@ -84,22 +82,20 @@ ValueId NetBuilder::conv_bn_relu(ValueId x, int64_t out, int64_t k, int64_t stri
 
 ValueId NetBuilder::max_pool(ValueId x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode,
                              const std::string& name) {
-  graph::MaxPoolAttrs a;
-  a.kernel = Hw::square(k);
-  a.stride = Hw::square(stride);
-  a.padding = Pads::same(pad);
-  a.ceil_mode = ceil_mode;
+  const graph::MaxPoolAttrs a{.kernel = Hw::square(k),
+                              .stride = Hw::square(stride),
+                              .padding = Pads::same(pad),
+                              .ceil_mode = ceil_mode};
   return op(name, OpKind::kMaxPool, a, {x});
 }
 
 ValueId NetBuilder::avg_pool(ValueId x, int64_t k, int64_t stride, int64_t pad,
                              bool count_include_pad, bool ceil_mode, const std::string& name) {
-  graph::AvgPoolAttrs a;
-  a.kernel = Hw::square(k);
-  a.stride = Hw::square(stride);
-  a.padding = Pads::same(pad);
-  a.ceil_mode = ceil_mode;
-  a.count_include_pad = count_include_pad;
+  const graph::AvgPoolAttrs a{.kernel = Hw::square(k),
+                              .stride = Hw::square(stride),
+                              .padding = Pads::same(pad),
+                              .ceil_mode = ceil_mode,
+                              .count_include_pad = count_include_pad};
   return op(name, OpKind::kAvgPool, a, {x});
 }
 
@@ -124,16 +120,11 @@ std::vector<ValueId> NetBuilder::split(ValueId x, const std::vector<int64_t>& si
 }
 
 ValueId NetBuilder::slice(ValueId x, int64_t begin, int64_t end, const std::string& name) {
-  graph::SliceAttrs a;
-  a.begin = begin;
-  a.end = end;
-  return op(name, OpKind::kSlice, a, {x});
+  return op(name, OpKind::kSlice, graph::SliceAttrs{.begin = begin, .end = end}, {x});
 }
 
 ValueId NetBuilder::pad(ValueId x, const Pads& pads, const std::string& name) {
-  graph::PadAttrs a;
-  a.pads = pads;
-  return op(name, OpKind::kPad, a, {x});
+  return op(name, OpKind::kPad, graph::PadAttrs{.pads = pads}, {x});
 }
 
 ValueId NetBuilder::identity(ValueId x, const std::string& name) {
@@ -145,10 +136,8 @@ ValueId NetBuilder::flatten(ValueId x, const std::string& name) {
 }
 
 ValueId NetBuilder::linear(ValueId x, int64_t out_features, bool bias, const std::string& name) {
-  graph::LinearAttrs a;
-  a.in_features = channels(x);
-  a.out_features = out_features;
-  a.bias = bias;
+  const graph::LinearAttrs a{
+      .in_features = channels(x), .out_features = out_features, .bias = bias};
   return op(name, OpKind::kLinear, a, {x});
 }
 

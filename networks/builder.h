@@ -23,6 +23,10 @@ using graph::Hw;
 using graph::Pads;
 using graph::ValueId;
 
+/// Every built-in network classifies ImageNet: RGB images in, one logit per class out.
+inline constexpr int64_t kImageChannels = 3;
+inline constexpr int64_t kImageNetClasses = 1000;
+
 /// Convolution parameters for NetBuilder::conv: the op's attributes, with a 1x1 kernel unless set.
 /// Their in_channels is not read: NetBuilder::conv takes the input value's channels.
 struct ConvSpec : graph::Conv2dAttrs {

@@ -9,7 +9,6 @@ namespace stagecraft::networks {
 namespace {
 
 constexpr double kBnEps = 1e-3;
-constexpr int64_t kNumClasses = 1000;
 
 struct InceptionSpec {
   const char* name;
@@ -37,7 +36,7 @@ ValueId inception(NetBuilder& b, ValueId x, const InceptionSpec& spec) {
 }  // namespace
 
 graph::Graph build_googlenet(const NetworkOptions& options) {
-  NetBuilder b("googlenet", options.batch, 3, options.input_size, options.input_size);
+  NetBuilder b("googlenet", options.batch, kImageChannels, options.input_size, options.input_size);
   ValueId x = b.input();
   x = basic(b, "conv1", x, 64, 7, 2, 3);
   x = b.max_pool(x, 3, 2, 0, true, "maxpool1");
@@ -57,7 +56,7 @@ graph::Graph build_googlenet(const NetworkOptions& options) {
   x = inception(b, x, {"inception5b", 384, 192, 384, 48, 128, 128});
   x = b.global_avg_pool(x, "avgpool");
   x = b.flatten(x);
-  x = b.linear(x, kNumClasses);
+  x = b.linear(x, kImageNetClasses);
   return std::move(b).finish({x});
 }
 

@@ -9,7 +9,6 @@ namespace stagecraft::networks {
 namespace {
 
 constexpr double kBnEps = 1e-3;
-constexpr int64_t kNumClasses = 1000;
 
 // conv_bn_relu with a rectangular kernel and the padding that keeps H×W.
 ValueId conv_rect(NetBuilder& b, ValueId x, int64_t out, int64_t kh, int64_t kw) {
@@ -98,7 +97,8 @@ ValueId inception_e(NetBuilder& b, ValueId x) {
 }  // namespace
 
 graph::Graph build_inception_v3(const NetworkOptions& options) {
-  NetBuilder b("inception_v3", options.batch, 3, options.input_size, options.input_size);
+  NetBuilder b("inception_v3", options.batch, kImageChannels, options.input_size,
+               options.input_size);
   ValueId x = b.input();
   x = basic(b, "Conv2d_1a_3x3", x, 32, 3, 2);
   x = basic(b, "Conv2d_2a_3x3", x, 32, 3);
@@ -133,7 +133,7 @@ graph::Graph build_inception_v3(const NetworkOptions& options) {
   }
   x = b.global_avg_pool(x, "avgpool");
   x = b.flatten(x);
-  x = b.linear(x, kNumClasses);
+  x = b.linear(x, kImageNetClasses);
   return std::move(b).finish({x});
 }
 

@@ -28,8 +28,6 @@ namespace stagecraft::networks {
 namespace {
 
 constexpr double kBnEps = 1e-3;        // every batch norm of the reference
-constexpr int64_t kNumClasses = 1000;  // ImageNet classes
-constexpr int64_t kInputChannels = 3;  // RGB
 constexpr int64_t kStemKernel = 3;     // conv0: 3x3, stride 2, no padding
 constexpr int64_t kStemStride = 2;
 constexpr int64_t kReductionStride = 2;
@@ -280,8 +278,8 @@ graph::Graph NasnetBuilder::build() {
   ValueId logits;
   {
     auto s = b_.scope("logits");
-    logits = b_.linear(b_.flatten(b_.global_avg_pool(b_.relu(x), "avg_pool")), kNumClasses, true,
-                       "last_linear");
+    logits = b_.linear(b_.flatten(b_.global_avg_pool(b_.relu(x), "avg_pool")), kImageNetClasses,
+                       true, "last_linear");
   }
   return std::move(b_).finish({logits});
 }
@@ -311,7 +309,7 @@ void check_input_size(const std::string& network, const NasnetConfig& config, in
 graph::Graph build_nasnet(const std::string& name, const NasnetConfig& config,
                           const NetworkOptions& options) {
   check_input_size(name, config, options.input_size);
-  NetBuilder b(name, options.batch, kInputChannels, options.input_size, options.input_size);
+  NetBuilder b(name, options.batch, kImageChannels, options.input_size, options.input_size);
   return NasnetBuilder(b, config).build();
 }
 

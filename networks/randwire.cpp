@@ -40,13 +40,11 @@ namespace {
 constexpr int kWsNeighbours = 4;               // k: lattice degree of the Watts–Strogatz graph
 constexpr double kWsRewireProbability = 0.75;  // p
 constexpr double kBnEps = 1e-5;                // PyTorch's default, as the RandWire reference
-constexpr int64_t kInputChannels = 3;          // RGB
 constexpr int64_t kConvKernel = 3;             // conv1, conv2 and the node depthwise convs
 constexpr int64_t kReductionStride = 2;
 constexpr int64_t kSamePadding = 1;      // keeps the size of a 3x3 conv at stride 1
 constexpr int64_t kPointwise = 1;        // 1x1 convs
 constexpr int64_t kTailChannels = 1280;  // the classifier's 1x1 conv
-constexpr int64_t kNumClasses = 1000;    // ImageNet classes
 constexpr int kNodes = 32;               // N: nodes per random stage (see the variants above)
 
 // One random stage: node count and channels of every node.
@@ -111,7 +109,7 @@ ValueId random_stage(NetBuilder& b, ValueId input, const StageSpec& spec, uint64
 
 graph::Graph build_randwire_variant(const std::string& name, const RandWireConfig& config,
                                     const NetworkOptions& options) {
-  NetBuilder b(name, options.batch, kInputChannels, options.input_size, options.input_size);
+  NetBuilder b(name, options.batch, kImageChannels, options.input_size, options.input_size);
   const int64_t c = config.base_channels;
   ValueId x;
   {
@@ -133,7 +131,7 @@ graph::Graph build_randwire_variant(const std::string& name, const RandWireConfi
     auto s = b.scope("classifier");
     x = b.relu(x);
     x = b.relu(b.bn(b.conv(x, square_conv(kTailChannels, kPointwise)), kBnEps));
-    logits = b.linear(b.flatten(b.global_avg_pool(x)), kNumClasses);
+    logits = b.linear(b.flatten(b.global_avg_pool(x)), kImageNetClasses);
   }
   return std::move(b).finish({logits});
 }

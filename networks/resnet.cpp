@@ -9,7 +9,6 @@ namespace stagecraft::networks {
 namespace {
 
 constexpr int64_t kExpansion = 4;
-constexpr int64_t kNumClasses = 1000;
 
 ValueId conv_bn(NetBuilder& b, const std::string& name, ValueId x, int64_t out, int64_t k,
                 int64_t stride, int64_t pad) {
@@ -28,7 +27,7 @@ ValueId bottleneck(NetBuilder& b, ValueId x, int64_t planes, int64_t stride, boo
 }  // namespace
 
 graph::Graph build_resnet50(const NetworkOptions& options) {
-  NetBuilder b("resnet50", options.batch, 3, options.input_size, options.input_size);
+  NetBuilder b("resnet50", options.batch, kImageChannels, options.input_size, options.input_size);
   ValueId x = b.input();
   {
     auto s = b.scope("stem");
@@ -46,7 +45,7 @@ graph::Graph build_resnet50(const NetworkOptions& options) {
     planes *= 2;
   }
   x = b.flatten(b.global_avg_pool(x, "avgpool"));
-  x = b.linear(x, kNumClasses);
+  x = b.linear(x, kImageNetClasses);
   return std::move(b).finish({x});
 }
 

@@ -8,7 +8,6 @@ namespace stagecraft::networks {
 
 namespace {
 
-constexpr int64_t kNumClasses = 1000;
 
 ValueId conv_relu(NetBuilder& b, const std::string& name, ValueId x, int64_t out, int64_t k,
                   int64_t stride = 1, int64_t pad = 0) {
@@ -26,7 +25,7 @@ ValueId fire(NetBuilder& b, const std::string& name, ValueId x, int64_t squeeze,
 }
 
 ValueId classifier(NetBuilder& b, ValueId x) {
-  x = conv_relu(b, "classifier", x, kNumClasses, 1);
+  x = conv_relu(b, "classifier", x, kImageNetClasses, 1);
   return b.flatten(b.global_avg_pool(x, "avgpool"));
 }
 
@@ -41,7 +40,7 @@ constexpr Layer kPool{0, 0};
 // max pools from maxpool2.
 graph::Graph build(const char* name, const NetworkOptions& options, int64_t stem_channels,
                    int64_t stem_kernel, std::initializer_list<Layer> layers) {
-  NetBuilder b(name, options.batch, 3, options.input_size, options.input_size);
+  NetBuilder b(name, options.batch, kImageChannels, options.input_size, options.input_size);
   ValueId x = conv_relu(b, "conv1", b.input(), stem_channels, stem_kernel, 2);
   x = b.max_pool(x, 3, 2, 0, true, "maxpool1");
   int fires = 2;

@@ -20,7 +20,6 @@ constexpr int64_t kWidth = 192;
 constexpr int64_t kHeads = 3;
 constexpr int64_t kMlp = 4;
 constexpr int kBlocks = 12;
-constexpr int64_t kNumClasses = 1000;
 
 graph::ReshapeAttrs full(std::vector<int64_t> dims) {
   graph::ReshapeAttrs r;
@@ -80,7 +79,7 @@ ValueId block(NetBuilder& b, ValueId x, int64_t n, int64_t h, int64_t w) {
 
 graph::Graph build_vit_tiny(const NetworkOptions& options) {
   const int64_t size = options.input_size;
-  NetBuilder b("vit_tiny", options.batch, 3, size, size);
+  NetBuilder b("vit_tiny", options.batch, kImageChannels, size, size);
   ValueId x = b.conv(b.input(), square_conv(kWidth, kPatch, kPatch, 0, true), "patch_embed");
   const int64_t h = size / kPatch, w = size / kPatch;
   // The position embedding: one constant per channel and token.
@@ -93,7 +92,7 @@ graph::Graph build_vit_tiny(const NetworkOptions& options) {
     x = block(b, x, options.batch, h, w);
   }
   x = b.flatten(b.global_avg_pool(layer_norm(b, x, "norm"), "pool"));
-  return std::move(b).finish({b.linear(x, kNumClasses, true, "head")});
+  return std::move(b).finish({b.linear(x, kImageNetClasses, true, "head")});
 }
 
 }  // namespace stagecraft::networks

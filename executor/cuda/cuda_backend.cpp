@@ -3,6 +3,8 @@
 // checks and the dispatch to op families (ops.h).
 #include "executor/cuda/cuda_backend.h"
 
+#include <algorithm>
+#include <iterator>
 #include <mutex>
 
 #include "common/strings.h"
@@ -101,47 +103,20 @@ class CudaDevice : public Device {
 };
 
 // The kinds whose CUDA kernels read and write row-major (kPlain) tensors of any rank: the
-// transformer ops, the flat element-wise ones, layer norm and softmax over an axis, linear layers
-// over the last axis, broadcasting binary ops, copies, reshapes, concatenations and slices along
-// dimension 1, reductions of rank-4 ones. The others (convolutions, pooling, batch norm, pad,
-// resize, shuffles) index rank-4 tensors in a CUDA layout.
+// transformer ops, the activations and the other flat element-wise ones, layer norm and softmax
+// over an axis, linear layers over the last axis, broadcasting binary ops, copies, reshapes,
+// concatenations and slices along dimension 1, reductions of rank-4 ones. The others
+// (convolutions, pooling, batch norm, pad, resize, shuffles) index rank-4 tensors in a CUDA layout.
 bool reads_row_major(OpKind kind) {
-  switch (kind) {
-    case OpKind::kMatMul:
-    case OpKind::kTranspose:
-    case OpKind::kNarrow:
-    case OpKind::kConcatConstant:
-    case OpKind::kRelu:
-    case OpKind::kRelu6:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kSilu:
-    case OpKind::kGelu:
-    case OpKind::kGeluTanh:
-    case OpKind::kTanh:
-    case OpKind::kSqrt:
-    case OpKind::kLeakyRelu:
-    case OpKind::kClip:
-    case OpKind::kScale:
-    case OpKind::kAdd:
-    case OpKind::kLayerNorm:
-    case OpKind::kSoftmax:
-    case OpKind::kLinear:
-    case OpKind::kBinary:
-    case OpKind::kIdentity:
-    case OpKind::kFlatten:
-    case OpKind::kReshape:
-    case OpKind::kConcat:
-    case OpKind::kSplit:
-    case OpKind::kSlice:
-    case OpKind::kReduceMean:
-    case OpKind::kReduceMax:
-    case OpKind::kReduceSum:
-      return true;
-    default:
-      return false;
-  }
+  static constexpr OpKind kRowMajor[] = {
+      OpKind::kMatMul,     OpKind::kTranspose, OpKind::kNarrow,    OpKind::kConcatConstant,
+      OpKind::kScale,      OpKind::kAdd,       OpKind::kLayerNorm, OpKind::kSoftmax,
+      OpKind::kLinear,     OpKind::kBinary,    OpKind::kIdentity,  OpKind::kFlatten,
+      OpKind::kReshape,    OpKind::kConcat,    OpKind::kSplit,     OpKind::kSlice,
+      OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceSum,
+  };
+  return graph::is_activation_kind(kind) ||
+         std::ranges::find(kRowMajor, kind) != std::end(kRowMajor);
 }
 
 // CUDA descriptions carry no state: the families decide when they build (convolutions time their

@@ -79,24 +79,27 @@ STAGECRAFT_HD int64_t offset(const Dims4& d, int64_t n, int64_t c, int64_t h, in
   return d.nhwc ? ((n * d.h + h) * d.w + w) * d.c + c : ((n * d.c + c) * d.h + h) * d.w + w;
 }
 
+/// The coordinate along a dimension of `extent` of what is left of a memory offset (innermost
+/// dimension first): i % extent, and i becomes i / extent, for the next dimension out.
+STAGECRAFT_HD int64_t next_coordinate(int64_t& i, int64_t extent) {
+  const int64_t r = i % extent;
+  i /= extent;
+  return r;
+}
+
 /// The coordinates of the element at memory offset i of d (the inverse of offset()).
 STAGECRAFT_HD Coords coords_at(const Dims4& d, int64_t i) {
   Coords r;
   if (d.nhwc) {
-    r.c = i % d.c;
-    i /= d.c;
-    r.w = i % d.w;
-    i /= d.w;
-    r.h = i % d.h;
-    r.n = i / d.h;
+    r.c = next_coordinate(i, d.c);
+    r.w = next_coordinate(i, d.w);
+    r.h = next_coordinate(i, d.h);
   } else {
-    r.w = i % d.w;
-    i /= d.w;
-    r.h = i % d.h;
-    i /= d.h;
-    r.c = i % d.c;
-    r.n = i / d.c;
+    r.w = next_coordinate(i, d.w);
+    r.h = next_coordinate(i, d.h);
+    r.c = next_coordinate(i, d.c);
   }
+  r.n = i;
   return r;
 }
 

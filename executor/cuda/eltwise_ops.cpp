@@ -134,24 +134,13 @@ Support check(const KernelSpec& spec) {
 std::unique_ptr<Kernel> build(const KernelSpec& spec, BuildContext& ctx) {
   const Elem e = elem_of(spec.srcs[0].dtype);
   const int64_t n = spec.srcs[0].shape.numel();
+  if (graph::is_activation_kind(spec.kind)) {
+    const ActParams act = act_params(spec);
+    return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
+      launch_act(e, srcs[0].data, dsts[0].data, n, act, s.get());
+    });
+  }
   switch (spec.kind) {
-    case OpKind::kRelu:
-    case OpKind::kRelu6:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kSilu:
-    case OpKind::kGelu:
-    case OpKind::kGeluTanh:
-    case OpKind::kTanh:
-    case OpKind::kSqrt:
-    case OpKind::kLeakyRelu:
-    case OpKind::kClip: {
-      const ActParams act = act_params(spec);
-      return std::make_unique<FnKernel>("own activation", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {
-        launch_act(e, srcs[0].data, dsts[0].data, n, act, s.get());
-      });
-    }
     case OpKind::kScale: {
       const float factor = static_cast<float>(std::get<graph::ScaleAttrs>(spec.attrs).factor);
       return std::make_unique<FnKernel>("own scale", [=](CudaStream& s, Refs srcs, Refs dsts, void*) {

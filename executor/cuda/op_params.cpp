@@ -281,17 +281,16 @@ std::vector<GemmCall> matmul_gemms(const graph::Shape& a, const graph::Shape& b)
     step_a *= a[d];
     step_b *= b[d];
   }
-  GemmCall base;
-  base.m = n;
-  base.n = m;
-  base.k = k;
-  base.lda = n;
-  base.ldb = k;
-  base.ldc = n;
-  base.stride_a = rb.whole ? k * n : 0;  // cuBLAS's A is the second input
-  base.stride_b = ra.whole ? m * k : 0;
-  base.stride_c = m * n;
-  base.batch = batch;
+  const GemmCall base{.m = n,
+                      .n = m,
+                      .k = k,
+                      .lda = n,
+                      .ldb = k,
+                      .ldc = n,
+                      .stride_a = rb.whole ? k * n : 0,  // cuBLAS's A is the second input
+                      .stride_b = ra.whole ? m * k : 0,
+                      .stride_c = m * n,
+                      .batch = batch};
   int64_t groups = 1;
   for (size_t d = 0; d < first; ++d) groups *= out[d];
   std::vector<GemmCall> calls;

@@ -225,15 +225,6 @@ class Exporter {
         emit_activation(op, a.activation, out);
         return;
       }
-      case OpKind::kRelu:
-        node("Relu", op.name, in, {out});
-        return;
-      case OpKind::kRelu6:
-        node("Clip", op.name, {in[0], clip_bound(0), clip_bound(kRelu6Max)}, {out});
-        return;
-      case OpKind::kSigmoid:
-        node("Sigmoid", op.name, in, {out});
-        return;
       case OpKind::kMaxPool:
       case OpKind::kAvgPool: {
         const bool max = op.kind == OpKind::kMaxPool;
@@ -334,6 +325,9 @@ class Exporter {
         real(n, "beta", static_cast<float>(a.beta));
         return;
       }
+      case OpKind::kRelu:
+      case OpKind::kRelu6:
+      case OpKind::kSigmoid:
       case OpKind::kHardSwish:
       case OpKind::kSilu:
       case OpKind::kGelu:

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -265,15 +266,48 @@ void Importer::import_node(const onnx::NodeProto& node) {
   }
   if (t == "ReduceSumSquare" || t == "ReduceL2") return reduce_of_squares(node);
   if ((reads_row_major(node) || needs_row_major(node)) && on_row_major(node)) return;
-  if (reads_channels_last(node)) {
-    on_channels_last(node);
-  } else if (reads_group_view(node)) {
-    on_group_view(node);
-  } else if (t == "Conv") {
-    conv(node);
-  } else if (t == "BatchNormalization") {
-    batch_norm(node);
-  } else if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh" || t == "Sqrt") {
+  if (reads_channels_last(node)) return on_channels_last(node);
+  if (reads_group_view(node)) return on_group_view(node);
+  // The op types translated by one member function (several types may share one).
+  using Translator = void (Importer::*)(const onnx::NodeProto&);
+  static const std::map<std::string, Translator, std::less<>> kTranslators = {
+      {"Conv", &Importer::conv},
+      {"BatchNormalization", &Importer::batch_norm},
+      {"Clip", &Importer::clip},
+      {"MaxPool", &Importer::pool},
+      {"AveragePool", &Importer::pool},
+      {"ReduceMean", &Importer::reduce},
+      {"ReduceMax", &Importer::reduce},
+      {"ReduceSum", &Importer::reduce},
+      {"Add", &Importer::elementwise},
+      {"Sub", &Importer::elementwise},
+      {"Mul", &Importer::elementwise},
+      {"Div", &Importer::elementwise},
+      {"Sum", &Importer::sum},
+      {"Concat", &Importer::concat},
+      {"Reshape", &Importer::reshape},
+      {"Transpose", &Importer::transpose},
+      {"Squeeze", &Importer::squeeze},
+      {"Unsqueeze", &Importer::squeeze},
+      {"Gather", &Importer::gather},
+      {"Reciprocal", &Importer::unary},
+      {"Neg", &Importer::unary},
+      {"Gemm", &Importer::gemm},
+      {"MatMul", &Importer::gemm},
+      {"Softmax", &Importer::softmax},
+      {"Pad", &Importer::pad},
+      {"Split", &Importer::split},
+      {"Slice", &Importer::slice},
+      {"Resize", &Importer::resize},
+      {"Gelu", &Importer::gelu},
+      {"LayerNormalization", &Importer::layer_norm},
+      {"InstanceNormalization", &Importer::instance_norm},
+      {"Einsum", &Importer::einsum},
+  };
+  if (const auto translator = kTranslators.find(t); translator != kTranslators.end()) {
+    return (this->*translator->second)(node);
+  }
+  if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh" || t == "Sqrt") {
     const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid
                         : t == "Tanh" ? OpKind::kTanh : t == "Sqrt" ? OpKind::kSqrt : OpKind::kHardSwish;
     define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
@@ -288,68 +322,26 @@ void Importer::import_node(const onnx::NodeProto& node) {
     // float32 attributes: PyTorch's 1/6 arrives as 0.16666667f.
     if (std::fabs(a.alpha - kHardSigmoidAlpha) < 1e-7) a.alpha = kHardSigmoidAlpha;
     define(node, 0, add(node, OpKind::kHardSigmoid, a, {input(node, 0)}));
-  } else if (t == "Clip") {
-    clip(node);
-  } else if (t == "MaxPool" || t == "AveragePool") {
-    pool(node);
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
     define(node, 0, add(node, t == "GlobalMaxPool" ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool,
                         NoAttrs{}, {input(node, 0)}));
-  } else if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
-    reduce(node);
-  } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div") {
-    elementwise(node);
-  } else if (t == "Sum") {
-    sum(node);
-  } else if (t == "Concat") {
-    concat(node);
   } else if (t == "Flatten") {
     const ValueId x = input(node, 0);
     if (attr_int(node, "axis", 1) != 1) fail(node, "only axis 1 is supported");
     if (shape(x).rank() == 2) define(node, 0, x);
     else define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
-  } else if (t == "Reshape") {
-    reshape(node);
-  } else if (t == "Transpose") {
-    transpose(node);
-  } else if (t == "Squeeze" || t == "Unsqueeze") {
-    squeeze(node);
-  } else if (t == "Gather") {
-    gather(node);
-  } else if (t == "Reciprocal" || t == "Neg") {
-    unary(node);
-  } else if (t == "Gemm" || t == "MatMul") {
-    gemm(node);
-  } else if (t == "Softmax") {
-    softmax(node);
   } else if (t == "Dropout" || t == "Identity") {
     define(node, 0, input(node, 0));
   } else if (t == "Cast") {
     const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
     if (to != onnx::TensorProto::FLOAT) fail(node, "only casts of tensors to float32 are supported");
     define(node, 0, input(node, 0));
-  } else if (t == "Pad") {
-    pad(node);
-  } else if (t == "Split") {
-    split(node);
-  } else if (t == "Slice") {
-    slice(node);
-  } else if (t == "Resize") {
-    resize(node);
   } else if (t == "SpaceToDepth") {
     SpaceToDepthAttrs a;
     a.block = attr_int(node, "blocksize", 0);
     define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
-  } else if (t == "Gelu") {
-    gelu(node);
-  } else if (t == "LayerNormalization") {
-    layer_norm(node);
-  } else if (t == "InstanceNormalization") {
-    instance_norm(node);
   } else if (t == "DepthToSpace") {
     on_row_major(node);
-  } else if (t == "Einsum") {
-    einsum(node);
   } else {
     fail(node, "this op is not supported");
   }
@@ -444,6 +436,13 @@ ValueId Importer::add(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs,
     e.prepend(cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): "));
     throw;
   }
+}
+
+ValueId Importer::add_weighted(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs,
+                               std::vector<ValueId> inputs, std::vector<float> weight) {
+  const ValueId y = add(node, kind, std::move(attrs), std::move(inputs));
+  weights_of_last().weight = std::move(weight);
+  return y;
 }
 
 OpWeights& Importer::weights_of_last() { return weights_[graph_.op(last_op_).name]; }

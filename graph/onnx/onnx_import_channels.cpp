@@ -157,8 +157,7 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
     for (int64_t ci = 0; ci < a.in_channels; ++ci)
       for (int64_t k = 0; k < a.out_channels; ++k)
         oihw[static_cast<size_t>(k * a.in_channels + ci)] = w[static_cast<size_t>(ci * a.out_channels + k)];
-    values_[own.output(0)] = add(node, OpKind::kConv2d, a, {view->base});
-    weights_of_last().weight = std::move(oihw);
+    values_[own.output(0)] = add_weighted(node, OpKind::kConv2d, a, {view->base}, std::move(oihw));
   } else {  // element-wise, every input a view or a constant (checked)
     import_node(own);
   }

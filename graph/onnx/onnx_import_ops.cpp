@@ -260,8 +260,7 @@ void Importer::elementwise(const onnx::NodeProto& node) {
   attrs.op = op;
   attrs.constant = dims;
   attrs.constant_first = slot == 1 && !commutative;
-  define(node, 0, add(node, OpKind::kBinary, attrs, {x}));
-  weights_of_last().weight = c.floats();
+  define(node, 0, add_weighted(node, OpKind::kBinary, attrs, {x}, c.floats()));
 }
 
 void Importer::sum(const onnx::NodeProto& node) {
@@ -299,8 +298,7 @@ void Importer::unary(const onnx::NodeProto& node) {
   a.op = BinaryOp::kDiv;
   a.constant = {1};
   a.constant_first = true;
-  define(node, 0, add(node, OpKind::kBinary, a, {x}));
-  weights_of_last().weight = {1.0f};
+  define(node, 0, add_weighted(node, OpKind::kBinary, a, {x}, {1.0f}));
 }
 
 void Importer::gemm(const onnx::NodeProto& node) {

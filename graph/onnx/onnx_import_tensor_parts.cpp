@@ -19,13 +19,11 @@ ValueId Importer::affine(const onnx::NodeProto& node, ValueId x, const std::vect
   a.constant = dims;
   if (!unit) {
     a.op = BinaryOp::kMul;
-    x = mark(add(node, OpKind::kBinary, a, {x}));
-    weights_of_last().weight = std::move(scale);
+    x = mark(add_weighted(node, OpKind::kBinary, a, {x}, std::move(scale)));
   }
   if (!zero) {
     a.op = BinaryOp::kAdd;
-    x = mark(add(node, OpKind::kBinary, a, {x}));
-    weights_of_last().weight = std::move(shift);
+    x = mark(add_weighted(node, OpKind::kBinary, a, {x}, std::move(shift)));
   }
   return x;
 }
@@ -71,9 +69,7 @@ void Importer::matmul(const onnx::NodeProto& node) {
     a.in_features = in;
     a.out_features = out;
     a.bias = false;
-    const ValueId y = add(node, OpKind::kLinear, a, {x});
-    weights_of_last().weight = std::move(wt);
-    define(node, 0, mark(y));
+    define(node, 0, mark(add_weighted(node, OpKind::kLinear, a, {x}, std::move(wt))));
     return;
   }
   if (constant(node, 0)) fail(node, "a constant first input is not supported");
@@ -137,8 +133,7 @@ void Importer::concat_row_major(const onnx::NodeProto& node) {
       a.axis = axis;
       a.count = count;
       a.before = before;
-      y = mark(add(node, OpKind::kConcatConstant, a, {y}));
-      weights_of_last().weight = std::move(values);
+      y = mark(add_weighted(node, OpKind::kConcatConstant, a, {y}, std::move(values)));
     }
     define(node, 0, y);
     return;
@@ -381,8 +376,7 @@ void Importer::einsum(const onnx::NodeProto& node) {
     la.in_features = k;
     la.out_features = n;
     la.bias = false;
-    y = mark(add(node, OpKind::kLinear, la, {rows}));
-    weights_of_last().weight = std::move(w);
+    y = mark(add_weighted(node, OpKind::kLinear, la, {rows}, std::move(w)));
     std::vector<int64_t> dims = extents(t_free, tl, tdims);
     const std::vector<int64_t> cd = extents(c_free, cl, c.dims);
     dims.insert(dims.end(), cd.begin(), cd.end());

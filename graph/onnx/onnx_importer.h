@@ -88,6 +88,10 @@ class Importer {
   Shape shape(ValueId v) const;
   void define(const onnx::NodeProto& node, int slot, ValueId value);
   ValueId add(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs, std::vector<ValueId> inputs);
+  /// add() of an op whose one parameter tensor is `weight` (a linear layer's or 1x1
+  /// convolution's matrix, a binary op's constant, a constant block).
+  ValueId add_weighted(const onnx::NodeProto& node, OpKind kind, OpAttrs attrs,
+                       std::vector<ValueId> inputs, std::vector<float> weight);
   OpWeights& weights_of_last();
   const std::set<std::string>& reader_kinds(const onnx::NodeProto& node) const;
 

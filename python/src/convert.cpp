@@ -8,6 +8,7 @@
 namespace stagecraft::python {
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a = value: a keyword argument
 
 // [(name, shape, layout)] of graph values.
 py::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& ids) {
@@ -21,26 +22,17 @@ py::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& 
 }
 
 py::dict meta_dict(const scheduler::ScheduleMeta& m) {
-  py::dict d;
-  d["network"] = m.network;
-  d["graph_hash"] = m.graph_hash;
-  d["num_ops"] = m.num_ops;
-  d["batch"] = m.batch;
-  d["dtype"] = m.dtype;
-  d["device"] = m.device;
-  d["cost_model"] = m.cost_model;
-  d["strategy"] = std::string(scheduler::to_string(m.search.strategy));
-  d["mode"] = std::string(scheduler::to_string(m.search.mode));
-  d["r"] = m.search.max_group_size;
-  d["s"] = m.search.max_num_groups;
-  d["pruned"] = m.search.pruned;
-  d["search_budget"] = m.search.budget.seconds;
-  d["exhaustive"] = m.search.budget.exhaustive;
-  d["converged"] = m.converged;
-  d["predicted_ms"] = m.predicted_ms;
-  d["search_seconds"] = m.search_seconds;
-  d["layout"] = m.layout;
-  return d;
+  const scheduler::SearchOptions& search = m.search;
+  return py::dict("network"_a = m.network, "graph_hash"_a = m.graph_hash, "num_ops"_a = m.num_ops,
+                  "batch"_a = m.batch, "dtype"_a = m.dtype, "device"_a = m.device,
+                  "cost_model"_a = m.cost_model,
+                  "strategy"_a = std::string(scheduler::to_string(search.strategy)),
+                  "mode"_a = std::string(scheduler::to_string(search.mode)),
+                  "r"_a = search.max_group_size, "s"_a = search.max_num_groups,
+                  "pruned"_a = search.pruned, "search_budget"_a = search.budget.seconds,
+                  "exhaustive"_a = search.budget.exhaustive, "converged"_a = m.converged,
+                  "predicted_ms"_a = m.predicted_ms, "search_seconds"_a = m.search_seconds,
+                  "layout"_a = m.layout);
 }
 
 // [(kind, [[op names of a group]], predicted_ms)] per stage.
@@ -61,24 +53,14 @@ py::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule) 
 
 py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
                     size_t measured, size_t cache_hits) {
-  py::dict d;
-  d["seconds"] = st.seconds;
-  d["blocks"] = st.blocks;
-  d["parts"] = st.parts;
-  d["states"] = st.states;
-  d["transitions"] = st.transitions;
-  d["stage_keys"] = st.stage_keys;
-  d["splits"] = st.splits;
-  d["measured"] = measured;
-  d["cache_hits"] = cache_hits;
-  d["measured_by_search"] = st.measured;
-  d["estimated"] = st.estimated;
-  d["converged"] = st.converged;
-  d["out_of_budget"] = st.out_of_budget;
-  d["bound_ms"] = st.bound_ms;
-  d["from_cache"] = st.from_cache;
-  d["summary"] = session::search_stats_text(st, schedule);
-  return d;
+  return py::dict("seconds"_a = st.seconds, "blocks"_a = st.blocks, "parts"_a = st.parts,
+                  "states"_a = st.states, "transitions"_a = st.transitions,
+                  "stage_keys"_a = st.stage_keys, "splits"_a = st.splits, "measured"_a = measured,
+                  "cache_hits"_a = cache_hits, "measured_by_search"_a = st.measured,
+                  "estimated"_a = st.estimated, "converged"_a = st.converged,
+                  "out_of_budget"_a = st.out_of_budget, "bound_ms"_a = st.bound_ms,
+                  "from_cache"_a = st.from_cache,
+                  "summary"_a = session::search_stats_text(st, schedule));
 }
 
 }  // namespace stagecraft::python

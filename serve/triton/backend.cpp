@@ -74,6 +74,17 @@ TRITONSERVER_Error* guarded(const std::string& what, Body&& body) {
   }
 }
 
+// Deletes the State that an *Initialize set as `object`'s state (get_state:
+// TRITONBACKEND_ModelState or TRITONBACKEND_ModelInstanceState); the server's error, if any.
+template <class State, class Object>
+TRITONSERVER_Error* delete_state(Object* object,
+                                 TRITONSERVER_Error* (*get_state)(Object*, void**)) {
+  void* state = nullptr;
+  TRITONSERVER_Error* err = get_state(object, &state);
+  delete static_cast<State*>(state);
+  return err;
+}
+
 // The JSON of `message`; `owned`: the caller owns it (deleted here), else the server does.
 nlohmann::json message_json(TRITONSERVER_Message* message, bool owned) {
   const char* base = nullptr;
@@ -461,10 +472,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
-  void* state = nullptr;
-  TRITONSERVER_Error* err = TRITONBACKEND_ModelState(model, &state);
-  delete static_cast<ModelState*>(state);
-  return err;
+  return delete_state<ModelState>(model, TRITONBACKEND_ModelState);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
@@ -499,10 +507,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
-  void* state = nullptr;
-  TRITONSERVER_Error* err = TRITONBACKEND_ModelInstanceState(instance, &state);
-  delete static_cast<InstanceState*>(state);
-  return err;
+  return delete_state<InstanceState>(instance, TRITONBACKEND_ModelInstanceState);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,

@@ -7,6 +7,7 @@
 
 #include "common/strings.h"
 #include "executor/executor.h"
+#include "support/kernels.h"
 
 namespace stagecraft::executor::gpu_test {
 
@@ -90,23 +91,7 @@ void expect_graph_and_stream_match(const Model& m, const Schedule& s, graph::Lay
 }
 
 std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
-  auto kernel = gpu().create_kernel(spec);
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<TensorRef> in;
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    buffers.push_back(gpu().allocate(srcs[i].size() * sizeof(float)));
-    gpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size() * sizeof(float));
-    in.push_back({buffers.back()->data(), spec.srcs[i]});
-  }
-  auto out = gpu().allocate(static_cast<size_t>(spec.dsts[0].bytes()));
-  auto ws = gpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
-  kernel->bind(in, {{out->data(), spec.dsts[0]}}, ws->data());
-  auto stream = gpu().create_stream();
-  kernel->launch(*stream);
-  stream->synchronize();
-  std::vector<float> y(static_cast<size_t>(spec.dsts[0].shape.numel()));
-  gpu().download(y.data(), out->data(), y.size() * sizeof(float));
-  return y;
+  return stagecraft::testing::run_f32_kernel(gpu(), spec, srcs);
 }
 
 }  // namespace stagecraft::executor::gpu_test

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "common/strings.h"
 #include "executor/backend.h"
@@ -128,12 +129,10 @@ TEST(CudaBackend, NewOpKindsMatchTheCpuInEveryLayoutAndMode) {
   }
 }
 
-// The ONNX-style model of the executor tests (hard sigmoid with ONNX's slope, SE block with
-// reshapes and linear layers, constants first and second, leaky ReLU, shuffle, global max pool),
-// prepared for inference (activations fused where a pass fuses them), under every schedule.
-TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
-  SKIP_WITHOUT_GPU();
-  const Model m = stagecraft::testing::model_of(stagecraft::testing::modern_ops_graph(2, 12), 3);
+// `m` under every schedule (sequential, greedy, dp) in both CUDA layouts, in graph and stream
+// mode, against the CPU's outputs, which are returned (for the inputs of seed 7, then 8).
+std::pair<std::vector<HostTensor>, std::vector<HostTensor>> expect_every_schedule_matches_the_cpu(
+    const Model& m) {
   const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
   const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
   for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
@@ -143,6 +142,16 @@ TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
                                     std::string(scheduler::to_string(strategy)));
     }
   }
+  return {want7, want8};
+}
+
+// The ONNX-style model of the executor tests (hard sigmoid with ONNX's slope, SE block with
+// reshapes and linear layers, constants first and second, leaky ReLU, shuffle, global max pool),
+// prepared for inference (activations fused where a pass fuses them), under every schedule.
+TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
+  SKIP_WITHOUT_GPU();
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::modern_ops_graph(2, 12), 3);
+  const auto [want7, want8] = expect_every_schedule_matches_the_cpu(m);
   const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
   const RunResult r = run_twice(gpu(), half, stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
                                 graph::Layout::kNHWC);
@@ -157,15 +166,7 @@ TEST(CudaBackend, ModernOpsGraphMatchesTheCpuUnderEverySchedule) {
 TEST(CudaBackend, TransformerOpsMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   const Model m = stagecraft::testing::model_of(stagecraft::testing::vit_graph(2, 16, 2, 2), 7);
-  const Schedule seq = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
-  const auto want7 = run_cpu(m, seq, graph::Layout::kNCHW, 7), want8 = run_cpu(m, seq, graph::Layout::kNCHW, 8);
-  for (Strategy strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
-    const Schedule s = stagecraft::testing::analytic_schedule(m.graph, strategy);
-    for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
-      expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance,
-                                    std::string(scheduler::to_string(strategy)));
-    }
-  }
+  const auto [want7, want8] = expect_every_schedule_matches_the_cpu(m);
   const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
   expect_graph_and_stream_match(half, stagecraft::testing::analytic_schedule(half.graph, Strategy::kDp),
                                 graph::Layout::kNHWC, want7, want8, kF16Tolerance, "f16 dp");

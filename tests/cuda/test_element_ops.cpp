@@ -18,6 +18,7 @@
 #include "executor/cuda/op_params.h"
 #include "executor/kernel_math.h"
 #include "executor/op_rules.h"
+#include "support/kernels.h"
 #include "support/models.h"
 
 namespace stagecraft::executor::cuda {
@@ -28,7 +29,8 @@ using graph::Layout;
 using graph::OpKind;
 using graph::Shape;
 using graph::TensorDesc;
-using Bytes = std::vector<uint8_t>;
+using stagecraft::testing::Bytes;
+using stagecraft::testing::kernel_spec;
 
 constexpr int kWarpSize = 32;
 constexpr int kSegmentBytes = 128;  // a warp's access is served in 128-byte segments
@@ -222,18 +224,6 @@ TensorDesc desc(Shape shape, Layout layout, DataType dtype = DataType::kF32, flo
   return d;
 }
 
-KernelSpec make_spec(OpKind kind, graph::OpAttrs attrs, std::vector<TensorDesc> srcs,
-                     std::vector<TensorDesc> dsts, const graph::OpWeights* weights = nullptr) {
-  KernelSpec spec;
-  spec.kind = kind;
-  spec.attrs = std::move(attrs);
-  spec.srcs = std::move(srcs);
-  spec.dsts = std::move(dsts);
-  spec.weights = weights;
-  spec.name = std::string(graph::to_string(kind));
-  return spec;
-}
-
 Bytes random_bytes(const TensorDesc& d, uint32_t seed) {
   std::mt19937 rng(seed);
   Bytes b(static_cast<size_t>(d.bytes()));
@@ -261,29 +251,7 @@ float value(const Bytes& b, DataType t, int64_t i) {
 // Runs `spec` (or a copy when spec.kind is kIdentity and copy is set) on the CPU backend.
 std::vector<Bytes> run_cpu(const KernelSpec& spec, const std::vector<Bytes>& srcs, bool copy = false) {
   auto kernel = copy ? cpu().create_copy(spec.srcs[0], spec.dsts[0]) : cpu().create_kernel(spec);
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<TensorRef> in, out;
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    buffers.push_back(cpu().allocate(srcs[i].size()));
-    cpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size());
-    in.push_back({buffers.back()->data(), spec.srcs[i]});
-  }
-  for (const TensorDesc& d : spec.dsts) {
-    buffers.push_back(cpu().allocate(static_cast<size_t>(d.bytes())));
-    out.push_back({buffers.back()->data(), d});
-  }
-  auto workspace = cpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
-  kernel->bind(in, out, workspace->data());
-  auto stream = cpu().create_stream();
-  kernel->launch(*stream);
-  stream->synchronize();
-  std::vector<Bytes> result;
-  for (const TensorRef& r : out) {
-    Bytes b(static_cast<size_t>(r.desc.bytes()));
-    cpu().download(b.data(), r.data, b.size());
-    result.push_back(std::move(b));
-  }
-  return result;
+  return stagecraft::testing::run_kernel(cpu(), *kernel, spec, srcs);
 }
 
 // The largest |difference| between two tensors of one descriptor, in its units.
@@ -358,7 +326,7 @@ TEST(CudaElementOps, GlobalPoolingPadAndCopiesMatchTheCpu) {
     const Dims4 xd = dims_of(x_desc);
     {  // global average pooling: the per-thread body (NHWC) and the warp lanes (NCHW)
       const KernelSpec spec =
-          make_spec(OpKind::kGlobalAvgPool, graph::NoAttrs{}, {x_desc}, {desc(Shape{2, 10, 1, 1}, layout)});
+          kernel_spec(OpKind::kGlobalAvgPool, graph::NoAttrs{}, {x_desc}, {desc(Shape{2, 10, 1, 1}, layout)});
       const Bytes want = run_cpu(spec, {x})[0];
       Bytes got(want.size());
       for (int64_t nc = 0; nc < 20; ++nc) {
@@ -375,7 +343,7 @@ TEST(CudaElementOps, GlobalPoolingPadAndCopiesMatchTheCpu) {
     {  // pad with a crop on the top (the CPU pads with zeros only)
       graph::PadAttrs a;
       a.pads = graph::Pads{-1, 0, 1, 2};
-      const KernelSpec spec = make_spec(OpKind::kPad, a, {x_desc}, {desc(Shape{2, 10, 5, 8}, layout)});
+      const KernelSpec spec = kernel_spec(OpKind::kPad, a, {x_desc}, {desc(Shape{2, 10, 5, 8}, layout)});
       const Bytes want = run_cpu(spec, {x})[0];
       Bytes got(want.size());
       const Dims4 out = dims_of(spec.dsts[0]);
@@ -387,7 +355,7 @@ TEST(CudaElementOps, GlobalPoolingPadAndCopiesMatchTheCpu) {
       const Layout other = layout == Layout::kNCHW ? Layout::kNHWC : Layout::kNCHW;
       const TensorDesc part = desc(Shape{2, 4, 5, 6}, other);
       const KernelSpec spec =
-          make_spec(OpKind::kConcat, graph::NoAttrs{}, {x_desc, part}, {desc(Shape{2, 14, 5, 6}, layout)});
+          kernel_spec(OpKind::kConcat, graph::NoAttrs{}, {x_desc, part}, {desc(Shape{2, 14, 5, 6}, layout)});
       const Bytes y = random_bytes(part, 6);
       const Bytes want = run_cpu(spec, {x, y})[0];
       Bytes got(want.size());
@@ -406,7 +374,7 @@ TEST(CudaElementOps, GlobalPoolingPadAndCopiesMatchTheCpu) {
     {  // quantisation into u8 (scale 0.02) in the other layout: convert_at against the CPU's copy
       const Layout other = layout == Layout::kNCHW ? Layout::kNHWC : Layout::kNCHW;
       const TensorDesc q = desc(Shape{2, 10, 5, 6}, other, DataType::kU8, 0.02f);
-      const KernelSpec spec = make_spec(OpKind::kIdentity, graph::NoAttrs{}, {x_desc}, {q});
+      const KernelSpec spec = kernel_spec(OpKind::kIdentity, graph::NoAttrs{}, {x_desc}, {q});
       const Bytes want = run_cpu(spec, {x}, /*copy=*/true)[0];
       Bytes got(want.size());
       const Dims4 qd = dims_of(q);
@@ -422,7 +390,7 @@ TEST(CudaElementOps, QuantisedAdditionMatchesTheCpu) {
   const TensorDesc y = desc(Shape{1, 8, 4, 4}, Layout::kNHWC, DataType::kU8, 0.04f);
   graph::AddAttrs attrs;
   attrs.activation = graph::Activation::kRelu;
-  const KernelSpec spec = make_spec(OpKind::kAdd, attrs, {a, b}, {y});
+  const KernelSpec spec = kernel_spec(OpKind::kAdd, attrs, {a, b}, {y});
   const Bytes xa = random_bytes(a, 1), xb = random_bytes(b, 2);
   const Bytes want = run_cpu(spec, {xa, xb})[0];
   ScaledInputs<2> in{};
@@ -454,7 +422,7 @@ TEST(CudaElementOps, Int8ConvolutionPathMatchesTheCpu) {
     for (int i = 0; i < 6; ++i) w.bias.push_back(u(rng));
     const TensorDesc src = desc(Shape{1, 3, 7, 7}, Layout::kNHWC, src_type, 0.02f);
     const TensorDesc dst = desc(Shape{1, 6, 4, 4}, Layout::kNHWC, DataType::kU8, 0.03f);
-    const KernelSpec spec = make_spec(OpKind::kConv2d, a, {src}, {dst}, &w);
+    const KernelSpec spec = kernel_spec(OpKind::kConv2d, a, {src}, {dst}, &w);
     // Inputs below 128: oneDNN's u8 × s8 kernels on CPUs without VNNI multiply-add pairs into
     // saturating 16-bit sums (vpmaddubsw), which full-range u8 inputs with 127-magnitude weights
     // overflow; activations of real networks stay clear of that, and so does this test.
@@ -542,7 +510,7 @@ TEST(CudaElementOps, StandaloneActivationsMatchTheCpu) {
     const TensorDesc d = desc(Shape{2, 6, 5, 7}, layout);
     const Bytes x = wide_floats(d, 3);
     for (const auto& [kind, attrs] : kinds) {
-      const KernelSpec spec = make_spec(kind, attrs, {d}, {d});
+      const KernelSpec spec = kernel_spec(kind, attrs, {d}, {d});
       const Bytes want = run_cpu(spec, {x})[0];
       const ActParams a = act_params(spec);
       Bytes got(want.size());
@@ -554,11 +522,11 @@ TEST(CudaElementOps, StandaloneActivationsMatchTheCpu) {
   // The parameters reach the kernel: a leaky slope of 0.1 is not ReLU, ONNX's hard sigmoid is
   // not PyTorch's.
   const TensorDesc d = desc(Shape{1, 1, 1, 1}, Layout::kNCHW);
-  EXPECT_FLOAT_EQ(activate(-2.f, act_params(make_spec(OpKind::kLeakyRelu, leaky, {d}, {d}))), -0.2f);
-  EXPECT_FLOAT_EQ(activate(1.f, act_params(make_spec(OpKind::kHardSigmoid, onnx, {d}, {d}))), 0.7f);
-  EXPECT_FLOAT_EQ(activate(2.f, act_params(make_spec(OpKind::kClip, clip, {d}, {d}))), 0.8f);
-  EXPECT_FLOAT_EQ(activate(-2.f, act_params(make_spec(OpKind::kClip, clip, {d}, {d}))), -0.5f);
-  EXPECT_FLOAT_EQ(activate(0.25f, act_params(make_spec(OpKind::kSqrt, graph::NoAttrs{}, {d}, {d}))), 0.5f);
+  EXPECT_FLOAT_EQ(activate(-2.f, act_params(kernel_spec(OpKind::kLeakyRelu, leaky, {d}, {d}))), -0.2f);
+  EXPECT_FLOAT_EQ(activate(1.f, act_params(kernel_spec(OpKind::kHardSigmoid, onnx, {d}, {d}))), 0.7f);
+  EXPECT_FLOAT_EQ(activate(2.f, act_params(kernel_spec(OpKind::kClip, clip, {d}, {d}))), 0.8f);
+  EXPECT_FLOAT_EQ(activate(-2.f, act_params(kernel_spec(OpKind::kClip, clip, {d}, {d}))), -0.5f);
+  EXPECT_FLOAT_EQ(activate(0.25f, act_params(kernel_spec(OpKind::kSqrt, graph::NoAttrs{}, {d}, {d}))), 0.5f);
 }
 
 // The fused activations run in every epilogue (conv, linear, add, binary) through activate(); the
@@ -570,7 +538,7 @@ TEST(CudaElementOps, FusedActivationsMatchTheCpu) {
                                 graph::Activation::kSilu, graph::Activation::kSigmoid, graph::Activation::kRelu6}) {
     graph::AddAttrs attrs;
     attrs.activation = act;
-    const KernelSpec spec = make_spec(OpKind::kAdd, attrs, {d, d}, {d});
+    const KernelSpec spec = kernel_spec(OpKind::kAdd, attrs, {d, d}, {d});
     const Bytes want = run_cpu(spec, {a, b})[0];
     Bytes got(want.size());
     const float* srcs[] = {as<float>(a), as<float>(b)};
@@ -652,7 +620,7 @@ TEST(CudaElementOps, BinaryOpsMatchTheCpu) {
       std::uniform_real_distribution<float> u(0.5f, 2.f);
       for (int64_t i = 0; i < n; ++i) w.weight.push_back(u(rng));
     }
-    const KernelSpec spec = make_spec(OpKind::kBinary, c.attrs, srcs, {desc(c.a, c.layout)}, &w);
+    const KernelSpec spec = kernel_spec(OpKind::kBinary, c.attrs, srcs, {desc(c.a, c.layout)}, &w);
     const Bytes want = run_cpu(spec, data)[0];
     const Bytes got = run_binary_body(spec, data, w.weight);
     EXPECT_LT(relative_difference(got, want, spec.dsts[0]), 1e-5) << c.what << " " << graph::to_string(c.layout);
@@ -676,7 +644,7 @@ TEST(CudaElementOps, BinaryBroadcastsTheFirstOperandInAnyLayouts) {
   for (Layout la : {Layout::kNCHW, Layout::kNHWC}) {
     for (Layout lb : {Layout::kNCHW, Layout::kNHWC}) {
       const TensorDesc a = desc(Shape{2, 8, 1, 1}, la), b = desc(Shape{2, 8, 3, 5}, lb), y = desc(Shape{2, 8, 3, 5}, lb);
-      const KernelSpec spec = make_spec(OpKind::kBinary, binary_attrs(graph::BinaryOp::kSub), {a, b}, {y});
+      const KernelSpec spec = kernel_spec(OpKind::kBinary, binary_attrs(graph::BinaryOp::kSub), {a, b}, {y});
       const BinaryOperands ops = binary_operands(spec);
       EXPECT_EQ(ops.x_src, 1);
       EXPECT_EQ(ops.o_src, 0);
@@ -699,7 +667,7 @@ TEST(CudaElementOps, BinaryBroadcastsTheFirstOperandInAnyLayouts) {
 TEST(CudaElementOps, BinaryBroadcastsBothOperands) {
   const TensorDesc a = desc(Shape{2, 8, 1, 5}, Layout::kNCHW), b = desc(Shape{2, 8, 3, 1}, Layout::kNHWC);
   const TensorDesc y = desc(Shape{2, 8, 3, 5}, Layout::kNHWC);
-  const KernelSpec spec = make_spec(OpKind::kBinary, binary_attrs(graph::BinaryOp::kAdd), {a, b}, {y});
+  const KernelSpec spec = kernel_spec(OpKind::kBinary, binary_attrs(graph::BinaryOp::kAdd), {a, b}, {y});
   const BinaryOperands ops = binary_operands(spec);
   EXPECT_FALSE(ops.params.swap);
   EXPECT_FALSE(same_dims(ops.xd, dims_of(y)));
@@ -743,12 +711,12 @@ TEST(CudaElementOps, ReflectPadSpaceToDepthAndReductionsMatchTheCpu) {
     graph::PadAttrs pad;
     pad.pads = graph::Pads{1, 3, 2, 0};
     pad.reflect = true;
-    check(make_spec(OpKind::kPad, pad, {x_desc}, {desc(Shape{2, 6, 11, 7}, layout)}),
+    check(kernel_spec(OpKind::kPad, pad, {x_desc}, {desc(Shape{2, 6, 11, 7}, layout)}),
           [&](float* y, const Dims4& out, int64_t i) { reflect_pad_at(as<float>(x), xd, y, out, 1, 3, i); },
           "reflect pad");
     graph::SpaceToDepthAttrs s2d;
     s2d.block = 2;
-    check(make_spec(OpKind::kSpaceToDepth, s2d, {x_desc}, {desc(Shape{2, 24, 4, 2}, layout)}),
+    check(kernel_spec(OpKind::kSpaceToDepth, s2d, {x_desc}, {desc(Shape{2, 24, 4, 2}, layout)}),
           [&](float* y, const Dims4& out, int64_t i) { space_to_depth_at(as<float>(x), xd, y, out, 2, i); },
           "space to depth");
     const struct {
@@ -763,7 +731,7 @@ TEST(CudaElementOps, ReflectPadSpaceToDepthAndReductionsMatchTheCpu) {
     for (const auto& r : reductions) {
       graph::ReduceAttrs a;
       a.axes = r.axes;
-      check(make_spec(r.kind, a, {x_desc}, {desc(r.out, layout)}),
+      check(kernel_spec(r.kind, a, {x_desc}, {desc(r.out, layout)}),
             [&](float* y, const Dims4& out, int64_t i) { reduce_at(as<float>(x), xd, y, out, r.mode, i); },
             std::string(graph::to_string(r.kind)));
     }
@@ -776,7 +744,7 @@ TEST(CudaElementOps, GlobalMaxPoolingMatchesTheCpu) {
     const Bytes x = wide_floats(x_desc, 8, -4.f, -1.f);            // all negative: no 0 may win
     const Dims4 xd = dims_of(x_desc);
     const KernelSpec spec =
-        make_spec(OpKind::kGlobalMaxPool, graph::NoAttrs{}, {x_desc}, {desc(Shape{2, 10, 1, 1}, layout)});
+        kernel_spec(OpKind::kGlobalMaxPool, graph::NoAttrs{}, {x_desc}, {desc(Shape{2, 10, 1, 1}, layout)});
     const Bytes want = run_cpu(spec, {x})[0];
     Bytes per_thread(want.size()), lanes(want.size());
     for (int64_t nc = 0; nc < 20; ++nc) {
@@ -801,7 +769,7 @@ TEST(CudaElementOps, ChannelShuffleMatchesTheCpu) {
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
       const TensorDesc d = desc(Shape{2, 12, 5, 6}, layout);
       const Bytes x = wide_floats(d, 9);
-      const Bytes want = run_cpu(make_spec(OpKind::kChannelShuffle, a, {d}, {d}), {x})[0];
+      const Bytes want = run_cpu(kernel_spec(OpKind::kChannelShuffle, a, {d}, {d}), {x})[0];
       const Dims4 xd = dims_of(d);
       Bytes got(want.size());
       for (int64_t i = 0; i < xd.numel(); ++i) channel_shuffle_at(as<float>(x), xd, as<float>(got), xd, groups, i);
@@ -821,7 +789,7 @@ TEST(CudaElementOps, ChannelShuffleMatchesTheCpu) {
     // Between layouts (the element kernel reads each tensor in its own): the NCHW result, transposed.
     const TensorDesc s = desc(Shape{2, 12, 5, 6}, Layout::kNCHW), t = desc(Shape{2, 12, 5, 6}, Layout::kNHWC);
     const Bytes x = wide_floats(s, 10);
-    const Bytes nchw = run_cpu(make_spec(OpKind::kChannelShuffle, a, {s}, {s}), {x})[0];
+    const Bytes nchw = run_cpu(kernel_spec(OpKind::kChannelShuffle, a, {s}, {s}), {x})[0];
     const Dims4 sd = dims_of(s), td = dims_of(t);
     Bytes got(nchw.size());
     for (int64_t i = 0; i < td.numel(); ++i) channel_shuffle_at(as<float>(x), sd, as<float>(got), td, groups, i);
@@ -848,7 +816,7 @@ TEST(CudaElementOps, ResizeMatchesTheCpu) {
       for (Layout to : {Layout::kNCHW, Layout::kNHWC}) {
         const TensorDesc s = desc(Shape{2, 5, 5, 6}, from), d = desc(Shape{2, 5, a.size.h, a.size.w}, to);
         const Bytes x = wide_floats(s, 11);
-        const Bytes want = run_cpu(make_spec(OpKind::kResize, a, {s}, {d}), {x})[0];
+        const Bytes want = run_cpu(kernel_spec(OpKind::kResize, a, {s}, {d}), {x})[0];
         const Dims4 sd = dims_of(s), dd = dims_of(d);
         Bytes got(want.size());
         for (int64_t i = 0; i < dd.numel(); ++i) {
@@ -881,7 +849,7 @@ TEST(CudaElementOps, ReshapeMatchesTheCpuAcrossLayoutsAndRanks) {
     a.dims.assign(c.out.dims().begin() + 1, c.out.dims().end());
     const TensorDesc in = desc(c.in, c.in_layout), out = desc(c.out, c.out_layout);
     const Bytes x = wide_floats(in, 12);
-    const Bytes want = run_cpu(make_spec(OpKind::kReshape, a, {in}, {out}), {x})[0];
+    const Bytes want = run_cpu(kernel_spec(OpKind::kReshape, a, {in}, {out}), {x})[0];
     const Dims4 xd = dims_of(in), yd = dims_of(out);
     Bytes got(want.size());
     for (int64_t i = 0; i < yd.numel(); ++i) reshape_at(as<float>(x), xd, as<float>(got), yd, i);
@@ -910,7 +878,7 @@ TEST(CudaElementOps, NewKindsAreRefusedInInt8ByTheSharedContract) {
       {OpKind::kGlobalMaxPool, graph::NoAttrs{}},        {OpKind::kChannelShuffle, shuffle},
       {OpKind::kReshape, flat}};
   for (const auto& [kind, attrs] : kinds) {
-    const Support s = quantised_support(make_spec(kind, attrs, {q}, {q}));
+    const Support s = quantised_support(kernel_spec(kind, attrs, {q}, {q}));
     EXPECT_EQ(s.reason, SupportReason::kQuantisation) << graph::to_string(kind);
     EXPECT_NE(s.message.find("dequantise"), std::string::npos) << s.message;
   }

@@ -16,6 +16,7 @@
 #include "executor/cuda/element_ops.h"
 #include "executor/cuda/movement_ops.h"
 #include "executor/cuda/op_params.h"
+#include "support/kernels.h"
 #include "support/models.h"
 
 namespace stagecraft::executor::cuda {
@@ -26,6 +27,7 @@ using graph::Layout;
 using graph::OpKind;
 using graph::Shape;
 using graph::TensorDesc;
+using stagecraft::testing::kernel_spec;
 using Floats = std::vector<float>;
 
 // ---- f16 storage on the host: the bodies' unqualified load/store find these by argument-dependent
@@ -60,18 +62,6 @@ TensorDesc desc(Shape shape, Layout layout = Layout::kPlain) {
   return d;
 }
 
-KernelSpec make_spec(OpKind kind, graph::OpAttrs attrs, std::vector<TensorDesc> srcs, std::vector<TensorDesc> dsts,
-                     const graph::OpWeights* weights = nullptr) {
-  KernelSpec spec;
-  spec.kind = kind;
-  spec.attrs = std::move(attrs);
-  spec.srcs = std::move(srcs);
-  spec.dsts = std::move(dsts);
-  spec.weights = weights;
-  spec.name = std::string(graph::to_string(kind));
-  return spec;
-}
-
 Floats random_floats(int64_t n, uint32_t seed, float lo = -3.f, float hi = 3.f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(lo, hi);
@@ -84,23 +74,7 @@ Floats random_of(const TensorDesc& d, uint32_t seed) { return random_floats(d.sh
 
 // Runs `spec` on the CPU backend (f32 tensors): destination 0.
 Floats run_cpu(const KernelSpec& spec, const std::vector<Floats>& srcs) {
-  auto kernel = cpu().create_kernel(spec);
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<TensorRef> in;
-  for (size_t i = 0; i < srcs.size(); ++i) {
-    buffers.push_back(cpu().allocate(srcs[i].size() * sizeof(float)));
-    cpu().upload(buffers.back()->data(), srcs[i].data(), srcs[i].size() * sizeof(float));
-    in.push_back({buffers.back()->data(), spec.srcs[i]});
-  }
-  auto out = cpu().allocate(static_cast<size_t>(spec.dsts[0].bytes()));
-  auto workspace = cpu().allocate(std::max<size_t>(1, kernel->workspace_bytes()));
-  kernel->bind(in, {{out->data(), spec.dsts[0]}}, workspace->data());
-  auto stream = cpu().create_stream();
-  kernel->launch(*stream);
-  stream->synchronize();
-  Floats y(static_cast<size_t>(spec.dsts[0].shape.numel()));
-  cpu().download(y.data(), out->data(), y.size() * sizeof(float));
-  return y;
+  return stagecraft::testing::run_f32_kernel(cpu(), spec, srcs);
 }
 
 // The largest |got - want| relative to max(1, max |want|).
@@ -114,16 +88,31 @@ double relative_difference(const Floats& got, const Floats& want) {
   return worst / scale;
 }
 
-// Runs body(src, dst, i) for every destination index i, in f32 and in f16 storage; the f32 result
-// and the f16 one (converted back to f32) are returned.
+// Runs body(src, dst, i) for every thread index i < threads, in f32 and in f16 storage, into a
+// destination of `size` elements (zeros first); the f32 result and the f16 one (converted back to
+// f32) are returned.
+template <class Body>
+std::pair<Floats, Floats> run_body(const Floats& x, int64_t threads, size_t size, Body body) {
+  Floats y32(size);
+  for (int64_t i = 0; i < threads; ++i) body(x.data(), y32.data(), i);
+  const std::vector<Half> xh = to_half(x);
+  std::vector<Half> yh(size);
+  for (int64_t i = 0; i < threads; ++i) body(xh.data(), yh.data(), i);
+  return {y32, from_half(yh)};
+}
+
+// run_body with one thread per destination element (n of them).
 template <class Body>
 std::pair<Floats, Floats> run_body(const Floats& x, int64_t n, Body body) {
-  Floats y32(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) body(x.data(), y32.data(), i);
-  const std::vector<Half> xh = to_half(x);
-  std::vector<Half> yh(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) body(xh.data(), yh.data(), i);
-  return {y32, from_half(yh)};
+  return run_body(x, n, static_cast<size_t>(n), body);
+}
+
+// The f32 and f16 results of run_body against the CPU backend's on x and on x rounded to f16
+// values: relative differences below `tolerance` and `half_tolerance`.
+void expect_matches_cpu(const KernelSpec& spec, const Floats& x, const std::pair<Floats, Floats>& got,
+                        double tolerance, double half_tolerance, const std::string& what) {
+  EXPECT_LT(relative_difference(got.first, run_cpu(spec, {x})), tolerance) << what;
+  EXPECT_LT(relative_difference(got.second, run_cpu(spec, {rounded(x)})), half_tolerance) << what << " in f16";
 }
 
 // ---- Transpose, narrow, concat_constant -----------------------------------------------------------
@@ -153,9 +142,9 @@ TEST(CudaRowMajorOps, TransposeAndNarrowMatchTheCpu) {
     } else {
       out[static_cast<size_t>(c.narrow.axis)] = c.narrow.end - c.narrow.begin;
     }
-    const KernelSpec spec = transpose ? make_spec(OpKind::kTranspose, graph::TransposeAttrs{c.perm}, {desc(c.in)},
+    const KernelSpec spec = transpose ? kernel_spec(OpKind::kTranspose, graph::TransposeAttrs{c.perm}, {desc(c.in)},
                                                   {desc(out)})
-                                      : make_spec(OpKind::kNarrow, c.narrow, {desc(c.in)}, {desc(out)});
+                                      : kernel_spec(OpKind::kNarrow, c.narrow, {desc(c.in)}, {desc(out)});
     const Floats x = random_of(spec.srcs[0], 3);
     const Floats want = run_cpu(spec, {x});
     const StridedView v = gather_view(spec);
@@ -187,7 +176,7 @@ TEST(CudaRowMajorOps, ConcatConstantMatchesTheCpu) {
     block[static_cast<size_t>(c.attrs.axis)] = c.attrs.count;
     graph::OpWeights w;
     w.weight = random_floats(block.numel(), 5);
-    const KernelSpec spec = make_spec(OpKind::kConcatConstant, c.attrs, {desc(c.in)}, {desc(out)}, &w);
+    const KernelSpec spec = kernel_spec(OpKind::kConcatConstant, c.attrs, {desc(c.in)}, {desc(out)}, &w);
     const Floats x = random_of(spec.srcs[0], 4);
     const Floats want = run_cpu(spec, {x});
     const ConcatConstantParams p = concat_constant_params(spec);
@@ -222,18 +211,16 @@ TEST(CudaRowMajorOps, SoftmaxOverAnyAxisMatchesTheCpu) {
   };
   for (const Case& c : cases) {
     const TensorDesc d = desc(c.shape, c.layout);
-    const KernelSpec spec = make_spec(OpKind::kSoftmax, graph::SoftmaxAttrs{c.axis}, {d}, {d});
+    const KernelSpec spec = kernel_spec(OpKind::kSoftmax, graph::SoftmaxAttrs{c.axis}, {d}, {d});
     const Floats x = random_of(d, 6);
     const SoftmaxGeometry g = softmax_geometry(d, c.axis);
     ASSERT_EQ(g.outer * g.extent * g.inner, c.shape.numel());
     // Each row writes only its own elements: run the rows, not the elements.
-    Floats got(x.size());
-    for (int64_t r = 0; r < g.rows(); ++r) softmax_row_at(x.data(), got.data(), g, r);
-    std::vector<Half> xh = to_half(x), yh(x.size());
-    for (int64_t r = 0; r < g.rows(); ++r) softmax_row_at(xh.data(), yh.data(), g, r);
-    const std::string what = cat(c.shape.to_string(), " ", graph::to_string(c.layout), " axis ", c.axis);
-    EXPECT_LT(relative_difference(got, run_cpu(spec, {x})), 1e-6) << what;
-    EXPECT_LT(relative_difference(from_half(yh), run_cpu(spec, {rounded(x)})), 2e-3) << what << " in f16";
+    const auto got = run_body(x, g.rows(), x.size(), [&](const auto* src, auto* dst, int64_t r) {
+      softmax_row_at(src, dst, g, r);
+    });
+    expect_matches_cpu(spec, x, got, 1e-6, 2e-3,
+                       cat(c.shape.to_string(), " ", graph::to_string(c.layout), " axis ", c.axis));
   }
 }
 
@@ -255,16 +242,14 @@ TEST(CudaRowMajorOps, LayerNormOverTheLastAxisMatchesTheCpu) {
     w.beta = random_floats(g.c, 8);
     graph::LayerNormAttrs a;
     a.eps = 1e-5;
-    const KernelSpec spec = make_spec(OpKind::kLayerNorm, a, {d}, {d}, &w);
+    const KernelSpec spec = kernel_spec(OpKind::kLayerNorm, a, {d}, {d}, &w);
     const Floats x = random_of(d, 9);
     const auto eps = static_cast<float>(a.eps);
-    Floats got(x.size());
-    for (int64_t i = 0; i < g.n * g.h * g.w; ++i) layer_norm_at(x.data(), got.data(), w.gamma.data(), w.beta.data(), eps, g, i);
-    std::vector<Half> xh = to_half(x), yh(x.size());
-    for (int64_t i = 0; i < g.n * g.h * g.w; ++i) layer_norm_at(xh.data(), yh.data(), w.gamma.data(), w.beta.data(), eps, g, i);
-    const std::string what = cat(c.shape.to_string(), " ", graph::to_string(c.layout));
-    EXPECT_LT(relative_difference(got, run_cpu(spec, {x})), 1e-5) << what;
-    EXPECT_LT(relative_difference(from_half(yh), run_cpu(spec, {rounded(x)})), 5e-3) << what << " in f16";
+    // One thread per pixel (row) normalises its channels.
+    const auto got = run_body(x, g.n * g.h * g.w, x.size(), [&](const auto* src, auto* dst, int64_t i) {
+      layer_norm_at(src, dst, w.gamma.data(), w.beta.data(), eps, g, i);
+    });
+    expect_matches_cpu(spec, x, got, 1e-5, 5e-3, cat(c.shape.to_string(), " ", graph::to_string(c.layout)));
   }
 }
 
@@ -284,16 +269,15 @@ TEST(CudaRowMajorOps, ReductionsOfRowMajorTensorsMatchTheCpu) {
     for (int64_t a : c.axes) out[static_cast<size_t>(a)] = 1;
     graph::ReduceAttrs a;
     a.axes = c.axes;
-    const KernelSpec spec = make_spec(c.kind, a, {desc(c.in)}, {desc(out)});
+    const KernelSpec spec = kernel_spec(c.kind, a, {desc(c.in)}, {desc(out)});
     Dims4 from, to;
     ASSERT_TRUE(reduce_dims(spec.srcs[0], spec.dsts[0], &from, &to)) << c.in.to_string();
     ASSERT_EQ(to.numel(), out.numel());
     const Floats x = random_of(spec.srcs[0], 17);
-    const auto [got, got_half] = run_body(
+    const auto got = run_body(
         x, to.numel(), [&](const auto* src, auto* dst, int64_t i) { reduce_at(src, from, dst, to, c.mode, i); });
-    const std::string what = cat(graph::to_string(c.kind), " of ", c.in.to_string(), " to ", out.to_string());
-    EXPECT_LT(relative_difference(got, run_cpu(spec, {x})), 1e-6) << what;
-    EXPECT_LT(relative_difference(got_half, run_cpu(spec, {rounded(x)})), 2e-3) << what << " in f16";
+    expect_matches_cpu(spec, x, got, 1e-6, 2e-3,
+                       cat(graph::to_string(c.kind), " of ", c.in.to_string(), " to ", out.to_string()));
   }
   // Five alternating runs, or a reduced first one of four, are refused (the kernel keeps N).
   Dims4 from, to;
@@ -343,7 +327,7 @@ TEST(CudaRowMajorOps, BinaryBroadcastOfAnyRankMatchesTheCpu) {
       data.push_back(random_floats(c.b.numel(), 12, 0.5f, 3.f));
       for (size_t d = 0; d < out.rank(); ++d) out[d] = std::max(c.a[d], c.b[d]);
     }
-    const KernelSpec spec = make_spec(OpKind::kBinary, c.attrs, srcs, {desc(out)}, &w);
+    const KernelSpec spec = kernel_spec(OpKind::kBinary, c.attrs, srcs, {desc(out)}, &w);
     const BinaryOperands ops = binary_operands(spec);
     const std::string what = cat(graph::attrs_signature(c.attrs), " ", c.a.to_string(), " ", c.b.to_string());
     ASSERT_TRUE(ops.folded) << what;
@@ -381,7 +365,7 @@ TEST(CudaRowMajorOps, BroadcastsFoldIntoFourDimensionsOrAreRefused) {
   EXPECT_TRUE(same_dims(g[1], Dims4{1, 2, 1, 5, false}));
   // Five alternating runs cannot be indexed by the rank-4 kernel: the op is refused.
   EXPECT_TRUE(fold_broadcast({{2, 3, 2, 3, 2}, {2, 1, 2, 1, 2}}, {2, 3, 2, 3, 2}).empty());
-  const KernelSpec spec = make_spec(OpKind::kBinary, binary(graph::BinaryOp::kAdd), {desc({2, 3, 2, 3, 2}), desc({2, 1, 2, 1, 2})},
+  const KernelSpec spec = kernel_spec(OpKind::kBinary, binary(graph::BinaryOp::kAdd), {desc({2, 3, 2, 3, 2}), desc({2, 1, 2, 1, 2})},
                                     {desc({2, 3, 2, 3, 2})});
   EXPECT_FALSE(binary_operands(spec).folded);
 }
@@ -426,7 +410,7 @@ TEST(CudaRowMajorOps, MatmulGemmArgumentsComputeTheCpuMatmul) {
     out[r - 2] = c.a[r - 2];
     out[r - 1] = c.b[r - 1];
     const KernelSpec spec =
-        make_spec(OpKind::kMatMul, graph::NoAttrs{}, {desc(c.a), desc(c.b)}, {desc(Shape(out))});
+        kernel_spec(OpKind::kMatMul, graph::NoAttrs{}, {desc(c.a), desc(c.b)}, {desc(Shape(out))});
     const Floats a = random_of(spec.srcs[0], 13), b = random_of(spec.srcs[1], 14);
     const std::vector<GemmCall> calls = matmul_gemms(c.a, c.b);
     const std::string what = cat(c.a.to_string(), " x ", c.b.to_string());
@@ -459,7 +443,7 @@ TEST(CudaRowMajorOps, ReshapeAndConcatOfRowMajorTensorsMatchTheCpu) {
                         {desc({2, 6, 20}), desc({2, 6, 4, 5}, Layout::kNHWC), map},
                         {desc({2, 6, 20}), desc({2, 3, 2, 20}), heads}};
   for (const Case& c : cases) {
-    const KernelSpec spec = make_spec(OpKind::kReshape, c.attrs, {c.in}, {c.out});
+    const KernelSpec spec = kernel_spec(OpKind::kReshape, c.attrs, {c.in}, {c.out});
     const Floats x = random_of(c.in, 15);
     const Dims4 xd = dims_of(c.in), yd = dims_of(c.out);
     const auto [got, got_half] =
@@ -475,7 +459,7 @@ TEST(CudaRowMajorOps, ReshapeAndConcatOfRowMajorTensorsMatchTheCpu) {
   for (const auto& [parts, out] : {std::pair{std::vector{p0, p1}, whole}, std::pair{std::vector{q0, q1}, q}}) {
     std::vector<Floats> data;
     for (size_t i = 0; i < parts.size(); ++i) data.push_back(random_of(parts[i], 16 + static_cast<uint32_t>(i)));
-    const Floats want = run_cpu(make_spec(OpKind::kConcat, graph::NoAttrs{}, parts, {out}), data);
+    const Floats want = run_cpu(kernel_spec(OpKind::kConcat, graph::NoAttrs{}, parts, {out}), data);
     Floats got(want.size());
     const Dims4 od = dims_of(out);
     int64_t c0 = 0;

@@ -32,15 +32,11 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from servers import free_port, stop_group  # noqa: E402
 SIZE = 64  # squeezenet1_1 at 64x64: a few ms per run
 MAX_BATCH = 4
 SKIP = 77
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fail(message):
@@ -153,12 +149,7 @@ def main():
             print("\n".join("  " + l for l in lines[-25:]))
         raise
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server, timeout=30)
     replica_checks(args, backend_dir, repo, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     print("PASS")
@@ -248,11 +239,7 @@ def replica_checks(args, backend_dir, repo, tmp):
               f"replica 1 killed while requests flowed: {sum(client.served)} answered, "
               f"{len(failures)} failed" + (f": {failures[0]}" if failures else ""))
     finally:
-        os.killpg(group.pid, signal.SIGTERM)
-        try:
-            group.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(group.pid, signal.SIGKILL)
+        stop_group(group, timeout=30)
 
 
 def run_checks(args, server, ports, tmp, log_path, repo):
