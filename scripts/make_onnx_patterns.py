@@ -480,7 +480,24 @@ def modules():
             y = (attn @ v).permute(0, 3, 1, 2).reshape(n, -1, 8)
             return self.head(y.clamp(-0.5, 0.8).mean(1))
 
+    class OneDimensional(nn.Module):  # ECA attention (a Conv1d across channels), Next-ViT's token pooling (AvgPool1d), a BatchNorm1d head
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.eca = nn.Conv1d(1, 1, 3, padding=1, bias=False)
+            self.pool = nn.AvgPool1d(2, 2)
+            self.bn = nn.BatchNorm1d(8)
+            self.head = nn.Linear(8, 5)
+
+        def forward(self, x):
+            y = self.conv(x)
+            n = y.shape[0]
+            gate = self.eca(y.mean((2, 3)).view(n, 1, -1)).sigmoid().view(n, -1, 1, 1)
+            t = self.pool((y * gate.expand_as(y)).flatten(2))  # [N, 8, H·W / 2]
+            return self.head(self.bn(t.amax(2)))
+
     return {
+        "one_dimensional": (OneDimensional(), (2, 3, 6, 6)),
         "normalised_attention": (NormalisedAttention(), (2, 3, 6, 6)),
         "einsums": (Einsums(), (2, 3, 2, 3)),
         "encodings": (Encodings(), (2, 3, 2, 3)),
