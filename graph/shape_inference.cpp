@@ -355,7 +355,6 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kTanh:
     case OpKind::kSqrt:
     case OpKind::kLeakyRelu:
-    case OpKind::kClip:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
     case OpKind::kLayerNorm:
@@ -363,6 +362,10 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       check.require(inputs[0].shape.rank() >= 2,
                     cat("layer_norm needs rank >= 2 (got ", inputs[0].shape.to_string(), ")"));
       check.require(op.attrs_as<LayerNormAttrs>().eps > 0, "eps must be > 0");
+      return {inputs[0]};
+    case OpKind::kClip:
+      check.arity(inputs, 1, 1);
+      check.require(op.attrs_as<ClipAttrs>().min <= op.attrs_as<ClipAttrs>().max, "min must not be above max");
       return {inputs[0]};
     case OpKind::kHardSigmoid:
       check.arity(inputs, 1, 1);

@@ -496,7 +496,18 @@ def modules():
             t = self.pool((y * gate.expand_as(y)).flatten(2))  # [N, 8, H·W / 2]
             return self.head(self.bn(t.amax(2)))
 
+    class MutualBroadcast(nn.Module):  # FocalNet's modulation: per-channel gates times a one-channel map, both broadcast
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            gate, level = y.mean((2, 3), keepdim=True), y[:, :1]  # [N, 8, 1, 1], [N, 1, H, W]
+            return gate * level + (level - gate) / (1.5 + gate.sigmoid())
+
     return {
+        "mutual_broadcast": (MutualBroadcast(), (2, 3, 5, 6)),
         "one_dimensional": (OneDimensional(), (2, 3, 6, 6)),
         "normalised_attention": (NormalisedAttention(), (2, 3, 6, 6)),
         "einsums": (Einsums(), (2, 3, 2, 3)),

@@ -214,6 +214,26 @@ void Importer::reduce(const onnx::NodeProto& node) {
   define(node, 0, y);
 }
 
+ValueId Importer::expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to) {
+  const Shape s = shape(x);
+  if (s[0] != to[0]) fail(node, cat("broadcasting the batch (", s.to_string(), " to ", Shape(to).to_string(), ") is not supported"));
+  if (s[1] != to[1]) {  // each output channel a copy of the one input channel: a 1x1 convolution of weight 1
+    Conv2dAttrs a;
+    a.in_channels = 1;
+    a.out_channels = to[1];
+    a.kernel = Hw{1, 1};
+    x = add_weighted(node, OpKind::kConv2d, a, {x}, std::vector<float>(static_cast<size_t>(to[1]), 1.0f));
+  }
+  if (s[2] != to[2] || s[3] != to[3]) {  // every pixel a copy of the one input pixel (row, column)
+    ResizeAttrs r;
+    r.size = Hw{to[2], to[3]};
+    r.scale_h = static_cast<double>(to[2]) / static_cast<double>(s[2]);
+    r.scale_w = static_cast<double>(to[3]) / static_cast<double>(s[3]);
+    x = add(node, OpKind::kResize, r, {x});
+  }
+  return x;
+}
+
 void Importer::elementwise(const onnx::NodeProto& node) {
   const std::string& t = node.op_type();
   const BinaryOp op = t == "Add" ? BinaryOp::kAdd : t == "Sub" ? BinaryOp::kSub
@@ -235,6 +255,8 @@ void Importer::elementwise(const onnx::NodeProto& node) {
     const auto out = broadcast(shape(a).dims(),
                                shape(b).dims());
     if (commutative && out && Shape(*out) != shape(a) && Shape(*out) == shape(b)) std::swap(a, b);
+    // Both broadcast (FocalNet's gates [N, C, 1, 1] times a map [N, 1, H, W]): the first made whole.
+    if (out && Shape(*out) != shape(a) && shape(a).rank() == 4) a = expanded(node, a, *out);
     BinaryAttrs attrs;
     attrs.op = op;
     define(node, 0, add(node, OpKind::kBinary, attrs, {a, b}));

@@ -108,6 +108,9 @@ class Importer {
   // ReduceSumSquare and ReduceL2 as Mul, ReduceSum [, Sqrt] nodes, imported in its place.
   void reduce_of_squares(const onnx::NodeProto& node);
   void elementwise(const onnx::NodeProto& node);
+  // x [N, C or 1, H or 1, W or 1] broadcast to `to` by exact copies (a 1x1 convolution of weight 1,
+  // a nearest resize).
+  ValueId expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to);
   void sum(const onnx::NodeProto& node);
   void concat(const onnx::NodeProto& node);
   void reshape(const onnx::NodeProto& node);

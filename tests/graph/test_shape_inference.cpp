@@ -275,6 +275,12 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   no_eps.eps = 0;
   EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, no_eps), {nchw(2, 8, 3, 3)}).find("eps"), std::string::npos);
   EXPECT_EQ(infer1(make_op(OpKind::kLeakyRelu, LeakyReluAttrs{}), {nchw(1, 3, 4, 4)}), (Shape{1, 3, 4, 4}));
+  ClipAttrs clip;
+  clip.min = -1;
+  clip.max = 2;
+  EXPECT_EQ(infer1(make_op(OpKind::kClip, clip), {make_desc(Shape{2, 7, 5})}), (Shape{2, 7, 5}));
+  clip.min = 3;
+  EXPECT_NE(error_of(make_op(OpKind::kClip, clip), {nchw(1, 3, 4, 4)}).find("above max"), std::string::npos);
   HardSigmoidAttrs flat_slope;
   flat_slope.alpha = 0;
   EXPECT_NE(error_of(make_op(OpKind::kHardSigmoid, flat_slope), {nchw(1, 3, 4, 4)}).find("alpha"),
@@ -353,7 +359,7 @@ TEST(ShapeInference, RowMajorTensorOps) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 39u);
+  EXPECT_EQ(all_op_kinds().size(), 41u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));
