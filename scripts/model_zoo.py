@@ -67,7 +67,9 @@ VISION_EXTRA = ["convnext_tiny", "convnext_small", "vit_b_16", "swin_t", "effici
                 "timm/skresnet18", "timm/inception_v4", "timm/efficientnetv2_rw_t", "timm/regnety_016",
                 "timm/deit_tiny_patch16_224", "timm/vit_small_patch16_224", "timm/swin_tiny_patch4_window7_224",
                 "timm/efficientvit_b0", "timm/levit_128s", "timm/poolformer_s12", "timm/pvt_v2_b0",
-                "timm/mobilevit_xxs", "timm/deit_small_distilled_patch16_224"]
+                "timm/mobilevit_xxs", "timm/deit_small_distilled_patch16_224",
+                "timm/edgenext_xx_small", "timm/xcit_nano_12_p16_224", "timm/ecaresnet26t", "timm/repvit_m1",
+                "timm/nextvit_small", "timm/focalnet_tiny_srf"]
 
 
 def classification_models(selected: list[str] | None) -> list[str]:

@@ -309,6 +309,7 @@ KernelDesc describe_direct(const KernelSpec& spec, DnnlContext& ctx) {
     desc.support.message += "; quantised convolutions run in nhwc";
   }
   desc.implementation = implementation_of(*s);
+  desc.arithmetic_factor = static_cast<double>(own.groups) / static_cast<double>(s->choice.attrs.groups);
   desc.state = std::move(s);
   return desc;
 }

@@ -89,20 +89,33 @@ KernelSpec spec_for(const PlanIR& ir, const Unit& unit, Layout out, bool convert
 }
 
 // Whether the backend runs `unit` natively with its output in `out`; `why` gets its answer for
-// the spec as planned.
-bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why) {
+// the spec as planned, `factor` the native kernel's arithmetic factor (KernelDesc).
+bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why, double* factor = nullptr) {
   // (A merged convolution is checked with its first part's weights: supports() looks at
   // descriptors, and the plan makes the merged weights later.)
   const KernelSpec direct = spec_for(ir, unit, out, false);
-  Support s = ir.backend.supports(direct).support;
-  if (why) *why = s;
-  if (s.is_native()) return true;
+  const KernelDesc d = ir.backend.supports(direct);
+  if (why) *why = d.support;
+  if (factor) *factor = d.arithmetic_factor;
+  if (d.is_native()) return true;
   const KernelSpec converted = spec_for(ir, unit, out, true);
   if (converted.srcs == direct.srcs) return false;
-  const Support c = ir.backend.supports(converted).support;
+  const KernelDesc c = ir.backend.supports(converted);
   // With its inputs converted the answer is about the kernel itself: the better reason.
-  if (why && (c.runnable() || s.reason == SupportReason::kLayout)) *why = c;
+  if (why && (c.runnable() || d.support.reason == SupportReason::kLayout)) *why = c.support;
+  if (factor) *factor = c.arithmetic_factor;
   return c.is_native();
+}
+
+// A layout other than `wanted` where `unit` runs natively without extra arithmetic, for a unit
+// whose kernel in `wanted` does `factor` times its own (a regrouped convolution: converting its
+// input and output costs two copies, the regrouping factor - 1 times the convolution).
+std::optional<Layout> without_extra_arithmetic(const PlanIR& ir, const Unit& unit, Layout wanted) {
+  for (Layout l : ir.backend.capabilities().layouts) {
+    double f = 1.0;
+    if (l != wanted && native_in(ir, unit, l, nullptr, &f) && f == 1.0) return l;
+  }
+  return std::nullopt;
 }
 
 void set_output_layout(PlanIR& ir, const Unit& unit, Layout layout) {
@@ -141,7 +154,15 @@ void legalise_layouts(PlanIR& ir) {
     for (OpId id : unit.ops) done[id] = true;
     const Layout wanted = ir.values[op.outputs[0]].desc.layout;
     Support planned;
-    if (native_in(ir, unit, wanted, &planned)) continue;
+    double factor = 1.0;
+    if (native_in(ir, unit, wanted, &planned, &factor)) {
+      if (factor > 1.0) {
+        // Not a fallback (the kernel in `wanted` is native): converting is the cheaper way; the
+        // plan listing shows the conversions.
+        if (const auto l = without_extra_arithmetic(ir, unit, wanted)) set_output_layout(ir, unit, *l);
+      }
+      continue;
+    }
     if (!planned.runnable() && planned.reason != SupportReason::kLayout) continue;  // an error later
     if (ir.options.reference_kernels == RK::kRefuse) {
       throw BackendError(cat(ir.backend.name(), " has no native kernel for op '", unit.name, "' in ",

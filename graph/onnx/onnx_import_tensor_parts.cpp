@@ -92,6 +92,46 @@ void Importer::matmul(const onnx::NodeProto& node) {
   define(node, 0, mark(z));
 }
 
+ValueId Importer::padded(const onnx::NodeProto& node, ValueId x) {
+  const std::string mode = attr_string(node, "mode");
+  if (!mode.empty() && mode != "constant") fail(node, cat("mode '", mode, "' of a row-major tensor is not supported (constant)"));
+  const std::vector<int64_t> pads = has_input(node, 1) ? constant_ints(node, 1, "the pads") : attr_ints(node, "pads");
+  const size_t rank = shape(x).rank();
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), int64_t{0});
+  if (has_input(node, 3)) {  // in the order given: the pads follow it
+    axes = constant_ints(node, 3, "the axes");
+    for (int64_t& a : axes) a = a < 0 ? a + static_cast<int64_t>(rank) : a;
+  }
+  if (pads.size() != 2 * axes.size()) {
+    fail(node, cat(pads.size(), " pads for ", axes.size(), " axes (two per axis: all the begins, then the ends)"));
+  }
+  const float value = has_input(node, 2) ? constant_scalar(node, 2).value_or(0.0f) : attr_float(node, "value", 0.0f);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i];
+    for (bool before : {true, false}) {
+      const int64_t count = pads[before ? i : i + axes.size()];
+      if (count == 0) continue;
+      if (axis == 0) fail(node, "padding the batch axis is not supported");
+      const int64_t extent = shape(x)[static_cast<size_t>(axis)];
+      if (count < 0) {  // a crop
+        x = before ? narrowed(node, x, axis, -count, extent) : narrowed(node, x, axis, 0, extent + count);
+        continue;
+      }
+      std::vector<int64_t> block = dims_of(shape(x));
+      block[0] = 1;
+      block[static_cast<size_t>(axis)] = count;
+      ConcatConstantAttrs a;
+      a.axis = axis;
+      a.count = count;
+      a.before = before;
+      x = mark(add_weighted(node, OpKind::kConcatConstant, a, {x},
+                            std::vector<float>(static_cast<size_t>(product(block)), value)));
+    }
+  }
+  return x;
+}
+
 void Importer::concat_row_major(const onnx::NodeProto& node) {
   std::vector<int> tensors, constants;
   for (int i = 0; i < node.input_size(); ++i) (constant(node, i) ? constants : tensors).push_back(i);

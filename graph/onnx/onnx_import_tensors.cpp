@@ -256,11 +256,7 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     return std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
   };
   if (t == "Pad" && (no_padding() || shape(row_major(node, 0)).rank() != 4)) {  // Swin's windows that fit
-    const ValueId x = row_major(node, 0);
-    if (!no_padding()) {
-      fail(node, cat("padding a row-major tensor ", shape(x).to_string(), " is not supported"));
-    }
-    return out(x), true;
+    return out(padded(node, row_major(node, 0))), true;
   }
   if (t == "InstanceNormalization") return instance_norm(node), true;
   if (t == "Einsum") return einsum(node), true;

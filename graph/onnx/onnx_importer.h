@@ -164,6 +164,9 @@ class Importer {
   ValueId mark(ValueId v);
   ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
+  // A constant-mode Pad of a row-major tensor: constant blocks joined before and after along each
+  // padded axis (BoTNet's relative logits), negative pads as narrows.
+  ValueId padded(const onnx::NodeProto& node, ValueId x);
   void matmul(const onnx::NodeProto& node);
   void instance_norm(const onnx::NodeProto& node);
   void einsum(const onnx::NodeProto& node);
