@@ -184,10 +184,11 @@ struct KernelDesc {
   size_t workspace_bytes = kUnknownWorkspace;
   /// The layouts of the tensors the kernel reads and writes: the sources, then the destinations.
   std::vector<graph::Layout> layouts;
-  /// How many times the op's own arithmetic the kernel does: 1, or more where it computes zeros
-  /// too (a grouped convolution run as fewer, larger groups with block-diagonal weights, so that
-  /// its groups fill whole channel blocks). The layout pass prefers a layout where it is 1.
-  double arithmetic_factor = 1.0;
+  /// Multiply-adds per output element the kernel does beyond the op's own: 0, or more where it
+  /// computes zeros too (a grouped convolution run as fewer, larger groups with block-diagonal
+  /// weights, so that its groups fill whole channel blocks). The layout pass moves such an op to a
+  /// layout where it is 0 when that saves more than the conversions cost.
+  double extra_macs_per_output = 0.0;
   /// What the backend worked out (null: nothing to carry).
   std::shared_ptr<const State> state;
 

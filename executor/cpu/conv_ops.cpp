@@ -309,7 +309,9 @@ KernelDesc describe_direct(const KernelSpec& spec, DnnlContext& ctx) {
     desc.support.message += "; quantised convolutions run in nhwc";
   }
   desc.implementation = implementation_of(*s);
-  desc.arithmetic_factor = static_cast<double>(own.groups) / static_cast<double>(s->choice.attrs.groups);
+  // Regrouped by f: each output sums f times its group's inputs, (f - 1) of them times zero.
+  const int64_t factor = own.groups / s->choice.attrs.groups;
+  desc.extra_macs_per_output = static_cast<double>((factor - 1) * (own.in_channels / own.groups) * own.kernel.h * own.kernel.w);
   desc.state = std::move(s);
   return desc;
 }

@@ -89,31 +89,36 @@ KernelSpec spec_for(const PlanIR& ir, const Unit& unit, Layout out, bool convert
 }
 
 // Whether the backend runs `unit` natively with its output in `out`; `why` gets its answer for
-// the spec as planned, `factor` the native kernel's arithmetic factor (KernelDesc).
-bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why, double* factor = nullptr) {
+// the spec as planned, `extra` the native kernel's extra multiply-adds per output (KernelDesc).
+bool native_in(const PlanIR& ir, const Unit& unit, Layout out, Support* why, double* extra = nullptr) {
   // (A merged convolution is checked with its first part's weights: supports() looks at
   // descriptors, and the plan makes the merged weights later.)
   const KernelSpec direct = spec_for(ir, unit, out, false);
   const KernelDesc d = ir.backend.supports(direct);
   if (why) *why = d.support;
-  if (factor) *factor = d.arithmetic_factor;
+  if (extra) *extra = d.extra_macs_per_output;
   if (d.is_native()) return true;
   const KernelSpec converted = spec_for(ir, unit, out, true);
   if (converted.srcs == direct.srcs) return false;
   const KernelDesc c = ir.backend.supports(converted);
   // With its inputs converted the answer is about the kernel itself: the better reason.
   if (why && (c.runnable() || d.support.reason == SupportReason::kLayout)) *why = c.support;
-  if (factor) *factor = c.arithmetic_factor;
+  if (extra) *extra = c.extra_macs_per_output;
   return c.is_native();
 }
 
-// A layout other than `wanted` where `unit` runs natively without extra arithmetic, for a unit
-// whose kernel in `wanted` does `factor` times its own (a regrouped convolution: converting its
-// input and output costs two copies, the regrouping factor - 1 times the convolution).
+// Extra multiply-adds per output element above which converting an op's input and output to a
+// layout where its kernel does none is the cheaper way (a copy costs tens of multiply-adds per
+// element). Measured on 2-core Zen 4 (model zoo, both exporters): regrouped 3x3 convolutions with
+// 1,080-2,088 extra (regnet_x_8gf, regnet_x_32gf, regnet_y_32gf) ran 10-25% faster converted;
+// 72-216 extra (regnet_y_400mf, resnext101_64x4d, regnet_y_1_6gf) 5-50% slower.
+constexpr double kConversionWorth = 400;
+
+// A layout other than `wanted` where `unit` runs natively without extra arithmetic.
 std::optional<Layout> without_extra_arithmetic(const PlanIR& ir, const Unit& unit, Layout wanted) {
   for (Layout l : ir.backend.capabilities().layouts) {
-    double f = 1.0;
-    if (l != wanted && native_in(ir, unit, l, nullptr, &f) && f == 1.0) return l;
+    double extra = 0;
+    if (l != wanted && native_in(ir, unit, l, nullptr, &extra) && extra == 0) return l;
   }
   return std::nullopt;
 }
@@ -154,9 +159,9 @@ void legalise_layouts(PlanIR& ir) {
     for (OpId id : unit.ops) done[id] = true;
     const Layout wanted = ir.values[op.outputs[0]].desc.layout;
     Support planned;
-    double factor = 1.0;
-    if (native_in(ir, unit, wanted, &planned, &factor)) {
-      if (factor > 1.0) {
+    double extra = 0;
+    if (native_in(ir, unit, wanted, &planned, &extra)) {
+      if (extra > kConversionWorth) {
         // Not a fallback (the kernel in `wanted` is native): converting is the cheaper way; the
         // plan listing shows the conversions.
         if (const auto l = without_extra_arithmetic(ir, unit, wanted)) set_output_layout(ir, unit, *l);

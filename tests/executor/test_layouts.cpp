@@ -374,6 +374,38 @@ TEST(LayoutKernels, GroupedConvolutionsNeverRunTheReferenceKernel) {
   }
 }
 
+// Grouped convolutions whose groups do not fill nChw16c's blocks: regrouped there (fewer, larger
+// groups, block-diagonal weights), which costs (factor - 1) x the group's inputs x taps extra
+// multiply-adds per output. RegNetX's 56-channel groups (504 extra per output) run converted in a
+// layout with a native kernel instead; ResNeXt's 8-channel groups (72) stay regrouped.
+TEST(LayoutKernels, RegroupedConvolutionsWithMuchExtraArithmeticRunConverted) {
+  if (!native_layout(Layout::kNChw16c)) GTEST_SKIP() << "nChw16c has no native kernels on this ISA (below AVX-512)";
+  networks::NetBuilder b("regrouped", 1, 3, 9, 9);
+  const auto stem = b.conv(b.input(), networks::square_conv(112, 1), "stem");
+  networks::ConvSpec wide = networks::square_conv(112, 3, 1, 1);
+  wide.groups = 2;  // 56 channels per group
+  networks::ConvSpec narrow = networks::square_conv(112, 3, 1, 1);
+  narrow.groups = 14;  // 8 channels per group
+  const auto w = b.relu(b.conv(stem, wide, "wide_groups"), "wide_relu");
+  const auto n = b.relu(b.conv(w, narrow, "narrow_groups"), "narrow_relu");
+  const Model m = stagecraft::testing::model_of(std::move(b).finish({b.conv(n, networks::square_conv(16, 1), "head")}));
+  const scheduler::Schedule s = sequential(m.graph);
+  const PlanRun want = run(m, s, Layout::kNCHW, RK::kAllow);
+  const PlanRun got = run(m, s, Layout::kNChw16c, RK::kAvoid);
+  expect_same(got, want.outputs, "nChw16c");
+  EXPECT_TRUE(got.fallbacks.empty());  // a faster kernel, not a missing one: nothing to report
+  std::string wide_impl, narrow_impl;
+  int conversions = 0;
+  for (const std::string& impl : got.implementations) {
+    if (impl.rfind("wide_groups:", 0) == 0) wide_impl = impl;
+    if (impl.rfind("narrow_groups:", 0) == 0) narrow_impl = impl;
+    if (impl.find("convert for wide_groups") != std::string::npos) ++conversions;
+  }
+  EXPECT_EQ(wide_impl.find("(groups"), std::string::npos) << wide_impl;
+  EXPECT_EQ(conversions, 1) << join(got.implementations, "\n");  // its input; its output is converted for its reader
+  EXPECT_NE(narrow_impl.find("(groups 14->7)"), std::string::npos) << narrow_impl;
+}
+
 // Every network at reduced size, sequential: each layout gives the NCHW result.
 class EveryLayout : public ::testing::TestWithParam<stagecraft::testing::NetworkCase> {};
 
