@@ -78,10 +78,12 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   for (const onnx::NodeProto* node : nodes) {
     for (const auto& in : node->input()) {
       reader_kinds_[in].insert(node->op_type());
+      reader_nodes_[in].push_back(node);
       ++readers_[in];
     }
     for (const auto& out : node->output()) produced_.insert(out);
   }
+  for (const auto& out : g.output()) graph_outputs_.insert(out.name());
   add_inputs(g);
   for (const onnx::NodeProto* node : nodes) import_node(*node);
   for (const auto& out : g.output()) {

@@ -87,6 +87,26 @@ ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
   return mark(add(node, OpKind::kReshape, r, {x}));
 }
 
+bool Importer::readers_broadcast(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const {
+  const std::string& name = node.output(0);
+  const auto it = reader_nodes_.find(name);
+  if (graph_outputs_.count(name) || it == reader_nodes_.end() || it->second.empty()) return false;
+  for (const onnx::NodeProto* r : it->second) {
+    const std::string& t = r->op_type();
+    if ((t != "Add" && t != "Sub" && t != "Mul" && t != "Div") || r->input_size() != 2) return false;
+    const std::string& other = r->input(0) == name ? r->input(1) : r->input(0);
+    if (other == name) return false;
+    if (auto v = values_.find(other); v != values_.end()) {
+      if (dims_of(shape(v->second)) != dims) return false;
+    } else if (auto p = pending_views_.find(other); p != pending_views_.end()) {
+      if (p->second.shape != dims) return false;
+    } else {
+      return false;  // not known yet, or a constant
+    }
+  }
+  return true;
+}
+
 ValueId Importer::mark(ValueId v) {
   row_major_.insert(v);
   return v;
@@ -321,10 +341,13 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
       x = reshaped(node, x, s);
       std::vector<int64_t> target = given;
       target.insert(target.begin(), s.size() - target.size(), 1);
+      std::vector<int64_t> out_dims;
       for (size_t d = 0; d < s.size(); ++d) {
         if (s[d] != target[d] && s[d] != 1 && target[d] != 1) fail(node, "the shapes do not broadcast");
         reps.push_back(s[d] == 1 ? target[d] : 1);
+        out_dims.push_back(std::max(s[d], target[d]));
       }
+      if (readers_broadcast(node, out_dims)) return out(x), true;  // no copies: its readers broadcast
     }
     if (reps.size() != s.size()) fail(node, cat("repeats [", join(reps, ", "), "] do not fit ", shape(x).to_string()));
     if (reps[0] != 1) fail(node, "repeating the batch is not supported");

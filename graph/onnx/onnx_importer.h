@@ -162,6 +162,10 @@ class Importer {
   ValueId row_major(const onnx::NodeProto& node, int slot);
   ValueId make_row_major(const onnx::NodeProto& node, int slot);
   ValueId mark(ValueId v);
+  // Whether every reader of the node's output is a binary element-wise op whose other operand has
+  // `dims`: the readers broadcast the node's input to `dims` themselves (an Expand to the shape of
+  // the tensor it multiplies: ECA's and CBAM's gates).
+  bool readers_broadcast(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const;
   ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
   // A constant-mode Pad of a row-major tensor: constant blocks joined before and after along each
@@ -201,6 +205,8 @@ class Importer {
   std::set<std::string> produced_;  // every node output of the model
   ExternalData external_;
   std::vector<std::unique_ptr<onnx::NodeProto>> expanded_;  // nodes a node was expanded into
+  std::map<std::string, std::vector<const onnx::NodeProto*>> reader_nodes_;  // the nodes reading each value
+  std::set<std::string> graph_outputs_;
 };
 
 }  // namespace stagecraft::graph::onnx_import
