@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "graph/activation_kinds.h"
 #include "graph/errors.h"
 
 namespace stagecraft::graph {
@@ -343,17 +344,9 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       check.rank(inputs[0], 4);
       check.require(op.attrs_as<BatchNormAttrs>().eps > 0, "eps must be > 0");
       return {inputs[0]};
-    case OpKind::kRelu:
-    case OpKind::kRelu6:
-    case OpKind::kSigmoid:
+    STAGECRAFT_PLAIN_ACTIVATION_KINDS:
     case OpKind::kIdentity:
     case OpKind::kScale:
-    case OpKind::kHardSwish:
-    case OpKind::kSilu:
-    case OpKind::kGelu:
-    case OpKind::kGeluTanh:
-    case OpKind::kTanh:
-    case OpKind::kSqrt:
     case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};

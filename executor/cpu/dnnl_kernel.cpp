@@ -67,31 +67,36 @@ bool isa_has_avx512(dnnl::cpu_isa isa) {
 }
 
 std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
+  // The activations that are one oneDNN algorithm (alpha: swish's slope).
+  static constexpr std::pair<Activation, EltwiseStep> kOneStep[] = {
+      {Activation::kRelu, {dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}},
+      {Activation::kSigmoid, {dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f}},
+      {Activation::kHardSwish, {dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}},
+      {Activation::kSilu, {dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}},
+      {Activation::kGelu, {dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f}},
+      {Activation::kGeluTanh, {dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f}},
+      {Activation::kTanh, {dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f}},
+      {Activation::kSqrt, {dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f}},
+  };
   switch (act) {
     case Activation::kNone:
       return {};
-    case Activation::kRelu:
-      return {{dnnl::algorithm::eltwise_relu, 0.0f, 0.0f}};
     case Activation::kRelu6:
       return {{dnnl::algorithm::eltwise_clip, 0.0f, relu6_max}};
-    case Activation::kSigmoid:
-      return {{dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f}};
     case Activation::kHardSigmoid:  // relu6(x + 3) / 6 = clip(x / 6 + 1 / 2, 0, 1)
       return {{dnnl::algorithm::eltwise_linear, static_cast<float>(graph::kHardSigmoidAlpha),
                static_cast<float>(graph::kHardSigmoidBeta)},
               {dnnl::algorithm::eltwise_clip, 0.0f, 1.0f}};
+    case Activation::kRelu:
+    case Activation::kSigmoid:
     case Activation::kHardSwish:
-      return {{dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f}};
     case Activation::kSilu:
-      return {{dnnl::algorithm::eltwise_swish, 1.0f, 0.0f}};
     case Activation::kGelu:
-      return {{dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f}};
     case Activation::kGeluTanh:
-      return {{dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f}};
     case Activation::kTanh:
-      return {{dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f}};
     case Activation::kSqrt:
-      return {{dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f}};
+      for (const auto& [a, step] : kOneStep)
+        if (a == act) return {step};
   }
   return {};
 }

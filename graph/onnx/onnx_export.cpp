@@ -5,10 +5,12 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <set>
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "graph/activation_kinds.h"
 #include "graph/errors.h"
 #include "graph/onnx/onnx_io.h"
 
@@ -126,15 +128,19 @@ class Exporter {
 
   // The nodes computing `act` from `in` into `out`.
   void activation(const std::string& name, Activation act, const std::string& in, const std::string& out) {
+    static const std::map<Activation, std::string> kOneNode = {
+        {Activation::kRelu, "Relu"}, {Activation::kSigmoid, "Sigmoid"}, {Activation::kHardSwish, "HardSwish"},
+        {Activation::kTanh, "Tanh"}, {Activation::kSqrt, "Sqrt"}};
     switch (act) {
       case Activation::kNone:
         node("Identity", name, {in}, {out});
         return;
       case Activation::kRelu:
-        node("Relu", name, {in}, {out});
-        return;
       case Activation::kSigmoid:
-        node("Sigmoid", name, {in}, {out});
+      case Activation::kHardSwish:
+      case Activation::kTanh:
+      case Activation::kSqrt:  // one ONNX node of the same name
+        node(kOneNode.at(act), name, {in}, {out});
         return;
       case Activation::kRelu6:
         node("Clip", name, {in, clip_bound(0), clip_bound(kRelu6Max)}, {out});
@@ -145,9 +151,6 @@ class Exporter {
         real(n, "beta", static_cast<float>(kHardSigmoidBeta));
         return;
       }
-      case Activation::kHardSwish:
-        node("HardSwish", name, {in}, {out});
-        return;
       case Activation::kSilu:  // as exporters write it: x * sigmoid(x)
         node("Sigmoid", name + "/sigmoid", {in}, {name + "/gate"});
         node("Mul", name, {in, name + "/gate"}, {out});
@@ -158,12 +161,6 @@ class Exporter {
         node("Add", name + "/add", {name + "/erf_out", scalar(name + "/one", 1.0f)}, {name + "/plus_one"});
         node("Mul", name + "/mul", {in, name + "/plus_one"}, {name + "/product"});
         node("Mul", name, {name + "/product", scalar(name + "/half", 0.5f)}, {out});
-        return;
-      case Activation::kTanh:
-        node("Tanh", name, {in}, {out});
-        return;
-      case Activation::kSqrt:
-        node("Sqrt", name, {in}, {out});
         return;
       case Activation::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
         node("Pow", name + "/pow", {in, scalar(name + "/three", 3.0f)}, {name + "/cube"});
@@ -325,15 +322,7 @@ class Exporter {
         real(n, "beta", static_cast<float>(a.beta));
         return;
       }
-      case OpKind::kRelu:
-      case OpKind::kRelu6:
-      case OpKind::kSigmoid:
-      case OpKind::kHardSwish:
-      case OpKind::kSilu:
-      case OpKind::kGelu:
-      case OpKind::kGeluTanh:
-      case OpKind::kTanh:
-      case OpKind::kSqrt:
+      STAGECRAFT_PLAIN_ACTIVATION_KINDS:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
       case OpKind::kReduceMean:

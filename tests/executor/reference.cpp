@@ -13,6 +13,7 @@
 
 #include "common/random.h"
 #include "common/strings.h"
+#include "graph/activation_kinds.h"
 #include "graph/errors.h"
 #include "graph/shape_inference.h"
 
@@ -576,10 +577,6 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       const auto& a = op.attrs_as<graph::BatchNormAttrs>();
       return {activate_all(batch_norm(x, a, weights_of(weights, op)), a.activation)};
     }
-    case OpKind::kRelu:
-    case OpKind::kRelu6:
-    case OpKind::kSigmoid:
-      return {activate_all(x, graph::activation_of_kind(op.kind))};
     case OpKind::kMaxPool:
       return {max_pool(x, op.attrs_as<graph::MaxPoolAttrs>())};
     case OpKind::kAvgPool:
@@ -639,12 +636,7 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       for (float& v : y.data) v = static_cast<float>(std::clamp(a.alpha * v + a.beta, 0.0, 1.0));
       return {y};
     }
-    case OpKind::kHardSwish:
-    case OpKind::kSilu:
-    case OpKind::kGelu:
-    case OpKind::kGeluTanh:
-    case OpKind::kTanh:
-    case OpKind::kSqrt:
+    STAGECRAFT_PLAIN_ACTIVATION_KINDS:
       return {activate_all(x, graph::activation_of_kind(op.kind))};
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
