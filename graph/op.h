@@ -420,18 +420,21 @@ struct BinaryAttrs {
 /// pixel y maps to the source coordinate y / scale_h (x likewise): nearest takes source pixel
 /// floor(y / scale_h) (ONNX "asymmetric" with nearest_mode "floor": PyTorch's "nearest"); linear
 /// interpolates between the two nearest pixels at (y + 0.5) / scale_h - 0.5 clamped to the
-/// source (ONNX "half_pixel": PyTorch's "bilinear" with align_corners=False).
+/// source (ONNX "half_pixel": PyTorch's "bilinear" with align_corners=False); cubic weighs the 4 x 4
+/// pixels around that coordinate (Keys' kernel, a = -0.75, edges repeated: PyTorch's "bicubic").
 struct ResizeAttrs {
   Hw size;             ///< output height and width
   double scale_h = 0;  ///< coordinate scale (output / input when the model gives sizes)
   double scale_w = 0;
   bool linear = false;  ///< bilinear; nearest otherwise
+  bool cubic = false;   ///< bicubic (with linear false)
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("size", a.size, FieldRule::kRequired);
     v("scale_h", a.scale_h, FieldRule::kRequired);
     v("scale_w", a.scale_w, FieldRule::kRequired);
     v("linear", a.linear, FieldRule::kOptional);
+    v("cubic", a.cubic, FieldRule::kOptional);
   }
   bool operator==(const ResizeAttrs&) const = default;
 };

@@ -409,6 +409,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       const auto& a = op.attrs_as<ResizeAttrs>();
       check.require(a.size.h > 0 && a.size.w > 0, "size must be positive");
       check.require(a.scale_h > 0 && a.scale_w > 0, "scale_h and scale_w must be positive");
+      check.require(!(a.linear && a.cubic), "linear and cubic exclude each other");
       const Shape& s = inputs[0].shape;
       return {with_shape(inputs[0], Shape{s[0], s[1], a.size.h, a.size.w})};
     }

@@ -492,7 +492,20 @@ def modules():
             gate, level = y.mean((2, 3), keepdim=True), y[:, :1]  # [N, 8, 1, 1], [N, 1, H, W]
             return gate * level + (level - gate) / (1.5 + gate.sigmoid())
 
+    class Bicubic(nn.Module):  # CrossViT: its input resized for a second branch, the branches' heads stacked and averaged
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.heads = nn.ModuleList([nn.Linear(8, 5), nn.Linear(8, 5)])
+
+        def forward(self, x):
+            y = F.interpolate(self.conv(x), size=(7, 13), mode="bicubic", align_corners=False)
+            z = F.interpolate(y, scale_factor=2.0, mode="bicubic", align_corners=False)
+            pooled = [y.mean((2, 3)), z.mean((2, 3))]
+            return torch.mean(torch.stack([h(p) for h, p in zip(self.heads, pooled)], dim=0), dim=0)
+
     return {
+        "bicubic": (Bicubic(), (2, 3, 9, 8)),
         "mutual_broadcast": (MutualBroadcast(), (2, 3, 5, 6)),
         "one_dimensional": (OneDimensional(), (2, 3, 6, 6)),
         "normalised_attention": (NormalisedAttention(), (2, 3, 6, 6)),

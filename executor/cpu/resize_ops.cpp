@@ -1,4 +1,4 @@
-// Resize (nearest and bilinear resampling of H and W) on the CPU: our own host kernel in every
+// Resize (nearest, bilinear and bicubic resampling of H and W) on the CPU: our own host kernel in every
 // CPU layout (oneDNN's resampling maps nearest coordinates with half-pixel centres, not the floor
 // rule PyTorch exports). Per destination row and column the source indices and weights are
 // computed once when the kernel is built; images x channels are spread over the threads.
@@ -42,10 +42,60 @@ Axis axis_of(int64_t in, int64_t out, double scale, bool linear) {
   return a;
 }
 
+// Bicubic: per destination index the 4 source indices around the half-pixel coordinate (edges
+// repeated) and Keys' weights (a = -0.75, PyTorch's bicubic).
+struct CubicAxis {
+  std::vector<int64_t> index;  // 4 per destination index
+  std::vector<float> weight;   // 4 per destination index
+};
+
+CubicAxis cubic_axis_of(int64_t in, int64_t out, double scale) {
+  constexpr double a = -0.75;
+  const auto keys = [](double d) {
+    d = std::fabs(d);
+    return d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : d < 2 ? ((a * d - 5 * a) * d + 8 * a) * d - 4 * a : 0.0;
+  };
+  CubicAxis c;
+  for (int64_t y = 0; y < out; ++y) {
+    const double src = (static_cast<double>(y) + 0.5) / scale - 0.5;
+    const auto y0 = static_cast<int64_t>(std::floor(src));
+    for (int64_t i = y0 - 1; i <= y0 + 2; ++i) {
+      c.index.push_back(std::clamp<int64_t>(i, 0, in - 1));
+      c.weight.push_back(static_cast<float>(keys(src - static_cast<double>(i))));
+    }
+  }
+  return c;
+}
+
 struct Resize {
   HostLayout src, dst;
   Axis rows, cols;
+  CubicAxis cubic_rows, cubic_cols;  // bicubic (rows and cols unused then)
+  bool cubic = false;
 };
+
+void run_cubic(const Resize& r, const float* in, float* out) {
+  const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
+  for_each_plane(r.dst, out, [&](int64_t n, int64_t c, float* o) {
+    const float* i = in + n * r.src.batch_stride + r.src.channel_offset(c);
+    for (int64_t y = 0; y < r.dst.height; ++y) {
+      const int64_t* ry = &r.cubic_rows.index[static_cast<size_t>(4 * y)];
+      const float* wy = &r.cubic_rows.weight[static_cast<size_t>(4 * y)];
+      float* orow = o + y * r.dst.width * dps;
+      for (int64_t x = 0; x < r.dst.width; ++x) {
+        const int64_t* rx = &r.cubic_cols.index[static_cast<size_t>(4 * x)];
+        const float* wx = &r.cubic_cols.weight[static_cast<size_t>(4 * x)];
+        float sum = 0;
+        for (int t = 0; t < 4; ++t) {
+          const float* row = i + ry[t] * r.src.width * sps;
+          sum += wy[t] * (wx[0] * row[rx[0] * sps] + wx[1] * row[rx[1] * sps] + wx[2] * row[rx[2] * sps] +
+                          wx[3] * row[rx[3] * sps]);
+        }
+        orow[x * dps] = sum;
+      }
+    }
+  });
+}
 
 void run_resize(const Resize& r, const float* in, float* out) {
   const int64_t sps = r.src.pixel_stride, dps = r.dst.pixel_stride;
@@ -68,7 +118,9 @@ void run_resize(const Resize& r, const float* in, float* out) {
 }
 
 // The implementation name of a resize.
-const char* resize_name(const ResizeAttrs& a) { return a.linear ? "resize bilinear" : "resize nearest"; }
+const char* resize_name(const ResizeAttrs& a) {
+  return a.cubic ? "resize bicubic" : a.linear ? "resize bilinear" : "resize nearest";
+}
 
 KernelDesc check(const KernelSpec& spec, DnnlContext&) {
   return host_kernel_desc(spec, resize_name(std::get<ResizeAttrs>(spec.attrs)));
@@ -79,10 +131,19 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
   auto r = std::make_shared<Resize>();
   r->src = host_layout(spec.srcs[0]);
   r->dst = host_layout(spec.dsts[0]);
-  r->rows = axis_of(r->src.height, r->dst.height, a.scale_h, a.linear);
-  r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear);
+  r->cubic = a.cubic;
+  if (a.cubic) {
+    r->cubic_rows = cubic_axis_of(r->src.height, r->dst.height, a.scale_h);
+    r->cubic_cols = cubic_axis_of(r->src.width, r->dst.width, a.scale_w);
+  } else {
+    r->rows = axis_of(r->src.height, r->dst.height, a.scale_h, a.linear);
+    r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear);
+  }
   k.add_host([r](const std::vector<void*>& data) {
-    run_resize(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
+    const auto* in = static_cast<const float*>(data[0]);
+    auto* out = static_cast<float*>(data[1]);
+    if (r->cubic) run_cubic(*r, in, out);
+    else run_resize(*r, in, out);
   }, {0, dst_slot(0)}, resize_name(a));
   return resize_name(a);
 }

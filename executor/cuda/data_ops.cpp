@@ -60,6 +60,10 @@ Support check(const KernelSpec& spec) {
       return Support::unsupported(SupportReason::kDataType, "a reshape keeps the element type");
     }
   }
+  if (spec.kind == OpKind::kResize && std::get<graph::ResizeAttrs>(spec.attrs).cubic) {
+    return Support::unsupported(SupportReason::kAttributes,
+                                "bicubic resizing has no CUDA kernel yet (the CPU backend runs it)");
+  }
   if (spec.kind == OpKind::kResize &&
       (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype)) {
     return Support::unsupported(SupportReason::kDataType, "a resize runs in f32 or f16 and keeps the element type");

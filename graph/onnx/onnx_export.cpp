@@ -423,9 +423,10 @@ class Exporter {
           in.insert(in.end(), {"", "", int64s(op.name + "/sizes", {s[0], s[1], a.size.h, a.size.w})});
         }
         auto* n = node("Resize", op.name, in, {out});
-        text(n, "mode", a.linear ? "linear" : "nearest");
-        text(n, "coordinate_transformation_mode", a.linear ? "half_pixel" : "asymmetric");
-        if (!a.linear) text(n, "nearest_mode", "floor");
+        const bool interpolated = a.linear || a.cubic;
+        text(n, "mode", a.linear ? "linear" : a.cubic ? "cubic" : "nearest");
+        text(n, "coordinate_transformation_mode", interpolated ? "half_pixel" : "asymmetric");
+        if (!interpolated) text(n, "nearest_mode", "floor");
         return;
       }
       case OpKind::kChannelShuffle: {

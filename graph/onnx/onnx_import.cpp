@@ -81,7 +81,10 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
       reader_nodes_[in].push_back(node);
       ++readers_[in];
     }
-    for (const auto& out : node->output()) produced_.insert(out);
+    for (const auto& out : node->output()) {
+      produced_.insert(out);
+      producers_[out] = node;
+    }
   }
   for (const auto& out : g.output()) graph_outputs_.insert(out.name());
   add_inputs(g);

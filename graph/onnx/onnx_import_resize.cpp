@@ -20,7 +20,12 @@ void Importer::resize(const onnx::NodeProto& node) {
   if (in.rank() != 4) fail(node, "only resizing of a 4-D (N, C, H, W) tensor is supported");
   std::string mode = attr_string(node, "mode");
   if (mode.empty()) mode = "nearest";
-  if (mode != "nearest" && mode != "linear") fail(node, cat("mode '", mode, "' is not supported (nearest, linear)"));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    fail(node, cat("mode '", mode, "' is not supported (nearest, linear, cubic)"));
+  }
+  if (mode == "cubic" && (attr_float(node, "cubic_coeff_a", -0.75f) != -0.75f || attr_int(node, "exclude_outside", 0) != 0)) {
+    fail(node, "cubic resizing is supported with cubic_coeff_a -0.75 and exclude_outside 0 (PyTorch's bicubic)");
+  }
   std::string transform = attr_string(node, "coordinate_transformation_mode");
   if (transform.empty()) transform = "half_pixel";
   std::string nearest = attr_string(node, "nearest_mode");
@@ -67,15 +72,16 @@ void Importer::resize(const onnx::NodeProto& node) {
 
   // The coordinate rules the resize op computes (see ResizeAttrs).
   const bool half_pixel = transform == "half_pixel" || transform == "pytorch_half_pixel";
-  if (mode == "linear") {
+  if (mode == "linear" || mode == "cubic") {
     if (!half_pixel) {
-      fail(node, cat("linear resizing with coordinate_transformation_mode '", transform,
+      fail(node, cat(mode, " resizing with coordinate_transformation_mode '", transform,
                      "' is not supported (half_pixel or pytorch_half_pixel: PyTorch's align_corners=False)"));
     }
     if (transform == "pytorch_half_pixel" && (a.size.h == 1 || a.size.w == 1)) {
       fail(node, "pytorch_half_pixel resizing to a size of 1 is not supported");
     }
-    a.linear = true;
+    a.linear = mode == "linear";
+    a.cubic = mode == "cubic";
   } else {
     // floor(y / scale) is what asymmetric + floor computes, and what half_pixel computes with
     // any rounding when both scales are whole numbers (the offset stays inside (-0.5, 0.5)).

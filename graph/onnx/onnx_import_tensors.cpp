@@ -87,6 +87,24 @@ ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
   return mark(add(node, OpKind::kReshape, r, {x}));
 }
 
+std::vector<std::string> Importer::stacked_parts(const std::string& name) const {
+  const auto concat = producers_.find(name);
+  if (concat == producers_.end() || concat->second->op_type() != "Concat" || attr_int(*concat->second, "axis", 0) != 0) {
+    return {};
+  }
+  std::vector<std::string> parts;
+  for (const auto& in : concat->second->input()) {
+    const auto u = producers_.find(in);
+    if (u == producers_.end() || u->second->op_type() != "Unsqueeze") return {};
+    const onnx::NodeProto& unsqueeze = *u->second;
+    const std::vector<int64_t> ax = opset_ >= 13 ? axes(unsqueeze, 1).value_or(std::vector<int64_t>{})
+                                                 : attr_ints(unsqueeze, "axes");
+    if (ax != std::vector<int64_t>{0}) return {};
+    parts.push_back(unsqueeze.input(0));
+  }
+  return parts;
+}
+
 bool Importer::readers_broadcast(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const {
   const std::string& name = node.output(0);
   const auto it = reader_nodes_.find(name);
@@ -252,6 +270,32 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     return false;
   }
   if (t == "Split" || t == "Slice" || t == "Gather") return narrow_row_major(node), true;
+  const auto reduced_axes = [&] {
+    return (t == "ReduceSum" || opset_ >= 18) ? axes(node, 1).value_or(std::vector<int64_t>{}) : attr_ints(node, "axes");
+  };
+  if ((t == "ReduceMean" || t == "ReduceSum") && attr_int(node, "keepdims", 1) == 0 &&
+      reduced_axes() == std::vector<int64_t>{0} && !stacked_parts(node.input(0)).empty()) {
+    // The mean or sum of stacked tensors over the stacking axis: their sum (times 1 / K).
+    const std::vector<std::string> parts = stacked_parts(node.input(0));
+    onnx::NodeProto reader;  // reads each part, for row_major()
+    reader.set_name(node.name());
+    reader.set_op_type(t);
+    for (const auto& p : parts) reader.add_input(p);
+    ValueId y = row_major(reader, 0);
+    BinaryAttrs sum;
+    sum.op = BinaryOp::kAdd;
+    for (int i = 1; i < reader.input_size(); ++i) {
+      const ValueId part = row_major(reader, i);
+      if (shape(part) != shape(y)) fail(node, "the stacked tensors differ in shape");
+      y = mark(add(node, OpKind::kBinary, sum, {y, part}));
+    }
+    if (t == "ReduceMean") {
+      ScaleAttrs mean;
+      mean.factor = 1.0 / static_cast<double>(parts.size());
+      y = mark(add(node, OpKind::kScale, mean, {y}));
+    }
+    return out(y), true;
+  }
   if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
     const ValueId x = row_major(node, 0);
     const auto rank = shape(x).rank();

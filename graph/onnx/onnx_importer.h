@@ -166,6 +166,9 @@ class Importer {
   // `dims`: the readers broadcast the node's input to `dims` themselves (an Expand to the shape of
   // the tensor it multiplies: ECA's and CBAM's gates).
   bool readers_broadcast(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const;
+  // The tensors stacked into `name` by Concat(axis 0) of Unsqueeze(axis 0) of each (torch.stack
+  // along a new first axis: CrossViT's heads averaged); empty when it is not such a stack.
+  std::vector<std::string> stacked_parts(const std::string& name) const;
   ValueId reshaped(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& target);
   ValueId narrowed(const onnx::NodeProto& node, ValueId x, int64_t axis, int64_t begin, int64_t end);
   // A constant-mode Pad of a row-major tensor: constant blocks joined before and after along each
@@ -207,6 +210,7 @@ class Importer {
   std::vector<std::unique_ptr<onnx::NodeProto>> expanded_;  // nodes a node was expanded into
   std::map<std::string, std::vector<const onnx::NodeProto*>> reader_nodes_;  // the nodes reading each value
   std::set<std::string> graph_outputs_;
+  std::map<std::string, const onnx::NodeProto*> producers_;  // the node writing each value
 };
 
 }  // namespace stagecraft::graph::onnx_import

@@ -385,11 +385,39 @@ HostTensor channel_shuffle(const HostTensor& src, int64_t groups) {
 // ONNX Resize as PyTorch exports it, written from the ONNX formulas: nearest = asymmetric
 // coordinates (x / scale) rounded down; linear = half-pixel coordinates ((x + 0.5) / scale - 0.5),
 // clamped into the source, interpolated between the two neighbours per axis.
+// Keys' cubic convolution kernel with a = -0.75 (PyTorch's bicubic) at distance d.
+double keys_cubic(double d) {
+  constexpr double a = -0.75;
+  d = std::fabs(d);
+  if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+  if (d < 2) return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  return 0;
+}
+
 HostTensor resize(const HostTensor& src, const graph::ResizeAttrs& a) {
   const Nchw in(src.shape);
   const Shape out_shape{in.n, in.c, a.size.h, a.size.w};
   const Nchw out(out_shape);
   HostTensor dst = zeros(out_shape);
+  if (a.cubic) {  // the 4 x 4 pixels around the half-pixel coordinate, edges repeated
+    for (int64_t n = 0; n < in.n; ++n)
+      for (int64_t c = 0; c < in.c; ++c)
+        for (int64_t y = 0; y < out.h; ++y)
+          for (int64_t x = 0; x < out.w; ++x) {
+            const double sy = (static_cast<double>(y) + 0.5) / a.scale_h - 0.5;
+            const double sx = (static_cast<double>(x) + 0.5) / a.scale_w - 0.5;
+            const auto y0 = static_cast<int64_t>(std::floor(sy)), x0 = static_cast<int64_t>(std::floor(sx));
+            double sum = 0;
+            for (int64_t i = y0 - 1; i <= y0 + 2; ++i)
+              for (int64_t j = x0 - 1; j <= x0 + 2; ++j) {
+                const int64_t h = std::clamp<int64_t>(i, 0, in.h - 1), w = std::clamp<int64_t>(j, 0, in.w - 1);
+                sum += keys_cubic(sy - static_cast<double>(i)) * keys_cubic(sx - static_cast<double>(j)) *
+                       static_cast<double>(src.data[static_cast<size_t>(in.at(n, c, h, w))]);
+              }
+            dst.data[static_cast<size_t>(out.at(n, c, y, x))] = static_cast<float>(sum);
+          }
+    return dst;
+  }
   auto coordinate = [&](int64_t y, double scale, int64_t size, int64_t* lo, int64_t* hi, double* frac) {
     if (!a.linear) {
       *lo = *hi = std::min<int64_t>(size - 1, static_cast<int64_t>(std::floor(static_cast<double>(y) / scale)));

@@ -222,12 +222,20 @@ TEST(LayoutKernels, ResizesEqualTheReferenceInEveryLayout) {
       linear.scale_h = 9.0 / 14.0;
       linear.scale_w = 17.0 / 12.0;
       linear.linear = true;
-      auto out = b.conv(b.op("bilinear", graph::OpKind::kResize, linear, {mixed}),
-                        networks::square_conv(4, 1), "head");
+      auto smooth = b.op("bilinear", graph::OpKind::kResize, linear, {mixed});
+      graph::ResizeAttrs cubic;  // down in H, up in W (CrossViT's 240 -> 224 input; upsampling)
+      cubic.size = {5, 23};
+      cubic.scale_h = 5.0 / 9.0;
+      cubic.scale_w = 23.0 / 17.0;
+      cubic.cubic = true;
+      auto out = b.conv(b.op("bicubic", graph::OpKind::kResize, cubic, {smooth}), networks::square_conv(4, 1), "head");
       const Model m = stagecraft::testing::model_of(std::move(b).finish({out}));
       for_every_host_layout(m, cat("batch ", batch, ", ", width, " channels"), [](Layout, const PlanRun& got) {
-        return std::count_if(got.implementations.begin(), got.implementations.end(),
-                             [](const std::string& i) { return i.find("resize bilinear") != std::string::npos; }) == 1;
+        const auto count = [&](const char* name) {
+          return std::count_if(got.implementations.begin(), got.implementations.end(),
+                               [&](const std::string& i) { return i.find(name) != std::string::npos; });
+        };
+        return count("resize bilinear") == 1 && count("resize bicubic") == 1;
       });
     }
   }

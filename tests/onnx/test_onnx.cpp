@@ -276,8 +276,9 @@ TEST(Onnx, ResizesRoundTripAndOtherCoordinateRulesAreClearErrors) {
   std::string m = with("coordinate_transformation_mode", "align_corners");
   EXPECT_NE(m.find("node 'fit' (Resize): linear resizing with coordinate_transformation_mode 'align_corners' is not supported"),
             std::string::npos) << m;
-  m = with("mode", "cubic");
-  EXPECT_NE(m.find("mode 'cubic' is not supported"), std::string::npos) << m;
+  EXPECT_EQ(with("mode", "cubic"), "<imported>");  // PyTorch's bicubic (half_pixel, a = -0.75)
+  m = with("mode", "area");
+  EXPECT_NE(m.find("mode 'area' is not supported (nearest, linear, cubic)"), std::string::npos) << m;
 }
 
 // ---- Tensor files -----------------------------------------------------------------------------
