@@ -28,9 +28,8 @@ using ValueId = int32_t;
 /// "No op": the producer of a graph input.
 inline constexpr OpId kNoOp = -1;
 
-/// Element-wise activation fused into the epilogue of a conv, linear, add or binary op.
-/// hard_sigmoid is PyTorch's: relu6(x + 3) / 6; hard_swish = x · hard_sigmoid(x);
-/// silu (swish) = x · sigmoid(x).
+/// Element-wise activation fused into the epilogue of a conv, linear, add or binary op. PyTorch's
+/// hard_sigmoid = relu6(x + 3) / 6, hard_swish = x · hard_sigmoid(x), silu (swish) = x · sigmoid(x).
 #define STAGECRAFT_ACTIVATIONS(X) \
   X(kNone, "none")                \
   X(kRelu, "relu")                \
@@ -282,10 +281,9 @@ struct HardSigmoidAttrs {
   bool operator==(const HardSigmoidAttrs&) const = default;
 };
 
-/// Clip: y = min(max(x, min), max) (ONNX Clip with other bounds than ReLU's and ReLU6's: the
-/// floor under a norm that F.normalize divides by). A missing bound is float's largest value.
+/// Clip: y = min(max(x, min), max) (ONNX Clip with other bounds than ReLU's and ReLU6's).
 struct ClipAttrs {
-  double min = -3.4028234663852886e38;
+  double min = -3.4028234663852886e38;  ///< a missing bound is float's largest value
   double max = 3.4028234663852886e38;
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
@@ -420,14 +418,15 @@ struct BinaryAttrs {
 /// pixel y maps to the source coordinate y / scale_h (x likewise): nearest takes source pixel
 /// floor(y / scale_h) (ONNX "asymmetric" with nearest_mode "floor": PyTorch's "nearest"); linear
 /// interpolates between the two nearest pixels at (y + 0.5) / scale_h - 0.5 clamped to the
-/// source (ONNX "half_pixel": PyTorch's "bilinear" with align_corners=False); cubic weighs the 4 x 4
-/// pixels around that coordinate (Keys' kernel, a = -0.75, edges repeated: PyTorch's "bicubic").
+/// source (ONNX "half_pixel": PyTorch's "bilinear" with align_corners=False).
 struct ResizeAttrs {
   Hw size;             ///< output height and width
   double scale_h = 0;  ///< coordinate scale (output / input when the model gives sizes)
   double scale_w = 0;
   bool linear = false;  ///< bilinear; nearest otherwise
-  bool cubic = false;   ///< bicubic (with linear false)
+  /// bicubic (linear false): the 4 x 4 pixels around the linear coordinate, unclamped, weighted by
+  /// Keys' kernel with a = -0.75, edge pixels repeated (PyTorch's "bicubic")
+  bool cubic = false;
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("size", a.size, FieldRule::kRequired);
