@@ -69,7 +69,7 @@ VISION_EXTRA = ["convnext_tiny", "convnext_small", "vit_b_16", "swin_t", "effici
                 "timm/efficientvit_b0", "timm/levit_128s", "timm/poolformer_s12", "timm/pvt_v2_b0",
                 "timm/mobilevit_xxs", "timm/deit_small_distilled_patch16_224",
                 "timm/edgenext_xx_small", "timm/xcit_nano_12_p16_224", "timm/ecaresnet26t", "timm/repvit_m1",
-                "timm/nextvit_small", "timm/focalnet_tiny_srf", "timm/botnet26t_256", "timm/crossvit_tiny_240"]
+                "timm/nextvit_small", "timm/focalnet_tiny_srf", "timm/botnet26t_256", "timm/crossvit_tiny_240", "timm/mvitv2_tiny"]
 
 
 def classification_models(selected: list[str] | None) -> list[str]:

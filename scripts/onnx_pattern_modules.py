@@ -504,7 +504,21 @@ def modules():
             pooled = [y.mean((2, 3)), z.mean((2, 3))]
             return torch.mean(torch.stack([h(p) for h, p in zip(self.heads, pooled)], dim=0), dim=0)
 
+    class RelPosAttention(nn.Module):  # MViTv2: relative positions per query row (an Einsum with a constant sharing a letter) added by a slice assignment to the whole scores
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 1)
+            self.rel = nn.Parameter(torch.randn(3, 4, 8))  # [h, k, c]
+
+        def forward(self, x):
+            q = self.conv(x).permute(0, 2, 3, 1)  # [N, h, w, c]
+            rel = torch.einsum("nhwc,hkc->nhwk", q, self.rel)
+            attn = q @ q.transpose(-1, -2)  # [N, h, w, w]
+            attn[:, :, 0:, 0:] = attn[:, :, 0:, 0:] + rel
+            return attn.softmax(-1).mean((1, 2))
+
     return {
+        "rel_pos_attention": (RelPosAttention(), (2, 3, 3, 4)),
         "bicubic": (Bicubic(), (2, 3, 9, 8)),
         "mutual_broadcast": (MutualBroadcast(), (2, 3, 5, 6)),
         "one_dimensional": (OneDimensional(), (2, 3, 6, 6)),

@@ -338,6 +338,33 @@ ValueId Importer::permuted(const onnx::NodeProto& node, ValueId x, const std::ve
   return mark(add(node, OpKind::kTranspose, t, {x}));
 }
 
+void Importer::scatter_row_major(const onnx::NodeProto& node) {
+  // A whole-tensor slice assignment (MViTv2's attn[:, :, 0:, 0:] = ... without a class token):
+  // constant indices naming every element of the data in order make the updates the result.
+  const std::string reduction = attr_string(node, "reduction");
+  if (!reduction.empty() && reduction != "none") fail(node, cat("reduction '", reduction, "' is not supported"));
+  const ValueId data = row_major(node, 0);
+  const ConstTensor* idx = constant(node, 1);
+  if (!idx) fail(node, "the indices must be constant");
+  const std::vector<int64_t> d = dims_of(shape(data));
+  const size_t k = idx->dims.empty() ? 0 : static_cast<size_t>(idx->dims.back());
+  const std::vector<int64_t> ids = idx->ints();
+  const char* what = "only a ScatterND whose indices name every element of its data in order (a slice "
+                     "assignment to the whole tensor) is supported";
+  if (k != d.size() || static_cast<int64_t>(ids.size() / k) != product(d)) fail(node, what);
+  std::vector<int64_t> next(k, 0);  // the element the next index must name
+  for (size_t i = 0; i < ids.size(); i += k) {
+    if (!std::equal(next.begin(), next.end(), ids.begin() + static_cast<std::ptrdiff_t>(i))) fail(node, what);
+    for (size_t j = k; j-- > 0;) {
+      if (++next[j] < d[j]) break;
+      next[j] = 0;
+    }
+  }
+  const ValueId updates = row_major(node, 2);
+  if (shape(updates).numel() != product(d)) fail(node, what);
+  define(node, 0, mark(reshaped(node, updates, d)));
+}
+
 void Importer::einsum(const onnx::NodeProto& node) {
   // Contractions of two operands (MaxViT's and MViTv2's relative positions): each operand
   // permuted to [batch, free, contracted] (or [batch, contracted, free]), a matmul of two tensors
@@ -383,9 +410,6 @@ void Importer::einsum(const onnx::NodeProto& node) {
   std::string result;  // the letters of the product before the output's permutation
   ValueId y;
   if (const_a || const_b) {
-    // A linear layer over the tensor's contracted letters; the constant's free letters are its
-    // output features. The constant may share no batch letter with the tensor.
-    if (!batch.empty()) fail(node, cat("a constant operand sharing the batch letters '", batch, "' is not supported"));
     const int t_slot = const_a ? 1 : 0;
     const std::string& tl = const_a ? b : a;
     const std::string& cl = const_a ? a : b;
@@ -394,34 +418,66 @@ void Importer::einsum(const onnx::NodeProto& node) {
     const ConstTensor& c = *constant(node, const_a ? 0 : 1);
     const ValueId x = row_major(node, t_slot);
     const std::vector<int64_t> tdims = dims_of(shape(x));
-    const int64_t k = size_of(contracted, tl, tdims), n = size_of(c_free, cl, c.dims);
-    const ValueId rows = reshaped(node, permuted(node, x, permutation(tl, t_free + contracted)),
-                                  {size_of(t_free, tl, tdims), k});
-    // The weight [n, k]: the constant in the order (its free letters, the contracted ones).
-    const std::vector<int64_t> cperm = permutation(cl, c_free + contracted);
-    std::vector<int64_t> cstrides(cl.size(), 1);
-    for (size_t d = cl.size(); d-- > 1;) cstrides[d - 1] = cstrides[d] * c.dims[d];
-    const std::vector<float> values = c.floats();
-    std::vector<float> w(values.size());
-    const std::vector<int64_t> pdims = extents(c_free + contracted, cl, c.dims);
-    for (size_t i = 0; i < w.size(); ++i) {
-      int64_t rest = static_cast<int64_t>(i), at = 0;
-      for (size_t d = pdims.size(); d-- > 0;) {
-        at += rest % pdims[d] * cstrides[static_cast<size_t>(cperm[d])];
-        rest /= pdims[d];
-      }
-      w[i] = values[static_cast<size_t>(at)];
+    for (char ch : batch) {
+      if (c.dims[cl.find(ch)] != tdims[tl.find(ch)]) fail(node, cat("index '", ch, "' has different extents in the operands"));
     }
-    LinearAttrs la;
-    la.in_features = k;
-    la.out_features = n;
-    la.bias = false;
-    y = mark(add_weighted(node, OpKind::kLinear, la, {rows}, std::move(w)));
-    std::vector<int64_t> dims = extents(t_free, tl, tdims);
-    const std::vector<int64_t> cd = extents(c_free, cl, c.dims);
-    dims.insert(dims.end(), cd.begin(), cd.end());
+    // The constant's elements in the order of `letters` (all of its letters).
+    const auto constant_in = [&](const std::string& letters) {
+      const std::vector<int64_t> cperm = permutation(cl, letters);
+      std::vector<int64_t> cstrides(cl.size(), 1);
+      for (size_t d = cl.size(); d-- > 1;) cstrides[d - 1] = cstrides[d] * c.dims[d];
+      const std::vector<float> values = c.floats();
+      std::vector<float> w(values.size());
+      const std::vector<int64_t> pdims = extents(letters, cl, c.dims);
+      for (size_t i = 0; i < w.size(); ++i) {
+        int64_t rest = static_cast<int64_t>(i), at = 0;
+        for (size_t d = pdims.size(); d-- > 0;) {
+          at += rest % pdims[d] * cstrides[static_cast<size_t>(cperm[d])];
+          rest /= pdims[d];
+        }
+        w[i] = values[static_cast<size_t>(at)];
+      }
+      return w;
+    };
+    const int64_t k = size_of(contracted, tl, tdims), n = size_of(c_free, cl, c.dims);
+    const int64_t rows_n = size_of(t_free, tl, tdims);
+    if (batch.empty()) {
+      // A linear layer over the tensor's contracted letters; the constant's free letters are its
+      // output features: the weight [n, k] is the constant in the order (free, contracted).
+      const ValueId rows = reshaped(node, permuted(node, x, permutation(tl, t_free + contracted)), {rows_n, k});
+      LinearAttrs la;
+      la.in_features = k;
+      la.out_features = n;
+      la.bias = false;
+      y = mark(add_weighted(node, OpKind::kLinear, la, {rows}, constant_in(c_free + contracted)));
+      result = t_free + c_free;
+    } else {
+      // One matrix per index of the shared letters (MViTv2's relative positions, per query row):
+      // a grouped 1x1 convolution over [1, B·k, rows, 1], B groups, weights [B·n, k] = the
+      // constant in the order (batch, free, contracted).
+      const int64_t nb = size_of(batch, tl, tdims);
+      const ValueId flat = reshaped(node, permuted(node, x, permutation(tl, batch + contracted + t_free)),
+                                    {1, nb * k, rows_n, 1});
+      ReshapeAttrs to_maps;  // the row-major [1, B·k, rows, 1] as a tensor of the convolutions
+      to_maps.dims = {nb * k, rows_n, 1};
+      const ValueId maps = add(node, OpKind::kReshape, to_maps, {flat});
+      Conv2dAttrs ca;
+      ca.in_channels = nb * k;
+      ca.out_channels = nb * n;
+      ca.kernel = Hw{1, 1};
+      ca.groups = nb;
+      const std::string conv_out = node.output(0) + "/per_batch";
+      values_[conv_out] = add_weighted(node, OpKind::kConv2d, ca, {maps}, constant_in(batch + c_free + contracted));
+      onnx::NodeProto back;  // reads the convolution's output, for row_major()
+      back.set_name(node.name());
+      back.set_op_type(node.op_type());
+      back.add_input(conv_out);
+      y = row_major(back, 0);
+      result = batch + c_free + t_free;
+    }
+    std::vector<int64_t> dims;
+    for (char ch : result) dims.push_back(tl.find(ch) != std::string::npos ? tdims[tl.find(ch)] : c.dims[cl.find(ch)]);
     y = reshaped(node, y, dims);
-    result = t_free + c_free;
   } else {
     const ValueId x = row_major(node, 0), z = row_major(node, 1);
     const std::vector<int64_t> ad = dims_of(shape(x)), bd = dims_of(shape(z));

@@ -270,6 +270,7 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     return false;
   }
   if (t == "Split" || t == "Slice" || t == "Gather") return narrow_row_major(node), true;
+  if (t == "ScatterND") return scatter_row_major(node), true;
   const auto reduced_axes = [&] {
     return (t == "ReduceSum" || opset_ >= 18) ? axes(node, 1).value_or(std::vector<int64_t>{}) : attr_ints(node, "axes");
   };

@@ -177,6 +177,8 @@ class Importer {
   void matmul(const onnx::NodeProto& node);
   void instance_norm(const onnx::NodeProto& node);
   void einsum(const onnx::NodeProto& node);
+  // ScatterND of a row-major tensor by constant indices that name each of its elements in order.
+  void scatter_row_major(const onnx::NodeProto& node);
   ValueId permuted(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& perm);
   // x · scale + shift with constants of `dims` (ops only where they are not 1 and 0).
   ValueId affine(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& dims,
