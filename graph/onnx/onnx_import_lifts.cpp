@@ -64,11 +64,7 @@ void Importer::one_dimensional(const onnx::NodeProto& node) {
   produced_.insert(out);
   import_node(two);
   // Back to [N, M, L'] in the row-major order of its readers.
-  onnx::NodeProto back;
-  back.set_name(node.name());
-  back.set_op_type(t);
-  back.add_input(out);
-  const ValueId y = row_major(back, 0);
+  const ValueId y = row_major_named(node, out);
   const Shape& ys = shape(y);
   define(node, 0, mark(reshaped(node, y, {ys[0], ys[1], ys[3]})));
 }

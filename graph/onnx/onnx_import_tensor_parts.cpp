@@ -468,11 +468,7 @@ void Importer::einsum(const onnx::NodeProto& node) {
       ca.groups = nb;
       const std::string conv_out = node.output(0) + "/per_batch";
       values_[conv_out] = add_weighted(node, OpKind::kConv2d, ca, {maps}, constant_in(batch + c_free + contracted));
-      onnx::NodeProto back;  // reads the convolution's output, for row_major()
-      back.set_name(node.name());
-      back.set_op_type(node.op_type());
-      back.add_input(conv_out);
-      y = row_major(back, 0);
+      y = row_major_named(node, conv_out);
       result = batch + c_free + t_free;
     }
     std::vector<int64_t> dims;

@@ -57,6 +57,14 @@ ValueId Importer::row_major(const onnx::NodeProto& node, int slot) {
   return v;
 }
 
+ValueId Importer::row_major_named(const onnx::NodeProto& node, const std::string& name) {
+  onnx::NodeProto reader;
+  reader.set_name(node.name());
+  reader.set_op_type(node.op_type());
+  reader.add_input(name);
+  return row_major(reader, 0);
+}
+
 ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
   const std::string& name = node.input(slot);
   if (auto it = pending_views_.find(name); it != pending_views_.end()) {
@@ -274,19 +282,16 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
   const auto reduced_axes = [&] {
     return (t == "ReduceSum" || opset_ >= 18) ? axes(node, 1).value_or(std::vector<int64_t>{}) : attr_ints(node, "axes");
   };
-  if ((t == "ReduceMean" || t == "ReduceSum") && attr_int(node, "keepdims", 1) == 0 &&
-      reduced_axes() == std::vector<int64_t>{0} && !stacked_parts(node.input(0)).empty()) {
+  const std::vector<std::string> parts =
+      (t == "ReduceMean" || t == "ReduceSum") && attr_int(node, "keepdims", 1) == 0 && reduced_axes() == std::vector<int64_t>{0}
+          ? stacked_parts(node.input(0)) : std::vector<std::string>{};
+  if (!parts.empty()) {
     // The mean or sum of stacked tensors over the stacking axis: their sum (times 1 / K).
-    const std::vector<std::string> parts = stacked_parts(node.input(0));
-    onnx::NodeProto reader;  // reads each part, for row_major()
-    reader.set_name(node.name());
-    reader.set_op_type(t);
-    for (const auto& p : parts) reader.add_input(p);
-    ValueId y = row_major(reader, 0);
+    ValueId y = row_major_named(node, parts[0]);
     BinaryAttrs sum;
     sum.op = BinaryOp::kAdd;
-    for (int i = 1; i < reader.input_size(); ++i) {
-      const ValueId part = row_major(reader, i);
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const ValueId part = row_major_named(node, parts[i]);
       if (shape(part) != shape(y)) fail(node, "the stacked tensors differ in shape");
       y = mark(add(node, OpKind::kBinary, sum, {y, part}));
     }

@@ -160,6 +160,8 @@ class Importer {
   void one_dimensional(const onnx::NodeProto& node);
   // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).
   ValueId row_major(const onnx::NodeProto& node, int slot);
+  // row_major() of the tensor `name`, read on behalf of `node` (its name in errors).
+  ValueId row_major_named(const onnx::NodeProto& node, const std::string& name);
   ValueId make_row_major(const onnx::NodeProto& node, int slot);
   ValueId mark(ValueId v);
   // Whether every reader of the node's output is a binary element-wise op whose other operand has
