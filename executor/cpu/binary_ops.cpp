@@ -245,8 +245,12 @@ dnnl::binary::primitive_desc binary_pd(const KernelSpec& spec, const DnnlContext
                        md(spec.dsts[0]));
   dnnl::primitive_attr attr = make_attr();
   dnnl::post_ops ops;
-  if (a.constant_first && a.op == BinaryOp::kSub) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
-  if (!split_activation(spec)) add_activation(ops, a.activation);
+  std::vector<EltwiseStep> steps;
+  if (a.constant_first && a.op == BinaryOp::kSub) steps.push_back({dnnl::algorithm::eltwise_linear, -1.0f, 0.0f});
+  if (!split_activation(spec)) {
+    for (const EltwiseStep& e : eltwise_steps(a.activation)) steps.push_back(e);
+  }
+  append_steps(ops, steps);
   attr.set_post_ops(ops);
   return {d, attr, ctx.engine};
 }

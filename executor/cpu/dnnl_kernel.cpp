@@ -101,8 +101,27 @@ std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {
   return {};
 }
 
+std::vector<EltwiseStep> fold_linear_steps(const std::vector<EltwiseStep>& steps) {
+  std::vector<EltwiseStep> folded;
+  for (const EltwiseStep& e : steps) {
+    if (e.alg == dnnl::algorithm::eltwise_linear && !folded.empty() &&
+        folded.back().alg == dnnl::algorithm::eltwise_linear) {
+      EltwiseStep& last = folded.back();
+      last.beta = e.alpha * last.beta + e.beta;
+      last.alpha *= e.alpha;
+    } else {
+      folded.push_back(e);
+    }
+  }
+  return folded;
+}
+
+void append_steps(dnnl::post_ops& ops, const std::vector<EltwiseStep>& steps) {
+  for (const EltwiseStep& e : fold_linear_steps(steps)) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+}
+
 void add_activation(dnnl::post_ops& ops, Activation act, float relu6_max) {
-  for (const EltwiseStep& e : eltwise_steps(act, relu6_max)) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+  append_steps(ops, eltwise_steps(act, relu6_max));
 }
 
 dnnl::primitive_attr make_attr(Activation act) {
@@ -240,9 +259,10 @@ void DnnlKernel::add_eltwise(DnnlContext& ctx, Activation act, const memory::des
 }
 
 dnnl::eltwise_forward::primitive_desc eltwise_pd(const DnnlContext& ctx,
-                                                 const std::vector<EltwiseStep>& steps,
+                                                 const std::vector<EltwiseStep>& all_steps,
                                                  const memory::desc& desc) {
   // The first step is the primitive, the others its post-ops.
+  const std::vector<EltwiseStep> steps = fold_linear_steps(all_steps);
   dnnl::primitive_attr attr = make_attr();
   dnnl::post_ops ops;
   for (size_t i = 1; i < steps.size(); ++i) ops.append_eltwise(1.0f, steps[i].alg, steps[i].alpha, steps[i].beta);

@@ -62,6 +62,12 @@ struct EltwiseStep {
 /// The eltwise operations computing `act` (hard sigmoid takes two); ReLU6 clips at `relu6_max`.
 std::vector<EltwiseStep> eltwise_steps(graph::Activation act, float relu6_max = kRelu6Max);
 
+/// `steps` with every run of consecutive eltwise_linear steps folded into one (a2 (a1 x + b1) + b2
+/// = a1 a2 x + a2 b1 + b2): oneDNN 2.6.3's jit binary kernel ("jit:uni") computes two linear
+/// post-ops in a row wrongly (c - x with a fused hard sigmoid was 0 where it should be 0.5).
+std::vector<EltwiseStep> fold_linear_steps(const std::vector<EltwiseStep>& steps);
+/// Appends `steps` as eltwise post-ops (linear runs folded: fold_linear_steps).
+void append_steps(dnnl::post_ops& ops, const std::vector<EltwiseStep>& steps);
 /// Appends `act` as eltwise post-ops; ReLU6 clips at `relu6_max` (the bound in the
 /// destination's units).
 void add_activation(dnnl::post_ops& ops, graph::Activation act, float relu6_max = kRelu6Max);

@@ -189,6 +189,20 @@ TEST(LayoutKernels, ModernOpsEqualTheReferenceInEveryLayout) {
   }
 }
 
+// The GPU tests' squeeze-and-excitation graph (standalone activations, a constant-first
+// subtraction with a fused hard sigmoid, shuffles; unprepared) on the CPU equals the reference:
+// the CPU is what the GPU tests compare against.
+TEST(LayoutKernels, SeBlockGraphEqualsTheReferenceInEveryLayout) {
+  for (int64_t batch : {1, 2}) {
+    const graph::Graph raw = stagecraft::testing::se_block_graph(batch);
+    const Model m{raw, graph::random_weights(raw, 4)};
+    const auto want = testing::reference_run(m.graph, m.weights, stagecraft::testing::inputs_of(m.graph));
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      expect_same(run(m, sequential(m.graph), layout, RK::kAllow), want, cat("batch ", batch, ", ", graph::to_string(layout)));
+    }
+  }
+}
+
 // Runs `m` sequentially in nchw, nhwc, nChw8c and nChw16c: each equals the reference loops and
 // `expected_kernels(layout, run)` holds (the kernel under test is the one that ran).
 template <class Check>

@@ -290,4 +290,71 @@ const std::vector<NetworkCase>& network_cases() {
   return cases;
 }
 
+namespace {
+
+graph::Conv2dAttrs se_conv_attrs(int64_t in, int64_t out, int64_t k, graph::Activation act) {
+  graph::Conv2dAttrs a;
+  a.in_channels = in;
+  a.out_channels = out;
+  a.kernel = graph::Hw::square(k);
+  a.padding = graph::Pads::same(k / 2);
+  a.bias = true;
+  a.activation = act;
+  return a;
+}
+
+}  // namespace
+
+// A squeeze-and-excitation block (global avg pool -> conv + SiLU -> conv + hard sigmoid -> binary
+// mul broadcast) after a hard-swish convolution, a residual addition with a fused SiLU, every new
+// standalone activation, channel shuffles (4 groups, and 16: no channel moves), global max
+// pooling, reshapes (pooled N×C×1×1 to N×C, and a spatial tensor to other dimensions), a linear
+// layer with a fused hard swish and a binary op with a constant and a fused hard sigmoid. Not
+// prepared for inference, so that no pass fuses the standalone activations away.
+graph::Graph se_block_graph(int64_t batch) {
+  using graph::Activation;
+  using graph::OpKind;
+  networks::NetBuilder b("se_block", batch, 16, 9, 9);
+  const auto x = b.input();
+  const auto feat = b.op("stem", OpKind::kConv2d, se_conv_attrs(16, 16, 3, Activation::kHardSwish), {x});
+  const auto squeeze = b.op("se_reduce", OpKind::kConv2d, se_conv_attrs(16, 8, 1, Activation::kSilu),
+                            {b.global_avg_pool(feat, "se_pool")});
+  const auto gate = b.op("se_expand", OpKind::kConv2d, se_conv_attrs(8, 16, 1, Activation::kHardSigmoid), {squeeze});
+  graph::BinaryAttrs mul;
+  mul.op = graph::BinaryOp::kMul;
+  const auto excited = b.op("se_mul", OpKind::kBinary, mul, {feat, gate});
+  const auto sum = b.op("residual", OpKind::kAdd, graph::AddAttrs{Activation::kSilu}, {excited, x});
+  graph::LeakyReluAttrs leaky;
+  leaky.alpha = 0.2;
+  graph::HardSigmoidAttrs onnx;
+  onnx.alpha = 0.2;
+  auto y = b.op("leaky", OpKind::kLeakyRelu, leaky, {sum});
+  y = b.op("hard_swish", OpKind::kHardSwish, graph::NoAttrs{}, {y});
+  const auto silu = b.op("silu", OpKind::kSilu, graph::NoAttrs{}, {y});
+  const auto hsig = b.op("hard_sigmoid", OpKind::kHardSigmoid, onnx, {silu});
+  graph::BinaryAttrs offset;
+  offset.op = graph::BinaryOp::kSub;
+  offset.constant = {16, 1, 1};
+  offset.constant_first = true;
+  offset.activation = Activation::kHardSigmoid;
+  const auto centred = b.op("c_minus_x", OpKind::kBinary, offset, {hsig});
+  graph::ChannelShuffleAttrs shuffle4, shuffle16;
+  shuffle4.groups = 4;
+  shuffle16.groups = 16;
+  const auto shuffled = b.op("shuffle16", OpKind::kChannelShuffle, shuffle16,
+                             {b.op("shuffle4", OpKind::kChannelShuffle, shuffle4, {centred})});
+  graph::ReshapeAttrs flat, spatial;
+  flat.dims = {16};
+  spatial.dims = {4, 9, 36};
+  const auto pooled = b.op("pooled_flat", OpKind::kReshape, flat,
+                           {b.op("gmp", OpKind::kGlobalMaxPool, graph::NoAttrs{}, {shuffled})});
+  graph::LinearAttrs fc;
+  fc.in_features = 16;
+  fc.out_features = 10;
+  fc.activation = Activation::kHardSwish;
+  const auto logits = b.op("fc", OpKind::kLinear, fc, {pooled});
+  const auto reshaped = b.op("respatial", OpKind::kReshape, spatial, {silu});
+  return std::move(b).finish({logits, reshaped, shuffled});
+}
+
 }  // namespace stagecraft::testing

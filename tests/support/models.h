@@ -52,6 +52,13 @@ graph::Graph channel_tail_graph(int64_t batch, int64_t width, int64_t size);
 /// reshape to N×C.
 graph::Graph modern_ops_graph(int64_t batch, int64_t width);
 
+/// A squeeze-and-excitation block after a hard-swish convolution, a residual addition with a fused
+/// SiLU, the standalone activations (ONNX's hard sigmoid slope among them), a constant-first
+/// subtraction with a fused hard sigmoid, channel shuffles (4 groups, and 16: no channel moves),
+/// a global max pool, reshapes and a linear layer; not prepared for inference. Outputs: the
+/// logits, a reshape of the SiLU, the shuffled map.
+graph::Graph se_block_graph(int64_t batch);
+
 /// A vision transformer in small (timm's layout): a patch-embedding convolution (`width` channels,
 /// 4x4 patches of an 8x8 image: 4 tokens), tokens [N, T, C] by a reshape and a transpose, a class
 /// token joined before them, a position embedding added, then `blocks` pre-norm blocks (layer norm,
