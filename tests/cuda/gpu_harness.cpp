@@ -90,6 +90,27 @@ void expect_graph_and_stream_match(const Model& m, const Schedule& s, graph::Lay
   }
 }
 
+void expect_every_value_matches(const Model& m, graph::Layout layout, double tolerance, const std::string& what) {
+  graph::Graph every = m.graph;
+  for (graph::OpId op = 0; op < static_cast<graph::OpId>(every.num_ops()); ++op) {
+    for (graph::ValueId v : every.op(op).outputs) {
+      const auto& outs = every.outputs();
+      if (std::find(outs.begin(), outs.end(), v) == outs.end()) every.add_output(v);
+    }
+  }
+  const Model open{every, m.weights};
+  const Schedule s = stagecraft::testing::analytic_schedule(every, scheduler::Strategy::kSequential);
+  const std::vector<HostTensor> want = run_cpu(open, s, graph::Layout::kNCHW, 7);
+  const RunResult r = run_twice(gpu(), open, s, layout, /*graph_mode=*/false);
+  ASSERT_EQ(r.first.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const graph::Value& value = every.value(every.outputs()[i]);
+    const std::string writer = value.producer == graph::kNoOp ? "input" : every.op(value.producer).name;
+    EXPECT_LT(relative_error(r.first[i], want[i]), tolerance)
+        << what << ": value '" << value.name << "' (written by '" << writer << "') differs from the CPU's";
+  }
+}
+
 std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs) {
   return stagecraft::testing::run_f32_kernel(gpu(), spec, srcs);
 }

@@ -52,6 +52,11 @@ void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& w
 void expect_graph_and_stream_match(const stagecraft::testing::Model& m, const scheduler::Schedule& s,
                                    graph::Layout layout, const std::vector<HostTensor>& want7,
                                    const std::vector<HostTensor>& want8, double tolerance, const std::string& what);
+/// Every value of `m` (each op's outputs made graph outputs) under the sequential schedule in
+/// `layout`, on the GPU against the CPU: one failure per value outside `tolerance`, naming it and
+/// the op that writes it, so that a wrong output is traced to the first op that goes wrong.
+void expect_every_value_matches(const stagecraft::testing::Model& m, graph::Layout layout, double tolerance,
+                                const std::string& what);
 /// Runs one f32 kernel on the GPU: sources uploaded, destination 0 downloaded.
 std::vector<float> run_gpu_kernel(const KernelSpec& spec, const std::vector<std::vector<float>>& srcs);
 
