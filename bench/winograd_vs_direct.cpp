@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/cpu/host_simd.h"
 #include "executor/cpu/winograd.h"
 
 namespace {
@@ -106,6 +107,9 @@ int main(int argc, char** argv) {
   dnnl::stream st(eng);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  // The FMA-width probe the backend's kernel choice reads (a timing: here, not in the tests).
+  std::printf("512-bit / 256-bit FMA work per second (cpu::host_fma512_gain): %.2f (0: no AVX-512)\n",
+              stagecraft::executor::cpu::host_fma512_gain());
   std::printf("threads %d\n%-30s %-10s %9s %-12s %9s %-12s %9s %6s %6s %9s %9s\n", threads, "shape", "oneDNN",
               "direct", "A", "µs", "B", "µs", "x A", "x B", "err A", "err B");
   for (const Shape& s : shapes) {

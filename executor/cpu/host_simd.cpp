@@ -2,6 +2,7 @@
 #include "executor/cpu/host_simd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 namespace stagecraft::executor::cpu {
@@ -45,9 +46,8 @@ __attribute__((target("avx512f"))) double seconds_per_fma512() {
 }
 #undef STAGECRAFT_FMA_PROBE
 
-}  // namespace
-
-double host_fma512_gain() {
+// The measurement, once.
+double measured_fma512_gain() {
   static const double gain = [] {
     if (!host_has_avx2() || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("avx512f")) return 0.0;
     seconds_per_fma256();  // wakes the vector units (and the frequency) before the timings count
@@ -56,8 +56,23 @@ double host_fma512_gain() {
   }();
   return gain;
 }
+
+}  // namespace
 #else
-double host_fma512_gain() { return 0.0; }
+namespace {
+double measured_fma512_gain() { return 0.0; }
+}  // namespace
 #endif
+
+namespace {
+std::atomic<double> fma512_gain_override{-1.0};
+}  // namespace
+
+void override_fma512_gain(double gain) { fma512_gain_override.store(gain); }
+
+double host_fma512_gain() {
+  const double forced = fma512_gain_override.load();
+  return forced >= 0 ? forced : measured_fma512_gain();
+}
 
 }  // namespace stagecraft::executor::cpu

@@ -28,4 +28,8 @@ namespace stagecraft::executor::cpu {
 /// oneDNN's AVX-512 kernels do no more multiply-adds per cycle than our AVX2 ones.
 double host_fma512_gain();
 
+/// Makes host_fma512_gain() answer `gain` instead of the measurement (a negative value restores
+/// it): lets tests check both kernel choices on any machine, whatever its timings.
+void override_fma512_gain(double gain);
+
 }  // namespace stagecraft::executor::cpu

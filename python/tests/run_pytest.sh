@@ -2,7 +2,8 @@
 # ctest `python/pytest` (label python): the package's tests (python/tests) against the module of
 # this build, with PYTHONPATH = the module's folder + the package sources, the CLI for the
 # agreement tests, and a temporary profile cache. Exit 77 (skipped) with the reason when the
-# interpreter the module was built for lacks numpy or pytest.
+# interpreter the module was built for lacks numpy or pytest. `-rs` names each skipped test with
+# its reason ("SKIPPED [n] file:line: reason"), which scripts/test.sh counts in its closing line.
 # Usage: run_pytest.sh PYTHON MODULE_PARENT_DIR PATH/TO/stagecraft [PYTEST_ARGS...]
 set -u
 py=$1
@@ -21,4 +22,4 @@ export STAGECRAFT_CLI=$cli
 export STAGECRAFT_CACHE_DIR="$work/cache"
 export OMP_WAIT_POLICY=passive
 cd "$work"  # tests write into temporary folders only
-"$py" -m pytest -q -p no:cacheprovider -o console_output_style=classic "$here" "$@"
+"$py" -m pytest -q -rs -p no:cacheprovider -o console_output_style=classic "$here" "$@"

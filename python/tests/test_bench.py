@@ -38,7 +38,7 @@ def test_bench_labels_and_several_models():
 
 
 def test_bench_as_frame(squeezenet):
-    pandas = pytest.importorskip("pandas")
+    pandas = pytest.importorskip("pandas", reason="pandas is not installed (scripts/test.sh installs it)")
     df = stagecraft.bench(squeezenet, ["sequential", "greedy"], iters=2, warmup=0,
                           as_frame=True, progress=False)
     assert isinstance(df, pandas.DataFrame)

@@ -3,10 +3,12 @@
 #include "gpu_harness.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/strings.h"
 #include "executor/executor.h"
+#include "support/compare.h"
 #include "support/kernels.h"
 
 namespace stagecraft::executor::gpu_test {
@@ -66,10 +68,15 @@ std::vector<HostTensor> run_cpu(const Model& m, const Schedule& s, graph::Layout
 
 void expect_close(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want,
                   double tolerance, const std::string& what) {
+  ASSERT_FALSE(want.empty()) << what;
   ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_LT(relative_error(got[i], want[i]), tolerance) << what << ", output " << i;
+    const double error = relative_error(got[i], want[i]);
+    worst = stagecraft::testing::worst_of(worst, error);
+    EXPECT_LT(error, tolerance) << what << ", output " << i;
   }
+  std::printf("max relative error %.3g (tolerance %.0e): %s\n", worst, tolerance, what.c_str());
 }
 
 void expect_both_runs_close(const RunResult& r, const std::vector<HostTensor>& want7,

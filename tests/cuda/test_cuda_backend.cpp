@@ -24,6 +24,7 @@
 #include "gpu_harness.h"
 #include "support/kernels.h"
 #include "support/models.h"
+#include "support/compare.h"
 
 namespace stagecraft::executor {
 namespace {
@@ -150,7 +151,7 @@ TEST(CudaBackend, BinaryBroadcastsTheFirstOperand) {
       for (int64_t p = 0; p < 25; ++p) {  // NHWC: pixel-major, channel innermost
         const size_t at = static_cast<size_t>((n * 25 + p) * 8 + c);
         const double want = graph::apply_activation(graph::Activation::kSilu, xa[static_cast<size_t>(n * 8 + c)] / xb[at]);
-        worst = std::max(worst, std::fabs(y[at] - want));
+        worst = stagecraft::testing::worst_of(worst, std::fabs(y[at] - want));
       }
   EXPECT_LT(worst, 1e-5);
 }
@@ -196,6 +197,26 @@ TEST_P(CudaNetworks, EveryScheduleMatchesTheCpuInGraphAndStreamMode) {
 
 INSTANTIATE_TEST_SUITE_P(Networks, CudaNetworks, ::testing::ValuesIn(stagecraft::testing::network_cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// f32 runs with FMA math unless TF32 is asked for (the fingerprint says which, so profiles of the
+// two never mix); TF32 computes within its own precision (10 mantissa bits) of the CPU, and the
+// strict backend within kF32Tolerance, which TF32 would not meet on a deep network.
+TEST(CudaBackend, Tf32IsOnlyOnWhenAskedAndCloseWithinItsPrecision) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_NE(gpu().device().device_fingerprint().find("fp32strict"), std::string::npos)
+      << gpu().device().device_fingerprint();
+  BackendConfig config;
+  config.tf32 = true;
+  config.cache_dir = (std::filesystem::temp_directory_path() / "stagecraft_gpu_tf32").string();
+  const std::unique_ptr<Backend> tf32 = make_backend("cuda", config);
+  EXPECT_NE(tf32->device().device_fingerprint().find("tf32"), std::string::npos) << tf32->device().device_fingerprint();
+  EXPECT_NE(tf32->device().device_fingerprint(), gpu().device().device_fingerprint());
+  const Model m = stagecraft::testing::network("inception_v3", 139);
+  const Schedule s = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
+  const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+  expect_both_runs_close(run_twice(*tf32, m, s, graph::Layout::kNCHW), want7, want8, kTf32Tolerance, "tf32");
+  expect_both_runs_close(run_twice(gpu(), m, s, graph::Layout::kNCHW), want7, want8, kF32Tolerance, "f32 strict");
+}
 
 TEST(CudaBackend, HalfPrecisionDefaultsToNhwcAndIsCloseToTheCpu) {
   SKIP_WITHOUT_GPU();
@@ -250,14 +271,8 @@ TEST(CudaBackend, FusedConvolutionsAreTimedOnTheFusedCall) {
       for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>(i * 13 % 23) - 11) / 11.0f;
       const std::vector<float> got = run_gpu_kernel(spec, {input});
       const std::vector<float> want = stagecraft::testing::run_f32_kernel(cpu(), spec, {input});
-      ASSERT_EQ(got.size(), want.size()) << impl;
-      double worst = 0, scale = 1e-6;
-      for (size_t i = 0; i < want.size(); ++i) {
-        scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
-        const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
-        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
-      }
-      EXPECT_LT(worst / scale, 1e-5) << impl << " (activation " << graph::to_string(act) << ")";
+      EXPECT_LT(stagecraft::testing::max_relative_error(got, want), 1e-5)
+          << impl << " (activation " << graph::to_string(act) << ")";
     }
   }
   // The values: every_op_graph's first convolution has a bias (and a batch norm after it); the
@@ -420,7 +435,7 @@ TEST(CudaBackend, Int8ConvolutionsMatchTheCpu) {
         g = got[static_cast<size_t>(i)];
         e = want[static_cast<size_t>(i)];
       }
-      worst = std::max(worst, static_cast<double>(std::fabs(g - e)) / (graph::is_int8(c.dst) ? 1.0 : 0.03));
+      worst = stagecraft::testing::worst_of(worst, static_cast<double>(std::fabs(g - e)) / (graph::is_int8(c.dst) ? 1.0 : 0.03));
     }
     // In output steps: u8 inputs are halved for cuDNN (one bit less), i8 inputs are exact.
     EXPECT_LE(worst, c.src == graph::DataType::kU8 ? 4.0 : 1.0) << c.cin << "->" << c.cout << " " << impl;

@@ -20,6 +20,7 @@
 #include "executor/op_rules.h"
 #include "support/kernels.h"
 #include "support/models.h"
+#include "support/compare.h"
 
 namespace stagecraft::executor::cuda {
 namespace {
@@ -258,7 +259,7 @@ std::vector<Bytes> run_cpu(const KernelSpec& spec, const std::vector<Bytes>& src
 double max_difference(const Bytes& a, const Bytes& b, const TensorDesc& d) {
   double worst = 0;
   for (int64_t i = 0; i < d.shape.numel(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(value(a, d.dtype, i) - value(b, d.dtype, i))));
+    worst = stagecraft::testing::worst_of(worst, static_cast<double>(std::fabs(value(a, d.dtype, i) - value(b, d.dtype, i))));
   }
   return worst;
 }

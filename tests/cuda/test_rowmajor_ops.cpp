@@ -18,6 +18,7 @@
 #include "executor/cuda/op_params.h"
 #include "support/kernels.h"
 #include "support/models.h"
+#include "support/compare.h"
 
 namespace stagecraft::executor::cuda {
 namespace {
@@ -77,15 +78,11 @@ Floats run_cpu(const KernelSpec& spec, const std::vector<Floats>& srcs) {
   return stagecraft::testing::run_f32_kernel(cpu(), spec, srcs);
 }
 
-// The largest |got - want| relative to max(1, max |want|).
+// The largest |got - want| relative to max(1, max |want|); infinity on a NaN or a size mismatch.
 double relative_difference(const Floats& got, const Floats& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double worst = 0, scale = 1;
-  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
-  }
-  return worst / scale;
+  double scale = 1;
+  for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  return stagecraft::testing::max_abs_error(got, want) / scale;
 }
 
 // Runs body(src, dst, i) for every thread index i < threads, in f32 and in f16 storage, into a

@@ -15,6 +15,7 @@
 #include "networks/builder.h"
 #include "profiler/calibration.h"
 #include "support/models.h"
+#include "support/compare.h"
 
 namespace stagecraft::executor {
 namespace {
@@ -98,7 +99,7 @@ TEST(QuantisedKernels, ConvolutionMatchesF32PerChannel) {
           double err = 0, mag = 0;
           for (size_t i = 0; i < plane; ++i) {
             const size_t k = static_cast<size_t>(n * s[1] + ch) * plane + i;
-            err = std::max(err, std::fabs(static_cast<double>(got[0].data[k] - want[0].data[k])));
+            err = stagecraft::testing::worst_of(err, std::fabs(static_cast<double>(got[0].data[k] - want[0].data[k])));
             mag = std::max(mag, std::fabs(static_cast<double>(want[0].data[k])));
           }
           EXPECT_LT(err, 0.03 * std::max(mag, 1e-3)) << what << ", channel " << ch;
@@ -232,10 +233,7 @@ TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i) {
         const graph::TensorDesc& d = all.value(all.outputs()[i]).desc;
-        double worst = 0;
-        for (size_t k = 0; k < got[i].data.size(); ++k) {
-          worst = std::max(worst, std::fabs(static_cast<double>(got[i].data[k] - want[i].data[k])));
-        }
+        const double worst = stagecraft::testing::max_abs_error(got[i].data, want[i].data);
         const double step = graph::is_int8(d.dtype) ? d.scale : 0.0;
         EXPECT_LE(worst, step * 1.001 + 1e-4 * std::max(1.0, static_cast<double>(
                                                                    std::fabs(want[i].data[0]))))

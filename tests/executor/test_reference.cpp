@@ -16,6 +16,7 @@
 #include "networks/builder.h"
 #include "networks/registry.h"
 #include "tests/executor/reference.h"
+#include "tests/support/compare.h"
 
 namespace stagecraft::executor::testing {
 namespace {
@@ -158,6 +159,29 @@ TEST(Reference, MaxRelativeErrorIsRelativeToTheScaleAndChecksShapes) {
             inf);
   const HostTensor zero{Shape{1, 1}, {0.0f}};
   EXPECT_DOUBLE_EQ(max_relative_error(zero, zero), 0.0);
+}
+
+// The hand-written comparisons of the tests (tests/support/compare.h) fail on a NaN or a missing
+// element, where the loops they replace passed: std::max(worst, NaN) keeps worst.
+TEST(Compare, NanAndMissingElementsNeverPass) {
+  using stagecraft::testing::max_abs_error;
+  using stagecraft::testing::max_relative_error;
+  using stagecraft::testing::worst_of;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(std::max(0.5, nan), 0.5) << "the trap the helpers avoid";
+  EXPECT_EQ(worst_of(0.5, nan), inf);
+  EXPECT_EQ(worst_of(0.5, 0.25), 0.5);
+  EXPECT_EQ(worst_of(0.5, 0.75), 0.75);
+  const std::vector<float> want{1.0f, -2.0f, 4.0f};
+  EXPECT_EQ(max_abs_error(want, want), 0.0);
+  EXPECT_DOUBLE_EQ(max_abs_error(std::vector<float>{1.0f, -2.5f, 4.0f}, want), 0.5);
+  EXPECT_DOUBLE_EQ(max_relative_error(std::vector<float>{1.0f, -2.5f, 4.0f}, want), 0.125);
+  EXPECT_EQ(max_abs_error(std::vector<float>{1.0f, std::numeric_limits<float>::quiet_NaN(), 4.0f}, want), inf);
+  EXPECT_EQ(max_relative_error(std::vector<float>{std::numeric_limits<float>::quiet_NaN(), -2.0f, 4.0f}, want), inf);
+  EXPECT_EQ(max_abs_error(std::vector<float>{1.0f, -2.0f}, want), inf) << "a missing element";
+  EXPECT_EQ(max_abs_error(std::vector<float>{}, want), inf) << "an empty result";
+  EXPECT_EQ(max_abs_error(std::vector<double>{1.0, -2.0, 4.0}, want), 0.0);
 }
 
 TEST(Reference, RejectsInputsThatDoNotMatchTheGraph) {

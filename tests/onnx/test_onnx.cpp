@@ -81,6 +81,8 @@ TEST(Onnx, RawGraphKeepsBatchNormsAndEveryOpKind) {
   }
   const auto want = run_cpu(Model{raw, w});
   const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(got.size(), want.size());  // an empty result must not pass
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(executor::relative_error(got[i], want[i]), 1e-5);
 }
 

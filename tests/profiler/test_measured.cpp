@@ -6,7 +6,9 @@
 
 #include "common/error.h"
 #include "executor/backend.h"
+#include "executor/plan.h"
 #include "graph/passes.h"
+#include "graph/weights.h"
 #include "networks/registry.h"
 #include "profiler/measured_cost_model.h"
 #include "profiler/profile_cache.h"
@@ -54,6 +56,21 @@ graph::Graph small_network() {
 executor::Backend& cpu() {
   static std::unique_ptr<executor::Backend> backend = executor::make_backend("cpu");
   return *backend;
+}
+
+// The kernels the measured model's plan of `stage` launches (its stage graph, planned as
+// MeasuredCostModel::measure plans it).
+size_t stage_kernels(const graph::Graph& g, const scheduler::Stage& stage) {
+  const graph::Layout layout = executor::activation_layout(cpu(), g, {});
+  auto [sub, renumbered] = stage_graph(g, stage, layout);
+  scheduler::Schedule schedule;
+  schedule.stages = {renumbered};
+  executor::PlanOptions options;
+  options.layout = layout;
+  options.plain_outputs = false;
+  options.inputs_may_be_views = true;
+  const executor::ExecutionPlan plan(sub, schedule, graph::random_weights(sub, 1), cpu(), options);
+  return plan.kernels().size();
 }
 
 MeasureOptions quick() {
@@ -199,11 +216,13 @@ TEST(MeasuredCostModel, MergedAndConcurrentStagesAreMeasured) {
   const auto e3 = *g.find_op("fire3/expand3x3/conv");
   EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::merge({e1, e3})), 0.0);
   EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::concurrent({{e1}, {e3}})), 0.0);
-  // A stage of views only (the concatenation) launches no kernel and is nearly free.
+  // A stage of views only (the concatenation) launches no kernel (what makes it nearly free;
+  // its time is not compared here: timings belong in bench/), a convolution's one.
   const auto concat = *g.find_op("fire3/concat");
-  EXPECT_LT(model.stage_latency_ms(g, scheduler::Stage::concurrent({{concat}})),
-            model.stage_latency_ms(g, scheduler::Stage::concurrent({{e3}})));
-  EXPECT_EQ(model.measurements(), 4u);
+  EXPECT_GE(model.stage_latency_ms(g, scheduler::Stage::concurrent({{concat}})), 0.0);
+  EXPECT_EQ(stage_kernels(g, scheduler::Stage::concurrent({{concat}})), 0u);
+  EXPECT_EQ(stage_kernels(g, scheduler::Stage::concurrent({{e3}})), 1u);
+  EXPECT_EQ(model.measurements(), 3u);
   EXPECT_EQ(model.name(), "measured:cpu");
 }
 

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "executor/tensor.h"
 #include "serve/model_runner.h"
+#include "tests/support/compare.h"
 
 namespace stagecraft::serve {
 namespace {
@@ -38,12 +39,7 @@ std::vector<float> run(ModelRunner& runner, int64_t batch, const std::vector<flo
   return dst;
 }
 
-double max_relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double scale = 1e-6, err = 0;
-  for (float v : b) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::fabs(double(a[i]) - b[i]));
-  return err / scale;
-}
+using stagecraft::testing::max_relative_error;
 
 TEST(ModelRunner, DescribesInputsAndOutputsPerSample) {
   const ModelIo io = describe_model(squeezenet(4));

@@ -13,7 +13,10 @@ model control, with a repository of small models, then checks over HTTP and gRPC
   - the server's statistics count every successful inference;
   - two replicas (scripts/serve_replicas.sh) share the requests of serve/replicas.py's client, and
     killing one while requests flow loses none.
-Exits 77 with "SKIP: reason" when the server cannot start on this machine at all.
+Exits 77 with "SKIP: reason" only when tritonserver itself cannot run on this machine: a bare
+server (an empty repository, no stagecraft) is started first; once it comes up, anything that
+keeps the server with stagecraft's backend from coming up (serve.sh failing, the backend library
+missing or not loading) is a failure.
 """
 import argparse
 import os
@@ -79,6 +82,35 @@ def start_server(repo, backend_dir, ports, log_path):
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def probe_bare_server(tmp):
+    """Exits 77 (skip) when nvidia-pytriton's tritonserver, with an empty repository and none of
+    our code, does not come up on this machine; returns when it does."""
+    import pytriton
+
+    binary = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
+    if not os.access(binary, os.X_OK):
+        print(f"SKIP: nvidia-pytriton installed no tritonserver binary at {binary}")
+        sys.exit(SKIP)
+    empty = os.path.join(tmp, "empty_repo")
+    os.makedirs(empty, exist_ok=True)
+    http, grpc, metrics = free_port(), free_port(), free_port()
+    log_path = os.path.join(tmp, "bare_server.log")
+    with open(log_path, "w") as log:
+        bare = subprocess.Popen([binary, f"--model-repository={empty}", f"--http-port={http}",
+                                 f"--grpc-port={grpc}", f"--metrics-port={metrics}",
+                                 "--model-control-mode=explicit", "--exit-timeout-secs=5"],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        if not wait_live(bare, httpclient.InferenceServerClient(f"127.0.0.1:{http}"), 120):
+            tail = open(log_path).read().strip().splitlines()[-5:]
+            print("SKIP: tritonserver (nvidia-pytriton) does not start on this machine, even with no "
+                  "model and no stagecraft: " + " | ".join(tail))
+            sys.exit(SKIP)
+        print("a bare tritonserver comes up here: from now on a server that does not is our failure")
+    finally:
+        stop_group(bare, timeout=15)
+
+
 def wait_live(server, client, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -138,6 +170,7 @@ def main():
     repo = os.path.join(tmp, "models")
     log_path = os.path.join(tmp, "server.log")
     ports = (free_port(), free_port(), free_port())
+    probe_bare_server(tmp)
     write_repo(repo, args.cli)
     server = start_server(repo, backend_dir, ports, log_path)
     try:
@@ -245,12 +278,11 @@ def replica_checks(args, backend_dir, repo, tmp):
 def run_checks(args, server, ports, tmp, log_path, repo):
     http = httpclient.InferenceServerClient(f"127.0.0.1:{ports[0]}", concurrency=4)
     grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{ports[1]}")
-    # No model is loaded at start: a server that does not come up is this machine's problem.
+    # A bare server came up on this machine (probe_bare_server): one that does not come up with
+    # our backend directory and serve.sh is our failure.
     if not wait_live(server, http, 120):
         tail = open(log_path).read().strip().splitlines()[-5:]
-        print("SKIP: tritonserver (nvidia-pytriton) does not start on this machine: "
-              + " | ".join(tail))
-        sys.exit(SKIP)
+        fail("tritonserver with stagecraft's backend (scripts/serve.sh) did not come up: " + " | ".join(tail))
     print(f"server live on HTTP {ports[0]}, gRPC {ports[1]}")
     t0 = time.time()
     http.load_model("squeezenet")

@@ -12,6 +12,7 @@
 #include "executor/tensor.h"
 #include "fake_server.h"
 #include "serve/model_runner.h"
+#include "tests/support/compare.h"
 
 namespace {
 
@@ -43,12 +44,7 @@ TRITONBACKEND_Request request(std::vector<float> data, std::vector<int64_t> shap
   return r;
 }
 
-double max_relative_error(std::span<const float> a, std::span<const float> b) {
-  double scale = 1e-6, err = 0;
-  for (float v : b) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::fabs(double(a[i]) - b[i]));
-  return err / scale;
-}
+using stagecraft::testing::max_relative_error;
 
 TRITONBACKEND_Model make_model(const std::string& folder, std::string config) {
   TRITONBACKEND_Model model;
