@@ -192,10 +192,11 @@ void run_max_pool_avx2(const MaxPool& m, const float* in, float* out) {
 }
 #endif
 
-// AVX2 where the CPU has it (chosen once at load), SSE2 otherwise; lanes in multiples of 8 on an
-// AVX2 CPU go the separable way.
-__attribute__((target_clones("avx2", "default"))) void run_max_pool_direct(const MaxPool& m, const float* in,
-                                                                           float* out) {
+// The window-by-window loop (lanes that are not a multiple of 8, or a CPU without AVX2), compiled
+// for AVX2 and for the baseline and chosen at run time (host_has_avx2). Not target_clones: its
+// ifunc resolvers (the OpenMP body's too) run during relocation, before ThreadSanitizer's runtime
+// starts, and crashed every TSAN build before main (scripts/tsan.sh).
+inline __attribute__((always_inline)) void max_pool_direct(const MaxPool& m, const float* in, float* out) {
   const int64_t rows = m.planes * m.dst.height;
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < rows; ++t) {
@@ -212,10 +213,22 @@ __attribute__((target_clones("avx2", "default"))) void run_max_pool_direct(const
   }
 }
 
+void run_max_pool_direct(const MaxPool& m, const float* in, float* out) { max_pool_direct(m, in, out); }
+
+#ifdef STAGECRAFT_HOST_AVX2
+__attribute__((target("avx2"))) void run_max_pool_direct_avx2(const MaxPool& m, const float* in, float* out) {
+  max_pool_direct(m, in, out);
+}
+#endif
+
 void run_max_pool(const MaxPool& m, const float* in, float* out) {
 #ifdef STAGECRAFT_HOST_AVX2
-  if (m.lanes % 8 == 0 && host_has_avx2()) {
-    run_max_pool_avx2(m, in, out);
+  if (host_has_avx2()) {
+    if (m.lanes % 8 == 0) {
+      run_max_pool_avx2(m, in, out);
+    } else {
+      run_max_pool_direct_avx2(m, in, out);
+    }
     return;
   }
 #endif
