@@ -1,0 +1,113 @@
+"""stagecraft as an ONNX backend (stagecraft.onnx_backend) and ONNX's node conformance tests: every
+float32 node test the onnx package generates either passes or is refused with one line, as
+python/tests/onnx_conformance_exclusions.txt (the coverage table) says; none gives a wrong answer,
+raises anything else or crashes."""
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
+from onnx import TensorProto, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import stagecraft  # noqa: E402
+from stagecraft.onnx_backend import (Backend, check_results, node_test_cases,  # noqa: E402
+                                     node_test_results, read_exclusions, run_case)
+
+EXCLUSIONS = Path(__file__).with_name("onnx_conformance_exclusions.txt")
+
+
+def conv_relu_model() -> "onnx.ModelProto":
+    rng = np.random.default_rng(3)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3, 3, 3], rng.standard_normal(108).astype(np.float32))
+    b = helper.make_tensor("b", TensorProto.FLOAT, [4], rng.standard_normal(4).astype(np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"])],
+        "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        initializer=[w, b])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class CrashingCase:
+    """A node test case whose model ends the process that reads it, unless that process made it
+    (the worker processes are spawned: the case travels pickled, so it lives at module level)."""
+
+    def __init__(self, model: "onnx.ModelProto") -> None:
+        self.name = "crashing"
+        self._model = model
+        self._maker = os.getpid()
+
+    @property
+    def model(self) -> "onnx.ModelProto":
+        if os.getpid() != self._maker:
+            os._exit(3)
+        return self._model
+
+
+def test_backend_runs_a_model_as_the_onnx_reference_does():
+    model = conv_relu_model()
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert Backend.supports_device("CPU")
+    (got,) = Backend.prepare(model).run([x])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    (again,) = Backend.run_model(model.SerializeToString(), {"x": x})
+    np.testing.assert_array_equal(again, got)
+    assert not Backend.supports_device("TPU")
+    with pytest.raises(stagecraft.Error, match="TPU"):
+        Backend.prepare(model, "TPU")
+
+
+def test_a_model_outside_the_supported_set_is_one_line_naming_the_node():
+    graph = helper.make_graph([helper.make_node("DFT", ["x"], ["y"], name="fourier")], "dft",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 2])])
+    with pytest.raises(stagecraft.Error) as info:
+        Backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert "\n" not in str(info.value).strip(), str(info.value)
+
+
+def test_every_float32_node_test_passes_or_is_refused_as_listed():
+    results = node_test_results()
+    listed, version = read_exclusions(EXCLUSIONS)
+    failures, unknown = check_results(results, listed, version)
+    assert not failures, "\n".join(failures[:40])
+    passed = sum(r["status"] == "pass" for r in results)
+    print(f"onnx {onnx.__version__}: {len(results)} float32 node tests, {passed} pass, "
+          f"{len(results) - passed} refused as listed" + (f", {len(unknown)} new ones refused" if unknown else ""))
+    assert passed >= 5  # matmul (2-D, 4-D, broadcast) and softmax load today
+
+
+def test_a_wrong_answer_and_a_crash_are_told_apart_from_a_refusal():
+    (case,) = node_test_cases(names=["test_matmul_2d"])
+    assert run_case(case)["status"] == "pass"
+    wrong = copy.deepcopy(case)
+    inputs, outputs = wrong.data_sets[0]
+    wrong.data_sets[0] = (inputs, [o + 1.0 for o in outputs])
+    assert run_case(wrong)["status"] == "wrong"
+
+    results = node_test_results([case, CrashingCase(case.model), case])
+    assert [r["status"] for r in results] == ["pass", "crash", "pass"], results
+    assert "exit code 3" in results[1]["message"]
+
+
+def test_the_exclusion_list_fails_when_a_listed_case_passes_or_an_unlisted_one_is_refused():
+    results = [{"name": "a", "status": "pass", "message": ""},
+               {"name": "b", "status": "refused", "message": "rank 3"}]
+    assert check_results(results, {"b": "rank 3"}, onnx.__version__) == ([], [])
+    failures, _ = check_results(results, {"a": "", "b": ""}, onnx.__version__)
+    assert failures and "passes now" in failures[0]
+    failures, _ = check_results(results, {}, onnx.__version__)
+    assert failures and "not in the exclusion list" in failures[0]
+    assert check_results(results, {}, "0.0")[1] == ["b"]  # another onnx version: reported only
+    results.append({"name": "c", "status": "wrong", "message": "output 0"})
+    assert check_results(results, {"b": "", "c": ""}, onnx.__version__)[0] == ["c: wrong: output 0"]
