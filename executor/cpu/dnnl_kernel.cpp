@@ -54,6 +54,8 @@ memory::desc md(const TensorDesc& d) {
 }
 
 memory::desc plain_md(const graph::Shape& shape, DataType type) {
+  // oneDNN has no 0-D memory: a scalar is one element of rank 1.
+  if (shape.rank() == 0) return memory::desc({1}, dnnl_type(type), memory::dims{1});
   memory::dims strides(shape.rank(), 1);
   for (size_t i = shape.rank(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
   return memory::desc(dims_of(shape), dnnl_type(type), strides);
@@ -260,7 +262,10 @@ void DnnlKernel::add_eltwise(DnnlContext& ctx, Activation act, const memory::des
 
 dnnl::eltwise_forward::primitive_desc eltwise_pd(const DnnlContext& ctx,
                                                  const std::vector<EltwiseStep>& all_steps,
-                                                 const memory::desc& desc) {
+                                                 const memory::desc& given) {
+  // oneDNN 2.6's jit eltwise with post-ops on a 1-D tensor writes zeros (hard sigmoid, a linear
+  // step and a clip, of 3 elements on AVX2); the same elements described as 1 x n are right.
+  const memory::desc desc = given.dims().size() == 1 ? given.reshape({1, given.dims()[0]}) : given;
   // The first step is the primitive, the others its post-ops.
   const std::vector<EltwiseStep> steps = fold_linear_steps(all_steps);
   dnnl::primitive_attr attr = make_attr();

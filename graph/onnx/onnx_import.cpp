@@ -20,14 +20,14 @@
 #include "graph/errors.h"
 #include "graph/onnx/onnx_importer.h"
 #include "graph/onnx/onnx_patterns.h"
+#include "graph/onnx/onnx_versions.h"
 
 namespace stagecraft::graph {
 namespace onnx_import {
 
 namespace {
 
-constexpr int64_t kMinOpset = 11;
-constexpr int64_t kMaxOpset = 21;
+constexpr int kMaxRank = 8;  // of a graph input (oneDNN's DNNL_MAX_NDIMS is 12)
 
 std::string sanitize(const std::string& name) {
   std::string out = name;
@@ -60,11 +60,18 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
   }
-  if (opset_ < kMinOpset || opset_ > kMaxOpset) {
-    throw FormatError(cat(source_, ": opset ", opset_, " is not supported (supported: ", kMinOpset,
-                          " to ", kMaxOpset, ")"));
+  if (opset_ < kOldestOpset || opset_ > newest_opset()) {
+    throw FormatError(cat(source_, ": opset ", opset_, " is not supported (supported: ", kOldestOpset,
+                          " to ", newest_opset(), ")"));
   }
   const onnx::GraphProto& g = model.graph();
+  // Each node by the version of its op the model's opset selects (before patterns fuse any).
+  for (const auto& node : g.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;  // refused in the walk
+    if (const std::string problem = version_problem(node.op_type(), opset_); !problem.empty()) {
+      fail(node, problem);
+    }
+  }
   graph_ = Graph(g.name().empty() ? "onnx_model" : sanitize(g.name()));
   for (const auto& init : g.initializer()) {
     std::string why;
@@ -155,9 +162,13 @@ void Importer::add_inputs(const onnx::GraphProto& g) {
                             type.elem_type(), ")"));
     }
     const int rank = type.shape().dim_size();
-    if (rank != 4 && rank != 2) {
+    if (rank == 0) {
+      throw FormatError(cat(source_, ": input '", input.name(), "' is a scalar (rank 0): graph "
+                            "inputs of rank 1 to ", kMaxRank, " are supported"));
+    }
+    if (rank > kMaxRank) {
       throw FormatError(cat(source_, ": input '", input.name(), "' has rank ", rank,
-                            " (supported: 4 or 2)"));
+                            " (supported: 1 to ", kMaxRank, ")"));
     }
     std::vector<int64_t> dims;
     for (int i = 0; i < rank; ++i) {
@@ -180,7 +191,7 @@ void Importer::add_inputs(const onnx::GraphProto& g) {
                               " ('", d.dim_param(), "'): only the batch and H, W may be symbolic"));
       }
     }
-    values_[input.name()] = graph_.add_input(unique(sanitize(input.name())), make_desc(Shape(dims)));
+    values_[input.name()] = graph_.add_input(unique(sanitize(input.name())), TensorDesc{Shape(dims), DataType::kF32, default_layout(dims.size()).value_or(Layout::kPlain)});
   }
 }
 
@@ -344,6 +355,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } else if (t == "SpaceToDepth") {
     SpaceToDepthAttrs a;
     a.block = attr_int(node, "blocksize", 0);
+    if (const std::string mode = attr_string(node, "mode"); !mode.empty() && mode != "DCR") {
+      fail(node, cat("mode '", mode, "' is not supported (DCR: blocks ordered depth, column, row)"));
+    }
     define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
   } else if (t == "DepthToSpace") {
     on_row_major(node);

@@ -110,6 +110,7 @@ void Importer::conv(const onnx::NodeProto& node) {
 
 void Importer::batch_norm(const onnx::NodeProto& node) {
   if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "training outputs are not supported");
+  if (attr_int(node, "training_mode", 0) != 0) fail(node, "training_mode 1 (batch statistics) is not supported");
   const ValueId x = input(node, 0);
   OpWeights w;
   const char* names[] = {"scale", "bias", "mean", "var"};

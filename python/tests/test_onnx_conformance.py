@@ -111,3 +111,19 @@ def test_the_exclusion_list_fails_when_a_listed_case_passes_or_an_unlisted_one_i
     assert check_results(results, {}, "0.0")[1] == ["b"]  # another onnx version: reported only
     results.append({"name": "c", "status": "wrong", "message": "output 0"})
     assert check_results(results, {"b": "", "c": ""}, onnx.__version__)[0] == ["c: wrong: output 0"]
+
+
+def test_the_op_version_table_of_the_importer_matches_the_onnx_package():
+    """graph/onnx/onnx_op_versions.inc (which version of each op a model's opset selects) is the
+    installed onnx's schemas; with another onnx version the difference is printed, not failed."""
+    root = Path(__file__).resolve().parents[2]
+    table = root / "graph" / "onnx" / "onnx_op_versions.inc"
+    made_with = table.read_text().splitlines()[0].split("from onnx ")[1].split(":")[0]
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, str(root / "scripts" / "gen_onnx_op_versions.py"), "--check"],
+                         capture_output=True, text=True)
+    if made_with != onnx.__version__:
+        print(f"the table was made with onnx {made_with}, installed {onnx.__version__}: {run.stderr.strip()}")
+        return
+    assert run.returncode == 0, run.stderr
