@@ -24,6 +24,18 @@ constexpr Named<BinaryOp> kBinaryOps[] = {
 #undef STAGECRAFT_X
 };
 
+constexpr Named<UnaryFn> kUnaryFns[] = {
+#define STAGECRAFT_X(value, name, onnx) {UnaryFn::value, name},
+    STAGECRAFT_UNARY_FNS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+constexpr Named<UnaryFn> kUnaryOnnxTypes[] = {
+#define STAGECRAFT_X(value, name, onnx) {UnaryFn::value, onnx},
+    STAGECRAFT_UNARY_FNS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
 constexpr Named<OpKind> kOpKinds[] = {
 #define STAGECRAFT_X(value, name, attrs) {OpKind::value, name},
     STAGECRAFT_OP_KINDS(STAGECRAFT_X)
@@ -49,6 +61,56 @@ std::optional<BinaryOp> parse_binary_op(std::string_view name) {
 }
 
 std::vector<std::string> binary_op_names() { return names_of(kBinaryOps); }
+
+std::string_view to_string(UnaryFn fn) { return kUnaryFns[static_cast<int>(fn)].name; }
+
+std::optional<UnaryFn> parse_unary_fn(std::string_view name) { return value_named(kUnaryFns, name); }
+
+std::vector<std::string> unary_fn_names() { return names_of(kUnaryFns); }
+
+std::string_view onnx_op_type(UnaryFn fn) { return kUnaryOnnxTypes[static_cast<int>(fn)].name; }
+
+std::optional<UnaryFn> unary_fn_of_onnx(std::string_view type) {
+  return value_named(kUnaryOnnxTypes, type);
+}
+
+float apply_unary(const UnaryAttrs& a, float value) {
+  const double x = value, alpha = a.alpha, beta = a.beta;
+  // log(1 + e^x) without overflow: x + log(1 + e^-x) for large x.
+  const auto softplus = [](double v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); };
+  double y = x;
+  switch (a.fn) {
+    case UnaryFn::kAbs: y = std::fabs(x); break;
+    case UnaryFn::kExp: y = std::exp(x); break;
+    case UnaryFn::kLog: y = std::log(x); break;
+    case UnaryFn::kCeil: y = std::ceil(x); break;
+    case UnaryFn::kFloor: y = std::floor(x); break;
+    case UnaryFn::kRound: y = std::nearbyint(x); break;  // halves to even (the default rounding)
+    case UnaryFn::kSign: y = x > 0 ? 1.0 : x < 0 ? -1.0 : x; break;  // 0 and NaN stay
+    case UnaryFn::kSin: y = std::sin(x); break;
+    case UnaryFn::kCos: y = std::cos(x); break;
+    case UnaryFn::kTan: y = std::tan(x); break;
+    case UnaryFn::kAsin: y = std::asin(x); break;
+    case UnaryFn::kAcos: y = std::acos(x); break;
+    case UnaryFn::kAtan: y = std::atan(x); break;
+    case UnaryFn::kSinh: y = std::sinh(x); break;
+    case UnaryFn::kCosh: y = std::cosh(x); break;
+    case UnaryFn::kAsinh: y = std::asinh(x); break;
+    case UnaryFn::kAcosh: y = std::acosh(x); break;
+    case UnaryFn::kAtanh: y = std::atanh(x); break;
+    case UnaryFn::kErf: y = std::erf(x); break;
+    case UnaryFn::kSoftplus: y = softplus(x); break;
+    case UnaryFn::kSoftsign: y = x / (1.0 + std::fabs(x)); break;
+    case UnaryFn::kMish: y = x * std::tanh(softplus(x)); break;
+    case UnaryFn::kElu: y = x >= 0 ? x : alpha * std::expm1(x); break;
+    case UnaryFn::kSelu: y = x > 0 ? beta * x : beta * alpha * std::expm1(x); break;
+    case UnaryFn::kCelu: y = std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha)); break;
+    case UnaryFn::kThresholdedRelu: y = x > alpha ? x : 0.0; break;
+    case UnaryFn::kShrink: y = x < -alpha ? x + beta : x > alpha ? x - beta : 0.0; break;
+    case UnaryFn::kSwish: y = x / (1.0 + std::exp(-alpha * x)); break;
+  }
+  return static_cast<float>(y);
+}
 
 std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank) {
   std::vector<int64_t> dims = attrs.constant;
@@ -194,6 +256,9 @@ struct SignatureWriter {
     put(name, std::string(to_string(v)));
   }
   void operator()(const char* name, const BinaryOp& v, FieldRule) {
+    put(name, std::string(to_string(v)));
+  }
+  void operator()(const char* name, const UnaryFn& v, FieldRule) {
     put(name, std::string(to_string(v)));
   }
   void operator()(const char* name, const Hw& v, FieldRule) {

@@ -78,6 +78,57 @@ std::optional<BinaryOp> parse_binary_op(std::string_view name);
 /// Every binary operation name.
 std::vector<std::string> binary_op_names();
 
+/// The function of a unary op: ONNX's element-wise math on tensors of any rank, with its two
+/// parameters where it has them (alpha, beta of UnaryAttrs): elu(alpha), selu(alpha, beta = gamma),
+/// celu(alpha), thresholded_relu(alpha), shrink(alpha = lambd, beta = bias), swish(alpha).
+#define STAGECRAFT_UNARY_FNS(X)            \
+  X(kAbs, "abs", "Abs")                    \
+  X(kExp, "exp", "Exp")                    \
+  X(kLog, "log", "Log")                    \
+  X(kCeil, "ceil", "Ceil")                 \
+  X(kFloor, "floor", "Floor")              \
+  X(kRound, "round", "Round")              \
+  X(kSign, "sign", "Sign")                 \
+  X(kSin, "sin", "Sin")                    \
+  X(kCos, "cos", "Cos")                    \
+  X(kTan, "tan", "Tan")                    \
+  X(kAsin, "asin", "Asin")                 \
+  X(kAcos, "acos", "Acos")                 \
+  X(kAtan, "atan", "Atan")                 \
+  X(kSinh, "sinh", "Sinh")                 \
+  X(kCosh, "cosh", "Cosh")                 \
+  X(kAsinh, "asinh", "Asinh")              \
+  X(kAcosh, "acosh", "Acosh")              \
+  X(kAtanh, "atanh", "Atanh")              \
+  X(kErf, "erf", "Erf")                    \
+  X(kSoftplus, "softplus", "Softplus")     \
+  X(kSoftsign, "softsign", "Softsign")     \
+  X(kMish, "mish", "Mish")                 \
+  X(kElu, "elu", "Elu")                    \
+  X(kSelu, "selu", "Selu")                 \
+  X(kCelu, "celu", "Celu")                 \
+  X(kThresholdedRelu, "thresholded_relu", "ThresholdedRelu") \
+  X(kShrink, "shrink", "Shrink")           \
+  X(kSwish, "swish", "Swish")
+
+/// A unary element-wise function (the third column of the list: its ONNX op type).
+enum class UnaryFn : uint8_t {
+#define STAGECRAFT_X(value, name, onnx) value,
+  STAGECRAFT_UNARY_FNS(STAGECRAFT_X)
+#undef STAGECRAFT_X
+};
+
+/// Name used in files ("abs").
+std::string_view to_string(UnaryFn fn);
+/// Parses a name; nullopt when unknown.
+std::optional<UnaryFn> parse_unary_fn(std::string_view name);
+/// Every unary function name.
+std::vector<std::string> unary_fn_names();
+/// The ONNX op type that computes `fn` ("Abs").
+std::string_view onnx_op_type(UnaryFn fn);
+/// The function ONNX op type `type` computes; nullopt when it is not one of the list.
+std::optional<UnaryFn> unary_fn_of_onnx(std::string_view type);
+
 /// A (height, width) pair: kernel, stride or dilation.
 struct Hw {
   int64_t h = 1;  ///< height component
@@ -438,6 +489,26 @@ struct ResizeAttrs {
   bool operator==(const ResizeAttrs&) const = default;
 };
 
+/// y = fn(x) element-wise, any rank and layout (ONNX's math functions: Abs, Exp, Sin, Erf, Elu,
+/// ...). `alpha` and `beta` are the function's parameters (see STAGECRAFT_UNARY_FNS; unused by the
+/// others, and then 0).
+struct UnaryAttrs {
+  UnaryFn fn = UnaryFn::kAbs;  ///< the function
+  double alpha = 0;            ///< first parameter (elu's alpha, shrink's lambd)
+  double beta = 0;             ///< second parameter (selu's gamma, shrink's bias)
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("fn", a.fn, FieldRule::kRequired);
+    v("alpha", a.alpha, FieldRule::kOptional);
+    v("beta", a.beta, FieldRule::kOptional);
+  }
+  bool operator==(const UnaryAttrs&) const = default;
+};
+
+/// fn(x) as a unary op with `attrs` computes it (in double, rounded to float): the one definition
+/// every backend's kernel and the reference agree with.
+float apply_unary(const UnaryAttrs& attrs, float x);
+
 /// The shape of a binary op's constant at `rank` (leading 1s added, as NumPy aligns trailing
 /// dimensions).
 std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank);
@@ -513,7 +584,8 @@ struct ChannelShuffleAttrs {
   X(kNarrow, "narrow", NarrowAttrs)                    \
   X(kConcatConstant, "concat_constant", ConcatConstantAttrs) \
   X(kTanh, "tanh", NoAttrs)                            \
-  X(kSqrt, "sqrt", NoAttrs)
+  X(kSqrt, "sqrt", NoAttrs)                            \
+  X(kUnary, "unary", UnaryAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -532,7 +604,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
-                             ConcatConstantAttrs, ClipAttrs>;
+                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

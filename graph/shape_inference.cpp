@@ -350,6 +350,13 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
+    case OpKind::kUnary: {
+      check.arity(inputs, 1, 1);
+      check.require(!is_int8(inputs[0].dtype), "unary runs on floating-point tensors (dequantise first)");
+      const auto& a = op.attrs_as<UnaryAttrs>();
+      check.require(a.fn != UnaryFn::kCelu || a.alpha != 0, "celu's alpha must not be 0");
+      return {inputs[0]};
+    }
     case OpKind::kLayerNorm:
       check.arity(inputs, 1, 1);
       check.require(inputs[0].shape.rank() >= 2,

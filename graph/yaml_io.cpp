@@ -25,7 +25,7 @@ constexpr int kFormatVersion = 1;
 
 // ---- Generic attribute field access ------------------------------------------------------------
 
-using FieldPtr = std::variant<int64_t*, bool*, double*, Activation*, BinaryOp*, Hw*, Pads*,
+using FieldPtr = std::variant<int64_t*, bool*, double*, Activation*, BinaryOp*, UnaryFn*, Hw*, Pads*,
                               std::vector<int64_t>*>;
 
 struct Field {
@@ -73,7 +73,8 @@ void emit_field(YAML::Emitter& out, const FieldPtr& ptr) {
           out << (*p ? "true" : "false");
         } else if constexpr (std::is_same_v<T, double>) {
           out << format_double(*p);
-        } else if constexpr (std::is_same_v<T, Activation> || std::is_same_v<T, BinaryOp>) {
+        } else if constexpr (std::is_same_v<T, Activation> || std::is_same_v<T, BinaryOp> ||
+                             std::is_same_v<T, UnaryFn>) {
           out << std::string(to_string(*p));
         } else if constexpr (std::is_same_v<T, Hw>) {
           if (p->h == p->w) out << p->h;
@@ -193,6 +194,8 @@ class Reader {
           } else if constexpr (std::is_same_v<T, BinaryOp>) {
             *p = named(node, scalar(node, what), what, "binary operation", parse_binary_op,
                        binary_op_names);
+          } else if constexpr (std::is_same_v<T, UnaryFn>) {
+            *p = named(node, scalar(node, what), what, "unary function", parse_unary_fn, unary_fn_names);
           } else if constexpr (std::is_same_v<T, Hw>) {
             if (node.IsScalar()) {
               *p = Hw::square(integer(node, what));

@@ -132,7 +132,7 @@ const OpFamily& family_of(graph::OpKind kind) {
                                               &kElementwiseFamily, &kBinaryFamily,
                                               &kDataMovementFamily, &kResizeFamily,
                                               &kNormalisationFamily, &kRearrangeFamily,
-                                              &kReductionFamily, &kTensorFamily};
+                                              &kReductionFamily, &kTensorFamily, &kUnaryFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

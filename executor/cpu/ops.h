@@ -57,6 +57,7 @@ extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
 extern const OpFamily kReductionFamily;      // reduce_mean, reduce_max, reduce_sum (oneDNN reduction)
 extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
+extern const OpFamily kUnaryFamily;          // unary (our own host loop)
 
 /// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN
 /// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),

@@ -366,6 +366,45 @@ class Exporter {
       case OpKind::kGlobalMaxPool:
         node("GlobalMaxPool", op.name, in, {out});
         return;
+      case OpKind::kUnary: {  // the ONNX op of the function, with its parameters by their ONNX names
+        const auto& a = op.attrs_as<UnaryAttrs>();
+        // Opset 17 has neither Mish (18) nor Swish (24): x · tanh(softplus(x)), x · sigmoid(alpha x).
+        if (a.fn == UnaryFn::kMish) {
+          node("Softplus", op.name + "/softplus", in, {op.name + "/softplus"});
+          node("Tanh", op.name + "/tanh", {op.name + "/softplus"},
+               {op.name + "/tanh"});
+          node("Mul", op.name, {in[0], op.name + "/tanh"}, {out});
+          return;
+        }
+        if (a.fn == UnaryFn::kSwish) {
+          node("Mul", op.name + "/scaled", {in[0], scalar(op.name + "/alpha", static_cast<float>(a.alpha))},
+               {op.name + "/scaled"});
+          node("Sigmoid", op.name + "/sigmoid", {op.name + "/scaled"}, {op.name + "/sigmoid"});
+          node("Mul", op.name, {in[0], op.name + "/sigmoid"}, {out});
+          return;
+        }
+        auto* n = node(std::string(onnx_op_type(a.fn)), op.name, in, {out});
+        const auto alpha = static_cast<float>(a.alpha), beta = static_cast<float>(a.beta);
+        switch (a.fn) {
+          case UnaryFn::kElu:
+          case UnaryFn::kCelu:
+          case UnaryFn::kThresholdedRelu:
+          case UnaryFn::kSwish:
+            real(n, "alpha", alpha);
+            break;
+          case UnaryFn::kSelu:
+            real(n, "alpha", alpha);
+            real(n, "gamma", beta);
+            break;
+          case UnaryFn::kShrink:
+            real(n, "lambd", alpha);
+            real(n, "bias", beta);
+            break;
+          default:
+            break;
+        }
+        return;
+      }
       case OpKind::kLeakyRelu:
         real(node("LeakyRelu", op.name, in, {out}), "alpha",
              static_cast<float>(op.attrs_as<LeakyReluAttrs>().alpha));

@@ -37,6 +37,31 @@ std::string sanitize(const std::string& name) {
   return out;
 }
 
+// A unary op's function with its ONNX attributes, or their defaults (ONNX's float32 values).
+UnaryAttrs unary_attrs(const onnx::NodeProto& node, UnaryFn fn) {
+  UnaryAttrs a;
+  a.fn = fn;
+  switch (fn) {
+    case UnaryFn::kElu:
+    case UnaryFn::kCelu:
+    case UnaryFn::kThresholdedRelu:
+    case UnaryFn::kSwish:
+      a.alpha = attr_float(node, "alpha", 1.0f);
+      break;
+    case UnaryFn::kSelu:
+      a.alpha = attr_float(node, "alpha", 1.67326319217681884765625f);
+      a.beta = attr_float(node, "gamma", 1.05070102214813232421875f);
+      break;
+    case UnaryFn::kShrink:
+      a.alpha = attr_float(node, "lambd", 0.5f);
+      a.beta = attr_float(node, "bias", 0.0f);
+      break;
+    default:
+      break;
+  }
+  return a;
+}
+
 std::string node_name(const onnx::NodeProto& node) {
   return node.name().empty() ? (node.output_size() > 0 ? node.output(0) : node.op_type()) : node.name();
 }
@@ -352,6 +377,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
     const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
     if (to != onnx::TensorProto::FLOAT) fail(node, "only casts of tensors to float32 are supported");
     define(node, 0, input(node, 0));
+  } else if (const auto fn = unary_fn_of_onnx(t)) {
+    define(node, 0, add(node, OpKind::kUnary, unary_attrs(node, *fn), {input(node, 0)}));
   } else if (t == "SpaceToDepth") {
     SpaceToDepthAttrs a;
     a.block = attr_int(node, "blocksize", 0);

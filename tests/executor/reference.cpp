@@ -769,6 +769,12 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       for (float& v : y.data) v = v >= 0 ? v : static_cast<float>(alpha * v);
       return {y};
     }
+    case OpKind::kUnary: {
+      const auto& a = op.attrs_as<graph::UnaryAttrs>();
+      HostTensor y = x;
+      for (float& v : y.data) v = graph::apply_unary(a, v);
+      return {y};
+    }
   }
   throw GraphError(cat("op '", op.name, "' (", to_string(op.kind), "): no reference"));
 }

@@ -357,9 +357,21 @@ TEST(ShapeInference, RowMajorTensorOps) {
   EXPECT_TRUE(takes_layouts(nchw(1, 2, 3, 4)));
 }
 
+TEST(ShapeInference, UnaryKeepsItsInputAndRefusesInt8) {
+  UnaryAttrs a;
+  a.fn = UnaryFn::kErf;
+  const TensorDesc plain{Shape{2, 3, 5}, DataType::kF32, Layout::kPlain};
+  EXPECT_EQ(infer1(make_op(OpKind::kUnary, a), {plain}), (Shape{2, 3, 5}));
+  TensorDesc q = make_desc(Shape{1, 8, 2, 2});
+  q.dtype = DataType::kU8;
+  EXPECT_NE(error_of(make_op(OpKind::kUnary, a), {q}).find("floating-point"), std::string::npos);
+  a.fn = UnaryFn::kCelu;
+  EXPECT_NE(error_of(make_op(OpKind::kUnary, a), {plain}).find("alpha must not be 0"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 41u);
+  EXPECT_EQ(all_op_kinds().size(), 42u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

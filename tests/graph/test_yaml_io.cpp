@@ -201,6 +201,25 @@ outputs: [a]
   EXPECT_NE(m.find("relu takes no attributes"), std::string::npos) << m;
 }
 
+TEST(GraphYaml, UnaryFunctionsRoundTripAndAnUnknownOneIsNamed) {
+  const Graph g = graph_from_yaml(std::string(kHeader) + R"(ops:
+  - {name: a, kind: unary, inputs: [x], fn: selu, alpha: 1.5, beta: 2.25}
+  - {name: b, kind: unary, inputs: [a], fn: erf}
+outputs: [b]
+)");
+  const std::string text = graph_to_yaml(g);
+  EXPECT_NE(text.find("fn: selu"), std::string::npos) << text;
+  const Graph back = graph_from_yaml(text, "u.yaml");
+  expect_same_graph(g, back);
+  EXPECT_EQ(back.op(*back.find_op("a")).attrs_as<UnaryAttrs>().beta, 2.25);
+  const std::string m = error_for(R"(ops:
+  - {name: a, kind: unary, inputs: [x], fn: sinn}
+outputs: [a]
+)");
+  EXPECT_NE(m.find("unknown unary function 'sinn'"), std::string::npos) << m;
+  EXPECT_NE(m.find("sinh"), std::string::npos) << m;
+}
+
 TEST(GraphYaml, MistypedAndMissingFields) {
   std::string m = error_for(R"(ops:
   - {name: a, kind: conv2d, inputs: [x], in_channels: four, out_channels: 2, kernel: 1}

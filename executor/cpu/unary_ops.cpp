@@ -1,0 +1,70 @@
+// Unary math functions (graph::UnaryFn: ONNX's Abs, Exp, Sin, Erf, Elu, ...) on our own host loop:
+// f32 tensors of any rank in one layout in and out (nc, plain, nchw, nhwc, nChw8c, nChw16c). The
+// buffer is one run of elements in every such layout, so the loop runs over all of it, spread over
+// the threads; in a blocked layout the lanes past the last channel hold fn(0) afterwards and are
+// zeroed again (oneDNN reads them as zeros). Each element is graph::apply_unary, the definition
+// the reference and every backend share.
+#include <algorithm>
+
+#include "common/strings.h"
+#include "executor/cpu/host_layout.h"
+#include "executor/cpu/ops.h"
+
+namespace stagecraft::executor::cpu {
+
+namespace {
+
+constexpr const char* kUnaryImpl = "unary host";
+
+struct HostUnary {
+  graph::UnaryAttrs attrs;
+  int64_t elements = 0;  // in the buffer, padding lanes included
+  bool padded = false;   // a blocked layout whose last block is not full
+  HostLayout geometry;   // of a rank-4 tensor (when padded)
+};
+
+void run(const HostUnary& u, const float* x, float* y) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (u.elements + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t end = std::min(u.elements, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) y[i] = graph::apply_unary(u.attrs, x[i]);
+  }
+  if (!u.padded) return;
+  const HostLayout& g = u.geometry;
+  for (int64_t n = 0; n < g.images; ++n) {
+    for (int64_t ch = g.channels; ch < g.padded_channels; ++ch) {
+      float* o = y + n * g.batch_stride + g.channel_offset(ch);
+      for (int64_t p = 0; p < g.pixels; ++p) o[p * g.pixel_stride] = 0.0f;
+    }
+  }
+}
+
+KernelDesc check(const KernelSpec& spec, DnnlContext&) {
+  if (spec.srcs[0].layout != spec.dsts[0].layout) {
+    return Support::unsupported(SupportReason::kLayout, "unary reads and writes one layout");
+  }
+  return host_kernel_desc(spec, kUnaryImpl, /*rank2=*/true);
+}
+
+std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
+  auto u = std::make_shared<HostUnary>();
+  const graph::TensorDesc& d = spec.dsts[0];
+  u->attrs = std::get<graph::UnaryAttrs>(spec.attrs);
+  u->elements = d.bytes() / static_cast<int64_t>(sizeof(float));
+  if (graph::takes_layouts(d)) {
+    u->geometry = host_layout(d);
+    u->padded = u->geometry.padded_channels != u->geometry.channels;
+  }
+  k.add_host([u](const std::vector<void*>& data) {
+    run(*u, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
+  }, {0, dst_slot(0)}, kUnaryImpl);
+  return kUnaryImpl;
+}
+
+}  // namespace
+
+const OpFamily kUnaryFamily{"unary", {graph::OpKind::kUnary}, check, build};
+
+}  // namespace stagecraft::executor::cpu

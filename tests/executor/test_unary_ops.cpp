@@ -1,0 +1,126 @@
+// Unary math functions (ONNX's Abs, Exp, Sin, Erf, Elu, ...) on the CPU backend: every function in
+// every layout, against graph::apply_unary through the reference, with 5 channels (a blocked
+// layout pads them to 8 or 16): the padding lanes must read as zeros to the convolution after it
+// (log(0) = -inf there would make it NaN).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "executor/executor.h"
+#include "graph/passes.h"
+#include "networks/builder.h"
+#include "reference.h"
+#include "support/compare.h"
+#include "support/models.h"
+
+namespace stagecraft::executor {
+namespace {
+
+using graph::Layout;
+using graph::OpKind;
+using graph::UnaryAttrs;
+using graph::UnaryFn;
+
+std::vector<UnaryFn> every_fn() {
+  std::vector<UnaryFn> fns;
+  for (const std::string& name : graph::unary_fn_names()) fns.push_back(*graph::parse_unary_fn(name));
+  return fns;
+}
+
+UnaryAttrs attrs_of(UnaryFn fn) {
+  UnaryAttrs a;
+  a.fn = fn;
+  a.alpha = fn == UnaryFn::kShrink ? 0.3 : 0.7;
+  a.beta = fn == UnaryFn::kShrink ? 0.1 : 1.3;
+  return a;
+}
+
+// Inputs inside the function's domain (acosh from 1, atanh, asin and acos inside (-1, 1), log
+// above 0), with halves for round (ties to even).
+HostTensor input_for(UnaryFn fn, const graph::Shape& shape) {
+  HostTensor x = random_host_tensor(shape, 11);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    float& v = x.data[i];
+    switch (fn) {
+      case UnaryFn::kAcosh: v = 1.0f + 3.0f * std::fabs(v); break;
+      case UnaryFn::kAtanh: case UnaryFn::kAsin: case UnaryFn::kAcos: v *= 0.95f; break;
+      case UnaryFn::kLog: v = 0.05f + 2.0f * std::fabs(v); break;
+      case UnaryFn::kRound: v = static_cast<float>(static_cast<int>(i % 9) - 4) * 0.5f; break;
+      default: v *= 3.0f; break;
+    }
+  }
+  return x;
+}
+
+// input [2, 5, 3, 4] -> unary -> 1x1 convolution; both the unary's and the convolution's outputs.
+graph::Graph unary_graph(UnaryFn fn) {
+  networks::NetBuilder b("unary", 2, 5, 3, 4);
+  const auto u = b.op("fn", OpKind::kUnary, attrs_of(fn), {b.input()});
+  const auto c = b.conv(u, networks::square_conv(6, 1, 1, 0, true), "conv");
+  return std::move(b).finish({u, c});
+}
+
+TEST(UnaryOps, EveryFunctionMatchesItsDefinitionInEveryLayout) {
+  ASSERT_EQ(every_fn().size(), 28u);
+  for (UnaryFn fn : every_fn()) {
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(unary_graph(fn), 3);
+    const std::vector<HostTensor> inputs = {input_for(fn, graph::Shape{2, 5, 3, 4})};
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    ASSERT_EQ(want.size(), 2u);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      PlanOptions options;
+      options.layout = layout;
+      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+      const auto got = Executor(plan).run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+            << graph::to_string(fn) << " in " << graph::to_string(layout) << ", output " << i;
+      }
+    }
+  }
+}
+
+// The definitions themselves, at points where ONNX's reference gives exact values.
+TEST(UnaryOps, DefinitionsAgreeWithOnnxAtKnownPoints) {
+  const auto f = [](UnaryFn fn, float x, double alpha = 0, double beta = 0) {
+    UnaryAttrs a;
+    a.fn = fn;
+    a.alpha = alpha;
+    a.beta = beta;
+    return graph::apply_unary(a, x);
+  };
+  EXPECT_EQ(f(UnaryFn::kRound, 2.5f), 2.0f);
+  EXPECT_EQ(f(UnaryFn::kRound, -1.5f), -2.0f);
+  EXPECT_EQ(f(UnaryFn::kSign, -0.0f), 0.0f);
+  EXPECT_EQ(f(UnaryFn::kSign, -3.0f), -1.0f);
+  EXPECT_TRUE(std::isnan(f(UnaryFn::kSign, NAN)));
+  EXPECT_FLOAT_EQ(f(UnaryFn::kSoftplus, 100.0f), 100.0f);  // no overflow
+  EXPECT_FLOAT_EQ(f(UnaryFn::kSoftplus, 0.0f), std::log(2.0f));
+  EXPECT_FLOAT_EQ(f(UnaryFn::kElu, -1.0f, 2.0), static_cast<float>(2.0 * (std::exp(-1.0) - 1.0)));
+  EXPECT_FLOAT_EQ(f(UnaryFn::kSelu, 2.0f, 1.5, 3.0), 6.0f);
+  EXPECT_FLOAT_EQ(f(UnaryFn::kThresholdedRelu, 1.0f, 1.0), 0.0f);  // strictly above alpha
+  EXPECT_FLOAT_EQ(f(UnaryFn::kShrink, 0.4f, 0.5, 0.1), 0.0f);
+  EXPECT_FLOAT_EQ(f(UnaryFn::kShrink, -2.0f, 0.5, 0.1), -1.9f);
+  EXPECT_FLOAT_EQ(f(UnaryFn::kCelu, -1.0f, 2.0), static_cast<float>(2.0 * (std::exp(-0.5) - 1.0)));
+  EXPECT_FLOAT_EQ(f(UnaryFn::kSwish, 1.0f, 2.0), static_cast<float>(1.0 / (1.0 + std::exp(-2.0))));
+}
+
+TEST(UnaryOps, Int8AndMixedLayoutsAreAnswersNotErrors) {
+  KernelSpec spec;
+  spec.kind = OpKind::kUnary;
+  spec.attrs = attrs_of(UnaryFn::kExp);
+  graph::TensorDesc d{graph::Shape{1, 5, 2, 2}, graph::DataType::kF32, Layout::kNChw8c};
+  spec.srcs = {d};
+  spec.dsts = {d};
+  spec.name = "exp";
+  EXPECT_TRUE(stagecraft::testing::cpu_backend().supports(spec).is_native());
+  spec.srcs[0].layout = Layout::kNCHW;
+  const KernelDesc mixed = stagecraft::testing::cpu_backend().supports(spec);
+  EXPECT_FALSE(mixed.runnable());
+  EXPECT_EQ(mixed.support.reason, SupportReason::kLayout);
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
