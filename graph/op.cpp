@@ -62,6 +62,20 @@ std::optional<BinaryOp> parse_binary_op(std::string_view name) {
 
 std::vector<std::string> binary_op_names() { return names_of(kBinaryOps); }
 
+float apply_binary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kPow: return std::pow(a, b);
+    case BinaryOp::kMax: return std::isnan(a) || a > b ? a : b;
+    case BinaryOp::kMin: return std::isnan(a) || a < b ? a : b;
+    case BinaryOp::kMod: return std::fmod(a, b);
+  }
+  return a;
+}
+
 std::string_view to_string(UnaryFn fn) { return kUnaryFns[static_cast<int>(fn)].name; }
 
 std::optional<UnaryFn> parse_unary_fn(std::string_view name) { return value_named(kUnaryFns, name); }

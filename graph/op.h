@@ -62,7 +62,11 @@ std::vector<std::string> activation_names();
   X(kAdd, "add")                 \
   X(kSub, "sub")                 \
   X(kMul, "mul")                 \
-  X(kDiv, "div")
+  X(kDiv, "div")                 \
+  X(kPow, "pow")                 \
+  X(kMax, "max")                 \
+  X(kMin, "min")                 \
+  X(kMod, "mod")
 
 /// An element-wise binary operation.
 enum class BinaryOp : uint8_t {
@@ -77,6 +81,16 @@ std::string_view to_string(BinaryOp op);
 std::optional<BinaryOp> parse_binary_op(std::string_view name);
 /// Every binary operation name.
 std::vector<std::string> binary_op_names();
+/// Whether `op` is add, sub, mul or div: the operations a constant operand of which folds into a
+/// convolution's or linear layer's weights and bias. pow, max, min and mod (C's fmod: the sign of
+/// the first operand, ONNX Mod with fmod 1) do not.
+inline bool is_arithmetic(BinaryOp op) { return op <= BinaryOp::kDiv; }
+/// Whether a OP b == b OP a.
+inline bool is_commutative(BinaryOp op) {
+  return op == BinaryOp::kAdd || op == BinaryOp::kMul || op == BinaryOp::kMax || op == BinaryOp::kMin;
+}
+/// a OP b in float (max and min propagate a NaN, as NumPy's maximum and minimum do).
+float apply_binary(BinaryOp op, float a, float b);
 
 /// The function of a unary op: ONNX's element-wise math on tensors of any rank, with its two
 /// parameters where it has them (alpha, beta of UnaryAttrs): elu(alpha), selu(alpha, beta = gamma),

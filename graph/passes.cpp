@@ -126,7 +126,8 @@ bool per_channel_constant(const Graph& graph, const Op& op) {
   if (op.kind != OpKind::kBinary || op.inputs.size() != 1) return false;
   const auto& a = op.attrs_as<BinaryAttrs>();
   const Shape& x = graph.value(op.inputs[0]).desc.shape;
-  if (a.constant.size() != 4 || x.rank() != 4 || a.constant_first || is_int8(graph.value(op.inputs[0]).desc.dtype)) {
+  if (!is_arithmetic(a.op) || a.constant.size() != 4 || x.rank() != 4 || a.constant_first ||
+      is_int8(graph.value(op.inputs[0]).desc.dtype)) {
     return false;
   }
   return a.constant[0] == 1 && (a.constant[1] == 1 || a.constant[1] == x[1]) && a.constant[2] == 1 &&
@@ -140,7 +141,8 @@ std::optional<OpId> linear_with_feature_constant(const Graph& graph, const Op& o
   if (op.kind != OpKind::kBinary || op.inputs.size() != 1) return std::nullopt;
   const auto& a = op.attrs_as<BinaryAttrs>();
   const TensorDesc& x = graph.value(op.inputs[0]).desc;
-  if (a.constant.empty() || a.constant_first || is_int8(x.dtype) || a.constant.size() != x.shape.rank()) {
+  if (!is_arithmetic(a.op) || a.constant.empty() || a.constant_first || is_int8(x.dtype) ||
+      a.constant.size() != x.shape.rank()) {
     return std::nullopt;
   }
   for (size_t i = 0; i + 1 < a.constant.size(); ++i)

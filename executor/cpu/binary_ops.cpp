@@ -223,6 +223,10 @@ constexpr Mapped<BinaryOp, dnnl::algorithm> kAlgorithms[] = {
 
 dnnl::algorithm algorithm_of(BinaryOp op) { return entry_for(kAlgorithms, op)->mapped; }
 
+// Whether oneDNN computes `op`: pow and mod it does not, and its max and min do not propagate a NaN
+// as ONNX's (NumPy's) do; those run on our host loop.
+bool in_onednn(BinaryOp op) { return entry_for(kAlgorithms, op) != nullptr; }
+
 // The descriptor of the second operand: a tensor input, or the constant (its dims, in the
 // destination's layout tag).
 memory::desc second_md(const KernelSpec& spec) {
@@ -293,17 +297,23 @@ std::vector<float> expand(const std::vector<float>& c, const std::vector<int64_t
 constexpr int64_t kMaxExpandedConstant = int64_t{16} << 20;  // elements
 
 KernelDesc check_binary(const KernelSpec& spec, DnnlContext& ctx) {
-  if (spec.srcs[0].shape != spec.dsts[0].shape) {
-    return Support::unsupported(SupportReason::kAttributes,
-                                "the first operand of a binary op cannot be broadcast here "
-                                "(only the second)");
+  const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
+  auto s = std::make_shared<BinaryState>();
+  // oneDNN broadcasts only its second source and has no pow or mod: our host loop does those.
+  const bool first_broadcast = spec.srcs[0].shape != spec.dsts[0].shape;
+  if (first_broadcast || !in_onednn(a.op)) {
+    if (!host_binary_applies(spec)) {
+      return Support::unsupported(SupportReason::kLayout,
+                                  cat("a binary ", graph::to_string(a.op), first_broadcast ? " broadcasting its first operand" : "",
+                                      " runs on our host loop: f32 in nchw, nc or plain"));
+    }
+    s->host = true;
+    return described(kHostBinaryImpl, "", 0, std::move(s));
   }
   if (spec.srcs.size() > 1 && spec.srcs[1].layout != spec.dsts[0].layout) {
     return Support::unsupported(SupportReason::kLayout,
                                 "sources and destination must have the same layout");
   }
-  const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
-  auto s = std::make_shared<BinaryState>();
   s->pd = binary_pd(spec, ctx);
   // A broadcast oneDNN 2.6 has no optimised kernel for (Swin's window masks: [1, W, 1, T, T] over
   // [1, W, h, T, T]) runs on a constant repeated to the full shape, made once at build.

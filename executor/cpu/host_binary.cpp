@@ -1,8 +1,9 @@
-// Binary element-wise ops with broadcasting on our own host loop, for the broadcasts oneDNN 2.6
-// runs only by reference (an efficient linear attention's num / den with den broadcast over the
+// Binary element-wise ops with broadcasting on our own host loop, for the operations oneDNN has no
+// algorithm for (pow, mod) and the broadcasts oneDNN 2.6 runs only by reference (an efficient linear attention's num / den with den broadcast over the
 // last axis, masks over middle axes): f32 row-major tensors of any rank (nchw, nc or plain), both
-// operands tensors or the second a constant. Rows of the last axis are spread over the threads;
-// the inner loop reads the second operand with stride 1 or 0.
+// operands tensors or the second a constant, either operand broadcast (NumPy's rules, equal ranks).
+// Rows of the last axis are spread over the threads; the inner loop reads each operand with stride
+// 1 or 0.
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 
@@ -12,6 +13,7 @@ namespace {
 
 struct HostBinary {
   std::vector<int64_t> dims;             // of the destination
+  std::vector<int64_t> first_strides;    // of the first operand (0 where it is broadcast)
   std::vector<int64_t> second_strides;   // of the second operand (0 where it is broadcast)
   graph::BinaryOp op = graph::BinaryOp::kAdd;
   bool constant_first = false;
@@ -24,34 +26,26 @@ bool row_major(const graph::TensorDesc& d) {
          d.layout == graph::Layout::kNCHW;
 }
 
-float apply(graph::BinaryOp op, float a, float b) {
-  switch (op) {
-    case graph::BinaryOp::kAdd: return a + b;
-    case graph::BinaryOp::kSub: return a - b;
-    case graph::BinaryOp::kMul: return a * b;
-    case graph::BinaryOp::kDiv: return a / b;
-  }
-  return a;
-}
-
 void run(const HostBinary& h, const float* a, const float* b, float* y) {
   const size_t rank = h.dims.size();
   const int64_t inner = h.dims[rank - 1];
   const int64_t rows = graph::Shape(h.dims).numel() / inner;
-  const int64_t inner_stride = h.second_strides[rank - 1];
+  const int64_t first_inner = h.first_strides[rank - 1], inner_stride = h.second_strides[rank - 1];
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t rest = r, offset = 0;
+    int64_t rest = r, first = 0, offset = 0;
     for (size_t d = rank - 1; d-- > 0;) {
-      offset += rest % h.dims[d] * h.second_strides[d];
+      const int64_t coord = rest % h.dims[d];
+      first += coord * h.first_strides[d];
+      offset += coord * h.second_strides[d];
       rest /= h.dims[d];
     }
-    const float* x = a + r * inner;
+    const float* x = a + first;
     const float* s = b + offset;
     float* out = y + r * inner;
     for (int64_t i = 0; i < inner; ++i) {
-      const float u = x[i], v = s[i * inner_stride];
-      const float z = h.constant_first ? apply(h.op, v, u) : apply(h.op, u, v);
+      const float u = x[i * first_inner], v = s[i * inner_stride];
+      const float z = h.constant_first ? graph::apply_binary(h.op, v, u) : graph::apply_binary(h.op, u, v);
       out[i] = h.activation == graph::Activation::kNone ? z : graph::apply_activation(h.activation, z);
     }
   }
@@ -60,7 +54,7 @@ void run(const HostBinary& h, const float* a, const float* b, float* y) {
 }  // namespace
 
 bool host_binary_applies(const KernelSpec& spec) {
-  if (spec.kind != graph::OpKind::kBinary || spec.srcs[0].shape != spec.dsts[0].shape) return false;
+  if (spec.kind != graph::OpKind::kBinary) return false;
   for (const auto* list : {&spec.srcs, &spec.dsts}) {
     for (const auto& d : *list) {
       if (d.dtype != graph::DataType::kF32 || !row_major(d)) return false;
@@ -75,12 +69,18 @@ std::string add_host_binary(DnnlKernel& k, const KernelSpec& spec) {
   h->dims = spec.dsts[0].shape.dims();
   const std::vector<int64_t> second =
       a.constant.empty() ? spec.srcs[1].shape.dims() : graph::constant_shape(a, h->dims.size());
-  h->second_strides.assign(h->dims.size(), 0);
-  for (int64_t d = static_cast<int64_t>(h->dims.size()) - 1, stride = 1; d >= 0; --d) {
-    const auto i = static_cast<size_t>(d);
-    h->second_strides[i] = second[i] == 1 ? 0 : stride;
-    stride *= second[i];
-  }
+  // Row-major strides of an operand of `dims` (the destination's rank), 0 along its dimensions of 1.
+  const auto strides_of = [](const std::vector<int64_t>& dims) {
+    std::vector<int64_t> strides(dims.size(), 0);
+    for (int64_t d = static_cast<int64_t>(dims.size()) - 1, stride = 1; d >= 0; --d) {
+      const auto i = static_cast<size_t>(d);
+      strides[i] = dims[i] == 1 ? 0 : stride;
+      stride *= dims[i];
+    }
+    return strides;
+  };
+  h->first_strides = strides_of(spec.srcs[0].shape.dims());
+  h->second_strides = strides_of(second);
   h->op = a.op;
   h->constant_first = a.constant_first;
   h->activation = a.activation;

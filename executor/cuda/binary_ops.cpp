@@ -22,6 +22,10 @@ using Refs = FnKernel::Refs;
 
 Support check(const KernelSpec& spec) {
   const auto& a = std::get<graph::BinaryAttrs>(spec.attrs);
+  if (!graph::is_arithmetic(a.op)) {
+    return Support::unsupported(SupportReason::kAttributes,
+                                cat("the CUDA binary kernel computes add, sub, mul and div, not ", graph::to_string(a.op)));
+  }
   const TensorDesc& dst = spec.dsts[0];
   const size_t rank = dst.shape.rank();
   if (rank != 2 && rank != 4 && !row_major(dst)) {

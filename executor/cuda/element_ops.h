@@ -49,7 +49,8 @@ enum class Act : int {
   kClip = 12,
 };
 /// Binary operations (same order as graph::BinaryOp).
-enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
+/// The own kernel computes the first four; the CUDA check refuses the others.
+enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kPow = 4, kMax = 5, kMin = 6, kMod = 7 };
 /// Reductions over dimensions (reduce_at): mean, maximum, sum.
 enum class ReduceMode : int { kMean = 0, kMax = 1, kSum = 2 };
 /// Pooling modes.

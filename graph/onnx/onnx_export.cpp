@@ -353,13 +353,18 @@ class Exporter {
       }
       case OpKind::kBinary: {
         const auto& a = op.attrs_as<BinaryAttrs>();
-        static const char* const kTypes[] = {"Add", "Sub", "Mul", "Div"};
+        // In BinaryOp's order (the list's length is checked against it).
+        static constexpr const char* kTypes[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod"};
+#define STAGECRAFT_X(value, name) +1
+        static_assert(std::size(kTypes) == 0 STAGECRAFT_BINARY_OPS(STAGECRAFT_X));
+#undef STAGECRAFT_X
         if (!a.constant.empty()) {
           const std::string c = floats(op.name + "/constant", weights_of(op).weight, a.constant);
           if (a.constant_first) in.insert(in.begin(), c);
           else in.push_back(c);
         }
-        node(kTypes[static_cast<int>(a.op)], op.name, in, {pre_activation(a.activation, out)});
+        auto* n = node(kTypes[static_cast<int>(a.op)], op.name, in, {pre_activation(a.activation, out)});
+        if (a.op == BinaryOp::kMod) integer(n, "fmod", 1);  // C's fmod: the sign of the first operand
         emit_activation(op, a.activation, out);
         return;
       }

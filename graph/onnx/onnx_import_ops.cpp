@@ -235,18 +235,42 @@ ValueId Importer::expanded(const onnx::NodeProto& node, ValueId x, const std::ve
   return x;
 }
 
+namespace {
+
+// The binary operation of an ONNX op type (Add, Sub, Mul, Div, Pow, Max, Min, Mod).
+std::optional<BinaryOp> binary_op_of(const std::string& t) {
+  static const std::map<std::string, BinaryOp, std::less<>> kOps = {
+      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}, {"Mod", BinaryOp::kMod}};
+  const auto it = kOps.find(t);
+  if (it == kOps.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
 void Importer::elementwise(const onnx::NodeProto& node) {
   const std::string& t = node.op_type();
-  const BinaryOp op = t == "Add" ? BinaryOp::kAdd : t == "Sub" ? BinaryOp::kSub
-                      : t == "Mul" ? BinaryOp::kMul : BinaryOp::kDiv;
-  const bool commutative = op == BinaryOp::kAdd || op == BinaryOp::kMul;
+  const auto found = binary_op_of(t);
+  if (!found) fail(node, "not a binary operation");
+  const BinaryOp op = *found;
+  if (op == BinaryOp::kMod && attr_int(node, "fmod", 0) != 1) {
+    fail(node, "Mod of float tensors needs fmod 1 (C's fmod; fmod 0 is for integers)");
+  }
+  const bool commutative = is_commutative(op);
   const ConstTensor* c0 = constant(node, 0);
   const ConstTensor* c1 = constant(node, 1);
   if (!c0 && !c1) {
     ValueId a = input(node, 0), b = input(node, 1);
-    if (shape(a).rank() != shape(b).rank()) {
-      fail(node, cat("operands of different ranks (", shape(a).to_string(), " and ",
-                     shape(b).to_string(), ") are not supported"));
+    // NumPy aligns the trailing dimensions: the operand of lower rank gets leading 1s.
+    if (shape(a).rank() < shape(b).rank()) {
+      std::vector<int64_t> dims = shape(a).dims();
+      dims.insert(dims.begin(), shape(b).rank() - dims.size(), 1);
+      a = reshaped(node, a, dims);
+    } else if (shape(b).rank() < shape(a).rank()) {
+      std::vector<int64_t> dims = shape(b).dims();
+      dims.insert(dims.begin(), shape(a).rank() - dims.size(), 1);
+      b = reshaped(node, b, dims);
     }
     if (shape(a) == shape(b) && op == BinaryOp::kAdd) {
       define(node, 0, add(node, OpKind::kAdd, AddAttrs{}, {a, b}));
@@ -287,12 +311,41 @@ void Importer::elementwise(const onnx::NodeProto& node) {
 }
 
 void Importer::sum(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const auto n = static_cast<size_t>(node.input_size());
+  if (n == 0) fail(node, "no inputs");
+  bool tensors = true;  // no constant among the inputs
+  for (int i = 0; i < node.input_size(); ++i) tensors = tensors && !constant(node, i);
   std::vector<ValueId> ins;
-  for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
-  for (ValueId v : ins) {
-    if (shape(v) != shape(ins[0])) fail(node, "only sums of same-shaped tensors are supported");
+  if (tensors) {
+    for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
   }
-  define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kAdd, AddAttrs{}, ins));
+  bool same = tensors;
+  for (ValueId v : ins) same = same && shape(v) == shape(ins[0]);
+  ValueId y = n == 1 ? input(node, 0) : ValueId{};
+  if (n > 1 && same && t != "Max" && t != "Min") {
+    y = add(node, OpKind::kAdd, AddAttrs{}, ins);
+  } else if (n > 1) {
+    // Any other count or shapes: a chain of broadcasting binary ops, left to right.
+    const std::string name = node.name().empty() ? node.output(0) : node.name();
+    const auto partial = [&](size_t i) { return cat(node.output(0), "/partial_", i); };
+    for (size_t i = 1; i < n; ++i) {
+      onnx::NodeProto step;
+      step.set_op_type(t == "Mean" || t == "Sum" ? "Add" : t);
+      step.set_name(cat(name, "/", i));
+      step.add_input(i == 1 ? node.input(0) : partial(i - 1));
+      step.add_input(node.input(static_cast<int>(i)));
+      step.add_output(partial(i));
+      elementwise(step);
+      y = values_.at(step.output(0));
+    }
+  }
+  if (t == "Mean" && n > 1) {
+    ScaleAttrs a;
+    a.factor = 1.0 / static_cast<double>(n);
+    y = add(node, OpKind::kScale, a, {y});
+  }
+  define(node, 0, y);
 }
 
 void Importer::concat(const onnx::NodeProto& node) {

@@ -360,6 +360,10 @@ HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::Binar
       case graph::BinaryOp::kSub: r = x - y; break;
       case graph::BinaryOp::kMul: r = x * y; break;
       case graph::BinaryOp::kDiv: r = x / y; break;
+      case graph::BinaryOp::kPow: r = std::pow(x, y); break;
+      case graph::BinaryOp::kMax: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
+      case graph::BinaryOp::kMin: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
+      case graph::BinaryOp::kMod: r = std::fmod(x, y); break;
     }
     dst.data[static_cast<size_t>(i)] = static_cast<float>(activate(r, a.activation));
   }

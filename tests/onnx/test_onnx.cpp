@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "executor/executor.h"
 #include "graph/errors.h"
 #include "graph/onnx/onnx_io.h"
@@ -189,6 +190,35 @@ TEST(Onnx, UnaryFunctionsRoundTripAndRunTheSame) {
   const auto want = run_cpu(Model{raw, {}});
   const auto got = run_cpu(Model{back.graph, back.weights});
   ASSERT_EQ(want.size(), outputs.size());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-6) << raw.value(outputs[i]).name;
+  }
+}
+
+// Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant export as their
+// ONNX ops and import back to the same binary ops and values.
+TEST(Onnx, BinaryMathRoundTripsAndRunsTheSame) {
+  networks::NetBuilder b("binary", 2, 3, 4, 5);
+  UnaryAttrs exp;
+  exp.fn = UnaryFn::kExp;
+  const ValueId positive = b.op("exp", OpKind::kUnary, exp, {b.input()});
+  const ValueId pooled = b.global_avg_pool(b.input(), "gap");
+  std::vector<ValueId> outputs;
+  for (BinaryOp op : {BinaryOp::kPow, BinaryOp::kMax, BinaryOp::kMin, BinaryOp::kMod}) {
+    BinaryAttrs a;
+    a.op = op;
+    outputs.push_back(b.op(cat(to_string(op), "_tensors"), OpKind::kBinary, a, {positive, pooled}));
+    a.constant = {3, 1, 1};
+    outputs.push_back(b.op(cat(to_string(op), "_constant"), OpKind::kBinary, a, {positive}));
+  }
+  const Graph raw = std::move(b).finish(outputs);
+  const WeightStore w = random_weights(raw, 6);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, w), "binary", {});
+  EXPECT_EQ(count_ops(back.graph, OpKind::kBinary), 8u);
+  const auto want = run_cpu(Model{raw, w});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(want.size(), 8u);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-6) << raw.value(outputs[i]).name;

@@ -1,7 +1,8 @@
-// Unary math functions (ONNX's Abs, Exp, Sin, Erf, Elu, ...) on the CPU backend: every function in
-// every layout, against graph::apply_unary through the reference, with 5 channels (a blocked
+// ONNX's math on the CPU backend. Unary functions (Abs, Exp, Sin, Erf, Elu, ...): every function
+// in every layout, against graph::apply_unary through the reference, with 5 channels (a blocked
 // layout pads them to 8 or 16): the padding lanes must read as zeros to the convolution after it
-// (log(0) = -inf there would make it NaN).
+// (log(0) = -inf there would make it NaN). Binary pow, max, min and mod: with either operand
+// broadcast or a constant, in every layout, against the reference's own loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@ namespace stagecraft::executor {
 namespace {
 
 using graph::Layout;
+using graph::ValueId;
 using graph::OpKind;
 using graph::UnaryAttrs;
 using graph::UnaryFn;
@@ -105,6 +107,54 @@ TEST(UnaryOps, DefinitionsAgreeWithOnnxAtKnownPoints) {
   EXPECT_FLOAT_EQ(f(UnaryFn::kShrink, -2.0f, 0.5, 0.1), -1.9f);
   EXPECT_FLOAT_EQ(f(UnaryFn::kCelu, -1.0f, 2.0), static_cast<float>(2.0 * (std::exp(-0.5) - 1.0)));
   EXPECT_FLOAT_EQ(f(UnaryFn::kSwish, 1.0f, 2.0), static_cast<float>(1.0 / (1.0 + std::exp(-2.0))));
+}
+
+// x [2, 5, 3, 4] -> 1x1 convolution c (exp of both operands for pow: positive bases); outputs
+// gap(x) OP c (the first operand broadcast over H and W) and c OP constant[5, 1, 1].
+graph::Graph binary_graph(graph::BinaryOp op) {
+  networks::NetBuilder b("binary", 2, 5, 3, 4);
+  ValueId c = b.conv(b.input(), networks::square_conv(5, 1, 1, 0, true), "conv");
+  ValueId pooled = b.global_avg_pool(b.input(), "gap");
+  if (op == graph::BinaryOp::kPow) {  // positive bases
+    c = b.op("exp", OpKind::kUnary, attrs_of(UnaryFn::kExp), {c});
+    pooled = b.op("exp_pooled", OpKind::kUnary, attrs_of(UnaryFn::kExp), {pooled});
+  }
+  graph::BinaryAttrs two;
+  two.op = op;
+  const ValueId y1 = b.op("first_broadcast", OpKind::kBinary, two, {pooled, c});
+  graph::BinaryAttrs constant = two;
+  constant.constant = {5, 1, 1};
+  const ValueId y2 = b.op("constant", OpKind::kBinary, constant, {c});
+  return std::move(b).finish({y1, y2});
+}
+
+TEST(BinaryMath, PowMaxMinModMatchTheReferenceInEveryLayout) {
+  for (graph::BinaryOp op : {graph::BinaryOp::kPow, graph::BinaryOp::kMax, graph::BinaryOp::kMin, graph::BinaryOp::kMod}) {
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(binary_graph(op), 4);
+    const auto inputs = stagecraft::testing::inputs_of(m.graph);
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    ASSERT_EQ(want.size(), 2u);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      PlanOptions options;
+      options.layout = layout;
+      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+      const auto got = Executor(plan).run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+            << graph::to_string(op) << " in " << graph::to_string(layout) << ", output " << i;
+      }
+    }
+  }
+}
+
+TEST(BinaryMath, MaxAndMinPropagateNaNAsNumPyDoes) {
+  EXPECT_TRUE(std::isnan(graph::apply_binary(graph::BinaryOp::kMax, NAN, 1.0f)));
+  EXPECT_TRUE(std::isnan(graph::apply_binary(graph::BinaryOp::kMax, 1.0f, NAN)));
+  EXPECT_TRUE(std::isnan(graph::apply_binary(graph::BinaryOp::kMin, 1.0f, NAN)));
+  EXPECT_EQ(graph::apply_binary(graph::BinaryOp::kMod, -7.0f, 3.0f), -1.0f);  // the sign of the first
+  EXPECT_EQ(graph::apply_binary(graph::BinaryOp::kPow, 2.0f, -1.0f), 0.5f);
 }
 
 TEST(UnaryOps, Int8AndMixedLayoutsAreAnswersNotErrors) {
