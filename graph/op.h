@@ -448,11 +448,11 @@ struct SpaceToDepthAttrs {
   bool operator==(const SpaceToDepthAttrs&) const = default;
 };
 
-/// Mean, maximum or sum over `axes` of a rank-4 tensor, the reduced dimensions kept as 1 (ONNX
-/// ReduceMean/ReduceMax/ReduceSum with keepdims; CBAM's channel pooling). Reductions over H and W
-/// alone are the global pools.
+/// Mean, maximum, sum, minimum or product over `axes` of a tensor of any rank, the reduced
+/// dimensions kept as 1 (ONNX ReduceMean/Max/Sum/Min/Prod with keepdims; CBAM's channel pooling).
+/// The importer makes reductions over H and W alone of a rank-4 tensor global pools.
 struct ReduceAttrs {
-  std::vector<int64_t> axes;  ///< among 1, 2, 3, ascending
+  std::vector<int64_t> axes;  ///< among 0 .. rank - 1, ascending
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("axes", a.axes, FieldRule::kRequired);
@@ -593,6 +593,8 @@ struct ChannelShuffleAttrs {
   X(kReduceMean, "reduce_mean", ReduceAttrs)           \
   X(kReduceMax, "reduce_max", ReduceAttrs)             \
   X(kReduceSum, "reduce_sum", ReduceAttrs)            \
+  X(kReduceMin, "reduce_min", ReduceAttrs)            \
+  X(kReduceProd, "reduce_prod", ReduceAttrs)          \
   X(kMatMul, "matmul", NoAttrs)                        \
   X(kTranspose, "transpose", TransposeAttrs)           \
   X(kNarrow, "narrow", NarrowAttrs)                    \

@@ -386,15 +386,17 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     }
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
-    case OpKind::kReduceSum: {
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMin:
+    case OpKind::kReduceProd: {
       check.arity(inputs, 1, 1);
       const auto rank = static_cast<int64_t>(inputs[0].shape.rank());
-      check.require(rank >= 2, "input must have rank >= 2");
+      check.require(rank >= 1, "input must have rank >= 1");
       const auto& axes = op.attrs_as<ReduceAttrs>().axes;
       check.require(!axes.empty() && std::is_sorted(axes.begin(), axes.end()) &&
-                        std::adjacent_find(axes.begin(), axes.end()) == axes.end() && axes.front() >= 1 &&
+                        std::adjacent_find(axes.begin(), axes.end()) == axes.end() && axes.front() >= 0 &&
                         axes.back() < rank,
-                    cat("axes must be distinct, ascending, among 1 .. ", rank - 1));
+                    cat("axes must be distinct, ascending, among 0 .. ", rank - 1));
       TensorDesc out = inputs[0];
       for (int64_t a : axes) out.shape[static_cast<size_t>(a)] = 1;
       return {out};

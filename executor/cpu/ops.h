@@ -55,7 +55,7 @@ extern const OpFamily kDataMovementFamily;  // concat, split, slice, identity, p
 extern const OpFamily kResizeFamily;        // resize (our own host kernel)
 extern const OpFamily kNormalisationFamily;  // layer_norm (our own host kernel)
 extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host kernel)
-extern const OpFamily kReductionFamily;      // reduce_mean, reduce_max, reduce_sum (oneDNN reduction)
+extern const OpFamily kReductionFamily;      // reduce_mean, _max, _sum, _min, _prod (oneDNN reduction)
 extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
 extern const OpFamily kUnaryFamily;          // unary (our own host loop)
 

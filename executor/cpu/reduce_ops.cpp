@@ -1,4 +1,5 @@
-// Reductions over any axes of a rank-4 tensor (mean, max, sum; the reduced dimensions kept as 1)
+// Reductions over any axes of a tensor of any rank (mean, max, sum, min, product; the reduced
+// dimensions kept as 1)
 // on oneDNN's reduction primitive, in every layout it has an optimised kernel for (the check
 // reports a reference-only one as such, and the plan then runs the op in another layout).
 #include "common/strings.h"
@@ -11,9 +12,13 @@ namespace {
 using graph::OpKind;
 
 dnnl::algorithm algorithm_of(OpKind kind) {
-  return kind == OpKind::kReduceMax   ? dnnl::algorithm::reduction_max
-         : kind == OpKind::kReduceSum ? dnnl::algorithm::reduction_sum
-                                      : dnnl::algorithm::reduction_mean;
+  switch (kind) {
+    case OpKind::kReduceMax: return dnnl::algorithm::reduction_max;
+    case OpKind::kReduceSum: return dnnl::algorithm::reduction_sum;
+    case OpKind::kReduceMin: return dnnl::algorithm::reduction_min;
+    case OpKind::kReduceProd: return dnnl::algorithm::reduction_mul;
+    default: return dnnl::algorithm::reduction_mean;
+  }
 }
 
 KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
@@ -39,7 +44,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
 
 }  // namespace
 
-const OpFamily kReductionFamily{"reduction", {OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceSum},
+const OpFamily kReductionFamily{"reduction", {OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceSum,
+                                               OpKind::kReduceMin, OpKind::kReduceProd},
                                 check, build};
 
 }  // namespace stagecraft::executor::cpu

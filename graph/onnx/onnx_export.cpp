@@ -325,11 +325,17 @@ class Exporter {
       STAGECRAFT_PLAIN_ACTIVATION_KINDS:
         activation(op.name, activation_of_kind(op.kind), in[0], out);
         return;
-      case OpKind::kReduceMean:
+      case OpKind::kReduceMean:  // axes an attribute until opset 18
       case OpKind::kReduceMax:
-        ints(node(op.kind == OpKind::kReduceMean ? "ReduceMean" : "ReduceMax", op.name, in, {out}), "axes",
-             op.attrs_as<ReduceAttrs>().axes);
+      case OpKind::kReduceMin:
+      case OpKind::kReduceProd: {
+        const char* type = op.kind == OpKind::kReduceMean  ? "ReduceMean"
+                           : op.kind == OpKind::kReduceMax ? "ReduceMax"
+                           : op.kind == OpKind::kReduceMin ? "ReduceMin"
+                                                           : "ReduceProd";
+        ints(node(type, op.name, in, {out}), "axes", op.attrs_as<ReduceAttrs>().axes);
         return;
+      }
       case OpKind::kReduceSum:  // axes as an input since opset 13
         in.push_back(int64s(op.name + "/axes", op.attrs_as<ReduceAttrs>().axes));
         node("ReduceSum", op.name, in, {out});

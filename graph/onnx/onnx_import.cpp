@@ -135,10 +135,15 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   return OnnxModel{std::move(graph_), std::move(weights_), opset_};
 }
 
-void Importer::reduce_of_squares(const onnx::NodeProto& node) {
-  const std::string base = node_name(node), x = node.input(0), squares = node.output(0) + "/squares";
-  const bool l2 = node.op_type() == "ReduceL2";
-  const std::string sum = l2 ? node.output(0) + "/sum_of_squares" : node.output(0);
+void Importer::reduce_via_sum(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  // What is summed (x², |x|, e^x or x itself) and what is taken of the sum (sqrt, log or nothing).
+  const char* pre = t == "ReduceSumSquare" || t == "ReduceL2" ? "Mul" : t == "ReduceL1" ? "Abs"
+                    : t == "ReduceLogSumExp"                  ? "Exp" : nullptr;
+  const char* post = t == "ReduceL2" ? "Sqrt" : t == "ReduceLogSum" || t == "ReduceLogSumExp" ? "Log" : nullptr;
+  const std::string base = node_name(node), x = node.input(0);
+  const std::string squares = pre ? node.output(0) + "/summands" : x;
+  const std::string sum = post ? node.output(0) + "/sum" : node.output(0);
   const auto make = [&](const char* type, std::vector<std::string> inputs, const std::string& output) {
     auto n = std::make_unique<onnx::NodeProto>();
     n->set_op_type(type);
@@ -153,8 +158,11 @@ void Importer::reduce_of_squares(const onnx::NodeProto& node) {
     expanded_.push_back(std::move(n));
     return expanded_.back().get();
   };
-  --readers_[x];  // read by the product (twice) instead
-  const onnx::NodeProto* square = make("Mul", {x, x}, squares);
+  const onnx::NodeProto* square = nullptr;
+  if (pre) {
+    --readers_[x];  // read by the summands instead
+    square = make(pre, std::string(pre) == "Mul" ? std::vector<std::string>{x, x} : std::vector<std::string>{x}, squares);
+  }
   // ReduceSum takes its axes as an input from opset 13, ReduceL2 and ReduceSumSquare from 18.
   std::vector<std::string> sum_inputs = {squares};
   if (node.input_size() > 1 && !node.input(1).empty()) {
@@ -169,9 +177,9 @@ void Importer::reduce_of_squares(const onnx::NodeProto& node) {
   for (const auto& a : node.attribute()) {
     if (a.name() != "axes" || opset_ < 13) *reduce->add_attribute() = a;
   }
-  import_node(*square);
+  if (square) import_node(*square);
   import_node(*reduce);
-  if (l2) import_node(*make("Sqrt", {sum}, node.output(0)));
+  if (post) import_node(*make(post, {sum}, node.output(0)));
 }
 
 void Importer::fail(const onnx::NodeProto& node, const std::string& what) const {
@@ -305,7 +313,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } catch (const std::runtime_error& e) {
     fail(node, e.what());
   }
-  if (t == "ReduceSumSquare" || t == "ReduceL2") return reduce_of_squares(node);
+  if (t == "ReduceSumSquare" || t == "ReduceL2" || t == "ReduceL1" || t == "ReduceLogSum" || t == "ReduceLogSumExp") {
+    return reduce_via_sum(node);
+  }
   if ((reads_row_major(node) || needs_row_major(node)) && on_row_major(node)) return;
   if (reads_channels_last(node)) return on_channels_last(node);
   if (reads_group_view(node)) return on_group_view(node);
@@ -320,6 +330,8 @@ void Importer::import_node(const onnx::NodeProto& node) {
       {"ReduceMean", &Importer::reduce},
       {"ReduceMax", &Importer::reduce},
       {"ReduceSum", &Importer::reduce},
+      {"ReduceMin", &Importer::reduce},
+      {"ReduceProd", &Importer::reduce},
       {"Add", &Importer::elementwise},
       {"Sub", &Importer::elementwise},
       {"Mul", &Importer::elementwise},

@@ -176,33 +176,46 @@ void Importer::pool(const onnx::NodeProto& node) {
 }
 
 void Importer::reduce(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
   const ValueId x = input(node, 0);
   const Shape& s = shape(x);
   const auto ax = axes(node, 1);
-  const std::vector<int64_t> over = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
-  const bool valid = s.rank() == 4 && !over.empty() && over.front() >= 1 && over.back() <= 3 &&
-                     std::adjacent_find(over.begin(), over.end()) == over.end();
-  if (!valid) {
-    fail(node, cat("only reductions over dimensions 1-3 of a 4-D tensor are supported (input ",
-                   s.to_string(), ", axes [", ax ? join(*ax, ", ") : std::string("all"), "])"));
+  std::vector<int64_t> over = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
+  for (int64_t a : over) {
+    if (a < 0 || a >= static_cast<int64_t>(s.rank())) {
+      fail(node, cat("axes [", join(*ax, ", "), "] are not dimensions of ", s.to_string()));
+    }
   }
-  if (over != std::vector<int64_t>{2, 3}) {  // channels too, or one spatial axis: a reduction op
+  over.erase(std::unique(over.begin(), over.end()), over.end());
+  if (over.empty()) {
+    // No axes: every axis, or none with noop_with_empty_axes (opset 18).
+    if (attr_int(node, "noop_with_empty_axes", 0) != 0) return define(node, 0, x);
+    for (int64_t d = 0; d < static_cast<int64_t>(s.rank()); ++d) over.push_back(d);
+  }
+  const bool keepdims = attr_int(node, "keepdims", 1) != 0;
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.rank()); ++d)
+    if (!std::binary_search(over.begin(), over.end(), d)) kept.push_back(s[static_cast<size_t>(d)]);
+  if (!keepdims && kept.empty()) fail(node, "a reduction to a scalar (rank 0, keepdims 0) is not supported");
+  const bool global_pool = s.rank() == 4 && over == std::vector<int64_t>{2, 3} && takes_layouts(graph_.value(x).desc) &&
+                           (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum");
+  if (!global_pool) {  // a reduction op
     ReduceAttrs a;
     a.axes = over;
-    const OpKind kind = node.op_type() == "ReduceMax"   ? OpKind::kReduceMax
-                        : node.op_type() == "ReduceSum" ? OpKind::kReduceSum
-                                                        : OpKind::kReduceMean;
+    const OpKind kind = t == "ReduceMax"    ? OpKind::kReduceMax
+                        : t == "ReduceSum"  ? OpKind::kReduceSum
+                        : t == "ReduceMin"  ? OpKind::kReduceMin
+                        : t == "ReduceProd" ? OpKind::kReduceProd
+                                            : OpKind::kReduceMean;
     const ValueId y = add(node, kind, a, {x});
-    if (attr_int(node, "keepdims", 1) != 0) return define(node, 0, y);
-    std::vector<int64_t> kept;
-    for (int64_t d = 0; d < 4; ++d)
-      if (!std::binary_search(over.begin(), over.end(), d)) kept.push_back(shape(y)[static_cast<size_t>(d)]);
+    if (keepdims) return define(node, 0, y);
+    if (s.rank() != 4) return define(node, 0, reshaped(node, y, kept));
     const Shape& ys = shape(y);
     return reshape_to(node, PendingView{y, std::vector<int64_t>(ys.dims().begin(), ys.dims().end()), 0}, kept);
   }
-  const bool max = node.op_type() == "ReduceMax";
+  const bool max = t == "ReduceMax";
   ValueId y = add(node, max ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool, NoAttrs{}, {x});
-  if (node.op_type() == "ReduceSum") {  // the mean times the number of pixels
+  if (t == "ReduceSum") {  // the mean times the number of pixels
     ScaleAttrs a;
     a.factor = static_cast<double>(s[2] * s[3]);
     y = add(node, OpKind::kScale, a, {y});

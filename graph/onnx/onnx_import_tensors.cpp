@@ -302,7 +302,7 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     }
     return out(y), true;
   }
-  if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum") {
+  if (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum" || t == "ReduceMin" || t == "ReduceProd") {
     const ValueId x = row_major(node, 0);
     const auto rank = shape(x).rank();
     const int slot = t == "ReduceSum" || opset_ >= 18 ? 1 : -1;
@@ -311,14 +311,23 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     ReduceAttrs a;
     if (ax) a.axes = normalised_axes(*ax, rank);
     else for (size_t d = 0; d < rank; ++d) a.axes.push_back(static_cast<int64_t>(d));
-    if (a.axes.front() == 0) fail(node, "a reduction over the batch axis is not supported");
-    const OpKind kind = t == "ReduceMax" ? OpKind::kReduceMax : t == "ReduceSum" ? OpKind::kReduceSum
-                                                                                 : OpKind::kReduceMean;
-    const ValueId y = mark(add(node, kind, a, {x}));
-    if (attr_int(node, "keepdims", 1) != 0) return out(y), true;
+    a.axes.erase(std::unique(a.axes.begin(), a.axes.end()), a.axes.end());
+    if (a.axes.empty() && attr_int(node, "noop_with_empty_axes", 0) != 0) return out(x), true;
+    if (a.axes.empty()) {
+      for (size_t d = 0; d < rank; ++d) a.axes.push_back(static_cast<int64_t>(d));
+    }
+    const OpKind kind = t == "ReduceMax"    ? OpKind::kReduceMax
+                        : t == "ReduceSum"  ? OpKind::kReduceSum
+                        : t == "ReduceMin"  ? OpKind::kReduceMin
+                        : t == "ReduceProd" ? OpKind::kReduceProd
+                                            : OpKind::kReduceMean;
     std::vector<int64_t> kept;
     for (size_t d = 0; d < rank; ++d)
       if (!std::binary_search(a.axes.begin(), a.axes.end(), static_cast<int64_t>(d))) kept.push_back(shape(x)[d]);
+    const bool keepdims = attr_int(node, "keepdims", 1) != 0;
+    if (!keepdims && kept.empty()) fail(node, "a reduction to a scalar (rank 0, keepdims 0) is not supported");
+    const ValueId y = mark(add(node, kind, a, {x}));
+    if (keepdims) return out(y), true;
     return out(reshaped(node, y, kept)), true;
   }
   const auto no_padding = [&] {

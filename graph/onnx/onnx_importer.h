@@ -105,8 +105,9 @@ class Importer {
   void clip(const onnx::NodeProto& node);
   void pool(const onnx::NodeProto& node);
   void reduce(const onnx::NodeProto& node);
-  // ReduceSumSquare and ReduceL2 as Mul, ReduceSum [, Sqrt] nodes, imported in its place.
-  void reduce_of_squares(const onnx::NodeProto& node);
+  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum and ReduceLogSumExp as a ReduceSum of x², |x|
+  // or e^x, then sqrt or log where the op takes one: nodes imported in its place.
+  void reduce_via_sum(const onnx::NodeProto& node);
   void elementwise(const onnx::NodeProto& node);
   // x [N, C or 1, H or 1, W or 1] broadcast to `to` by exact copies (a 1x1 convolution of weight 1,
   // a nearest resize).

@@ -672,12 +672,15 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {activate_all(x, graph::activation_of_kind(op.kind))};
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
-    case OpKind::kReduceSum: {
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMin:
+    case OpKind::kReduceProd: {
       const auto& axes = op.attrs_as<graph::ReduceAttrs>().axes;
       Shape out_shape = x.shape;
       for (int64_t a : axes) out_shape[static_cast<size_t>(a)] = 1;
-      const bool max = op.kind == OpKind::kReduceMax;
-      std::vector<double> acc(static_cast<size_t>(out_shape.numel()), max ? -1e300 : 0.0);
+      const bool max = op.kind == OpKind::kReduceMax, min = op.kind == OpKind::kReduceMin;
+      const bool prod = op.kind == OpKind::kReduceProd;
+      std::vector<double> acc(static_cast<size_t>(out_shape.numel()), max ? -1e300 : min ? 1e300 : prod ? 1.0 : 0.0);
       const size_t rank = x.shape.rank();
       for (int64_t i = 0; i < x.shape.numel(); ++i) {
         // The output element of input element i: its coordinates with the reduced ones at 0.
@@ -690,7 +693,7 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
         }
         double& a = acc[static_cast<size_t>(at)];
         const double v = x.data[static_cast<size_t>(i)];
-        a = max ? std::max(a, v) : a + v;
+        a = max ? std::max(a, v) : min ? std::min(a, v) : prod ? a * v : a + v;
       }
       const double count = static_cast<double>(x.shape.numel() / out_shape.numel());
       HostTensor y = zeros(out_shape);

@@ -157,6 +157,38 @@ TEST(BinaryMath, MaxAndMinPropagateNaNAsNumPyDoes) {
   EXPECT_EQ(graph::apply_binary(graph::BinaryOp::kPow, 2.0f, -1.0f), 0.5f);
 }
 
+// Reductions over any axes, the batch axis included: min over N and H, product over C, mean over
+// everything, max over W, in every layout.
+TEST(Reductions, AnyAxesOfEveryKindMatchTheReferenceInEveryLayout) {
+  networks::NetBuilder b("reductions", 2, 5, 3, 4);
+  const auto reduce = [&](const char* name, OpKind kind, std::vector<int64_t> axes) {
+    graph::ReduceAttrs a;
+    a.axes = std::move(axes);
+    return b.op(name, kind, a, {b.input()});
+  };
+  const std::vector<ValueId> outputs = {reduce("min_nh", OpKind::kReduceMin, {0, 2}),
+                                        reduce("prod_c", OpKind::kReduceProd, {1}),
+                                        reduce("mean_all", OpKind::kReduceMean, {0, 1, 2, 3}),
+                                        reduce("max_w", OpKind::kReduceMax, {3})};
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(std::move(b).finish(outputs), 2);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_EQ(want[0].shape, (graph::Shape{1, 5, 1, 4}));
+  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+    PlanOptions options;
+    options.layout = layout;
+    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+    const auto got = Executor(plan).run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+          << m.graph.value(m.graph.outputs()[i]).name << " in " << graph::to_string(layout);
+    }
+  }
+}
+
 TEST(UnaryOps, Int8AndMixedLayoutsAreAnswersNotErrors) {
   KernelSpec spec;
   spec.kind = OpKind::kUnary;

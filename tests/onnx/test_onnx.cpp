@@ -196,8 +196,9 @@ TEST(Onnx, UnaryFunctionsRoundTripAndRunTheSame) {
   }
 }
 
-// Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant export as their
-// ONNX ops and import back to the same binary ops and values.
+// Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant, and ReduceMin and
+// ReduceProd over the batch and another axis, export as their ONNX ops and import back to the same
+// ops and values.
 TEST(Onnx, BinaryMathRoundTripsAndRunsTheSame) {
   networks::NetBuilder b("binary", 2, 3, 4, 5);
   UnaryAttrs exp;
@@ -212,13 +213,20 @@ TEST(Onnx, BinaryMathRoundTripsAndRunsTheSame) {
     a.constant = {3, 1, 1};
     outputs.push_back(b.op(cat(to_string(op), "_constant"), OpKind::kBinary, a, {positive}));
   }
+  for (OpKind kind : {OpKind::kReduceMin, OpKind::kReduceProd}) {
+    ReduceAttrs r;
+    r.axes = {0, 2};
+    outputs.push_back(b.op(cat(to_string(kind), "_n_h"), kind, r, {positive}));
+  }
   const Graph raw = std::move(b).finish(outputs);
   const WeightStore w = random_weights(raw, 6);
   const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, w), "binary", {});
   EXPECT_EQ(count_ops(back.graph, OpKind::kBinary), 8u);
+  EXPECT_EQ(count_ops(back.graph, OpKind::kReduceMin), 1u);
+  EXPECT_EQ(count_ops(back.graph, OpKind::kReduceProd), 1u);
   const auto want = run_cpu(Model{raw, w});
   const auto got = run_cpu(Model{back.graph, back.weights});
-  ASSERT_EQ(want.size(), 8u);
+  ASSERT_EQ(want.size(), 10u);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-6) << raw.value(outputs[i]).name;
