@@ -386,9 +386,11 @@ struct LayerNormAttrs {
 /// any axis of a row-major tensor: attention scores over their keys).
 struct SoftmaxAttrs {
   int64_t axis = 1;  ///< the axis normalised (non-negative)
+  bool log = false;  ///< log(softmax(x)) computed as x - max - log(sum(exp(x - max))) (ONNX LogSoftmax)
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("axis", a.axis, FieldRule::kOptional);
+    v("log", a.log, FieldRule::kOptional);
   }
   bool operator==(const SoftmaxAttrs&) const = default;
 };

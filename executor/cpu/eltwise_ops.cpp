@@ -60,6 +60,12 @@ std::vector<EltwiseStep> bn_activation_steps(const KernelSpec& spec) {
   return eltwise_steps(act, relu6_bound(spec.dsts[0]));
 }
 
+dnnl::logsoftmax_forward::primitive_desc logsoftmax_pd(const KernelSpec& spec, const DnnlContext& ctx) {
+  const int axis = static_cast<int>(std::get<graph::SoftmaxAttrs>(spec.attrs).axis);
+  dnnl::logsoftmax_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), axis);
+  return {d, make_attr(), ctx.engine};
+}
+
 dnnl::softmax_forward::primitive_desc softmax_pd(const KernelSpec& spec, const DnnlContext& ctx) {
   const int axis = static_cast<int>(std::get<graph::SoftmaxAttrs>(spec.attrs).axis);
   dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), axis);
@@ -71,6 +77,7 @@ dnnl::softmax_forward::primitive_desc softmax_pd(const KernelSpec& spec, const D
 struct EltwiseState : KernelDesc::State {
   dnnl::batch_normalization_forward::primitive_desc bn;
   dnnl::softmax_forward::primitive_desc softmax;
+  dnnl::logsoftmax_forward::primitive_desc logsoftmax;  // a softmax with `log`
   dnnl::eltwise_forward::primitive_desc eltwise;  // activations and scale; a batch norm's activation
 };
 
@@ -90,6 +97,12 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
       }
       break;
     case OpKind::kSoftmax:
+      if (std::get<graph::SoftmaxAttrs>(spec.attrs).log) {
+        s->logsoftmax = logsoftmax_pd(spec, ctx);
+        impl = s->logsoftmax.impl_info_str();
+        workspace = workspace_of(s->logsoftmax);
+        break;
+      }
       s->softmax = softmax_pd(spec, ctx);
       impl = s->softmax.impl_info_str();
       workspace = workspace_of(s->softmax);
@@ -121,6 +134,11 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
       return s.bn.impl_info_str();
     }
     case OpKind::kSoftmax:
+      if (s.logsoftmax) {
+        k.add({dnnl::logsoftmax_forward(s.logsoftmax), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
+              scratch(s.logsoftmax));
+        return s.logsoftmax.impl_info_str();
+      }
       k.add({dnnl::softmax_forward(s.softmax), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
             scratch(s.softmax));
       return s.softmax.impl_info_str();

@@ -108,6 +108,9 @@ Support check(const KernelSpec& spec) {
     }
   }
   if (spec.kind == OpKind::kSoftmax) {
+    if (std::get<graph::SoftmaxAttrs>(spec.attrs).log) {
+      return Support::unsupported(SupportReason::kAttributes, "the CUDA softmax has no log form (LogSoftmax) yet");
+    }
     if (graph::is_int8(spec.srcs[0].dtype) || spec.srcs[0].dtype != spec.dsts[0].dtype) {
       return Support::unsupported(SupportReason::kDataType, "softmax runs in f32 or f16 and keeps the element type");
     }

@@ -308,9 +308,11 @@ class Exporter {
         emit_activation(op, a.activation, out);
         return;
       }
-      case OpKind::kSoftmax:
-        integer(node("Softmax", op.name, in, {out}), "axis", op.attrs_as<SoftmaxAttrs>().axis);
+      case OpKind::kSoftmax: {
+        const auto& a = op.attrs_as<SoftmaxAttrs>();
+        integer(node(a.log ? "LogSoftmax" : "Softmax", op.name, in, {out}), "axis", a.axis);
         return;
+      }
       case OpKind::kScale:
         in.push_back(floats(op.name + "/factor", {static_cast<float>(op.attrs_as<ScaleAttrs>().factor)}, {}));
         node("Mul", op.name, in, {out});

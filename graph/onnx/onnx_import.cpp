@@ -353,6 +353,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
       {"Gemm", &Importer::gemm},
       {"MatMul", &Importer::gemm},
       {"Softmax", &Importer::softmax},
+      {"LogSoftmax", &Importer::softmax},
       {"Pad", &Importer::pad},
       {"Split", &Importer::split},
       {"Slice", &Importer::slice},
@@ -385,9 +386,19 @@ void Importer::import_node(const onnx::NodeProto& node) {
                         NoAttrs{}, {input(node, 0)}));
   } else if (t == "Flatten") {
     const ValueId x = input(node, 0);
-    if (attr_int(node, "axis", 1) != 1) fail(node, "only axis 1 is supported");
-    if (shape(x).rank() == 2) define(node, 0, x);
-    else define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
+    const Shape s = shape(x);
+    const auto rank = static_cast<int64_t>(s.rank());
+    int64_t axis = attr_int(node, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) fail(node, cat("axis ", attr_int(node, "axis", 1), " is not an axis of ", s.to_string()));
+    if (axis == 1 && rank == 2) {
+      define(node, 0, x);
+    } else if (axis == 1 && rank == 4) {
+      define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
+    } else {  // [d0 ... d(axis-1), d(axis) ... ] -> [their two products], in row-major order
+      const auto at = static_cast<size_t>(axis);
+      define(node, 0, reshaped(node, x, {product(s.dims(), 0, at), product(s.dims(), at, s.rank())}));
+    }
   } else if (t == "Dropout" || t == "Identity") {
     define(node, 0, input(node, 0));
   } else if (t == "Cast") {

@@ -441,7 +441,25 @@ void Importer::softmax(const onnx::NodeProto& node) {
     on_row_major(node);
     return;
   }
-  define(node, 0, add(node, OpKind::kSoftmax, SoftmaxAttrs{}, {x}));
+  define(node, 0, softmax_of(node, x));
+}
+
+ValueId Importer::softmax_of(const onnx::NodeProto& node, ValueId x) {
+  const Shape s = shape(x);
+  const auto rank = static_cast<int64_t>(s.rank());
+  int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) fail(node, cat("axis ", attr_int(node, "axis", 0), " is not an axis of ", s.to_string()));
+  SoftmaxAttrs a;
+  a.axis = axis;
+  a.log = node.op_type() == "LogSoftmax";
+  const auto at = static_cast<size_t>(axis);
+  if (opset_ >= 13 || product(s.dims(), at + 1, s.rank()) == 1) return add(node, OpKind::kSoftmax, a, {x});
+  // Before opset 13 the input is seen as [d0 ... d(axis-1), d(axis) · ... · d(rank-1)] and normalised
+  // over its second dimension: one softmax over all the trailing dimensions.
+  a.axis = 1;
+  const ValueId flat = reshaped(node, x, {product(s.dims(), 0, at), product(s.dims(), at, s.rank())});
+  return reshaped(node, add(node, OpKind::kSoftmax, a, {flat}), s.dims());
 }
 
 void Importer::pad(const onnx::NodeProto& node) {

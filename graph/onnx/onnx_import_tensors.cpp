@@ -227,15 +227,7 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
   }
   if (t == "MatMul") return matmul(node), true;
   if (t == "Gemm") return gemm(node), mark(values_.at(node.output(0))), true;
-  if (t == "Softmax") {
-    const ValueId x = row_major(node, 0);
-    const auto rank = static_cast<int64_t>(shape(x).rank());
-    SoftmaxAttrs a;
-    a.axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
-    if (a.axis < 0) a.axis += rank;
-    if (opset_ < 13 && a.axis != rank - 1) fail(node, "softmax before opset 13 is supported over the last axis only");
-    return out(add(node, OpKind::kSoftmax, a, {x})), true;
-  }
+  if (t == "Softmax" || t == "LogSoftmax") return out(softmax_of(node, row_major(node, 0))), true;
   if (t == "LayerNormalization") {
     const ValueId x = row_major(node, 0);
     int64_t axis = attr_int(node, "axis", -1);

@@ -109,6 +109,9 @@ class Importer {
   // or e^x, then sqrt or log where the op takes one: nodes imported in its place.
   void reduce_via_sum(const onnx::NodeProto& node);
   void elementwise(const onnx::NodeProto& node);
+  // Softmax or LogSoftmax of `x` by the node's axis and the opset's rule (one axis from 13; all
+  // the trailing ones flattened before).
+  ValueId softmax_of(const onnx::NodeProto& node, ValueId x);
   // x [N, C or 1, H or 1, W or 1] broadcast to `to` by exact copies (a 1x1 convolution of weight 1,
   // a nearest resize).
   ValueId expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to);
