@@ -382,6 +382,23 @@ struct LayerNormAttrs {
   bool operator==(const LayerNormAttrs&) const = default;
 };
 
+/// Local response normalisation across channels (AlexNet, GoogLeNet; ONNX LRN): y = x / (bias +
+/// alpha / size · Σ x²)^beta, the sum over the `size` channels centred on each (odd `size`).
+struct LrnAttrs {
+  int64_t size = 5;     ///< channels in the window (odd)
+  double alpha = 1e-4;  ///< scale of the sum of squares (divided by size)
+  double beta = 0.75;   ///< exponent
+  double bias = 1.0;    ///< added before the power
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("size", a.size, FieldRule::kRequired);
+    v("alpha", a.alpha, FieldRule::kOptional);
+    v("beta", a.beta, FieldRule::kOptional);
+    v("bias", a.bias, FieldRule::kOptional);
+  }
+  bool operator==(const LrnAttrs&) const = default;
+};
+
 /// Softmax over one axis (1: the channels of a rank-4 tensor or the features of a rank-2 one;
 /// any axis of a row-major tensor: attention scores over their keys).
 struct SoftmaxAttrs {
@@ -603,7 +620,8 @@ struct ChannelShuffleAttrs {
   X(kConcatConstant, "concat_constant", ConcatConstantAttrs) \
   X(kTanh, "tanh", NoAttrs)                            \
   X(kSqrt, "sqrt", NoAttrs)                            \
-  X(kUnary, "unary", UnaryAttrs)
+  X(kUnary, "unary", UnaryAttrs)                       \
+  X(kLrn, "lrn", LrnAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -622,7 +640,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
-                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs>;
+                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

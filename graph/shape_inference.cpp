@@ -350,6 +350,15 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kLeakyRelu:
       check.arity(inputs, 1, 1);
       return {inputs[0]};
+    case OpKind::kLrn: {
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      check.require(!is_int8(inputs[0].dtype), "lrn runs on floating-point tensors (dequantise first)");
+      const auto& a = op.attrs_as<LrnAttrs>();
+      check.require(a.size >= 1 && a.size % 2 == 1, cat("size must be odd and >= 1, got ", a.size));
+      check.require(a.bias > 0, cat("bias must be > 0, got ", a.bias));
+      return {inputs[0]};
+    }
     case OpKind::kUnary: {
       check.arity(inputs, 1, 1);
       check.require(!is_int8(inputs[0].dtype), "unary runs on floating-point tensors (dequantise first)");

@@ -1,6 +1,7 @@
 // Element-wise ops on oneDNN: activations (ReLU, leaky ReLU, ReLU6, sigmoid, hard sigmoid, hard
 // swish, SiLU, GELU in its erf and tanh forms), scaling, batch normalisation (a fused ReLU by the primitive's fuse_norm_relu,
-// other fused activations as in-place eltwise steps after it) and softmax.
+// other fused activations as in-place eltwise steps after it), softmax and log softmax, and local
+// response normalisation across channels.
 #include <algorithm>
 
 #include "common/strings.h"
@@ -60,6 +61,14 @@ std::vector<EltwiseStep> bn_activation_steps(const KernelSpec& spec) {
   return eltwise_steps(act, relu6_bound(spec.dsts[0]));
 }
 
+dnnl::lrn_forward::primitive_desc lrn_pd(const KernelSpec& spec, const DnnlContext& ctx) {
+  const auto& a = std::get<graph::LrnAttrs>(spec.attrs);
+  dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels,
+                            md(spec.srcs[0]), a.size, static_cast<float>(a.alpha), static_cast<float>(a.beta),
+                            static_cast<float>(a.bias));
+  return {d, make_attr(), ctx.engine};
+}
+
 dnnl::logsoftmax_forward::primitive_desc logsoftmax_pd(const KernelSpec& spec, const DnnlContext& ctx) {
   const int axis = static_cast<int>(std::get<graph::SoftmaxAttrs>(spec.attrs).axis);
   dnnl::logsoftmax_forward::desc d(dnnl::prop_kind::forward_inference, md(spec.srcs[0]), axis);
@@ -78,6 +87,7 @@ struct EltwiseState : KernelDesc::State {
   dnnl::batch_normalization_forward::primitive_desc bn;
   dnnl::softmax_forward::primitive_desc softmax;
   dnnl::logsoftmax_forward::primitive_desc logsoftmax;  // a softmax with `log`
+  dnnl::lrn_forward::primitive_desc lrn;
   dnnl::eltwise_forward::primitive_desc eltwise;  // activations and scale; a batch norm's activation
 };
 
@@ -95,6 +105,14 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
         s->eltwise = eltwise_pd(ctx, steps, md(spec.dsts[0]));
         workspace = std::max(workspace, workspace_of(s->eltwise));
       }
+      break;
+    case OpKind::kLrn:
+      if (spec.srcs[0].dtype != graph::DataType::kF32) {
+        return Support::unsupported(SupportReason::kDataType, "lrn runs in f32");
+      }
+      s->lrn = lrn_pd(spec, ctx);
+      impl = s->lrn.impl_info_str();
+      workspace = workspace_of(s->lrn);
       break;
     case OpKind::kSoftmax:
       if (std::get<graph::SoftmaxAttrs>(spec.attrs).log) {
@@ -133,6 +151,9 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
       if (s.eltwise) k.add_eltwise(s.eltwise, dst_slot(0), dst_slot(0));
       return s.bn.impl_info_str();
     }
+    case OpKind::kLrn:
+      k.add({dnnl::lrn_forward(s.lrn), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}}, scratch(s.lrn));
+      return s.lrn.impl_info_str();
     case OpKind::kSoftmax:
       if (s.logsoftmax) {
         k.add({dnnl::logsoftmax_forward(s.logsoftmax), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
@@ -154,7 +175,7 @@ const OpFamily kElementwiseFamily{"element-wise",
                                   {OpKind::kRelu, OpKind::kRelu6, OpKind::kSigmoid, OpKind::kScale,
                                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kSilu,
                                    OpKind::kGelu, OpKind::kGeluTanh, OpKind::kTanh, OpKind::kSqrt, OpKind::kLeakyRelu, OpKind::kClip,
-                                   OpKind::kBatchNorm, OpKind::kSoftmax},
+                                   OpKind::kBatchNorm, OpKind::kSoftmax, OpKind::kLrn},
                                   check,
                                   build};
 

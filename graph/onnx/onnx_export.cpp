@@ -379,6 +379,15 @@ class Exporter {
       case OpKind::kGlobalMaxPool:
         node("GlobalMaxPool", op.name, in, {out});
         return;
+      case OpKind::kLrn: {
+        const auto& a = op.attrs_as<LrnAttrs>();
+        auto* n = node("LRN", op.name, in, {out});
+        integer(n, "size", a.size);
+        real(n, "alpha", static_cast<float>(a.alpha));
+        real(n, "beta", static_cast<float>(a.beta));
+        real(n, "bias", static_cast<float>(a.bias));
+        return;
+      }
       case OpKind::kUnary: {  // the ONNX op of the function, with its parameters by their ONNX names
         const auto& a = op.attrs_as<UnaryAttrs>();
         // Opset 17 has neither Mish (18) nor Swish (24): x · tanh(softplus(x)), x · sigmoid(alpha x).

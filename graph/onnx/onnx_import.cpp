@@ -405,6 +405,14 @@ void Importer::import_node(const onnx::NodeProto& node) {
     const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
     if (to != onnx::TensorProto::FLOAT) fail(node, "only casts of tensors to float32 are supported");
     define(node, 0, input(node, 0));
+  } else if (t == "LRN") {
+    LrnAttrs a;
+    a.size = attr_int(node, "size", 0);
+    a.alpha = attr_float(node, "alpha", 1e-4f);
+    a.beta = attr_float(node, "beta", 0.75f);
+    a.bias = attr_float(node, "bias", 1.0f);
+    if (a.size < 1 || a.size % 2 == 0) fail(node, cat("size ", a.size, " is not supported (an odd size: a window centred on each channel)"));
+    define(node, 0, add(node, OpKind::kLrn, a, {input(node, 0)}));
   } else if (const auto fn = unary_fn_of_onnx(t)) {
     define(node, 0, add(node, OpKind::kUnary, unary_attrs(node, *fn), {input(node, 0)}));
   } else if (t == "SpaceToDepth") {

@@ -62,7 +62,7 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Celu", 28}, {"Cosh", 22}, {"Elu", 22}, {"Mish", 22}, {"Selu", 22}, {"Shrink", 9},
     {"Sinh", 22}, {"Softplus", 22}, {"Softsign", 22}, {"Swish", 24}, {"Tan", 22},
     {"ThresholdedRelu", 22},
-    {"LogSoftmax", 13}, {"Mean", 13}, {"ReduceL1", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18},
+    {"LogSoftmax", 13}, {"LRN", 13}, {"Mean", 13}, {"ReduceL1", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18},
 };
 
 const OpVersions* find(std::string_view type) {

@@ -782,6 +782,26 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       for (float& v : y.data) v = v >= 0 ? v : static_cast<float>(alpha * v);
       return {y};
     }
+    case OpKind::kLrn: {  // ONNX's definition, in double
+      const auto& a = op.attrs_as<graph::LrnAttrs>();
+      const int64_t n = x.shape[0], c = x.shape[1], hw = x.shape[2] * x.shape[3];
+      const int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
+      HostTensor y = x;
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t p = 0; p < hw; ++p) {
+            double sum = 0;
+            for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after); ++k) {
+              const double v = x.data[static_cast<size_t>((b * c + k) * hw + p)];
+              sum += v * v;
+            }
+            const auto i = static_cast<size_t>((b * c + ch) * hw + p);
+            y.data[i] = static_cast<float>(x.data[i] / std::pow(a.bias + a.alpha / static_cast<double>(a.size) * sum, a.beta));
+          }
+        }
+      }
+      return {y};
+    }
     case OpKind::kUnary: {
       const auto& a = op.attrs_as<graph::UnaryAttrs>();
       HostTensor y = x;

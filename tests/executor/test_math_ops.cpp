@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "common/strings.h"
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "networks/builder.h"
@@ -185,6 +186,38 @@ TEST(Reductions, AnyAxesOfEveryKindMatchTheReferenceInEveryLayout) {
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
           << m.graph.value(m.graph.outputs()[i]).name << " in " << graph::to_string(layout);
+    }
+  }
+}
+
+// Local response normalisation (AlexNet's, GoogLeNet's) on oneDNN's across-channel LRN, windows of
+// 1, 3 and 5 channels over 5 and 20 channels, in every layout, against ONNX's formula.
+TEST(Lrn, MatchesOnnxsDefinitionInEveryLayout) {
+  for (int64_t channels : {5, 20}) {
+    networks::NetBuilder b("lrn", 2, channels, 3, 4);
+    std::vector<ValueId> outputs;
+    for (int64_t size : {1, 3, 5}) {
+      graph::LrnAttrs a;
+      a.size = size;
+      a.alpha = 0.5;
+      a.beta = 0.75;
+      a.bias = 2.0;
+      outputs.push_back(b.op(cat("lrn", size), OpKind::kLrn, a, {b.input()}));
+    }
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(std::move(b).finish(outputs), 2);
+    const auto inputs = stagecraft::testing::inputs_of(m.graph);
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+      PlanOptions options;
+      options.layout = layout;
+      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+      const auto got = Executor(plan).run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+            << channels << " channels, size " << (2 * i + 1) << " in " << graph::to_string(layout);
+      }
     }
   }
 }

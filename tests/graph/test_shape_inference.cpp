@@ -369,9 +369,20 @@ TEST(ShapeInference, UnaryKeepsItsInputAndRefusesInt8) {
   EXPECT_NE(error_of(make_op(OpKind::kUnary, a), {plain}).find("alpha must not be 0"), std::string::npos);
 }
 
+TEST(ShapeInference, LrnKeepsItsImageAndNeedsAnOddWindow) {
+  LrnAttrs a;
+  a.size = 3;
+  EXPECT_EQ(infer1(make_op(OpKind::kLrn, a), {make_desc(Shape{1, 8, 4, 4})}), (Shape{1, 8, 4, 4}));
+  a.size = 4;
+  EXPECT_NE(error_of(make_op(OpKind::kLrn, a), {make_desc(Shape{1, 8, 4, 4})}).find("size must be odd"),
+            std::string::npos);
+  a.size = 3;
+  EXPECT_NE(error_of(make_op(OpKind::kLrn, a), {make_desc(Shape{2, 8})}).find("rank 4"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 44u);
+  EXPECT_EQ(all_op_kinds().size(), 45u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

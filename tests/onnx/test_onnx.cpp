@@ -233,6 +233,36 @@ TEST(Onnx, BinaryMathRoundTripsAndRunsTheSame) {
   }
 }
 
+TEST(Onnx, LrnRoundTripsAndAnEvenWindowIsRefusedByName) {
+  networks::NetBuilder b("lrn", 1, 6, 3, 3);
+  LrnAttrs a;
+  a.size = 3;
+  a.alpha = 0.25;
+  a.bias = 1.5;
+  const Graph raw = std::move(b).finish({b.op("lrn", OpKind::kLrn, a, {b.input()})});
+  const std::string bytes = export_onnx_bytes(raw, {});
+  const OnnxModel back = import_onnx_bytes(bytes, "lrn", {});
+  ASSERT_EQ(count_ops(back.graph, OpKind::kLrn), 1u);
+  EXPECT_EQ(back.graph.op(*back.graph.find_op("lrn")).attrs_as<LrnAttrs>(), a);
+  const auto want = run_cpu(Model{raw, {}});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LT(stagecraft::testing::max_relative_error(got[0].data, want[0].data), 1e-6);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  for (auto& attr : *m.mutable_graph()->mutable_node(0)->mutable_attribute()) {
+    if (attr.name() == "size") attr.set_i(4);
+  }
+  std::string even;
+  m.SerializeToString(&even);
+  try {
+    import_onnx_bytes(even, "lrn.onnx", {});
+    FAIL() << "an even LRN window was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lrn.onnx: node 'lrn' (LRN): size 4 is not supported"), std::string::npos) << e.what();
+  }
+}
+
 // ---- Malformed and unsupported models ----------------------------------------------------------
 
 onnx::ModelProto squeeze_model() {
@@ -279,9 +309,9 @@ TEST(Onnx, MalformedFilesAreClearErrors) {
   EXPECT_NE(m.find("which no earlier node produces"), std::string::npos) << m;
 
   onnx::ModelProto unsupported = squeeze_model();
-  unsupported.mutable_graph()->mutable_node(1)->set_op_type("LRN");
+  unsupported.mutable_graph()->mutable_node(1)->set_op_type("LSTM");
   m = import_error(serialize(unsupported));
-  EXPECT_NE(m.find("(LRN): this op is not supported"), std::string::npos) << m;
+  EXPECT_NE(m.find("(LSTM): this op is not supported"), std::string::npos) << m;
 
   onnx::ModelProto old = squeeze_model();
   old.mutable_opset_import(0)->set_version(9);
