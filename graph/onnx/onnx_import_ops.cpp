@@ -397,11 +397,15 @@ void Importer::gemm(const onnx::NodeProto& node) {
                       shape(input(node, 0)).rank() != 2)) {
     return matmul(node);
   }
-  const ValueId x = input(node, 0);
+  ValueId x = input(node, 0);
   if (shape(x).rank() != 2) fail(node, cat("only 2-D inputs are supported (got ", shape(x).to_string(), ")"));
-  if (!matmul_node && (attr_int(node, "transA", 0) != 0 || attr_float(node, "alpha", 1.0f) != 1.0f ||
-                  attr_float(node, "beta", 1.0f) != 1.0f)) {
-    fail(node, "only transA=0, alpha=1, beta=1 are supported");
+  // Y = alpha · A' · B' + beta · C: alpha scales the weight, beta the bias, and A' = Aᵀ a transpose.
+  const float alpha = matmul_node ? 1.0f : attr_float(node, "alpha", 1.0f);
+  const float beta = matmul_node ? 1.0f : attr_float(node, "beta", 1.0f);
+  if (!matmul_node && attr_int(node, "transA", 0) != 0) {
+    TransposeAttrs t;
+    t.perm = {1, 0};
+    x = add(node, OpKind::kTranspose, t, {x});
   }
   const ConstTensor* b = constant(node, 1);
   if (!b || b->dims.size() != 2) fail(node, "the second input must be a 2-D constant");
@@ -415,6 +419,9 @@ void Importer::gemm(const onnx::NodeProto& node) {
       for (int64_t o = 0; o < out; ++o) t[static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * out + o)];
     w = std::move(t);
   }
+  if (alpha != 1.0f) {
+    for (float& v : w) v *= alpha;
+  }
   const ConstTensor* c = matmul_node ? nullptr : constant(node, 2);
   if (!matmul_node && has_input(node, 2) && !c) fail(node, "the bias (input 2) must be a constant");
   LinearAttrs a;
@@ -426,6 +433,9 @@ void Importer::gemm(const onnx::NodeProto& node) {
   ow.weight = std::move(w);
   if (c) {
     ow.bias = c->floats();
+    if (beta != 1.0f) {
+      for (float& v : ow.bias) v *= beta;
+    }
     if (ow.bias.size() == 1 && out > 1) ow.bias.assign(static_cast<size_t>(out), ow.bias[0]);
     if (static_cast<int64_t>(ow.bias.size()) != out) fail(node, "the bias must have one value per output");
   }

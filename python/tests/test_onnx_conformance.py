@@ -149,3 +149,27 @@ def test_softmax_follows_the_rule_of_its_opset(op, opset, shape, axis):
     assert got.shape == want.shape
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # log: cancellation near 0
+
+
+@pytest.mark.parametrize("trans_a,trans_b,alpha,beta", [(0, 0, 1.0, 1.0), (1, 0, 0.5, 1.0), (0, 1, 1.0, 2.5),
+                                                        (1, 1, -0.25, 0.75)])
+def test_gemm_of_a_constant_weight_takes_every_attribute(trans_a, trans_b, alpha, beta):
+    """Gemm with a constant B and C: transA (a transpose before), alpha (in the weight), beta (in the
+    bias), transB; against ONNX Runtime. These were refused before (only transA 0, alpha 1, beta 1)."""
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
+    rng = np.random.default_rng(8)
+    m, k, n = 3, 5, 4
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["a", "b", "c"], ["y"], transA=trans_a, transB=trans_b, alpha=alpha, beta=beta)],
+        "gemm", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [k, m] if trans_a else [m, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[helper.make_tensor("b", TensorProto.FLOAT, b.shape, b.ravel()),
+                     helper.make_tensor("c", TensorProto.FLOAT, c.shape, c)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    a = rng.standard_normal([k, m] if trans_a else [m, k]).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
+    got = Backend.prepare(model).run([a])[0]
+    assert got.shape == want.shape == (m, n)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
