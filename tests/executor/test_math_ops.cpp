@@ -63,6 +63,25 @@ graph::Graph unary_graph(UnaryFn fn) {
   return std::move(b).finish({u, c});
 }
 
+// Runs `m` planned in each CPU layout and expects every output within 1e-5 (relative, NaN-aware)
+// of `want`; `what` names the case in failures.
+void expect_every_layout_matches(const stagecraft::testing::Model& m, const std::vector<HostTensor>& inputs,
+                                 const std::vector<HostTensor>& want, const std::string& what) {
+  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+    PlanOptions options;
+    options.layout = layout;
+    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+    const auto got = Executor(plan).run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+          << what << " in " << graph::to_string(layout) << ", output " << i << " ("
+          << m.graph.value(m.graph.outputs()[i]).name << ")";
+    }
+  }
+}
+
 TEST(UnaryOps, EveryFunctionMatchesItsDefinitionInEveryLayout) {
   ASSERT_EQ(every_fn().size(), 28u);
   for (UnaryFn fn : every_fn()) {
@@ -70,18 +89,7 @@ TEST(UnaryOps, EveryFunctionMatchesItsDefinitionInEveryLayout) {
     const std::vector<HostTensor> inputs = {input_for(fn, graph::Shape{2, 5, 3, 4})};
     const auto want = testing::reference_run(m.graph, m.weights, inputs);
     ASSERT_EQ(want.size(), 2u);
-    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
-      PlanOptions options;
-      options.layout = layout;
-      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
-      const auto got = Executor(plan).run(inputs);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
-            << graph::to_string(fn) << " in " << graph::to_string(layout) << ", output " << i;
-      }
-    }
+    expect_every_layout_matches(m, inputs, want, std::string(graph::to_string(fn)));
   }
 }
 
@@ -135,18 +143,7 @@ TEST(BinaryMath, PowMaxMinModMatchTheReferenceInEveryLayout) {
     const auto inputs = stagecraft::testing::inputs_of(m.graph);
     const auto want = testing::reference_run(m.graph, m.weights, inputs);
     ASSERT_EQ(want.size(), 2u);
-    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
-      PlanOptions options;
-      options.layout = layout;
-      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
-      const auto got = Executor(plan).run(inputs);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
-            << graph::to_string(op) << " in " << graph::to_string(layout) << ", output " << i;
-      }
-    }
+    expect_every_layout_matches(m, inputs, want, std::string(graph::to_string(op)));
   }
 }
 
@@ -176,18 +173,7 @@ TEST(Reductions, AnyAxesOfEveryKindMatchTheReferenceInEveryLayout) {
   const auto want = testing::reference_run(m.graph, m.weights, inputs);
   ASSERT_EQ(want.size(), 4u);
   EXPECT_EQ(want[0].shape, (graph::Shape{1, 5, 1, 4}));
-  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-  for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
-    PlanOptions options;
-    options.layout = layout;
-    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
-    const auto got = Executor(plan).run(inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
-          << m.graph.value(m.graph.outputs()[i]).name << " in " << graph::to_string(layout);
-    }
-  }
+  expect_every_layout_matches(m, inputs, want, "reductions");
 }
 
 // Local response normalisation (AlexNet's, GoogLeNet's) on oneDNN's across-channel LRN, windows of
@@ -207,18 +193,8 @@ TEST(Lrn, MatchesOnnxsDefinitionInEveryLayout) {
     const stagecraft::testing::Model m = stagecraft::testing::model_of(std::move(b).finish(outputs), 2);
     const auto inputs = stagecraft::testing::inputs_of(m.graph);
     const auto want = testing::reference_run(m.graph, m.weights, inputs);
-    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-    for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
-      PlanOptions options;
-      options.layout = layout;
-      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
-      const auto got = Executor(plan).run(inputs);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
-            << channels << " channels, size " << (2 * i + 1) << " in " << graph::to_string(layout);
-      }
-    }
+    ASSERT_EQ(want.size(), 3u);
+    expect_every_layout_matches(m, inputs, want, cat(channels, " channels"));
   }
 }
 
