@@ -299,6 +299,21 @@ void Importer::import_node(const onnx::NodeProto& node) {
   }
   const std::string& t = node.op_type();
   if (t == "Constant") return constant_node(node);
+  if (t == "CastLike") {
+    // A Cast to the element type of the second input (a constant's own type; every tensor the
+    // model computes is float32).
+    if (node.input_size() != 2) fail(node, "takes two inputs");
+    onnx::NodeProto cast = node;
+    cast.set_op_type("Cast");
+    cast.mutable_input()->RemoveLast();
+    const ConstTensor* like = constant(node, 1);
+    auto* to = cast.add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(like ? like->onnx_type : onnx::TensorProto::FLOAT);
+    --readers_[node.input(1)];
+    return import_node(cast);
+  }
   // Anything computable now is a constant: shape arithmetic, casts and identities of constants.
   try {
     if (auto folded = fold(node, fold_inputs(node), opset_)) {

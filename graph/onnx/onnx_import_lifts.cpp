@@ -22,6 +22,14 @@ bool Importer::needs_row_major(const onnx::NodeProto& node) const {
   if (!rank) return false;
   if (t == "BatchNormalization") return *rank != 4;
   if (t == "Conv" || t == "MaxPool" || t == "AveragePool" || t == "Softmax") return *rank == 3;
+  if (t == "Expand" || t == "Tile") return true;  // the row-major translation repeats along any axis
+  if (t == "Concat" || t == "Split") {
+    // The convolutions' concat and split join and cut the channels of rank-4 tensors; along any
+    // other axis or rank, the row-major translation does it.
+    int64_t axis = attr_int(node, "axis", t == "Concat" ? 1 : 0);
+    if (axis < 0) axis += static_cast<int64_t>(*rank);
+    return *rank != 4 || axis != 1;
+  }
   return false;
 }
 
