@@ -62,11 +62,11 @@ UnaryAttrs unary_attrs(const onnx::NodeProto& node, UnaryFn fn) {
   return a;
 }
 
+}  // namespace
+
 std::string node_name(const onnx::NodeProto& node) {
   return node.name().empty() ? (node.output_size() > 0 ? node.output(0) : node.op_type()) : node.name();
 }
-
-}  // namespace
 
 Importer::Importer(std::string source, const OnnxImportOptions& options, std::string model_dir)
     : source_(std::move(source)), options_(options), external_(std::move(model_dir)) {}
@@ -328,12 +328,21 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } catch (const std::runtime_error& e) {
     fail(node, e.what());
   }
+  if (expands(node)) return expand(node);
   if (t == "ReduceSumSquare" || t == "ReduceL2" || t == "ReduceL1" || t == "ReduceLogSum" || t == "ReduceLogSumExp") {
     return reduce_via_sum(node);
   }
   if ((reads_row_major(node) || needs_row_major(node)) && on_row_major(node)) return;
   if (reads_channels_last(node)) return on_channels_last(node);
   if (reads_group_view(node)) return on_group_view(node);
+  if (reads_loose_view(node)) {
+    // A view of another rank than the convolutions' 4 and the rows' 2, read by an op that does
+    // not carry views (a reduction of [N, G, C / G · H · W]): its row-major tensor.
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (auto v = pending_views_.find(node.input(i)); v != pending_views_.end()) values_[node.input(i)] = row_major(node, i);
+    }
+    if (on_row_major(node)) return;
+  }
   // The op types translated by one member function (several types may share one).
   using Translator = void (Importer::*)(const onnx::NodeProto&);
   static const std::map<std::string, Translator, std::less<>> kTranslators = {

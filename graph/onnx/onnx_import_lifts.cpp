@@ -4,6 +4,8 @@
 // that read a tensor of another rank than 4 where only the row-major translation knows it (a
 // BatchNorm1d of [N, C] in a classifier head, a Softmax of [N, h, T] in lambda layers) take that
 // translation.
+#include <set>
+
 #include "common/strings.h"
 #include "graph/onnx/onnx_importer.h"
 
@@ -29,6 +31,21 @@ bool Importer::needs_row_major(const onnx::NodeProto& node) const {
     int64_t axis = attr_int(node, "axis", t == "Concat" ? 1 : 0);
     if (axis < 0) axis += static_cast<int64_t>(*rank);
     return *rank != 4 || axis != 1;
+  }
+  return false;
+}
+
+bool Importer::reads_loose_view(const onnx::NodeProto& node) const {
+  // The op types that take views as they are (reshapes, transposes, gathers of a flat view).
+  static const std::set<std::string, std::less<>> kCarry = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+                                                            "Identity", "Dropout", "Gather"};
+  if (kCarry.count(node.op_type())) return false;
+  for (const auto& in : node.input()) {
+    const auto v = pending_views_.find(in);
+    if (v == pending_views_.end()) continue;
+    const PendingView& view = v->second;
+    const size_t rank = view.shape.size();
+    if (rank != 2 && rank != 4 && view.shuffle_groups == 0 && view.space_to_depth == 0 && !view.channels_last) return true;
   }
   return false;
 }

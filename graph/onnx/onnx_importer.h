@@ -34,6 +34,9 @@ inline int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to)
   return n;
 }
 
+/// The node's name, or its first output's where it has none (for messages).
+std::string node_name(const onnx::NodeProto& node);
+
 /// Axes made non-negative for a tensor of `rank` dimensions, sorted.
 std::vector<int64_t> normalised_axes(std::vector<int64_t> axes, size_t rank);
 
@@ -147,6 +150,12 @@ class Importer {
   // (split attention, selective kernels): softmax and sums over K, concatenation and element-wise
   // ops of stacks, as ops on the tensor [N, K·C, H, W].
   bool reads_group_view(const onnx::NodeProto& node) const;
+  // ---- onnx_import_expansions.cpp: ops written as other ONNX ops (normalisations, PRelu, Gemm
+  // of two tensors, MatMul of a vector, LpPool), imported in the node's place.
+  class Expansion;
+  // Whether the node is translated by its expansion.
+  bool expands(const onnx::NodeProto& node) const;
+  void expand(const onnx::NodeProto& node);
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
   // Whether the node reads a row-major value (made by this part of the importer) or a view of one.
   bool reads_row_major(const onnx::NodeProto& node) const;
@@ -160,6 +169,8 @@ class Importer {
   // only the row-major translation handles.
   std::optional<size_t> rank_of(const std::string& name) const;
   bool needs_row_major(const onnx::NodeProto& node) const;
+  // Whether the node reads a plain view of a rank other than 2 and 4 and does not carry views.
+  bool reads_loose_view(const onnx::NodeProto& node) const;
   // A Conv, MaxPool or AveragePool of [N, C, L] as the 2-D op over [N, C, 1, L].
   void one_dimensional(const onnx::NodeProto& node);
   // The node's input `slot` as a row-major graph value (a view or a convolutions' tensor copied).

@@ -57,6 +57,9 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Size", 25}, {"Slice", 13}, {"Softmax", 13}, {"SpaceToDepth", 28}, {"Split", 18},
     {"Sqrt", 13}, {"Squeeze", 25}, {"Sub", 14}, {"Sum", 13}, {"Tanh", 13}, {"Tile", 13},
     {"Transpose", 25}, {"Unsqueeze", 25}, {"Where", 16},
+    // The expansions (onnx_import_expansions.cpp).
+    {"GroupNormalization", 21}, {"LpNormalization", 22}, {"LpPool", 22},
+    {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"RMSNormalization", 23},
     // The unary functions (UnaryFn).
     {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},
     {"Celu", 28}, {"Cosh", 22}, {"Elu", 22}, {"Mish", 22}, {"Selu", 22}, {"Shrink", 9},

@@ -1,0 +1,311 @@
+// The ONNX importer's expansions: ops written as other ONNX ops, the way ONNX itself defines many
+// of them as functions, then imported node by node. RMSNormalization, GroupNormalization,
+// MeanVarianceNormalization, LpNormalization and PRelu always; LayerNormalization over other
+// axes than the last or with its mean and inverse-deviation outputs; Instance- and
+// BatchNormalization whose parameters are tensors of the model; Gemm of two tensors or with a
+// bias that varies by row; MatMul of a vector; LpPool as an average pool of |x|^p. An op with a
+// direct translation (a fused layer norm, a linear layer) keeps it wherever that applies; the
+// expansion takes the rest, with ONNX's semantics and each step a graph op of its own.
+#include <limits>
+#include <memory>
+#include <numeric>
+
+#include "common/strings.h"
+#include "graph/onnx/onnx_importer.h"
+#include "graph/onnx/onnx_patterns.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+onnx::AttributeProto int_attr(const char* name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
+onnx::AttributeProto ints_attr(const char* name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+// The axes from `axis` to the last of a tensor of `rank` dimensions.
+std::vector<int64_t> trailing_axes(int64_t axis, size_t rank) {
+  std::vector<int64_t> axes(rank - static_cast<size_t>(axis));
+  std::iota(axes.begin(), axes.end(), axis);
+  return axes;
+}
+
+}  // namespace
+
+// The nodes one node is written as: made in order (each reading earlier ones, the node's inputs
+// and constants), then imported in that order once all exist, so that every reader is known
+// when its producer is translated.
+class Importer::Expansion {
+ public:
+  Expansion(Importer& im, const onnx::NodeProto& node) : im_(im), node_(node) {
+    for (const auto& in : node.input()) {
+      if (!in.empty()) --im_.readers_[in];  // read by the nodes below instead
+    }
+  }
+
+  // A node of `type` reading `inputs` with `attrs`, writing `output` (a new name when empty).
+  std::string op(const char* type, const std::vector<std::string>& inputs,
+                 const std::vector<onnx::AttributeProto>& attrs = {}, std::string output = "") {
+    auto n = std::make_unique<onnx::NodeProto>();
+    n->set_op_type(type);
+    n->set_name(cat(node_name(node_), "/", type, "_", nodes_.size()));
+    if (output.empty()) output = cat(node_.output(0), "/", type, "_", nodes_.size());
+    for (const auto& in : inputs) {
+      n->add_input(in);
+      if (in.empty()) continue;
+      ++im_.readers_[in];
+      im_.reader_kinds_[in].insert(type);
+      im_.reader_nodes_[in].push_back(n.get());
+    }
+    for (const auto& a : attrs) *n->add_attribute() = a;
+    n->add_output(output);
+    im_.produced_.insert(output);
+    nodes_.push_back(n.get());
+    im_.expanded_.push_back(std::move(n));
+    return output;
+  }
+
+  // A constant: int64 values of `dims` (1-D when empty), or one float.
+  std::string ints(const std::vector<int64_t>& values) {
+    const std::string name = cat(node_.output(0), "/ints_", constants_++);
+    im_.constants_[name] = ConstTensor::of_ints(values, {static_cast<int64_t>(values.size())});
+    return name;
+  }
+  std::string scalar(float value) {
+    const std::string name = cat(node_.output(0), "/scalar_", constants_++);
+    im_.constants_[name] = ConstTensor::of_floats({value}, {});
+    return name;
+  }
+
+  // Mean or sum over `axes`, the reduced dimensions kept (axes an input from the opset that made
+  // them one).
+  std::string reduce(const char* type, const std::string& x, const std::vector<int64_t>& axes,
+                     const std::string& output = "") {
+    const bool input = std::string(type) == "ReduceSum" ? im_.opset_ >= 13 : im_.opset_ >= 18;
+    if (input) return op(type, {x, ints(axes)}, {int_attr("keepdims", 1)}, output);
+    return op(type, {x}, {ints_attr("axes", axes), int_attr("keepdims", 1)}, output);
+  }
+  std::string unsqueeze(const char* type, const std::string& x, const std::vector<int64_t>& axes,
+                        const std::string& output = "") {
+    if (im_.opset_ >= 13) return op(type, {x, ints(axes)}, {}, output);
+    return op(type, {x}, {ints_attr("axes", axes)}, output);
+  }
+  std::string reshape(const std::string& x, const std::vector<int64_t>& dims, const std::string& output = "") {
+    return op("Reshape", {x, ints(dims)}, {}, output);
+  }
+
+  // (x - mean) / sqrt(var + eps) over `axes`: the normalised tensor; the mean and 1 / sqrt(var +
+  // eps) under the names given (none when empty).
+  std::string normalised(const std::string& x, const std::vector<int64_t>& axes, float eps,
+                         const std::string& mean_out = "", const std::string& inv_out = "") {
+    const std::string mean = reduce("ReduceMean", x, axes, mean_out);
+    const std::string d = op("Sub", {x, mean});
+    const std::string var = reduce("ReduceMean", op("Mul", {d, d}), axes);
+    const std::string inv = op("Reciprocal", {op("Sqrt", {op("Add", {var, scalar(eps)})})}, {}, inv_out);
+    return op("Mul", {d, inv});
+  }
+
+  // Imports the nodes made.
+  void finish() {
+    for (const onnx::NodeProto* n : nodes_) im_.import_node(*n);
+  }
+
+ private:
+  Importer& im_;
+  const onnx::NodeProto& node_;
+  std::vector<const onnx::NodeProto*> nodes_;
+  int constants_ = 0;
+};
+
+bool Importer::expands(const onnx::NodeProto& node) const {
+  const std::string& t = node.op_type();
+  static const std::set<std::string, std::less<>> kAlways = {
+      "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool"};
+  if (kAlways.count(t)) return true;
+  const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
+  const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
+  const std::optional<size_t> rank = node.input_size() > 0 ? rank_of(node.input(0)) : std::nullopt;
+  if (t == "LayerNormalization") {
+    if (attr_int(node, kChannelsOnly, 0) != 0 || !rank) return false;
+    int64_t axis = attr_int(node, "axis", -1);
+    if (axis < 0) axis += static_cast<int64_t>(*rank);
+    return named(1) || named(2) || tensor(1) || tensor(2) || axis != static_cast<int64_t>(*rank) - 1;
+  }
+  if (t == "InstanceNormalization") return tensor(1) || tensor(2);
+  if (t == "BatchNormalization") {
+    return attr_int(node, "training_mode", 0) == 0 && (tensor(1) || tensor(2) || tensor(3) || tensor(4));
+  }
+  if (t == "Gemm") {
+    const ConstTensor* b = constant(node, 1);
+    if (!b || b->dims.size() != 2 || tensor(2)) return true;
+    const ConstTensor* c = constant(node, 2);
+    if (!c) return false;
+    // The linear layer's bias is one value, or one per output along the last axis.
+    const int64_t out = attr_int(node, "transB", 0) != 0 ? b->dims[0] : b->dims[1];
+    const bool row = !c->dims.empty() && c->dims.back() == out &&
+                     std::all_of(c->dims.begin(), c->dims.end() - 1, [](int64_t d) { return d == 1; });
+    return c->numel() != 1 && !row;
+  }
+  if (t == "MatMul") {
+    for (int i = 0; i < 2; ++i) {
+      const ConstTensor* c = constant(node, i);
+      const std::optional<size_t> r = c ? std::optional<size_t>(c->dims.size()) : rank_of(node.input(i));
+      if (r == 1u) return true;
+    }
+  }
+  return false;
+}
+
+void Importer::expand(const onnx::NodeProto& node) {
+  const std::string& t = node.op_type();
+  const std::optional<size_t> known = rank_of(node.input(0));
+  const size_t rank = known ? *known : constant(node, 0) ? constant(node, 0)->dims.size() : 0;
+  if (rank == 0) fail(node, "the input must have rank 1 or more");
+  const auto axis_of = [&](int64_t a) {
+    if (a < 0) a += static_cast<int64_t>(rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank)) fail(node, cat("axis ", a, " is outside a tensor of rank ", rank));
+    return a;
+  };
+  const std::vector<int64_t> dims = known ? dims_of(shape(input(node, 0))) : constant(node, 0)->dims;
+  const auto output = [&](int slot) { return slot < node.output_size() ? node.output(slot) : std::string(); };
+  // The shape [C, 1, ...] of a per-channel parameter broadcast over [N, C, ...].
+  std::vector<int64_t> per_channel(rank - 1, 1);
+  if (rank >= 2) per_channel[0] = dims[1];
+  Expansion e(*this, node);
+  const std::string& x = node.input(0);
+  const float eps = attr_float(node, "epsilon", 1e-5f);
+  if (t == "RMSNormalization") {
+    // x / sqrt(mean(x²) + eps) · scale over the axes from `axis` on.
+    const std::vector<int64_t> axes = trailing_axes(axis_of(attr_int(node, "axis", -1)), rank);
+    const std::string ms = e.reduce("ReduceMean", e.op("Mul", {x, x}), axes);
+    const std::string inv = e.op("Reciprocal", {e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps)})})});
+    e.op("Mul", {e.op("Mul", {x, inv}), node.input(1)}, {}, output(0));
+  } else if (t == "LayerNormalization") {
+    const std::vector<int64_t> axes = trailing_axes(axis_of(attr_int(node, "axis", -1)), rank);
+    std::string y = e.op("Mul", {e.normalised(x, axes, eps, output(1), output(2)), node.input(1)});
+    if (has_input(node, 2)) y = e.op("Add", {y, node.input(2)});
+    e.op("Identity", {y}, {}, output(0));
+  } else if (t == "InstanceNormalization" || t == "BatchNormalization") {
+    if (rank < 2) fail(node, cat("the input must have rank >= 2, got ", rank));
+    std::string n;
+    if (t == "InstanceNormalization") {
+      n = e.normalised(x, trailing_axes(2, rank), eps);
+    } else {  // inference: the given mean and variance per channel
+      const std::string mean = e.reshape(node.input(3), per_channel);
+      const std::string var = e.reshape(node.input(4), per_channel);
+      n = e.op("Div", {e.op("Sub", {x, mean}), e.op("Sqrt", {e.op("Add", {var, e.scalar(eps)})})});
+    }
+    const std::string y = e.op("Mul", {n, e.reshape(node.input(1), per_channel)});
+    e.op("Add", {y, e.reshape(node.input(2), per_channel)}, {}, output(0));
+  } else if (t == "GroupNormalization") {
+    // [N, C, ...] as [N, G, C / G · ...], normalised over the last axis. Scale and bias: one per
+    // group before opset 21, one per channel from it.
+    const int64_t groups = attr_int(node, "num_groups", 0);
+    if (rank < 3) fail(node, cat("the input must have rank >= 3, got ", rank));
+    if (groups < 1 || dims[1] % groups != 0) fail(node, cat("num_groups ", groups, " does not divide the ", dims[1], " channels"));
+    const std::vector<int64_t> grouped = {dims[0], groups, product(dims, 1, rank) / groups};
+    const std::string n = e.normalised(e.reshape(x, grouped), {2}, eps);
+    if (opset_ < 21) {
+      const std::string y = e.op("Mul", {n, e.reshape(node.input(1), {groups, 1})});
+      e.reshape(e.op("Add", {y, e.reshape(node.input(2), {groups, 1})}), dims, output(0));
+    } else {
+      const std::string y = e.op("Mul", {e.reshape(n, dims), e.reshape(node.input(1), per_channel)});
+      e.op("Add", {y, e.reshape(node.input(2), per_channel)}, {}, output(0));
+    }
+  } else if (t == "MeanVarianceNormalization") {
+    // ONNX's definition: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes` (0, 2, 3).
+    std::vector<int64_t> axes = attr_ints(node, "axes");
+    if (!attribute(node, "axes")) axes = {0, 2, 3};
+    for (int64_t& a : axes) a = axis_of(a);
+    const std::string mean = e.reduce("ReduceMean", x, axes);
+    const std::string var = e.op("Sub", {e.reduce("ReduceMean", e.op("Mul", {x, x}), axes), e.op("Mul", {mean, mean})});
+    const std::string sd = e.op("Add", {e.op("Sqrt", {var}), e.scalar(1e-9f)});
+    e.op("Div", {e.op("Sub", {x, mean}), sd}, {}, output(0));
+  } else if (t == "LpNormalization") {
+    const int64_t p = attr_int(node, "p", 2);
+    if (p != 1 && p != 2) fail(node, cat("p ", p, " is not supported (1 or 2)"));
+    const std::vector<int64_t> axes = {axis_of(attr_int(node, "axis", -1))};
+    const std::string norm = p == 1 ? e.reduce("ReduceSum", e.op("Abs", {x}), axes)
+                                    : e.op("Sqrt", {e.reduce("ReduceSum", e.op("Mul", {x, x}), axes)});
+    // A zero norm (every element 0) gives zeros, as ONNX's reference: the norm is at least the
+    // smallest normal float.
+    e.op("Div", {x, e.op("Max", {norm, e.scalar(std::numeric_limits<float>::min())})}, {}, output(0));
+  } else if (t == "PRelu") {
+    // max(x, 0) + slope · min(x, 0); one slope for every element is a leaky ReLU.
+    const ConstTensor* slope = constant(node, 1);
+    std::vector<float> s = slope ? slope->floats() : std::vector<float>{};
+    if (slope && !s.empty() && std::all_of(s.begin(), s.end(), [&](float v) { return v == s[0]; }) &&
+        slope->numel() <= product(dims, 0, rank)) {
+      onnx::AttributeProto alpha;
+      alpha.set_name("alpha");
+      alpha.set_type(onnx::AttributeProto::FLOAT);
+      alpha.set_f(s[0]);
+      std::vector<int64_t> broadcast_dims = slope->dims;
+      if (broadcast(dims, broadcast_dims) == dims) {
+        e.op("LeakyRelu", {x}, {alpha}, output(0));
+        e.finish();
+        return;
+      }
+    }
+    const std::string zero = e.scalar(0.0f);
+    e.op("Add", {e.op("Max", {x, zero}), e.op("Mul", {e.op("Min", {x, zero}), node.input(1)})}, {}, output(0));
+  } else if (t == "Gemm") {
+    // alpha · A' · B' + beta · C.
+    std::string a = x, b = node.input(1);
+    if (attr_int(node, "transA", 0) != 0) a = e.op("Transpose", {a}, {ints_attr("perm", {1, 0})});
+    if (attr_int(node, "transB", 0) != 0) b = e.op("Transpose", {b}, {ints_attr("perm", {1, 0})});
+    std::string y = e.op("MatMul", {a, b});
+    const float alpha = attr_float(node, "alpha", 1.0f), beta = attr_float(node, "beta", 1.0f);
+    if (alpha != 1.0f) y = e.op("Mul", {y, e.scalar(alpha)});
+    if (has_input(node, 2) && beta != 0.0f) {
+      const std::string c = beta == 1.0f ? node.input(2) : e.op("Mul", {node.input(2), e.scalar(beta)});
+      y = e.op("Add", {y, c});
+    }
+    e.op("Identity", {y}, {}, output(0));
+  } else if (t == "MatMul") {
+    // A vector operand as a matrix ([K] as [1, K] first, [K, 1] second), the added axis dropped.
+    const auto vector = [&](int slot) {
+      const ConstTensor* c = constant(node, slot);
+      return (c ? c->dims.size() : rank_of(node.input(slot)).value_or(0)) == 1;
+    };
+    const bool first = vector(0), second = vector(1);
+    if (first && second) fail(node, "the product of two vectors is a scalar (rank 0): not supported");
+    const std::string a = first ? e.unsqueeze("Unsqueeze", x, {0}) : x;
+    const std::string b = second ? e.unsqueeze("Unsqueeze", node.input(1), {1}) : node.input(1);
+    e.unsqueeze("Squeeze", e.op("MatMul", {a, b}), {first ? -2 : -1}, output(0));
+  } else if (t == "LpPool") {
+    // (Σ |x|^p over each window)^(1/p): an average pool (zeros for padding, counted) of |x|^p
+    // times the window size.
+    const int64_t p = attr_int(node, "p", 2);
+    if (p < 1) fail(node, cat("p ", p, " is not supported (>= 1)"));
+    const std::string a = e.op("Abs", {x});
+    const std::string powered = p == 1 ? a : p == 2 ? e.op("Mul", {a, a}) : e.op("Pow", {a, e.scalar(static_cast<float>(p))});
+    std::vector<onnx::AttributeProto> attrs;
+    for (const auto& at : node.attribute()) {
+      if (at.name() != "p") attrs.push_back(at);
+    }
+    attrs.push_back(int_attr("count_include_pad", 1));
+    const std::vector<int64_t> kernel = attr_ints(node, "kernel_shape");
+    const int64_t window = std::accumulate(kernel.begin(), kernel.end(), int64_t{1}, std::multiplies<>());
+    const std::string sum = e.op("Mul", {e.op("AveragePool", {powered}, attrs), e.scalar(static_cast<float>(window))});
+    if (p == 1) e.op("Identity", {sum}, {}, output(0));
+    else if (p == 2) e.op("Sqrt", {sum}, {}, output(0));
+    else e.op("Pow", {sum, e.scalar(1.0f / static_cast<float>(p))}, {}, output(0));
+  } else {
+    fail(node, "this op has no expansion");
+  }
+  e.finish();
+}
+
+}  // namespace stagecraft::graph::onnx_import
