@@ -11,7 +11,7 @@ using graph::OpKind;
 using graph::TensorDesc;
 
 Support weights_support(const KernelSpec& spec) {
-  const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear ||
+  const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear || spec.kind == OpKind::kConvTranspose2d ||
                      spec.kind == OpKind::kBatchNorm || spec.kind == OpKind::kLayerNorm;
   if (needs && spec.weights == nullptr) {
     return Support::unsupported(SupportReason::kWeights, "no weights given");

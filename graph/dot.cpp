@@ -18,6 +18,7 @@ std::string dot_escape(const std::string& text) {
 std::string dot_kind_color(OpKind kind) {
   switch (kind) {
     case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d:
     case OpKind::kLinear:
       return "#9ecae1";
     case OpKind::kMaxPool:

@@ -323,6 +323,10 @@ int64_t op_macs(const Op& op, const std::vector<TensorDesc>& inputs,
       const auto& a = op.attrs_as<LinearAttrs>();
       return inputs.at(0).shape.numel() / a.in_features * a.in_features * a.out_features;
     }
+    case OpKind::kConvTranspose2d: {  // every input element times its group's outputs and taps
+      const auto& a = op.attrs_as<ConvTranspose2dAttrs>();
+      return inputs.at(0).shape.numel() * (a.out_channels / a.groups) * a.kernel.h * a.kernel.w;
+    }
     case OpKind::kMatMul: {
       const Shape& out = outputs.at(0).shape;
       return out.numel() * inputs.at(0).shape[inputs.at(0).shape.rank() - 1];
@@ -342,6 +346,10 @@ int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs) {
     case OpKind::kLinear: {
       const auto& a = op.attrs_as<LinearAttrs>();
       return a.out_features * a.in_features + (a.bias ? a.out_features : 0);
+    }
+    case OpKind::kConvTranspose2d: {
+      const auto& a = op.attrs_as<ConvTranspose2dAttrs>();
+      return a.out_channels * (a.in_channels / a.groups) * a.kernel.h * a.kernel.w + (a.bias ? a.out_channels : 0);
     }
     case OpKind::kBatchNorm:
       return 2 * inputs.at(0).shape[1];  // scale and shift; running statistics are buffers

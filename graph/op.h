@@ -209,6 +209,38 @@ struct Conv2dAttrs {
   bool operator==(const Conv2dAttrs&) const = default;
 };
 
+/// Transposed 2-D convolution (ONNX ConvTranspose, PyTorch's ConvTranspose2d: a segmentation
+/// head's learned upsampling): input pixel (y, x) adds weight · x to output pixels
+/// (y · stride + ky · dilation - padding.top, ...). Output size per axis: stride · (in - 1) +
+/// dilation · (kernel - 1) + 1 + output_padding - padding at both ends. Weights are
+/// [out_channels, in_channels / groups, kernel.h, kernel.w], as a convolution's (the importer
+/// reorders ONNX's [in, out / groups, ...]).
+struct ConvTranspose2dAttrs {
+  int64_t in_channels = 0;   ///< input channels
+  int64_t out_channels = 0;  ///< output channels
+  Hw kernel{0, 0};           ///< kernel size
+  Hw stride{1, 1};           ///< stride (the upsampling factor)
+  Pads padding;              ///< removed from the output's edges
+  Hw output_padding{0, 0};   ///< added to the output's bottom and right (each < stride or dilation)
+  Hw dilation{1, 1};         ///< dilation
+  int64_t groups = 1;        ///< channel groups
+  bool bias = false;         ///< whether a bias is added
+
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("in_channels", a.in_channels, FieldRule::kRequired);
+    v("out_channels", a.out_channels, FieldRule::kRequired);
+    v("kernel", a.kernel, FieldRule::kRequired);
+    v("stride", a.stride, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("output_padding", a.output_padding, FieldRule::kOptional);
+    v("dilation", a.dilation, FieldRule::kOptional);
+    v("groups", a.groups, FieldRule::kOptional);
+    v("bias", a.bias, FieldRule::kOptional);
+  }
+  bool operator==(const ConvTranspose2dAttrs&) const = default;
+};
+
 /// Batch normalisation in inference form: y = act((x - mean) / sqrt(var + eps) * gamma + beta).
 struct BatchNormAttrs {
   double eps = 1e-5;                          ///< variance epsilon
@@ -621,7 +653,8 @@ struct ChannelShuffleAttrs {
   X(kTanh, "tanh", NoAttrs)                            \
   X(kSqrt, "sqrt", NoAttrs)                            \
   X(kUnary, "unary", UnaryAttrs)                       \
-  X(kLrn, "lrn", LrnAttrs)
+  X(kLrn, "lrn", LrnAttrs)                              \
+  X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -640,7 +673,8 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
-                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs>;
+                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
+                             ConvTranspose2dAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

@@ -339,6 +339,36 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       }
       return out;
     }
+    case OpKind::kConvTranspose2d: {
+      const auto& a = op.attrs_as<ConvTranspose2dAttrs>();
+      check.arity(inputs, 1, 1);
+      check.rank(inputs[0], 4);
+      check.require(!is_int8(inputs[0].dtype), "conv_transpose2d runs on floating-point tensors (dequantise first)");
+      check.require(a.in_channels >= 1 && a.out_channels >= 1,
+                    cat("in_channels and out_channels must be >= 1, got ", a.in_channels, " and ", a.out_channels));
+      check.positive(a.kernel, "kernel");
+      check.positive(a.stride, "stride");
+      check.positive(a.dilation, "dilation");
+      check.non_negative(a.padding, "padding");
+      check.require(a.groups >= 1 && a.in_channels % a.groups == 0 && a.out_channels % a.groups == 0,
+                    cat("groups ", a.groups, " must be >= 1 and divide in_channels ", a.in_channels,
+                        " and out_channels ", a.out_channels));
+      check.require(inputs[0].shape[1] == a.in_channels,
+                    cat("input has ", inputs[0].shape[1], " channels but in_channels is ", a.in_channels));
+      check.require(a.output_padding.h >= 0 && a.output_padding.w >= 0 &&
+                        a.output_padding.h < std::max(a.stride.h, a.dilation.h) &&
+                        a.output_padding.w < std::max(a.stride.w, a.dilation.w),
+                    "output_padding must be >= 0 and smaller than the stride or the dilation");
+      const auto extent = [](int64_t in, int64_t k, int64_t s, int64_t d, int64_t op, int64_t before, int64_t after) {
+        return s * (in - 1) + d * (k - 1) + 1 + op - before - after;
+      };
+      const int64_t h = extent(inputs[0].shape[2], a.kernel.h, a.stride.h, a.dilation.h, a.output_padding.h,
+                               a.padding.top, a.padding.bottom);
+      const int64_t w = extent(inputs[0].shape[3], a.kernel.w, a.stride.w, a.dilation.w, a.output_padding.w,
+                               a.padding.left, a.padding.right);
+      check.require(h >= 1 && w >= 1, cat("the padding leaves an output of ", h, "x", w));
+      return {with_shape(inputs[0], Shape{inputs[0].shape[0], a.out_channels, h, w})};
+    }
     case OpKind::kBatchNorm:
       check.arity(inputs, 1, 1);
       check.rank(inputs[0], 4);

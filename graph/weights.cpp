@@ -35,6 +35,11 @@ std::pair<size_t, size_t> weight_shape(const Graph& graph, OpId id) {
                                 a.kernel.w),
             a.bias ? static_cast<size_t>(a.out_channels) : 0};
   }
+  if (op.kind == OpKind::kConvTranspose2d) {
+    const auto& a = op.attrs_as<ConvTranspose2dAttrs>();
+    return {static_cast<size_t>(a.out_channels * (a.in_channels / a.groups) * a.kernel.h * a.kernel.w),
+            a.bias ? static_cast<size_t>(a.out_channels) : 0};
+  }
   if (op.kind == OpKind::kLinear) {
     const auto& a = op.attrs_as<LinearAttrs>();
     return {static_cast<size_t>(a.in_features * a.out_features),
@@ -60,11 +65,12 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
   WeightStore store;
   for (const Op& op : graph.ops()) {
     SplitMix64 rng(derive_seed(seed, static_cast<uint64_t>(op.id)));
-    if (op.kind == OpKind::kConv2d || op.kind == OpKind::kLinear) {
+    if (op.kind == OpKind::kConv2d || op.kind == OpKind::kLinear || op.kind == OpKind::kConvTranspose2d) {
       const auto [w, b] = weight_shape(graph, op.id);
-      const size_t outputs = op.kind == OpKind::kConv2d
-                                 ? static_cast<size_t>(op.attrs_as<Conv2dAttrs>().out_channels)
-                                 : static_cast<size_t>(op.attrs_as<LinearAttrs>().out_features);
+      const size_t outputs = op.kind == OpKind::kConv2d ? static_cast<size_t>(op.attrs_as<Conv2dAttrs>().out_channels)
+                             : op.kind == OpKind::kLinear
+                                 ? static_cast<size_t>(op.attrs_as<LinearAttrs>().out_features)
+                                 : static_cast<size_t>(op.attrs_as<ConvTranspose2dAttrs>().out_channels);
       const double fan_in = static_cast<double>(w / outputs);
       const double bound = std::sqrt(kHeNumerator / fan_in);
       OpWeights& entry = store[op.name];

@@ -106,6 +106,13 @@ KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::
                   static_cast<double>(a.in_features), 1, in_bytes + out_bytes + weight_bytes,
                   in[0].dtype);
     }
+    case OpKind::kConvTranspose2d: {  // each input pixel times its group's outputs and taps
+      const auto& a = op.attrs_as<graph::ConvTranspose2dAttrs>();
+      const double pixels = static_cast<double>(in[0].shape.numel() / a.in_channels);
+      return gemm(pixels, static_cast<double>(a.out_channels / a.groups * a.kernel.h * a.kernel.w),
+                  static_cast<double>(a.in_channels / a.groups), static_cast<double>(a.groups), in_bytes + out_bytes,
+                  in[0].dtype);
+    }
     case OpKind::kMatMul: {  // batches of [M, K] x [K, N]
       const size_t r = out[0].shape.rank();
       const double m = static_cast<double>(out[0].shape[r - 2]), n = static_cast<double>(out[0].shape[r - 1]);

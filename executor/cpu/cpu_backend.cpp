@@ -132,7 +132,8 @@ const OpFamily& family_of(graph::OpKind kind) {
                                               &kElementwiseFamily, &kBinaryFamily,
                                               &kDataMovementFamily, &kResizeFamily,
                                               &kNormalisationFamily, &kRearrangeFamily,
-                                              &kReductionFamily, &kTensorFamily, &kUnaryFamily};
+                                              &kReductionFamily, &kTensorFamily, &kUnaryFamily,
+                                              &kDeconvolutionFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

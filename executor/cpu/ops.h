@@ -46,6 +46,7 @@ const OpFamily& family_of(graph::OpKind kind);
 
 // The families (one file each).
 extern const OpFamily kConvolutionFamily;  // conv2d
+extern const OpFamily kDeconvolutionFamily;  // conv_transpose2d
 extern const OpFamily kLinearFamily;       // linear
 extern const OpFamily kPoolingFamily;      // max_pool, avg_pool, global_avg_pool, global_max_pool
 extern const OpFamily kElementwiseFamily;  // activations, scale, batch_norm, softmax

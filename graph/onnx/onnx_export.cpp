@@ -210,6 +210,31 @@ class Exporter {
         emit_activation(op, a.activation, out);
         return;
       }
+      case OpKind::kConvTranspose2d: {
+        // Weights back to ONNX's [in, out / groups, kh, kw].
+        const auto& a = op.attrs_as<ConvTranspose2dAttrs>();
+        const auto& w = weights_of(op);
+        const int64_t in_per = a.in_channels / a.groups, out_per = a.out_channels / a.groups;
+        const int64_t taps = a.kernel.h * a.kernel.w;
+        std::vector<float> onnx_w(w.weight.size());
+        for (int64_t g = 0; g < a.groups; ++g)
+          for (int64_t o = 0; o < out_per; ++o)
+            for (int64_t i = 0; i < in_per; ++i)
+              for (int64_t t = 0; t < taps; ++t) {
+                onnx_w[static_cast<size_t>(((g * in_per + i) * out_per + o) * taps + t)] =
+                    w.weight[static_cast<size_t>(((g * out_per + o) * in_per + i) * taps + t)];
+              }
+        in.push_back(floats(op.name + "/W", onnx_w, {a.in_channels, out_per, a.kernel.h, a.kernel.w}));
+        if (a.bias) in.push_back(floats(op.name + "/B", w.bias, {a.out_channels}));
+        auto* n = node("ConvTranspose", op.name, in, {out});
+        ints(n, "kernel_shape", {a.kernel.h, a.kernel.w});
+        ints(n, "strides", {a.stride.h, a.stride.w});
+        ints(n, "pads", {a.padding.top, a.padding.left, a.padding.bottom, a.padding.right});
+        ints(n, "dilations", {a.dilation.h, a.dilation.w});
+        ints(n, "output_padding", {a.output_padding.h, a.output_padding.w});
+        integer(n, "group", a.groups);
+        return;
+      }
       case OpKind::kBatchNorm: {
         const auto& w = weights_of(op);
         const int64_t c = static_cast<int64_t>(w.gamma.size());

@@ -122,6 +122,13 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   add_inputs(g);
   for (const onnx::NodeProto* node : nodes) import_node(*node);
   for (const auto& out : g.output()) {
+    if (!values_.count(out.name()) && pending_views_.count(out.name())) {
+      // A view as the model's output (a reshape last): its tensor in that shape.
+      onnx::NodeProto reader;
+      reader.set_name(cat("output '", out.name(), "'"));
+      reader.set_op_type("Output");
+      values_[out.name()] = row_major_named(reader, out.name());
+    }
     auto it = values_.find(out.name());
     if (it == values_.end()) {
       const bool constant = constants_.count(out.name()) > 0;
@@ -347,6 +354,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   using Translator = void (Importer::*)(const onnx::NodeProto&);
   static const std::map<std::string, Translator, std::less<>> kTranslators = {
       {"Conv", &Importer::conv},
+      {"ConvTranspose", &Importer::conv_transpose},
       {"BatchNormalization", &Importer::batch_norm},
       {"Clip", &Importer::clip},
       {"MaxPool", &Importer::pool},

@@ -23,7 +23,7 @@ bool Importer::needs_row_major(const onnx::NodeProto& node) const {
   const std::optional<size_t> rank = rank_of(node.input(0));
   if (!rank) return false;
   if (t == "BatchNormalization") return *rank != 4;
-  if (t == "Conv" || t == "MaxPool" || t == "AveragePool" || t == "Softmax") return *rank == 3;
+  if (t == "Conv" || t == "ConvTranspose" || t == "MaxPool" || t == "AveragePool" || t == "Softmax") return *rank == 3;
   if (t == "Expand" || t == "Tile") return true;  // the row-major translation repeats along any axis
   if (t == "Concat" || t == "Split") {
     // The convolutions' concat and split join and cut the channels of rank-4 tensors; along any
@@ -62,11 +62,12 @@ void Importer::one_dimensional(const onnx::NodeProto& node) {
   two.set_output(0, out);
   for (auto& a : *two.mutable_attribute()) {
     const std::string& name = a.name();
-    if (name == "kernel_shape" || name == "strides" || name == "dilations") {
+    if (name == "kernel_shape" || name == "strides" || name == "dilations" || name == "output_padding" ||
+        name == "output_shape") {
       if (a.ints_size() != 1) fail(node, cat(name, " must have one value for a 1-D ", t));
       const int64_t v = a.ints(0);
       a.clear_ints();
-      a.add_ints(1);
+      a.add_ints(name == "output_padding" ? 0 : 1);
       a.add_ints(v);
     } else if (name == "pads") {
       if (a.ints_size() != 2) fail(node, cat("pads must have two values for a 1-D ", t));
@@ -75,7 +76,7 @@ void Importer::one_dimensional(const onnx::NodeProto& node) {
       for (int64_t v : {int64_t{0}, begin, int64_t{0}, end}) a.add_ints(v);
     }
   }
-  if (t == "Conv") {  // weights [M, C / group, K] as [M, C / group, 1, K]
+  if (t == "Conv" || t == "ConvTranspose") {  // weights [M, C / group, K] as [M, C / group, 1, K]
     if (!has_input(node, 1) || !constants_.count(node.input(1))) fail(node, "the weights must be constant");
     ConstTensor w = constants_.at(node.input(1));
     if (w.dims.size() != 3) fail(node, cat("weights of rank ", w.dims.size(), " for a 1-D convolution"));

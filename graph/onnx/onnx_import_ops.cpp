@@ -74,6 +74,79 @@ std::optional<std::vector<int64_t>> Importer::axes(const onnx::NodeProto& node, 
   return std::nullopt;
 }
 
+void Importer::conv_transpose(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape s = shape(x);
+  if (s.rank() != 4) fail(node, cat("only 1-D and 2-D transposed convolutions are supported (input ", s.to_string(), ")"));
+  const ConstTensor* w = constant(node, 1);
+  if (!w) fail(node, "the weight (input 1) must be a constant");
+  if (w->dims.size() != 4) fail(node, cat("the weight must be 4-D for a 2-D transposed convolution, got [", join(w->dims, ", "), "]"));
+  ConvTranspose2dAttrs a;
+  a.groups = attr_int(node, "group", 1);
+  a.in_channels = w->dims[0];
+  a.out_channels = w->dims[1] * a.groups;
+  a.kernel = Hw{w->dims[2], w->dims[3]};
+  if (a.groups < 1 || a.in_channels % a.groups != 0) fail(node, cat("group ", a.groups, " does not divide the ", a.in_channels, " input channels"));
+  if (s[1] != a.in_channels) fail(node, cat("the input has ", s[1], " channels, the weight ", a.in_channels));
+  if (const auto k = attr_ints(node, "kernel_shape"); !k.empty() && (k.size() != 2 || Hw{k[0], k[1]} != a.kernel)) {
+    fail(node, "kernel_shape does not match the weight");
+  }
+  a.stride = hw(node, "strides", 1);
+  a.dilation = hw(node, "dilations", 1);
+  a.output_padding = hw(node, "output_padding", 0);
+  const std::string auto_pad = attr_string(node, "auto_pad");
+  std::vector<int64_t> out = attr_ints(node, "output_shape");
+  if (out.size() > 2) out.erase(out.begin(), out.end() - 2);  // [N, C, H, W] given whole
+  if (out.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) out = {s[2] * a.stride.h, s[3] * a.stride.w};
+  if (!out.empty()) {
+    // ONNX: the paddings that give that output; the odd one at the end for SAME_UPPER (and by
+    // default), at the start for SAME_LOWER; a negative end is extra output (output_padding).
+    if (out.size() != 2) fail(node, "output_shape must have 2 values");
+    int64_t pads[2][2];
+    const int64_t in[2] = {s[2], s[3]}, k[2] = {a.kernel.h, a.kernel.w}, st[2] = {a.stride.h, a.stride.w},
+                  d[2] = {a.dilation.h, a.dilation.w};
+    int64_t* op[2] = {&a.output_padding.h, &a.output_padding.w};
+    for (int i = 0; i < 2; ++i) {
+      const int64_t total = st[i] * (in[i] - 1) + *op[i] + (k[i] - 1) * d[i] + 1 - out[i];
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor
+      pads[i][0] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[i][1] = total - pads[i][0];
+      if (pads[i][1] < 0) {
+        *op[i] += -pads[i][1];
+        pads[i][1] = 0;
+      }
+      if (pads[i][0] < 0) fail(node, cat("output_shape [", join(out, ", "), "] needs negative padding at the start"));
+    }
+    a.padding = Pads{pads[0][0], pads[1][0], pads[0][1], pads[1][1]};
+  } else if (auto_pad.empty() || auto_pad == "NOTSET") {
+    const std::vector<int64_t> p = attr_ints(node, "pads");
+    if (!p.empty() && p.size() != 4) fail(node, "pads must have 4 values");
+    if (!p.empty()) a.padding = Pads{p[0], p[1], p[2], p[3]};
+  } else if (auto_pad != "VALID") {
+    fail(node, cat("auto_pad '", auto_pad, "' is not supported"));
+  }
+  const ConstTensor* b = constant(node, 2);
+  if (has_input(node, 2) && !b) fail(node, "the bias (input 2) must be a constant");
+  a.bias = b != nullptr;
+  // ONNX's weight [in, out / groups, kh, kw] as [out, in / groups, kh, kw].
+  const std::vector<float> given = w->floats();
+  const int64_t in_per = a.in_channels / a.groups, out_per = a.out_channels / a.groups, taps = a.kernel.h * a.kernel.w;
+  std::vector<float> oihw(given.size());
+  for (int64_t g = 0; g < a.groups; ++g)
+    for (int64_t i = 0; i < in_per; ++i)
+      for (int64_t o = 0; o < out_per; ++o)
+        for (int64_t t = 0; t < taps; ++t) {
+          oihw[static_cast<size_t>(((g * out_per + o) * in_per + i) * taps + t)] =
+              given[static_cast<size_t>(((g * in_per + i) * out_per + o) * taps + t)];
+        }
+  const ValueId y = add_weighted(node, OpKind::kConvTranspose2d, a, {x}, std::move(oihw));
+  if (b) {
+    weights_of_last().bias = b->floats();
+    if (static_cast<int64_t>(weights_of_last().bias.size()) != a.out_channels) fail(node, "the bias must have one value per output channel");
+  }
+  define(node, 0, y);
+}
+
 void Importer::conv(const onnx::NodeProto& node) {
   ValueId x = kNoOp;
   Pads extra;

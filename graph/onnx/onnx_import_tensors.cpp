@@ -366,10 +366,10 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
     dims[1] = c;
     return out(affine(node, x, dims, scale, shift)), true;
   }
-  if ((t == "Conv" || t == "MaxPool" || t == "AveragePool") && rank_of(node.input(0)) == 3u) {
+  if ((t == "Conv" || t == "ConvTranspose" || t == "MaxPool" || t == "AveragePool") && rank_of(node.input(0)) == 3u) {
     return one_dimensional(node), true;
   }
-  if (t == "Conv" || t == "MaxPool" || t == "AveragePool" || t == "GlobalAveragePool" ||
+  if (t == "Conv" || t == "ConvTranspose" || t == "MaxPool" || t == "AveragePool" || t == "GlobalAveragePool" ||
       t == "GlobalMaxPool" || t == "BatchNormalization" || t == "Resize" || t == "Pad") {
     // Back among the convolutions' tensors (Swin's [N, C, H, W] before its pooling): a rank-4
     // tensor in the layout the plan chooses.

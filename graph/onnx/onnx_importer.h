@@ -104,6 +104,7 @@ class Importer {
   Hw hw(const onnx::NodeProto& node, const char* name, int64_t fallback) const;
   std::optional<std::vector<int64_t>> axes(const onnx::NodeProto& node, int slot) const;
   void conv(const onnx::NodeProto& node);
+  void conv_transpose(const onnx::NodeProto& node);
   void batch_norm(const onnx::NodeProto& node);
   void clip(const onnx::NodeProto& node);
   void pool(const onnx::NodeProto& node);

@@ -42,7 +42,7 @@ const OpVersions kOpVersions[] = {
 const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Abs", 13}, {"Add", 14}, {"And", 7}, {"AveragePool", 22}, {"BatchNormalization", 15},
     {"Cast", 28}, {"CastLike", 25}, {"Ceil", 13}, {"Clip", 13}, {"Concat", 13}, {"Constant", 25},
-    {"ConstantOfShape", 25}, {"Conv", 22}, {"Cos", 22}, {"CumSum", 14}, {"DepthToSpace", 28},
+    {"ConstantOfShape", 25}, {"Conv", 22}, {"ConvTranspose", 22}, {"Cos", 22}, {"CumSum", 14}, {"DepthToSpace", 28},
     {"Div", 14}, {"Dropout", 22}, {"Einsum", 28}, {"Equal", 19}, {"Erf", 13}, {"Exp", 13},
     {"Expand", 13}, {"Flatten", 25}, {"Floor", 13}, {"Gather", 13}, {"GatherND", 13},
     {"Gelu", 20}, {"Gemm", 13}, {"GlobalAveragePool", 22}, {"GlobalMaxPool", 22},

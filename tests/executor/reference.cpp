@@ -115,6 +115,51 @@ HostTensor pad_constant(const HostTensor& src, const Pads& pads, float value) {
 }
 
 // With a residual: act(conv + bias + residual).
+// ONNX's ConvTranspose by its definition: each input pixel scatters weight · x into the output
+// (weights [out, in / groups, kh, kw]), in double.
+HostTensor conv_transpose2d(const HostTensor& src, const graph::ConvTranspose2dAttrs& a, const OpWeights& w) {
+  const Nchw in(src.shape);
+  const auto extent = [](int64_t n, int64_t k, int64_t s, int64_t d, int64_t extra, int64_t before, int64_t after) {
+    return s * (n - 1) + d * (k - 1) + 1 + extra - before - after;
+  };
+  const int64_t out_h = extent(in.h, a.kernel.h, a.stride.h, a.dilation.h, a.output_padding.h, a.padding.top, a.padding.bottom);
+  const int64_t out_w = extent(in.w, a.kernel.w, a.stride.w, a.dilation.w, a.output_padding.w, a.padding.left, a.padding.right);
+  const int64_t in_per = a.in_channels / a.groups, out_per = a.out_channels / a.groups;
+  std::vector<double> acc(static_cast<size_t>(in.n * a.out_channels * out_h * out_w), 0.0);
+  const auto at = [&](int64_t n, int64_t c, int64_t y, int64_t x) {
+    return static_cast<size_t>(((n * a.out_channels + c) * out_h + y) * out_w + x);
+  };
+  for (int64_t n = 0; n < in.n; ++n)
+    for (int64_t ic = 0; ic < in.c; ++ic) {
+      const int64_t g = ic / in_per, j = ic % in_per;
+      for (int64_t o = 0; o < out_per; ++o) {
+        const int64_t oc = g * out_per + o;
+        for (int64_t kh = 0; kh < a.kernel.h; ++kh)
+          for (int64_t kw = 0; kw < a.kernel.w; ++kw) {
+            const double weight = w.weight[static_cast<size_t>(((oc * in_per + j) * a.kernel.h + kh) * a.kernel.w + kw)];
+            for (int64_t y = 0; y < in.h; ++y) {
+              const int64_t oy = y * a.stride.h + kh * a.dilation.h - a.padding.top;
+              if (oy < 0 || oy >= out_h) continue;
+              for (int64_t x = 0; x < in.w; ++x) {
+                const int64_t ox = x * a.stride.w + kw * a.dilation.w - a.padding.left;
+                if (ox < 0 || ox >= out_w) continue;
+                acc[at(n, oc, oy, ox)] += weight * src.data[in.at(n, ic, y, x)];
+              }
+            }
+          }
+      }
+    }
+  HostTensor dst = zeros(Shape{in.n, a.out_channels, out_h, out_w});
+  for (int64_t n = 0; n < in.n; ++n)
+    for (int64_t c = 0; c < a.out_channels; ++c)
+      for (int64_t y = 0; y < out_h; ++y)
+        for (int64_t x = 0; x < out_w; ++x) {
+          const double b = a.bias ? w.bias[static_cast<size_t>(c)] : 0.0;
+          dst.data[at(n, c, y, x)] = static_cast<float>(acc[at(n, c, y, x)] + b);
+        }
+  return dst;
+}
+
 HostTensor conv2d(const HostTensor& src, const graph::Conv2dAttrs& a, const OpWeights& w,
                   const HostTensor* residual = nullptr) {
   const Nchw in(src.shape);
@@ -602,6 +647,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
                                  const graph::WeightStore& weights) {
   const HostTensor& x = *srcs[0];
   switch (op.kind) {
+    case OpKind::kConvTranspose2d:
+      return {conv_transpose2d(x, op.attrs_as<graph::ConvTranspose2dAttrs>(), weights_of(weights, op))};
     case OpKind::kConv2d:
       return {conv2d(x, op.attrs_as<graph::Conv2dAttrs>(), weights_of(weights, op),
                      srcs.size() > 1 ? srcs[1] : nullptr)};

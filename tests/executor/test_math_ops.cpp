@@ -198,6 +198,38 @@ TEST(Lrn, MatchesOnnxsDefinitionInEveryLayout) {
   }
 }
 
+// Transposed convolutions (segmentation heads' upsampling) on oneDNN's deconvolution in every
+// layout against their definition: strides, paddings, output padding, dilation, groups, bias.
+TEST(ConvTranspose, MatchesItsDefinitionInEveryLayout) {
+  networks::NetBuilder b("deconv", 2, 16, 5, 6);
+  std::vector<ValueId> outputs;
+  const auto deconv = [&](const std::string& name, int64_t out, graph::Hw kernel, graph::Hw stride, graph::Pads pads,
+                          graph::Hw output_padding, graph::Hw dilation, int64_t groups, bool bias) {
+    graph::ConvTranspose2dAttrs a;
+    a.in_channels = 16;
+    a.out_channels = out;
+    a.kernel = kernel;
+    a.stride = stride;
+    a.padding = pads;
+    a.output_padding = output_padding;
+    a.dilation = dilation;
+    a.groups = groups;
+    a.bias = bias;
+    outputs.push_back(b.op(name, OpKind::kConvTranspose2d, a, {b.input()}));
+  };
+  deconv("up2", 16, {2, 2}, {2, 2}, {}, {0, 0}, {1, 1}, 1, true);                 // YOLO-seg's
+  deconv("k3s2", 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1, true);
+  deconv("grouped", 32, {3, 3}, {1, 2}, {0, 1, 2, 0}, {0, 1}, {1, 1}, 4, false);
+  deconv("dilated", 5, {2, 3}, {1, 1}, {}, {0, 0}, {2, 2}, 1, true);
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(std::move(b).finish(outputs), 4);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_EQ(want[0].shape, (graph::Shape{2, 16, 10, 12}));
+  EXPECT_EQ(want[1].shape, (graph::Shape{2, 8, 10, 12}));
+  expect_every_layout_matches(m, inputs, want, "transposed convolutions");
+}
+
 TEST(UnaryOps, Int8AndMixedLayoutsAreAnswersNotErrors) {
   KernelSpec spec;
   spec.kind = OpKind::kUnary;

@@ -382,7 +382,7 @@ TEST(ShapeInference, LrnKeepsItsImageAndNeedsAnOddWindow) {
 
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 45u);
+  EXPECT_EQ(all_op_kinds().size(), 46u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

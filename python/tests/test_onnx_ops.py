@@ -1,0 +1,122 @@
+"""ONNX ops through stagecraft against ONNX Runtime on random data, with their parameters as
+initializers (the way exporters write models; ONNX's own node tests pass them as graph inputs):
+transposed convolutions, the ops the importer writes as other ops (its expansions), and a YOLO
+detection head's decoding."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
+from onnx import TensorProto, helper  # noqa: E402
+
+from stagecraft.onnx_backend import Backend  # noqa: E402
+
+
+def model_of(nodes, inputs, initializers, opset=17):
+    """A model of `nodes` reading `inputs` ({name: shape}) and float `initializers` ({name: array});
+    its one output is 'y'."""
+    graph = helper.make_graph(
+        nodes, "ops", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in initializers.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def agrees_with_ort(model, feeds, rtol=1e-4, atol=1e-5):
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = Backend.prepare(model).run(list(feeds.values()))[0]
+    assert got.shape == want.shape
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    return got
+
+
+@pytest.mark.parametrize("case", [
+    dict(x=[1, 4, 5, 6], w=[4, 3, 2, 2], strides=[2, 2]),                       # YOLO-seg's upsampling
+    dict(x=[2, 4, 5, 5], w=[4, 2, 3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
+    dict(x=[1, 6, 4, 5], w=[6, 2, 3, 3], group=3, strides=[2, 2], pads=[1, 0, 0, 1]),
+    dict(x=[1, 3, 4, 4], w=[3, 2, 3, 3], strides=[2, 2], output_padding=[1, 1], pads=[1, 1, 1, 1]),
+    dict(x=[1, 3, 3, 3], w=[3, 2, 3, 3], strides=[3, 2], output_shape=[10, 8]),
+    dict(x=[1, 3, 3, 3], w=[3, 2, 3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+    dict(x=[1, 3, 5, 5], w=[3, 4, 2, 2], dilations=[2, 2], bias=False),
+    dict(x=[1, 3, 7], w=[3, 5, 3], strides=[2], pads=[1, 1]),                     # 1-D
+])
+def test_conv_transpose_agrees_with_onnx_runtime(case):
+    case = dict(case)
+    rng = np.random.default_rng(11)
+    x_shape, w_shape = case.pop("x"), case.pop("w")
+    bias = case.pop("bias", True)
+    group = case.get("group", 1)
+    inits = {"w": rng.standard_normal(w_shape).astype(np.float32)}
+    if bias:
+        inits["b"] = rng.standard_normal(w_shape[1] * group).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["y"], **case)
+    model = model_of([node], {"x": x_shape}, inits)
+    agrees_with_ort(model, {"x": rng.standard_normal(x_shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+def test_group_normalization_takes_its_scale_by_the_rule_of_its_opset(opset):
+    """Opset 18: one scale and bias per group; 21: per channel."""
+    rng = np.random.default_rng(12)
+    c, groups = 6, 3
+    n = groups if opset < 21 else c
+    inits = {"s": rng.uniform(0.5, 1.5, n).astype(np.float32), "b": rng.standard_normal(n).astype(np.float32)}
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups, epsilon=1e-4)
+    model = model_of([node], {"x": [2, c, 4, 5]}, inits, opset=opset)
+    agrees_with_ort(model, {"x": rng.standard_normal([2, c, 4, 5]).astype(np.float32) * 2 + 1})
+
+
+@pytest.mark.parametrize("nodes,shape,inits", [
+    ([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=1)], [2, 3, 4, 5],
+     {"s": [3, 4, 5], "b": [3, 4, 5]}),
+    ([helper.make_node("LayerNormalization", ["x", "s"], ["y"], axis=-2)], [2, 3, 4], {"s": [3, 4]}),
+    ([helper.make_node("RMSNormalization", ["x", "s"], ["y"], axis=-1)], [2, 3, 8], {"s": [8]}),
+    ([helper.make_node("MeanVarianceNormalization", ["x"], ["y"])], [2, 3, 4, 5], {}),
+    ([helper.make_node("LpNormalization", ["x"], ["y"], axis=1, p=1)], [2, 3, 4, 5], {}),
+    ([helper.make_node("PRelu", ["x", "s"], ["y"])], [2, 3, 4, 5], {"s": [3, 1, 1]}),
+    ([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"])], [2, 3, 4, 5], {"s": [3], "b": [3]}),
+    ([helper.make_node("Gemm", ["x", "s", "b"], ["y"], transB=1, alpha=0.5, beta=2.0)], [3, 4],
+     {"s": [5, 4], "b": [3, 1]}),
+    ([helper.make_node("MatMul", ["x", "s"], ["y"])], [2, 3, 4], {"s": [4]}),
+    ([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], p=3)], [1, 3, 6, 6], {}),
+], ids=["layernorm-axis1", "layernorm-axis-2", "rmsnorm", "mvn", "l1norm", "prelu", "instancenorm",
+        "gemm-bias-by-row", "matmul-vector", "lppool3"])
+def test_the_importers_expansions_agree_with_onnx_runtime(nodes, shape, inits):
+    """The ops the importer writes as other ONNX ops (onnx_import_expansions.cpp)."""
+    rng = np.random.default_rng(13)
+    arrays = {n: rng.uniform(0.5, 1.5, s).astype(np.float32) for n, s in inits.items()}
+    model = model_of(nodes, {"x": shape}, arrays, opset=23 if nodes[0].op_type == "RMSNormalization" else 18)
+    agrees_with_ort(model, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
+def test_a_yolo_detection_heads_distribution_decoding_agrees_with_onnx_runtime():
+    """Ultralytics' DFL: the box logits [1, 64, A] seen as [1, 4, 16, A], softmax over the 16 bins,
+    a 1x1 convolution (their expectation), then Slice of the [1, 4, A] view into two corners (was
+    refused: a rank-3 view read by a Slice), and the anchors' decoding."""
+    rng = np.random.default_rng(14)
+    anchors = 80
+    ints = lambda name, values: helper.make_tensor(name, TensorProto.INT64, [len(values)], values)  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "wc"], ["f"]),
+        helper.make_node("Reshape", ["f", "s4"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Softmax", ["t"], ["p"], axis=1),
+        helper.make_node("Conv", ["p", "dfl"], ["e"]),
+        helper.make_node("Reshape", ["e", "s3"], ["box"]),
+        helper.make_node("Slice", ["box", "z", "two", "one"], ["lt"]),
+        helper.make_node("Slice", ["box", "two", "four", "one"], ["rb"]),
+        helper.make_node("Sub", ["anc", "lt"], ["x1y1"]),
+        helper.make_node("Add", ["anc", "rb"], ["x2y2"]),
+        helper.make_node("Concat", ["x1y1", "x2y2"], ["y"], axis=1),
+    ]
+    inits = {"wc": rng.standard_normal([64, 8, 1, 1]).astype(np.float32),
+             "dfl": np.arange(16, dtype=np.float32).reshape(1, 16, 1, 1),
+             "anc": rng.uniform(0, 20, [2, anchors]).astype(np.float32)}
+    model = model_of(nodes, {"x": [1, 8, 8, 10]}, inits, opset=18)
+    model.graph.initializer.extend([ints("s4", [1, 4, 16, anchors]), ints("s3", [1, 4, anchors]),
+                                    ints("z", [0]), ints("two", [2]), ints("four", [4]), ints("one", [1])])
+    got = agrees_with_ort(model, {"x": rng.standard_normal([1, 8, 8, 10]).astype(np.float32)})
+    assert got.shape == (1, 4, anchors)
