@@ -89,6 +89,7 @@ struct EltwiseState : KernelDesc::State {
   dnnl::logsoftmax_forward::primitive_desc logsoftmax;  // a softmax with `log`
   dnnl::lrn_forward::primitive_desc lrn;
   dnnl::eltwise_forward::primitive_desc eltwise;  // activations and scale; a batch norm's activation
+  bool host_softmax = false;  // the (log) softmax on our host loop (oneDNN has only its reference)
 };
 
 KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
@@ -119,11 +120,16 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
         s->logsoftmax = logsoftmax_pd(spec, ctx);
         impl = s->logsoftmax.impl_info_str();
         workspace = workspace_of(s->logsoftmax);
-        break;
+      } else {
+        s->softmax = softmax_pd(spec, ctx);
+        impl = s->softmax.impl_info_str();
+        workspace = workspace_of(s->softmax);
       }
-      s->softmax = softmax_pd(spec, ctx);
-      impl = s->softmax.impl_info_str();
-      workspace = workspace_of(s->softmax);
+      if (is_reference(impl) && host_softmax_applies(spec)) {
+        s->host_softmax = true;
+        impl = kHostSoftmaxImpl;
+        workspace = 0;
+      }
       break;
     default:
       s->eltwise = eltwise_pd(ctx, steps_of(spec), md(spec.srcs[0]));
@@ -155,6 +161,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
       k.add({dnnl::lrn_forward(s.lrn), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}}, scratch(s.lrn));
       return s.lrn.impl_info_str();
     case OpKind::kSoftmax:
+      if (s.host_softmax) return add_host_softmax(k, spec);
       if (s.logsoftmax) {
         k.add({dnnl::logsoftmax_forward(s.logsoftmax), {{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_DST, dst_slot(0), dst}}},
               scratch(s.logsoftmax));

@@ -67,6 +67,13 @@ inline constexpr const char* kHostBinaryImpl = "binary host";
 bool host_binary_applies(const KernelSpec& spec);
 std::string add_host_binary(DnnlKernel& kernel, const KernelSpec& spec);
 
+/// (Log) softmax over an axis of a row-major f32 tensor on our own host loop (softmax_host.cpp),
+/// where oneDNN has only its reference kernel (every axis but the last): whether it applies (f32,
+/// plain layouts in and out) and its build.
+inline constexpr const char* kHostSoftmaxImpl = "softmax host";
+bool host_softmax_applies(const KernelSpec& spec);
+std::string add_host_softmax(DnnlKernel& kernel, const KernelSpec& spec);
+
 /// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
 /// movement family's pad: its description and its build.
 KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext& ctx);
