@@ -29,6 +29,11 @@ using graph::Layout;
 // against oneDNN's AVX-512 kernels where 512-bit FMAs are no faster, cpu::host_fma512_gain)
 // are not reused for plans whose kernels differ or run differently.
 constexpr int kWinogradRevision = 5;
+// Which kernels the other ops take, in the device fingerprint the same way: bumped when a kernel
+// choice changes what a stage costs (1: the host softmax over axes before the last, where oneDNN
+// has only its reference kernel; a profile measured with the 77 ms reference softmax made dp
+// schedule YOLO11n 1.5x slower than sequential).
+constexpr int kKernelsRevision = 1;
 
 // Host memory serves both kinds: the CPU is the device.
 class HostBuffer : public OwningBuffer {
@@ -105,7 +110,7 @@ CpuDevice::CpuDevice(bool winograd, bool fast) : winograd_(winograd), fast_(wino
 std::string CpuDevice::device_fingerprint() const {
   const dnnl::version_t* v = dnnl::version();
   return cat("cpu:", cpu_model(), ":", parallelism(), "threads:onednn-", v->major, ".", v->minor,
-             ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()),
+             ".", v->patch, ":isa", static_cast<int>(dnnl::get_effective_cpu_isa()), ":kernels-r", kKernelsRevision,
              winograd_ ? cat(":winograd-r", kWinogradRevision, fast_ ? "-fast" : "") : std::string());
 }
 
