@@ -47,7 +47,12 @@ void run_run(const RunOptions& o) {
   // The backend first: a missing device is one error line before any work (int8 calibration).
   Pipeline pipeline(o.backend, o.search);
   pipeline.backend("run");
-  const Model model = load_model(o.source);
+  GraphSource source = o.source;
+  if (session::is_onnx_model(source.spec)) {
+    // The input files' shapes fill the dimensions a model exported with dynamic axes leaves open.
+    for (const std::string& path : o.input_files) source.input_shapes.push_back(graph::read_tensor_file(path).shape.dims());
+  }
+  const Model model = load_model(source);
   session::PreparedPlan prepared;
   {
     SearchProgressPrinter printer;

@@ -20,22 +20,23 @@ bool is_graph_file(const std::string& spec) {
   return ext == ".yaml" || ext == ".yml" || ext == ".onnx" || spec.find('/') != std::string::npos;
 }
 
-namespace {
-
-bool is_onnx(const std::string& spec) {
+bool is_onnx_model(const std::string& spec) {
   return std::filesystem::path(spec).extension().string() == ".onnx";
 }
+
+namespace {
 
 // The raw graph, and the ONNX file's weights when the source is an ONNX model.
 graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weights = nullptr) {
   if (source.spec.empty()) throw UsageError("name a network, a graph file or an ONNX model");
   graph::Graph g;
-  if (is_onnx(source.spec)) {
+  if (is_onnx_model(source.spec)) {
     // The shapes are fixed before constant folding: a model exported with dynamic axes gets the
     // batch and input size given here (computed paddings and reshapes then fold).
     graph::OnnxImportOptions options;
     options.batch = source.batch;
     options.input_size = source.input_size;
+    options.input_shapes = source.input_shapes;
     graph::OnnxModel m = graph::import_onnx(source.spec, options);
     g = std::move(m.graph);
     if (onnx_weights) *onnx_weights = std::move(m.weights);
@@ -79,7 +80,7 @@ Model load_float_model(const GraphSource& source, const graph::InferenceOptions&
   graph::WeightStore onnx_weights;
   const graph::Graph raw = load_raw(source, &onnx_weights);
   graph::WeightStore weights =
-      is_onnx(source.spec) ? std::move(onnx_weights) : graph::random_weights(raw, source.seed);
+      is_onnx_model(source.spec) ? std::move(onnx_weights) : graph::random_weights(raw, source.seed);
   if (source.raw) return Model{raw, std::move(weights)};
   graph::PassLog log;
   graph::Graph g = graph::prepare_for_inference(raw, &log, passes);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 #include "graph/weights.h"
@@ -23,6 +24,9 @@ struct GraphSource {
   std::string spec;        ///< a built-in network name, a .yaml graph file or an .onnx model
   int64_t batch = 0;       ///< 0: the network's/file's own batch
   int64_t input_size = 0;  ///< 0: the network's default (built-in networks and ONNX models)
+  /// ONNX models: the shapes of the inputs in order (the symbolic dimensions of dynamic axes come
+  /// from them; see graph::OnnxImportOptions::input_shapes); empty: none given.
+  std::vector<std::vector<int64_t>> input_shapes;
   uint64_t seed = 1;       ///< seed of randomly wired networks and of generated weights
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
   std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | int8)
@@ -37,6 +41,9 @@ struct GraphSource {
 
 /// Whether `spec` names a graph file (.yaml or .onnx) rather than a built-in network.
 bool is_graph_file(const std::string& spec);
+
+/// Whether `spec` names an ONNX model file (.onnx).
+bool is_onnx_model(const std::string& spec);
 
 /// Builds or loads the graph and runs the inference passes unless `raw`. Throws the library's
 /// errors (unknown network, bad file, bad option) with clear messages.

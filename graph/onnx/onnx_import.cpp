@@ -194,8 +194,12 @@ void Importer::fail(const onnx::NodeProto& node, const std::string& what) const 
 }
 
 void Importer::add_inputs(const onnx::GraphProto& g) {
+  size_t position = 0;
   for (const auto& input : g.input()) {
     if (constants_.count(input.name())) continue;  // an initializer listed as input
+    const size_t index = position++;
+    const std::vector<int64_t>* given = index < options_.input_shapes.size() && !options_.input_shapes[index].empty()
+                                            ? &options_.input_shapes[index] : nullptr;
     const auto& type = input.type().tensor_type();
     if (type.elem_type() != onnx::TensorProto::FLOAT) {
       throw FormatError(cat(source_, ": input '", input.name(), "' is not float32 (elem_type ",
@@ -210,6 +214,10 @@ void Importer::add_inputs(const onnx::GraphProto& g) {
       throw FormatError(cat(source_, ": input '", input.name(), "' has rank ", rank,
                             " (supported: 1 to ", kMaxRank, ")"));
     }
+    if (given && static_cast<int>(given->size()) != rank) {
+      throw FormatError(cat(source_, ": input '", input.name(), "' has rank ", rank, "; the given shape [",
+                            join(*given, ", "), "] has rank ", given->size()));
+    }
     std::vector<int64_t> dims;
     for (int i = 0; i < rank; ++i) {
       const auto& d = type.shape().dim(i);
@@ -218,6 +226,16 @@ void Importer::add_inputs(const onnx::GraphProto& g) {
         dims.push_back(options_.batch);
       } else if (rank == 4 && i >= 2 && options_.input_size > 0) {
         dims.push_back(options_.input_size);
+      } else if (given && (i == 0 || !fixed)) {
+        if ((*given)[static_cast<size_t>(i)] < 1) {
+          throw FormatError(cat(source_, ": input '", input.name(), "': the given shape [", join(*given, ", "),
+                                "] has dimension ", i, " < 1"));
+        }
+        dims.push_back((*given)[static_cast<size_t>(i)]);
+      } else if (given && (*given)[static_cast<size_t>(i)] != d.dim_value()) {
+        throw FormatError(cat(source_, ": input '", input.name(), "' has dimension ", i, " = ", d.dim_value(),
+                              " in the model; the given shape [", join(*given, ", "), "] says ",
+                              (*given)[static_cast<size_t>(i)]));
       } else if (fixed) {
         dims.push_back(d.dim_value());
       } else if (i == 0) {

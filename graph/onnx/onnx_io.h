@@ -21,6 +21,11 @@ namespace stagecraft::graph {
 struct OnnxImportOptions {
   int64_t batch = 0;       ///< batch size (required when the model's is symbolic; 0 = the model's)
   int64_t input_size = 0;  ///< height = width of 4-D inputs (0 = the model's; required when symbolic)
+  /// The shapes of the graph inputs in order (empty: none given; an empty entry: that input's
+  /// own): they fill the symbolic dimensions of a model exported with dynamic axes, and may change
+  /// the batch; every other dimension must be the model's. `batch` and `input_size` take
+  /// precedence.
+  std::vector<std::vector<int64_t>> input_shapes;
 };
 
 /// An imported model: the graph and its weights.

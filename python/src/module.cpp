@@ -77,7 +77,8 @@ using ModelPtr = std::shared_ptr<PyModel>;
 
 ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, uint64_t seed,
                     const std::string& dtype, const std::string& calibration,
-                    int calibration_samples, py::object progress_callback) {
+                    int calibration_samples, const std::vector<std::vector<int64_t>>& input_shapes,
+                    py::object progress_callback) {
   Progress progress(std::move(progress_callback));
   auto m = std::make_shared<PyModel>();
   m->source.spec = spec;
@@ -87,6 +88,7 @@ ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, 
   m->source.dtype = dtype;
   m->source.calibration = calibration;
   m->source.calibration_samples = calibration_samples;
+  m->source.input_shapes = input_shapes;
   {
     py::gil_scoped_release release;
     session::GraphSource source = m->source;
@@ -431,7 +433,7 @@ PYBIND11_MODULE(_stagecraft, m) {
       });
   m.def("load_model", &load_model, py::arg("spec"), py::arg("batch"), py::arg("input_size"),
         py::arg("seed"), py::arg("dtype"), py::arg("calibration"), py::arg("calibration_samples"),
-        py::arg("progress"));
+        py::arg("input_shapes"), py::arg("progress"));
 
   py::class_<PySchedule, std::shared_ptr<PySchedule>>(m, "Schedule")
       .def_property_readonly("model", [](const PySchedule& s) { return s.model; })

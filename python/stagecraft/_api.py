@@ -7,15 +7,17 @@ running, timing), so several sessions can run on several threads at once.
 
 from __future__ import annotations
 
+import collections
 import html
 import os
+import threading
 from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
                     Union)
 
 import numpy as np
 
 from . import _stagecraft as _core
-from ._errors import InputError, UsageError
+from ._errors import FormatError, InputError, UsageError
 from ._progress import ProgressArg, progress_for
 
 __all__ = [
@@ -72,6 +74,9 @@ class Model:
     an ONNX model (``.onnx``; its initializers are the weights). Built-in networks and YAML graphs
     get deterministic random weights from ``seed`` (the same as the ``stagecraft`` command's).
 
+    ``input_shapes`` (ONNX models): the shapes of the inputs, in order; they fill the dimensions a
+    model exported with dynamic axes leaves open (and may change the batch).
+
     >>> m = stagecraft.Model("squeezenet1_1", batch=1)
     >>> m.inputs
     [TensorInfo(name='data', shape=(1, 3, 224, 224), dtype='float32', graph_dtype='f32')]
@@ -80,22 +85,40 @@ class Model:
     def __init__(self, source: PathLike, *, batch: Optional[int] = None,
                  input_size: Optional[int] = None, seed: int = 1, dtype: str = "f32",
                  calibration: Optional[PathLike] = None, calibration_samples: int = 8,
+                 input_shapes: Optional[Sequence[Sequence[int]]] = None,
                  progress: ProgressArg = None) -> None:
         spec = _fspath(source)
         if not spec:
             raise UsageError("name a network, a graph file or an ONNX model")
         if dtype not in DTYPES:
             raise UsageError(f"--dtype: unknown element type '{dtype}' (known: f32, f16, int8)")
+        shapes = [[int(d) for d in s] for s in (input_shapes or [])]
         with progress_for(progress) as callback:
             self._core = _core.load_model(spec, int(batch or 0), int(input_size or 0), int(seed),
                                           dtype, _fspath(calibration) if calibration else "",
-                                          int(calibration_samples), callback)
+                                          int(calibration_samples), shapes, callback)
+        # What loads it again for other input shapes (Session's dynamic shapes).
+        self._reload = dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
+                            calibration=calibration, calibration_samples=calibration_samples)
 
     @classmethod
     def _wrap(cls, core: Any) -> "Model":
         m = cls.__new__(cls)
         m._core = core
+        m._reload = None
         return m
+
+    def _with_input_shapes(self, shapes: Sequence[Sequence[int]]) -> "Model":
+        """The same source loaded for other input shapes (an ONNX model's dynamic axes)."""
+        args = dict(self._reload)
+        args["batch"] = args["input_size"] = None  # the shapes give them
+        return Model(self.source, input_shapes=shapes, **args)
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the model can be loaded again for other input shapes (an ONNX file: its symbolic
+        dimensions and the batch come from the shapes given)."""
+        return self._reload is not None and self.source.lower().endswith(".onnx")
 
     @property
     def name(self) -> str:
@@ -154,7 +177,7 @@ def load(source: PathLike, **kwargs: Any) -> Model:
 def _model(model: ModelLike, kwargs: Dict[str, Any]) -> Model:
     """The Model to use: `model` itself, or one loaded with the loading arguments in `kwargs`
     (batch, input_size, seed, dtype, calibration, calibration_samples)."""
-    keys = ("batch", "input_size", "seed", "dtype", "calibration", "calibration_samples")
+    keys = ("batch", "input_size", "seed", "dtype", "calibration", "calibration_samples", "input_shapes")
     load_args = {k: kwargs[k] for k in keys if kwargs.get(k) is not None}
     if isinstance(model, Model):
         given = {k: v for k, v in load_args.items() if not (k == "dtype" and v == model.dtype)
@@ -370,7 +393,8 @@ class Session:
 
     ``model``: a Model, a built-in network name (``"inception_v3"``), a graph file (``.yaml``) or
     an ONNX model (``.onnx``). Loading arguments (``batch``, ``dtype``, ``input_size``, ``seed``,
-    ``calibration``, ``calibration_samples``) apply when ``model`` is not a Model yet.
+    ``calibration``, ``calibration_samples``, ``input_shapes``) apply when ``model`` is not a Model
+    yet.
 
     ``schedule``: ``"dp"`` (default: searched now with the session's cost model — measured on the
     backend, results cached in ``cache_dir``), ``"greedy"``, ``"sequential"``, a Schedule, or a
@@ -384,7 +408,11 @@ class Session:
 
     ``run(x)`` takes float32 arrays — one array, a list in ``inputs`` order, or a dict by input
     name — and returns a **list** of float32 arrays in ``outputs`` order. Wrong names, counts,
-    shapes or dtypes raise InputError. The GIL is released while running; one session runs one
+    shapes or dtypes raise InputError. An ONNX model answers other input shapes than the one it
+    was opened with where the model allows them (dynamic axes, another batch): the first call with
+    a new shape loads and plans the model for it (same settings; the schedule cache is shared), and
+    the plans of the ``max_shapes`` most recent shapes are kept. A schedule given as a Schedule or
+    file fits its own shape only. The GIL is released while running; one session runs one
     call at a time (calls from several threads wait for each other), several sessions run in
     parallel.
 
@@ -398,14 +426,18 @@ class Session:
                  schedule: ScheduleLike = "dp", cache_dir: Optional[PathLike] = None,
                  input_size: Optional[int] = None, seed: Optional[int] = None,
                  calibration: Optional[PathLike] = None,
-                 calibration_samples: Optional[int] = None, mode: str = "both", r: int = 3,
+                 calibration_samples: Optional[int] = None,
+                 input_shapes: Optional[Sequence[Sequence[int]]] = None, mode: str = "both", r: int = 3,
                  s: int = 8, unpruned: bool = False, max_part_transitions: float = 2e5,
                  search_budget: float = 40.0, exhaustive: bool = False,
                  cost_model: Optional[str] = None, streams: int = 8, tf32: bool = False,
                  stream_mode: bool = False, winograd: Union[bool, str] = True,
-                 progress: ProgressArg = None) -> None:
+                 max_shapes: int = 4, progress: ProgressArg = None) -> None:
+        if int(max_shapes) < 1:
+            raise UsageError(f"max_shapes: expected >= 1, got {max_shapes}")
         m = _model(model, dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
                                calibration=calibration, calibration_samples=calibration_samples,
+                               input_shapes=input_shapes,
                                progress=progress))
         given = None
         name = ""
@@ -421,16 +453,27 @@ class Session:
                             f"{type(schedule).__name__}")
         if winograd not in (True, False, "fast"):
             raise UsageError(f"winograd: expected True, False or 'fast', got {winograd!r}")
+        def make(model: Model, callback: Any) -> Any:
+            return _core.Session(model._core, name, given, mode, int(r), int(s), bool(unpruned),
+                                 float(max_part_transitions), float(search_budget),
+                                 bool(exhaustive), _cost_model(cost_model),
+                                 backend, _fspath(cache_dir) if cache_dir else "",
+                                 layout or "", int(streams), bool(tf32), bool(stream_mode),
+                                 winograd is not False, winograd == "fast", callback)
+
         with progress_for(progress) as callback:
-            self._core = _core.Session(m._core, name, given, mode, int(r), int(s), bool(unpruned),
-                                       float(max_part_transitions), float(search_budget),
-                                       bool(exhaustive), _cost_model(cost_model),
-                                       backend, _fspath(cache_dir) if cache_dir else "",
-                                       layout or "", int(streams), bool(tf32), bool(stream_mode),
-                                       winograd is not False, winograd == "fast", callback)
+            self._core = make(m, callback)
+        self._make = make
+        self._progress = progress
         self._model = m
         self._inputs = m.inputs
         self._outputs = m.outputs
+        # Plans by input shapes (the one opened with first), most recently used last.
+        self._dynamic = m.dynamic and given is None
+        self._max_shapes = int(max_shapes)
+        self._shapes_lock = threading.Lock()
+        self._by_shapes: "collections.OrderedDict[Tuple[Tuple[int, ...], ...], Any]" = collections.OrderedDict()
+        self._by_shapes[tuple(t.shape for t in self._inputs)] = self._core
 
     @property
     def model(self) -> Model:
@@ -510,7 +553,7 @@ class Session:
             if a.dtype != np.float32:
                 raise InputError(f"input '{info.name}': dtype {a.dtype}, expected float32 (use "
                                  f"x.astype(numpy.float32))")
-            if tuple(a.shape) != info.shape:
+            if tuple(a.shape) != info.shape and not self._dynamic:
                 got = "x".join(map(str, a.shape)) or "scalar"
                 raise InputError(f"input '{info.name}': shape {got} does not match the graph "
                                  f"input {'x'.join(map(str, info.shape))}")
@@ -521,7 +564,33 @@ class Session:
         """Runs the model once on `x` (a float32 array, a list of them in ``inputs`` order, or a
         dict by input name) and returns the outputs as a list of float32 arrays in ``outputs``
         order. Releases the GIL while running."""
-        return self._core.run(self._arrays(x))
+        arrays = self._arrays(x)
+        return self._core_for(tuple(tuple(a.shape) for a in arrays)).run(arrays)
+
+    def _core_for(self, shapes: Tuple[Tuple[int, ...], ...]) -> Any:
+        """The plan for inputs of `shapes`: kept, or made now (an ONNX model's other shapes)."""
+        with self._shapes_lock:
+            core = self._by_shapes.get(shapes)
+            if core is not None:
+                self._by_shapes.move_to_end(shapes)
+                return core
+            try:
+                model = self._model._with_input_shapes([list(s) for s in shapes])
+            except FormatError as e:
+                given = ", ".join("x".join(map(str, s)) for s in shapes)
+                raise InputError(f"input shapes {given}: {e}") from None
+            with progress_for(self._progress) as callback:
+                core = self._make(model, callback)
+            self._by_shapes[shapes] = core
+            while len(self._by_shapes) > self._max_shapes:
+                self._by_shapes.popitem(last=False)
+            return core
+
+    @property
+    def shapes(self) -> List[Tuple[Tuple[int, ...], ...]]:
+        """The input shapes this session holds plans for, least recently used first."""
+        with self._shapes_lock:
+            return list(self._by_shapes)
 
     def time(self, iters: int = 20, warmup: int = 3) -> Dict[str, float]:
         """Latency of `iters` runs after `warmup` (on generated inputs, as ``stagecraft run``):

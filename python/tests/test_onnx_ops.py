@@ -120,3 +120,44 @@ def test_a_yolo_detection_heads_distribution_decoding_agrees_with_onnx_runtime()
                                     ints("z", [0]), ints("two", [2]), ints("four", [4]), ints("one", [1])])
     got = agrees_with_ort(model, {"x": rng.standard_normal([1, 8, 8, 10]).astype(np.float32)})
     assert got.shape == (1, 4, anchors)
+
+
+def dynamic_model(path):
+    """Conv(3 -> 4, 3x3, stride 2, pad 1) -> Relu -> Resize x2 over input [N, 3, H, W] (symbolic N,
+    H, W as exporters write dynamic axes)."""
+    rng = np.random.default_rng(15)
+    w = rng.standard_normal([4, 3, 3, 3]).astype(np.float32)
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("Resize", ["r", "", "scales"], ["y"], mode="nearest")],
+        "dynamic", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()), scales])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_a_session_answers_every_shape_a_dynamic_model_allows(tmp_path):
+    """A model with symbolic batch, height and width: the session opened for one shape plans each
+    new shape on first use, keeps the most recent `max_shapes`, agrees with ONNX Runtime on all of
+    them, and refuses a shape the model does not allow (3 channels are fixed) in one line."""
+    import stagecraft
+    path = tmp_path / "dynamic.onnx"
+    dynamic_model(str(path))
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    sess = stagecraft.Session(str(path), input_shapes=[[1, 3, 16, 16]], schedule="sequential",
+                              cache_dir=str(tmp_path / "cache"), max_shapes=2)
+    assert sess.inputs[0].shape == (1, 3, 16, 16)
+    rng = np.random.default_rng(16)
+    for shape in [(1, 3, 16, 16), (2, 3, 20, 12), (1, 3, 9, 33), (2, 3, 20, 12)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        (got,) = sess.run(x)
+        (want,) = ref.run(None, {"x": x})
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert sess.shapes == [((1, 3, 9, 33),), ((2, 3, 20, 12),)]  # the oldest dropped
+    with pytest.raises(stagecraft.InputError) as info:
+        sess.run(np.zeros((1, 4, 16, 16), np.float32))
+    message = str(info.value)
+    assert "\n" not in message.strip() and "has dimension 1 = 3 in the model" in message, message

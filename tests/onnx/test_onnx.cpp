@@ -328,6 +328,22 @@ TEST(Onnx, MalformedFilesAreClearErrors) {
   const OnnxModel four = import_onnx_bytes(serialize(symbolic), "m.onnx", batch4);
   EXPECT_EQ(four.graph.value(four.graph.outputs()[0]).desc.shape[0], 4);
 
+  // Input shapes (the CLI's --input files) fill symbolic dimensions and may change the batch; a
+  // fixed dimension must agree, and the rank must.
+  auto* spatial = symbolic.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()
+                      ->mutable_shape()->mutable_dim(2);
+  spatial->set_dim_param("H");
+  OnnxImportOptions shaped;
+  shaped.input_shapes = {{3, 3, 64, 48}};
+  const OnnxModel three = import_onnx_bytes(serialize(symbolic), "m.onnx", shaped);
+  EXPECT_EQ(three.graph.value(three.graph.inputs()[0]).desc.shape, (Shape{3, 3, 64, 48}));
+  shaped.input_shapes = {{3, 3, 64, 64}};
+  m = import_error(serialize(symbolic), shaped);
+  EXPECT_NE(m.find("has dimension 3 = 48 in the model; the given shape [3, 3, 64, 64] says 64"), std::string::npos) << m;
+  shaped.input_shapes = {{3, 64, 48}};
+  m = import_error(serialize(symbolic), shaped);
+  EXPECT_NE(m.find("has rank 4; the given shape [3, 64, 48] has rank 3"), std::string::npos) << m;
+
   EXPECT_THROW(import_onnx("/nonexistent/model.onnx", {}), IoError);
 }
 
