@@ -6,6 +6,8 @@
 // bias that varies by row; MatMul of a vector; LpPool as an average pool of |x|^p. An op with a
 // direct translation (a fused layer norm, a linear layer) keeps it wherever that applies; the
 // expansion takes the rest, with ONNX's semantics and each step a graph op of its own.
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -82,6 +84,11 @@ class Importer::Expansion {
     im_.constants_[name] = ConstTensor::of_ints(values, {static_cast<int64_t>(values.size())});
     return name;
   }
+  std::string floats(const std::vector<float>& values, const std::vector<int64_t>& dims) {
+    const std::string name = cat(node_.output(0), "/floats_", constants_++);
+    im_.constants_[name] = ConstTensor::of_floats(values, dims);
+    return name;
+  }
   std::string scalar(float value) {
     const std::string name = cat(node_.output(0), "/scalar_", constants_++);
     im_.constants_[name] = ConstTensor::of_floats({value}, {});
@@ -131,7 +138,8 @@ class Importer::Expansion {
 bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
-      "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool"};
+      "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
+      "Attention"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -302,10 +310,132 @@ void Importer::expand(const onnx::NodeProto& node) {
     if (p == 1) e.op("Identity", {sum}, {}, output(0));
     else if (p == 2) e.op("Sqrt", {sum}, {}, output(0));
     else e.op("Pow", {sum, e.scalar(1.0f / static_cast<float>(p))}, {}, output(0));
+  } else if (t == "Attention") {
+    attention(node, e);
   } else {
     fail(node, "this op has no expansion");
   }
   e.finish();
+}
+
+void Importer::attention(const onnx::NodeProto& node, Expansion& e) {
+  // ONNX's definition (opsets 23 to 25): Q, K, V as [B, heads, S, d] (3-D inputs [B, S, heads · d]
+  // split by q_num_heads / kv_num_heads), past keys and values joined before K and V (present_*),
+  // K and V heads repeated for grouped queries, softmax(Q·Kᵀ · scale, softcapped, plus the mask
+  // and the causal / sliding-window bias) · V. The bias that depends on positions only is a
+  // constant; a row it masks entirely gives zeros, as ONNX's guard.
+  const auto output = [&](int slot) { return slot < node.output_size() ? node.output(slot) : std::string(); };
+  if (has_input(node, 6)) fail(node, "nonpad_kv_seqlen (input 6) is not supported");
+  if (has_input(node, 4) != has_input(node, 5)) fail(node, "past_key and past_value must be given together");
+  const auto rank = [&](int slot) {
+    const std::optional<size_t> r = rank_of(node.input(slot));
+    if (!r) fail(node, cat("input ", slot, " must be a tensor of the model"));
+    return *r;
+  };
+  const auto dims = [&](int slot) { return dims_of(shape(input(node, slot))); };
+  const size_t r = rank(0);
+  if (r != 3 && r != 4) fail(node, cat("Q must have rank 3 or 4, got ", r));
+  if (rank(1) != r || rank(2) != r) fail(node, "Q, K and V must have the same rank");
+  std::vector<int64_t> q = dims(0), k = dims(1), v = dims(2);
+  const int64_t batch = q[0];
+  std::string qs = node.input(0), ks = node.input(1), vs = node.input(2);
+  if (r == 3) {
+    const int64_t qh = attr_int(node, "q_num_heads", 0), kvh = attr_int(node, "kv_num_heads", 0);
+    if (qh < 1 || kvh < 1 || q[2] % qh != 0 || k[2] % kvh != 0 || v[2] % kvh != 0) {
+      fail(node, "3-D inputs need q_num_heads and kv_num_heads dividing their hidden sizes");
+    }
+    const auto heads = [&](const std::string& x, const std::vector<int64_t>& d, int64_t h) {
+      return e.op("Transpose", {e.reshape(x, {d[0], d[1], h, d[2] / h})}, {ints_attr("perm", {0, 2, 1, 3})});
+    };
+    qs = heads(qs, q, qh);
+    ks = heads(ks, k, kvh);
+    vs = heads(vs, v, kvh);
+    q = {batch, qh, q[1], q[2] / qh};
+    k = {batch, kvh, k[1], k[2] / kvh};
+    v = {batch, kvh, v[1], v[2] / kvh};
+  }
+  int64_t past = 0;
+  if (has_input(node, 4)) {
+    past = dims(4)[2];
+    ks = e.op("Concat", {node.input(4), ks}, {int_attr("axis", 2)});
+    vs = e.op("Concat", {node.input(5), vs}, {int_attr("axis", 2)});
+    k[2] += past;
+    v[2] += past;
+  }
+  if (!output(1).empty()) e.op("Identity", {ks}, {}, output(1));
+  if (!output(2).empty()) e.op("Identity", {vs}, {}, output(2));
+  const int64_t q_heads = q[1], kv_heads = k[1], s = q[2], l = k[2];
+  if (q_heads != kv_heads) {  // grouped queries: each K and V head repeated, in place
+    if (q_heads % kv_heads != 0) fail(node, cat(q_heads, " query heads are not a multiple of ", kv_heads, " key heads"));
+    const int64_t reps = q_heads / kv_heads;
+    const auto repeated = [&](const std::string& x, const std::vector<int64_t>& d) {
+      const std::string wide = e.op("Expand", {e.reshape(x, {d[0], d[1], 1, d[2], d[3]}), e.ints({d[0], d[1], reps, d[2], d[3]})});
+      return e.reshape(wide, {d[0], q_heads, d[2], d[3]});
+    };
+    ks = repeated(ks, k);
+    vs = repeated(vs, v);
+  }
+  // Q·Kᵀ with √scale on each side, as ONNX's definition.
+  const float scale = attr_float(node, "scale", 1.0f / std::sqrt(static_cast<float>(q[3])));
+  const std::string root = e.scalar(std::sqrt(scale));
+  const std::string kt = e.op("Transpose", {e.op("Mul", {ks, root})}, {ints_attr("perm", {0, 1, 3, 2})});
+  std::string scores = e.op("MatMul", {e.op("Mul", {qs, root}), kt});
+  const float softcap = attr_float(node, "softcap", 0.0f);
+  if (softcap > 0) scores = e.op("Mul", {e.op("Tanh", {e.op("Div", {scores, e.scalar(softcap)})}), e.scalar(softcap)});
+  const std::string capped = scores;
+  // The positional bias [S, L]: 0 where query i (at position past + i) may read key j.
+  const bool causal = attr_int(node, "is_causal", 0) != 0;
+  const int64_t left = attr_int(node, "left_window_size", -1), right = attr_int(node, "right_window_size", -1);
+  std::vector<float> bias(static_cast<size_t>(s * l), 0.0f);
+  std::vector<float> rows_open(static_cast<size_t>(s), 1.0f);
+  bool positional = false;
+  for (int64_t i = 0; i < s; ++i) {
+    bool any = false;
+    for (int64_t j = 0; j < l; ++j) {
+      const int64_t d = past + i - j;
+      const bool allowed = (!causal || d >= 0) && (left < 0 || d <= left) && (right < 0 || -d <= right);
+      if (!allowed) {
+        bias[static_cast<size_t>(i * l + j)] = -INFINITY;
+        positional = true;
+      }
+      any = any || allowed;
+    }
+    if (!any) rows_open[static_cast<size_t>(i)] = 0.0f;
+  }
+  const bool closed_rows = std::find(rows_open.begin(), rows_open.end(), 0.0f) != rows_open.end();
+  if (closed_rows) {
+    // Those rows' bias becomes 0 (a finite softmax) and their probabilities are zeroed below.
+    for (int64_t i = 0; i < s; ++i)
+      if (rows_open[static_cast<size_t>(i)] == 0.0f) std::fill_n(bias.begin() + i * l, l, 0.0f);
+  }
+  std::string mask;
+  if (has_input(node, 3)) {
+    mask = node.input(3);
+    const ConstTensor* c = constant(node, 3);
+    const std::vector<int64_t> md = c ? c->dims : dims(3);
+    if (md.empty() || md.back() > l) fail(node, cat("the mask's last dimension must be at most ", l));
+    if (md.back() < l) {  // keys past the mask are masked
+      std::vector<int64_t> pads(2 * md.size(), 0);
+      pads[2 * md.size() - 1] = l - md.back();
+      mask = e.op("Pad", {mask, e.ints(pads), e.scalar(-INFINITY)});
+    }
+  }
+  std::string with_bias = scores;
+  if (positional) with_bias = e.op("Add", {with_bias, e.floats(bias, {s, l})});
+  if (!mask.empty()) with_bias = e.op("Add", {with_bias, mask});
+  std::string probs = e.op("Softmax", {with_bias}, {int_attr("axis", -1)});
+  if (closed_rows) probs = e.op("Mul", {probs, e.floats(rows_open, {s, 1})});
+  const int64_t mode = attr_int(node, "qk_matmul_output_mode", 0);
+  if (!output(3).empty()) {
+    const std::string& chosen = mode == 3 ? probs : mode == 2 ? with_bias : capped;
+    e.op("Identity", {chosen}, {}, output(3));
+  }
+  std::string y = e.op("MatMul", {probs, vs});
+  if (r == 3) {
+    e.reshape(e.op("Transpose", {y}, {ints_attr("perm", {0, 2, 1, 3})}), {batch, s, q_heads * v[3]}, output(0));
+  } else {
+    e.op("Identity", {y}, {}, output(0));
+  }
 }
 
 }  // namespace stagecraft::graph::onnx_import
