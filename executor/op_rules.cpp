@@ -13,7 +13,11 @@ using graph::TensorDesc;
 Support weights_support(const KernelSpec& spec) {
   const bool needs = spec.kind == OpKind::kConv2d || spec.kind == OpKind::kLinear || spec.kind == OpKind::kConvTranspose2d ||
                      spec.kind == OpKind::kBatchNorm || spec.kind == OpKind::kLayerNorm;
-  if (needs && spec.weights == nullptr) {
+  const bool constants = spec.kind == OpKind::kWhere && [&] {
+    const auto& a = std::get<graph::WhereAttrs>(spec.attrs);
+    return a.condition_constant || a.x_constant || a.y_constant;
+  }();
+  if ((needs || constants) && spec.weights == nullptr) {
     return Support::unsupported(SupportReason::kWeights, "no weights given");
   }
   return Support::native();

@@ -72,6 +72,14 @@ float apply_binary(BinaryOp op, float a, float b) {
     case BinaryOp::kMax: return std::isnan(a) || a > b ? a : b;
     case BinaryOp::kMin: return std::isnan(a) || a < b ? a : b;
     case BinaryOp::kMod: return std::fmod(a, b);
+    case BinaryOp::kEqual: return a == b ? 1.0f : 0.0f;
+    case BinaryOp::kLess: return a < b ? 1.0f : 0.0f;
+    case BinaryOp::kLessEqual: return a <= b ? 1.0f : 0.0f;
+    case BinaryOp::kGreater: return a > b ? 1.0f : 0.0f;
+    case BinaryOp::kGreaterEqual: return a >= b ? 1.0f : 0.0f;
+    case BinaryOp::kAnd: return a != 0 && b != 0 ? 1.0f : 0.0f;
+    case BinaryOp::kOr: return a != 0 || b != 0 ? 1.0f : 0.0f;
+    case BinaryOp::kXor: return (a != 0) != (b != 0) ? 1.0f : 0.0f;
   }
   return a;
 }
@@ -122,8 +130,23 @@ float apply_unary(const UnaryAttrs& a, float value) {
     case UnaryFn::kThresholdedRelu: y = x > alpha ? x : 0.0; break;
     case UnaryFn::kShrink: y = x < -alpha ? x + beta : x > alpha ? x - beta : 0.0; break;
     case UnaryFn::kSwish: y = x / (1.0 + std::exp(-alpha * x)); break;
+    case UnaryFn::kNot: y = x == 0 ? 1.0 : 0.0; break;
+    case UnaryFn::kIsNaN: y = std::isnan(x) ? 1.0 : 0.0; break;
+    case UnaryFn::kIsInf: y = std::isinf(x) && ((x < 0 && alpha != 0) || (x > 0 && beta != 0)) ? 1.0 : 0.0; break;
   }
   return static_cast<float>(y);
+}
+
+std::vector<std::vector<int64_t>> where_operand_shapes(const WhereAttrs& a,
+                                                       const std::vector<std::vector<int64_t>>& inputs) {
+  std::vector<std::vector<int64_t>> shapes;
+  size_t next = 0;
+  for (const auto& [constant, shape] : {std::pair{a.condition_constant, &a.condition_shape}, {a.x_constant, &a.x_shape},
+                                        {a.y_constant, &a.y_shape}}) {
+    if (constant) shapes.push_back(*shape);
+    else shapes.push_back(next < inputs.size() ? inputs[next++] : std::vector<int64_t>{});
+  }
+  return shapes;
 }
 
 std::vector<int64_t> constant_shape(const BinaryAttrs& attrs, size_t rank) {

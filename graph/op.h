@@ -57,16 +57,26 @@ std::optional<Activation> parse_activation(std::string_view name);
 /// Every activation name.
 std::vector<std::string> activation_names();
 
-/// The operation of a binary element-wise op.
-#define STAGECRAFT_BINARY_OPS(X) \
-  X(kAdd, "add")                 \
-  X(kSub, "sub")                 \
-  X(kMul, "mul")                 \
-  X(kDiv, "div")                 \
-  X(kPow, "pow")                 \
-  X(kMax, "max")                 \
-  X(kMin, "min")                 \
-  X(kMod, "mod")
+/// The operation of a binary element-wise op. The comparisons and logical ops give 1 (true) or 0
+/// (false): a boolean tensor is a float tensor of 0s and 1s (ONNX's masks), and the logical ops
+/// read any non-zero value as true.
+#define STAGECRAFT_BINARY_OPS(X)       \
+  X(kAdd, "add")                       \
+  X(kSub, "sub")                       \
+  X(kMul, "mul")                       \
+  X(kDiv, "div")                       \
+  X(kPow, "pow")                       \
+  X(kMax, "max")                       \
+  X(kMin, "min")                       \
+  X(kMod, "mod")                       \
+  X(kEqual, "equal")                   \
+  X(kLess, "less")                     \
+  X(kLessEqual, "less_equal")          \
+  X(kGreater, "greater")               \
+  X(kGreaterEqual, "greater_equal")    \
+  X(kAnd, "and")                       \
+  X(kOr, "or")                         \
+  X(kXor, "xor")
 
 /// An element-wise binary operation.
 enum class BinaryOp : uint8_t {
@@ -85,16 +95,21 @@ std::vector<std::string> binary_op_names();
 /// convolution's or linear layer's weights and bias. pow, max, min and mod (C's fmod: the sign of
 /// the first operand, ONNX Mod with fmod 1) do not.
 inline bool is_arithmetic(BinaryOp op) { return op <= BinaryOp::kDiv; }
+/// Whether `op` gives a boolean (0 or 1): the comparisons and logical ops.
+inline bool is_boolean(BinaryOp op) { return op >= BinaryOp::kEqual; }
 /// Whether a OP b == b OP a.
 inline bool is_commutative(BinaryOp op) {
-  return op == BinaryOp::kAdd || op == BinaryOp::kMul || op == BinaryOp::kMax || op == BinaryOp::kMin;
+  return op == BinaryOp::kAdd || op == BinaryOp::kMul || op == BinaryOp::kMax || op == BinaryOp::kMin ||
+         op == BinaryOp::kEqual || op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
 }
 /// a OP b in float (max and min propagate a NaN, as NumPy's maximum and minimum do).
 float apply_binary(BinaryOp op, float a, float b);
 
 /// The function of a unary op: ONNX's element-wise math on tensors of any rank, with its two
 /// parameters where it has them (alpha, beta of UnaryAttrs): elu(alpha), selu(alpha, beta = gamma),
-/// celu(alpha), thresholded_relu(alpha), shrink(alpha = lambd, beta = bias), swish(alpha).
+/// celu(alpha), thresholded_relu(alpha), shrink(alpha = lambd, beta = bias), swish(alpha),
+/// is_inf(alpha = detect_negative, beta = detect_positive). not, is_nan and is_inf give 1 or 0 (a
+/// boolean tensor, as the comparisons).
 #define STAGECRAFT_UNARY_FNS(X)            \
   X(kAbs, "abs", "Abs")                    \
   X(kExp, "exp", "Exp")                    \
@@ -123,7 +138,10 @@ float apply_binary(BinaryOp op, float a, float b);
   X(kCelu, "celu", "Celu")                 \
   X(kThresholdedRelu, "thresholded_relu", "ThresholdedRelu") \
   X(kShrink, "shrink", "Shrink")           \
-  X(kSwish, "swish", "Swish")
+  X(kSwish, "swish", "Swish")              \
+  X(kNot, "not", "Not")                    \
+  X(kIsNaN, "is_nan", "IsNaN")             \
+  X(kIsInf, "is_inf", "IsInf")
 
 /// A unary element-wise function (the third column of the list: its ONNX op type).
 enum class UnaryFn : uint8_t {
@@ -554,6 +572,32 @@ struct ResizeAttrs {
   bool operator==(const ResizeAttrs&) const = default;
 };
 
+/// y = condition ? x : y element-wise with NumPy broadcasting of the three (ONNX Where: masks,
+/// padding with -inf); a non-zero condition is true. Each operand is an input of the op or a
+/// constant in its weights (condition: gamma, x: weight, y: bias) of the shape given here; the
+/// inputs are the non-constant ones in the order condition, x, y.
+struct WhereAttrs {
+  bool condition_constant = false;
+  bool x_constant = false;
+  bool y_constant = false;
+  std::vector<int64_t> condition_shape;  ///< of a constant condition
+  std::vector<int64_t> x_shape;          ///< of a constant x
+  std::vector<int64_t> y_shape;          ///< of a constant y
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("condition_constant", a.condition_constant, FieldRule::kOptional);
+    v("x_constant", a.x_constant, FieldRule::kOptional);
+    v("y_constant", a.y_constant, FieldRule::kOptional);
+    v("condition_shape", a.condition_shape, FieldRule::kOptional);
+    v("x_shape", a.x_shape, FieldRule::kOptional);
+    v("y_shape", a.y_shape, FieldRule::kOptional);
+  }
+  bool operator==(const WhereAttrs&) const = default;
+};
+
+/// The shapes of a where op's three operands: the inputs' (`inputs`, in order) and the constants'.
+std::vector<std::vector<int64_t>> where_operand_shapes(const WhereAttrs& a, const std::vector<std::vector<int64_t>>& inputs);
+
 /// y = fn(x) element-wise, any rank and layout (ONNX's math functions: Abs, Exp, Sin, Erf, Elu,
 /// ...). `alpha` and `beta` are the function's parameters (see STAGECRAFT_UNARY_FNS; unused by the
 /// others, and then 0).
@@ -654,7 +698,8 @@ struct ChannelShuffleAttrs {
   X(kSqrt, "sqrt", NoAttrs)                            \
   X(kUnary, "unary", UnaryAttrs)                       \
   X(kLrn, "lrn", LrnAttrs)                              \
-  X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs)
+  X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs) \
+  X(kWhere, "where", WhereAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -674,7 +719,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
                              ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
-                             ConvTranspose2dAttrs>;
+                             ConvTranspose2dAttrs, WhereAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

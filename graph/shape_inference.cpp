@@ -412,6 +412,28 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       return {inputs[0]};
     case OpKind::kBinary:
       return infer_binary(check, op.attrs_as<BinaryAttrs>(), inputs);
+    case OpKind::kWhere: {
+      const auto& a = op.attrs_as<WhereAttrs>();
+      const size_t given = 3 - static_cast<size_t>(a.condition_constant) - static_cast<size_t>(a.x_constant) -
+                           static_cast<size_t>(a.y_constant);
+      check.require(given >= 1, "at least one operand must be an input (a where of constants is a constant)");
+      check.arity(inputs, given, given);
+      check_same_dtype(check, inputs);
+      check.require(!is_int8(inputs[0].dtype), "where runs on floating-point tensors (dequantise first)");
+      std::vector<std::vector<int64_t>> dims;
+      for (const TensorDesc& d : inputs) dims.push_back(d.shape.dims());
+      size_t rank = 0;
+      for (const auto& s : where_operand_shapes(a, dims)) rank = std::max(rank, s.size());
+      check.require(rank >= 1, "the operands must have rank >= 1");
+      Shape out(std::vector<int64_t>(rank, 1));
+      for (const auto& s : where_operand_shapes(a, dims)) {
+        for (int64_t d : s) check.require(d >= 1, "dimensions must be >= 1");
+        out = broadcast_shape(check, out, s);
+      }
+      TensorDesc y = with_shape(inputs[0], out);
+      if (out.rank() != inputs[0].shape.rank()) y.layout = row_major_layout(out.rank());
+      return {y};
+    }
     case OpKind::kReshape:
       check.arity(inputs, 1, 1);
       return infer_reshape(check, op.attrs_as<ReshapeAttrs>(), inputs[0]);

@@ -1,6 +1,7 @@
 #include "graph/weights.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "common/random.h"
 #include "common/strings.h"
@@ -80,6 +81,15 @@ WeightStore random_weights(const Graph& graph, uint64_t seed) {
                weight_shape(graph, op.id).first > 0) {
       // Constants of scale-like size, away from 0 (they may divide).
       store[op.name].weight = uniform(rng, weight_shape(graph, op.id).first, 0.5, 1.5);
+    } else if (op.kind == OpKind::kWhere) {
+      const auto& a = op.attrs_as<WhereAttrs>();
+      OpWeights& entry = store[op.name];
+      if (a.condition_constant) {
+        entry.gamma = uniform(rng, static_cast<size_t>(Shape(a.condition_shape).numel()), 0.0, 1.0);
+        for (float& v : entry.gamma) v = v < 0.5f ? 0.0f : 1.0f;
+      }
+      if (a.x_constant) entry.weight = uniform(rng, static_cast<size_t>(Shape(a.x_shape).numel()), -1.0, 1.0);
+      if (a.y_constant) entry.bias = uniform(rng, static_cast<size_t>(Shape(a.y_shape).numel()), -1.0, 1.0);
     } else if (op.kind == OpKind::kBatchNorm) {
       const size_t c = static_cast<size_t>(graph.value(op.inputs[0]).desc.shape[1]);
       OpWeights& entry = store[op.name];
@@ -169,6 +179,21 @@ void check_weights(const Graph& graph, const WeightStore& weights) {
           w->var.size() != c) {
         throw GraphError(cat("op '", op.name, "' (batch_norm): needs scale, shift, mean and "
                              "variance of ", c, " channels"));
+      }
+      continue;
+    }
+    if (op.kind == OpKind::kWhere) {
+      const auto& a = op.attrs_as<WhereAttrs>();
+      const OpWeights* w = weights.find(op.name);
+      static const OpWeights kNone;
+      const OpWeights& e = w ? *w : kNone;
+      for (const auto& [constant, shape, values, what] :
+           {std::tuple{a.condition_constant, &a.condition_shape, &e.gamma, "condition"},
+            {a.x_constant, &a.x_shape, &e.weight, "x"}, {a.y_constant, &a.y_shape, &e.bias, "y"}}) {
+        if (constant && static_cast<int64_t>(values->size()) != Shape(*shape).numel()) {
+          throw GraphError(cat("op '", op.name, "' (where): the constant ", what, " needs ", Shape(*shape).numel(),
+                               " values, got ", values->size()));
+        }
       }
       continue;
     }

@@ -59,6 +59,7 @@ extern const OpFamily kRearrangeFamily;      // space_to_depth (our own host ker
 extern const OpFamily kReductionFamily;      // reduce_mean, _max, _sum, _min, _prod (oneDNN reduction)
 extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
 extern const OpFamily kUnaryFamily;          // unary (our own host loop)
+extern const OpFamily kWhereFamily;          // where (our own host loop)
 
 /// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN
 /// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),

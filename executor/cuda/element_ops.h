@@ -50,7 +50,11 @@ enum class Act : int {
 };
 /// Binary operations (same order as graph::BinaryOp).
 /// The own kernel computes the first four; the CUDA check refuses the others.
-enum class BinOp : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kPow = 4, kMax = 5, kMin = 6, kMod = 7 };
+enum class BinOp : int {
+  kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kPow = 4, kMax = 5, kMin = 6, kMod = 7,
+  // Refused by the binary check (the CPU backend runs them): the comparisons and logical ops.
+  kEqual = 8, kLess = 9, kLessEqual = 10, kGreater = 11, kGreaterEqual = 12, kAnd = 13, kOr = 14, kXor = 15
+};
 /// Reductions over dimensions (reduce_at): mean, maximum, sum.
 enum class ReduceMode : int { kMean = 0, kMax = 1, kSum = 2 };
 /// Pooling modes.

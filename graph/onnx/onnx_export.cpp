@@ -177,6 +177,12 @@ class Exporter {
 
   std::string scalar(const std::string& name, float v) { return floats(name, {v}, {}); }
 
+  // A Cast of `x` to `to` named `name`; returns `name`.
+  std::string cast(const std::string& x, const std::string& name, int to) {
+    integer(node("Cast", name, {x}, {name}), "to", to);
+    return name;
+  }
+
   std::string clip_bound(float v) {
     const std::string name = v == 0 ? "stagecraft/clip_min" : "stagecraft/clip_max";
     if (!clip_.count(name)) {
@@ -387,7 +393,9 @@ class Exporter {
       case OpKind::kBinary: {
         const auto& a = op.attrs_as<BinaryAttrs>();
         // In BinaryOp's order (the list's length is checked against it).
-        static constexpr const char* kTypes[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod"};
+        static constexpr const char* kTypes[] = {"Add",     "Sub",           "Mul", "Div", "Pow", "Max",
+                                                 "Min",     "Mod",           "Equal", "Less", "LessOrEqual",
+                                                 "Greater", "GreaterOrEqual", "And",  "Or",  "Xor"};
 #define STAGECRAFT_X(value, name) +1
         static_assert(std::size(kTypes) == 0 STAGECRAFT_BINARY_OPS(STAGECRAFT_X));
 #undef STAGECRAFT_X
@@ -395,6 +403,16 @@ class Exporter {
           const std::string c = floats(op.name + "/constant", weights_of(op).weight, a.constant);
           if (a.constant_first) in.insert(in.begin(), c);
           else in.push_back(c);
+        }
+        if (is_boolean(a.op)) {
+          // ONNX's comparisons give, and its logical ops take, bool tensors: casts around them.
+          if (a.op >= BinaryOp::kAnd) {
+            for (size_t i = 0; i < in.size(); ++i) in[i] = cast(in[i], op.name + cat("/bool", i), onnx::TensorProto::BOOL);
+          }
+          node(kTypes[static_cast<int>(a.op)], op.name, in, {op.name + "/result"});
+          cast(op.name + "/result", pre_activation(a.activation, out), onnx::TensorProto::FLOAT);
+          emit_activation(op, a.activation, out);
+          return;
         }
         auto* n = node(kTypes[static_cast<int>(a.op)], op.name, in, {pre_activation(a.activation, out)});
         if (a.op == BinaryOp::kMod) integer(n, "fmod", 1);  // C's fmod: the sign of the first operand
@@ -404,6 +422,25 @@ class Exporter {
       case OpKind::kGlobalMaxPool:
         node("GlobalMaxPool", op.name, in, {out});
         return;
+      case OpKind::kWhere: {  // Where(bool condition, x, y), constants as initializers
+        const auto& a = op.attrs_as<WhereAttrs>();
+        std::vector<std::string> operands;
+        size_t next = 0;
+        const bool constant[3] = {a.condition_constant, a.x_constant, a.y_constant};
+        const std::vector<int64_t>* shapes[3] = {&a.condition_shape, &a.x_shape, &a.y_shape};
+        const char* names[3] = {"/condition", "/x", "/y"};
+        for (int i = 0; i < 3; ++i) {
+          if (!constant[i]) {
+            operands.push_back(in.at(next++));
+            continue;
+          }
+          const auto& w = weights_of(op);
+          operands.push_back(floats(op.name + names[i], i == 0 ? w.gamma : i == 1 ? w.weight : w.bias, *shapes[i]));
+        }
+        operands[0] = cast(operands[0], op.name + "/bool", onnx::TensorProto::BOOL);
+        node("Where", op.name, operands, {out});
+        return;
+      }
       case OpKind::kLrn: {
         const auto& a = op.attrs_as<LrnAttrs>();
         auto* n = node("LRN", op.name, in, {out});
@@ -428,6 +465,16 @@ class Exporter {
                {op.name + "/scaled"});
           node("Sigmoid", op.name + "/sigmoid", {op.name + "/scaled"}, {op.name + "/sigmoid"});
           node("Mul", op.name, {in[0], op.name + "/sigmoid"}, {out});
+          return;
+        }
+        if (a.fn == UnaryFn::kNot || a.fn == UnaryFn::kIsNaN || a.fn == UnaryFn::kIsInf) {  // bool in ONNX
+          const std::string x = a.fn == UnaryFn::kNot ? cast(in[0], op.name + "/bool", onnx::TensorProto::BOOL) : in[0];
+          auto* n = node(std::string(onnx_op_type(a.fn)), op.name, {x}, {op.name + "/result"});
+          if (a.fn == UnaryFn::kIsInf) {
+            integer(n, "detect_negative", a.alpha != 0 ? 1 : 0);
+            integer(n, "detect_positive", a.beta != 0 ? 1 : 0);
+          }
+          cast(op.name + "/result", out, onnx::TensorProto::FLOAT);
           return;
         }
         auto* n = node(std::string(onnx_op_type(a.fn)), op.name, in, {out});

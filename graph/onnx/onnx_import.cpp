@@ -56,6 +56,10 @@ UnaryAttrs unary_attrs(const onnx::NodeProto& node, UnaryFn fn) {
       a.alpha = attr_float(node, "lambd", 0.5f);
       a.beta = attr_float(node, "bias", 0.0f);
       break;
+    case UnaryFn::kIsInf:
+      a.alpha = static_cast<double>(attr_int(node, "detect_negative", 1));
+      a.beta = static_cast<double>(attr_int(node, "detect_positive", 1));
+      break;
     default:
       break;
   }
@@ -388,6 +392,15 @@ void Importer::import_node(const onnx::NodeProto& node) {
       {"Div", &Importer::elementwise},
       {"Pow", &Importer::elementwise},
       {"Mod", &Importer::elementwise},
+      {"Equal", &Importer::elementwise},
+      {"Less", &Importer::elementwise},
+      {"LessOrEqual", &Importer::elementwise},
+      {"Greater", &Importer::elementwise},
+      {"GreaterOrEqual", &Importer::elementwise},
+      {"And", &Importer::elementwise},
+      {"Or", &Importer::elementwise},
+      {"Xor", &Importer::elementwise},
+      {"Where", &Importer::where},
       {"Sum", &Importer::sum},
       {"Mean", &Importer::sum},
       {"Max", &Importer::sum},
@@ -452,9 +465,28 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } else if (t == "Dropout" || t == "Identity") {
     define(node, 0, input(node, 0));
   } else if (t == "Cast") {
+    // A boolean tensor is float 0s and 1s: to float or from a boolean it stays; to bool it is
+    // x != 0 (not of not).
     const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
-    if (to != onnx::TensorProto::FLOAT) fail(node, "only casts of tensors to float32 are supported");
-    define(node, 0, input(node, 0));
+    const ValueId x = input(node, 0);
+    // Readers that take any non-zero value as true need no 0 / 1 first.
+    bool truthy_readers = !graph_outputs_.count(node.output(0));
+    for (const onnx::NodeProto* r : reader_nodes_[node.output(0)]) {
+      const std::string& rt = r->op_type();
+      truthy_readers = truthy_readers && (rt == "Not" || rt == "And" || rt == "Or" || rt == "Xor" ||
+                                          (rt == "Where" && r->input(0) == node.output(0) && r->input(1) != node.output(0) &&
+                                           r->input(2) != node.output(0)));
+    }
+    if (to == onnx::TensorProto::FLOAT || is_boolean(node.input(0)) ||
+        (to == onnx::TensorProto::BOOL && truthy_readers)) {
+      define(node, 0, x);
+    } else if (to == onnx::TensorProto::BOOL) {
+      UnaryAttrs n;
+      n.fn = UnaryFn::kNot;
+      define(node, 0, add(node, OpKind::kUnary, n, {add(node, OpKind::kUnary, n, {x})}));
+    } else {
+      fail(node, cat("casts of float tensors to element type ", to, " are not supported (float32 and bool are)"));
+    }
   } else if (t == "LRN") {
     LrnAttrs a;
     a.size = attr_int(node, "size", 0);

@@ -327,7 +327,10 @@ namespace {
 std::optional<BinaryOp> binary_op_of(const std::string& t) {
   static const std::map<std::string, BinaryOp, std::less<>> kOps = {
       {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}, {"Mod", BinaryOp::kMod}};
+      {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}, {"Mod", BinaryOp::kMod},
+      {"Equal", BinaryOp::kEqual}, {"Less", BinaryOp::kLess}, {"LessOrEqual", BinaryOp::kLessEqual},
+      {"Greater", BinaryOp::kGreater}, {"GreaterOrEqual", BinaryOp::kGreaterEqual}, {"And", BinaryOp::kAnd},
+      {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor}};
   const auto it = kOps.find(t);
   if (it == kOps.end()) return std::nullopt;
   return it->second;
@@ -394,6 +397,39 @@ void Importer::elementwise(const onnx::NodeProto& node) {
   attrs.constant = dims;
   attrs.constant_first = slot == 1 && !commutative;
   define(node, 0, add_weighted(node, OpKind::kBinary, attrs, {x}, c.floats()));
+}
+
+void Importer::where(const onnx::NodeProto& node) {
+  // Each operand an input of the op or a constant in its weights; the kernel broadcasts all three.
+  WhereAttrs a;
+  OpWeights w;
+  std::vector<ValueId> ins;
+  bool* flags[3] = {&a.condition_constant, &a.x_constant, &a.y_constant};
+  std::vector<int64_t>* shapes[3] = {&a.condition_shape, &a.x_shape, &a.y_shape};
+  std::vector<float>* values[3] = {&w.gamma, &w.weight, &w.bias};
+  for (int i = 0; i < 3; ++i) {
+    if (const ConstTensor* c = constant(node, i)) {
+      *flags[i] = true;
+      *shapes[i] = c->dims;
+      *values[i] = c->floats();
+    } else {
+      ins.push_back(input(node, i));
+    }
+  }
+  define(node, 0, add(node, OpKind::kWhere, a, ins));
+  weights_of_last() = std::move(w);
+}
+
+bool Importer::is_boolean(const std::string& name) const {
+  // Made by a comparison, a logical op or a cast to bool.
+  static const std::set<std::string, std::less<>> kBoolean = {"Equal", "Less", "LessOrEqual", "Greater",
+                                                             "GreaterOrEqual", "And", "Or", "Xor", "Not",
+                                                             "IsNaN", "IsInf"};
+  const auto it = producers_.find(name);
+  if (it == producers_.end()) return false;
+  const onnx::NodeProto& p = *it->second;
+  return kBoolean.count(p.op_type()) > 0 ||
+         (p.op_type() == "Cast" && attr_int(p, "to", 0) == onnx::TensorProto::BOOL);
 }
 
 void Importer::sum(const onnx::NodeProto& node) {

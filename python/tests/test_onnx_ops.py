@@ -161,3 +161,51 @@ def test_a_session_answers_every_shape_a_dynamic_model_allows(tmp_path):
         sess.run(np.zeros((1, 4, 16, 16), np.float32))
     message = str(info.value)
     assert "\n" not in message.strip() and "has dimension 1 = 3 in the model" in message, message
+
+
+def test_comparisons_logic_and_where_agree_with_onnx_runtime():
+    """Masks as exporters write them: comparisons, Not / And / Or / Xor, IsNaN / IsInf, casts to and
+    from bool, and Where with tensor and constant branches (-inf padding), broadcast; a boolean is
+    0 / 1 in stagecraft's float tensors and every output here is float."""
+    rng = np.random.default_rng(17)
+    f = lambda name, value: helper.make_tensor(name, TensorProto.FLOAT, [], [value])  # noqa: E731
+    nodes = [
+        helper.make_node("Less", ["x", "z"], ["lt"]),
+        helper.make_node("GreaterOrEqual", ["x", "half"], ["ge"]),
+        helper.make_node("Equal", ["x", "x"], ["same"]),
+        helper.make_node("Not", ["lt"], ["not_lt"]),
+        helper.make_node("And", ["not_lt", "ge"], ["both"]),
+        helper.make_node("Or", ["lt", "same"], ["either"]),
+        helper.make_node("Xor", ["both", "either"], ["one"]),
+        helper.make_node("IsInf", ["x"], ["inf"]),
+        helper.make_node("IsNaN", ["x"], ["nan"]),
+        helper.make_node("Or", ["inf", "nan"], ["special"]),
+        helper.make_node("Where", ["one", "x", "neg_inf"], ["w1"]),
+        helper.make_node("Where", ["special", "zero", "w1"], ["w2"]),
+        helper.make_node("Cast", ["one"], ["one_f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["x"], ["x_bool"], to=TensorProto.BOOL),
+        helper.make_node("Cast", ["x_bool"], ["x_bf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["w2", "one_f"], ["s"]),
+        helper.make_node("Add", ["s", "x_bf"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "masks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5]),
+                         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3, 1, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[f("half", 0.5), f("neg_inf", -np.inf), f("zero", 0.0)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal([2, 3, 4, 5]).astype(np.float32)
+    x.flat[::7] = 0.0
+    x.flat[3::11] = np.inf
+    x.flat[5::13] = -np.inf
+    x.flat[6::17] = np.nan
+    z = rng.standard_normal([1, 3, 1, 5]).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "z": z})[0]
+    got = Backend.prepare(model).run([x, z])[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    assert np.isinf(want).any() and not np.isnan(want).any()
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6, atol=1e-6)

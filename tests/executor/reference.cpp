@@ -367,6 +367,51 @@ HostTensor global_max_pool(const HostTensor& src) {
 
 // a OP b with NumPy broadcasting (same rank; b's dimensions equal to a's or 1, or the other way),
 // then the activation. With a constant, b is the constant (or a, with constant_first).
+// ONNX's Where: condition ? x : y, the three broadcast as NumPy does (ranks aligned at the end).
+HostTensor where(const std::vector<const HostTensor*>& srcs, const graph::WhereAttrs& a, const graph::WeightStore& weights,
+                 const Op& op) {
+  const OpWeights* w = weights.find(op.name);
+  const bool constant[3] = {a.condition_constant, a.x_constant, a.y_constant};
+  const std::vector<int64_t>* shapes[3] = {&a.condition_shape, &a.x_shape, &a.y_shape};
+  std::vector<HostTensor> operands;
+  size_t next = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!constant[i]) {
+      operands.push_back(*srcs.at(next++));
+      continue;
+    }
+    if (!w) throw GraphError(cat("op '", op.name, "' (where): no constants"));
+    operands.push_back(HostTensor{Shape(*shapes[i]), i == 0 ? w->gamma : i == 1 ? w->weight : w->bias});
+  }
+  size_t rank = 0;
+  for (const auto& t : operands) rank = std::max(rank, t.shape.rank());
+  std::vector<int64_t> out(rank, 1);
+  std::vector<std::vector<int64_t>> dims;
+  for (const auto& t : operands) {
+    std::vector<int64_t> d = t.shape.dims();
+    d.insert(d.begin(), rank - d.size(), 1);
+    for (size_t k = 0; k < rank; ++k) out[k] = std::max(out[k], d[k]);
+    dims.push_back(d);
+  }
+  HostTensor y = zeros(Shape(out));
+  std::vector<int64_t> coord(rank);
+  for (int64_t i = 0; i < y.shape.numel(); ++i) {
+    int64_t rest = i;
+    for (size_t k = rank; k-- > 0;) {
+      coord[k] = rest % out[k];
+      rest /= out[k];
+    }
+    float v[3];
+    for (size_t o = 0; o < 3; ++o) {
+      int64_t offset = 0;
+      for (size_t k = 0; k < rank; ++k) offset = offset * dims[o][k] + (dims[o][k] == 1 ? 0 : coord[k]);
+      v[o] = operands[o].data[static_cast<size_t>(offset)];
+    }
+    y.data[static_cast<size_t>(i)] = v[0] != 0 ? v[1] : v[2];
+  }
+  return y;
+}
+
 HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::BinaryAttrs& a,
                   const graph::WeightStore& weights, const Op& op) {
   HostTensor constant;
@@ -409,6 +454,14 @@ HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::Binar
       case graph::BinaryOp::kMax: r = std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); break;
       case graph::BinaryOp::kMin: r = std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); break;
       case graph::BinaryOp::kMod: r = std::fmod(x, y); break;
+      case graph::BinaryOp::kEqual: r = x == y; break;
+      case graph::BinaryOp::kLess: r = x < y; break;
+      case graph::BinaryOp::kLessEqual: r = x <= y; break;
+      case graph::BinaryOp::kGreater: r = x > y; break;
+      case graph::BinaryOp::kGreaterEqual: r = x >= y; break;
+      case graph::BinaryOp::kAnd: r = x != 0 && y != 0; break;
+      case graph::BinaryOp::kOr: r = x != 0 || y != 0; break;
+      case graph::BinaryOp::kXor: r = (x != 0) != (y != 0); break;
     }
     dst.data[static_cast<size_t>(i)] = static_cast<float>(activate(r, a.activation));
   }
@@ -773,6 +826,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {layer_norm(x, op.attrs_as<graph::LayerNormAttrs>(), weights_of(weights, op))};
     case OpKind::kBinary:
       return {binary(srcs, op.attrs_as<graph::BinaryAttrs>(), weights, op)};
+    case OpKind::kWhere:
+      return {where(srcs, op.attrs_as<graph::WhereAttrs>(), weights, op)};
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {

@@ -49,6 +49,10 @@ HostTensor input_for(UnaryFn fn, const graph::Shape& shape) {
       case UnaryFn::kAtanh: case UnaryFn::kAsin: case UnaryFn::kAcos: v *= 0.95f; break;
       case UnaryFn::kLog: v = 0.05f + 2.0f * std::fabs(v); break;
       case UnaryFn::kRound: v = static_cast<float>(static_cast<int>(i % 9) - 4) * 0.5f; break;
+      case UnaryFn::kNot: v = i % 3 == 0 ? 0.0f : v; break;  // zeros among the values
+      case UnaryFn::kIsNaN: case UnaryFn::kIsInf:  // NaN, +inf and -inf among the values
+        v = i % 5 == 0 ? NAN : i % 5 == 1 ? INFINITY : i % 5 == 2 ? -INFINITY : v;
+        break;
       default: v *= 3.0f; break;
     }
   }
@@ -75,7 +79,7 @@ void expect_every_layout_matches(const stagecraft::testing::Model& m, const std:
     const auto got = Executor(plan).run(inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-5)
+      EXPECT_LT(stagecraft::testing::max_relative_error_with_specials(got[i].data, want[i].data), 1e-5)
           << what << " in " << graph::to_string(layout) << ", output " << i << " ("
           << m.graph.value(m.graph.outputs()[i]).name << ")";
     }
@@ -83,7 +87,7 @@ void expect_every_layout_matches(const stagecraft::testing::Model& m, const std:
 }
 
 TEST(UnaryOps, EveryFunctionMatchesItsDefinitionInEveryLayout) {
-  ASSERT_EQ(every_fn().size(), 28u);
+  ASSERT_EQ(every_fn().size(), 31u);
   for (UnaryFn fn : every_fn()) {
     const stagecraft::testing::Model m = stagecraft::testing::model_of(unary_graph(fn), 3);
     const std::vector<HostTensor> inputs = {input_for(fn, graph::Shape{2, 5, 3, 4})};
@@ -137,14 +141,52 @@ graph::Graph binary_graph(graph::BinaryOp op) {
   return std::move(b).finish({y1, y2});
 }
 
-TEST(BinaryMath, PowMaxMinModMatchTheReferenceInEveryLayout) {
-  for (graph::BinaryOp op : {graph::BinaryOp::kPow, graph::BinaryOp::kMax, graph::BinaryOp::kMin, graph::BinaryOp::kMod}) {
+TEST(BinaryMath, PowMaxMinModComparisonsAndLogicMatchTheReferenceInEveryLayout) {
+  using graph::BinaryOp;
+  for (BinaryOp op : {BinaryOp::kPow, BinaryOp::kMax, BinaryOp::kMin, BinaryOp::kMod, BinaryOp::kEqual, BinaryOp::kLess,
+                      BinaryOp::kLessEqual, BinaryOp::kGreater, BinaryOp::kGreaterEqual, BinaryOp::kAnd, BinaryOp::kOr,
+                      BinaryOp::kXor}) {
     const stagecraft::testing::Model m = stagecraft::testing::model_of(binary_graph(op), 4);
     const auto inputs = stagecraft::testing::inputs_of(m.graph);
     const auto want = testing::reference_run(m.graph, m.weights, inputs);
     ASSERT_EQ(want.size(), 2u);
     expect_every_layout_matches(m, inputs, want, std::string(graph::to_string(op)));
   }
+}
+
+// Where with its condition a comparison, x and y tensors or constants (a scalar -inf among them),
+// broadcast against each other, in every layout against ONNX's definition; the branch not taken
+// never reaches the result (-inf and NaN there stay out).
+TEST(Where, SelectsWithBroadcastingAndConstantsInEveryLayout) {
+  networks::NetBuilder b("where", 2, 5, 3, 4);
+  const ValueId c = b.conv(b.input(), networks::square_conv(5, 1, 1, 0, true), "conv");
+  const ValueId pooled = b.global_avg_pool(b.input(), "gap");
+  graph::BinaryAttrs less;
+  less.op = graph::BinaryOp::kLess;
+  const ValueId mask = b.op("mask", OpKind::kBinary, less, {c, b.input()});
+  graph::WhereAttrs tensors;  // mask ? c : gap(x) broadcast over H and W
+  const ValueId y1 = b.op("tensors", OpKind::kWhere, tensors, {mask, c, pooled});
+  graph::WhereAttrs constants;  // mask ? -inf : c, and a constant [1, 5, 1, 1] condition over gap(x)
+  constants.x_constant = true;
+  const ValueId y2 = b.op("neg_inf", OpKind::kWhere, constants, {mask, c});
+  graph::WhereAttrs by_channel;
+  by_channel.condition_constant = by_channel.y_constant = true;
+  by_channel.condition_shape = {1, 5, 1, 1};
+  by_channel.y_shape = {1};
+  const ValueId y3 = b.op("by_channel", OpKind::kWhere, by_channel, {pooled});
+  stagecraft::testing::Model m = stagecraft::testing::model_of(std::move(b).finish({y1, y2, y3}), 4);
+  m.weights["neg_inf"].weight = {-INFINITY};
+  m.weights["by_channel"].gamma = {1, 0, 1, 0, 0};
+  m.weights["by_channel"].bias = {NAN};
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  ASSERT_EQ(want.size(), 3u);
+  EXPECT_EQ(want[2].shape, (graph::Shape{2, 5, 1, 1}));
+  int chosen = 0;
+  for (float v : want[1].data) chosen += std::isinf(v) ? 1 : 0;
+  EXPECT_GT(chosen, 0);  // both branches taken
+  EXPECT_LT(chosen, static_cast<int>(want[1].data.size()));
+  expect_every_layout_matches(m, inputs, want, "where");
 }
 
 TEST(BinaryMath, MaxAndMinPropagateNaNAsNumPyDoes) {

@@ -380,9 +380,40 @@ TEST(ShapeInference, LrnKeepsItsImageAndNeedsAnOddWindow) {
   EXPECT_NE(error_of(make_op(OpKind::kLrn, a), {make_desc(Shape{2, 8})}).find("rank 4"), std::string::npos);
 }
 
+TEST(ShapeInference, ConvTransposeUpsamplesByItsStrideAndChecksItsPadding) {
+  ConvTranspose2dAttrs a;
+  a.in_channels = 8;
+  a.out_channels = 4;
+  a.kernel = Hw{3, 3};
+  a.stride = Hw{2, 2};
+  a.padding = Pads{1, 1, 1, 1};
+  a.output_padding = Hw{1, 1};
+  EXPECT_EQ(infer1(make_op(OpKind::kConvTranspose2d, a), {make_desc(Shape{2, 8, 5, 7})}), (Shape{2, 4, 10, 14}));
+  a.output_padding = Hw{2, 0};
+  EXPECT_NE(error_of(make_op(OpKind::kConvTranspose2d, a), {make_desc(Shape{2, 8, 5, 7})}).find("output_padding"),
+            std::string::npos);
+  a.output_padding = Hw{0, 0};
+  EXPECT_NE(error_of(make_op(OpKind::kConvTranspose2d, a), {make_desc(Shape{2, 6, 5, 7})}).find("in_channels is 8"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, WhereBroadcastsItsThreeOperands) {
+  WhereAttrs a;
+  const TensorDesc mask{Shape{4, 1}, DataType::kF32, Layout::kNC};
+  const TensorDesc x{Shape{2, 3, 4, 5}, DataType::kF32, Layout::kNCHW};
+  EXPECT_EQ(infer1(make_op(OpKind::kWhere, a), {mask, x, x}), (Shape{2, 3, 4, 5}));
+  a.y_constant = true;
+  a.y_shape = {};  // a scalar
+  EXPECT_EQ(infer1(make_op(OpKind::kWhere, a), {mask, make_desc(Shape{2, 1, 1, 5})}), (Shape{2, 1, 4, 5}));
+  EXPECT_NE(error_of(make_op(OpKind::kWhere, a), {mask, make_desc(Shape{2, 3, 3, 5})}).find("do not broadcast"),
+            std::string::npos);
+  a.condition_constant = a.x_constant = true;
+  EXPECT_NE(error_of(make_op(OpKind::kWhere, a), {}).find("at least one operand"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 46u);
+  EXPECT_EQ(all_op_kinds().size(), 47u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

@@ -38,4 +38,25 @@ double max_relative_error(const Got& got, const Want& want) {
   return max_abs_error(got, want) / scale;
 }
 
+/// max_relative_error where `want` may hold NaN and infinities on purpose (a where's -inf branch,
+/// NaN a select keeps): such an element matches only the same special value in `got` (infinity
+/// otherwise); the others as max_relative_error, scaled by the finite elements of `want`.
+template <class Got, class Want>
+double max_relative_error_with_specials(const Got& got, const Want& want) {
+  if (std::size(got) != std::size(want)) return kNeverClose;
+  double scale = 1e-6, worst = 0;
+  for (size_t i = 0; i < std::size(want); ++i) {
+    if (std::isfinite(static_cast<double>(want[i]))) scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  }
+  for (size_t i = 0; i < std::size(want); ++i) {
+    const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
+    if (std::isnan(w) || std::isinf(w)) {
+      if (!(std::isnan(w) ? std::isnan(g) : g == w)) return kNeverClose;
+      continue;
+    }
+    worst = worst_of(worst, std::fabs(g - w) / scale);
+  }
+  return worst;
+}
+
 }  // namespace stagecraft::testing
