@@ -328,6 +328,19 @@ void Importer::import_node(const onnx::NodeProto& node) {
   }
   const std::string& t = node.op_type();
   if (t == "Constant") return constant_node(node);
+  if (t == "Resize" && resizes_to_itself(node)) {
+    // Every mode gives its input back when the size does not change (the position-embedding and
+    // relative-bias interpolations of DINOv2, BEiT and DPT at their training size): an Identity,
+    // which folds where the input is a constant.
+    onnx::NodeProto same = node;
+    same.set_op_type("Identity");
+    same.clear_attribute();
+    while (same.input_size() > 1) {
+      if (!same.input(same.input_size() - 1).empty()) --readers_[same.input(same.input_size() - 1)];
+      same.mutable_input()->RemoveLast();
+    }
+    return import_node(same);
+  }
   if (t == "CastLike") {
     // A Cast to the element type of the second input (a constant's own type; every tensor the
     // model computes is float32).
@@ -509,6 +522,38 @@ void Importer::import_node(const onnx::NodeProto& node) {
   } else {
     fail(node, "this op is not supported");
   }
+}
+
+bool Importer::resizes_to_itself(const onnx::NodeProto& node) const {
+  if (attr_string(node, "coordinate_transformation_mode") == "tf_crop_and_resize") return false;
+  std::vector<int64_t> dims;
+  if (const ConstTensor* c = constant(node, 0)) {
+    dims = c->dims;
+  } else if (auto it = values_.find(node.input(0)); it != values_.end()) {
+    dims = shape(it->second).dims();
+  } else {
+    return false;
+  }
+  std::vector<int64_t> axes = attr_ints(node, "axes");
+  for (int64_t& a : axes) a = a < 0 ? a + static_cast<int64_t>(dims.size()) : a;
+  if (axes.empty()) {
+    for (size_t i = 0; i < dims.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  const ConstTensor* sizes = constant(node, 3);
+  const ConstTensor* scales = constant(node, 2);
+  if (sizes && sizes->numel() > 0) {
+    const std::vector<int64_t> s = sizes->ints();
+    if (s.size() != axes.size()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(dims.size()) || s[i] != dims[static_cast<size_t>(axes[i])]) return false;
+    }
+    return true;
+  }
+  if (scales && scales->numel() > 0) {
+    const std::vector<float> f = scales->floats();
+    return f.size() == axes.size() && std::all_of(f.begin(), f.end(), [](float v) { return v == 1.0f; });
+  }
+  return false;
 }
 
 bool Importer::has_input(const onnx::NodeProto& node, int slot) const {

@@ -1,9 +1,10 @@
 // The ONNX importer's expansions: ops written as other ONNX ops, the way ONNX itself defines many
-// of them as functions, then imported node by node. RMSNormalization, GroupNormalization,
+// of them as functions, then imported node by node. Attention, RMSNormalization, GroupNormalization,
 // MeanVarianceNormalization, LpNormalization and PRelu always; LayerNormalization over other
 // axes than the last or with its mean and inverse-deviation outputs; Instance- and
 // BatchNormalization whose parameters are tensors of the model; Gemm of two tensors or with a
-// bias that varies by row; MatMul of a vector; LpPool as an average pool of |x|^p. An op with a
+// bias that varies by row; MatMul of a vector; LpPool as an average pool of |x|^p; global pools of
+// other ranks than 4 as reductions. An op with a
 // direct translation (a fused layer norm, a linear layer) keeps it wherever that applies; the
 // expansion takes the rest, with ONNX's semantics and each step a graph op of its own.
 #include <algorithm>
@@ -151,6 +152,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
     return named(1) || named(2) || tensor(1) || tensor(2) || axis != static_cast<int64_t>(*rank) - 1;
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
+  if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return rank && *rank != 4;  // Swin's pooler over [N, C, L]
   if (t == "BatchNormalization") {
     return attr_int(node, "training_mode", 0) == 0 && (tensor(1) || tensor(2) || tensor(3) || tensor(4));
   }
@@ -310,6 +312,10 @@ void Importer::expand(const onnx::NodeProto& node) {
     if (p == 1) e.op("Identity", {sum}, {}, output(0));
     else if (p == 2) e.op("Sqrt", {sum}, {}, output(0));
     else e.op("Pow", {sum, e.scalar(1.0f / static_cast<float>(p))}, {}, output(0));
+  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+    // Over every axis after the channels, kept as 1s.
+    if (rank < 3) fail(node, cat("the input must have rank >= 3, got ", rank));
+    e.reduce(t == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax", x, trailing_axes(2, rank), output(0));
   } else if (t == "Attention") {
     attention(node, e);
   } else {

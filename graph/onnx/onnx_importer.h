@@ -75,6 +75,8 @@ class Importer {
   void add_inputs(const onnx::GraphProto& g);
   std::string unique(const std::string& base);
   void import_node(const onnx::NodeProto& node);
+  // Whether a Resize gives its input's own size (an identity in every mode but crop-and-resize).
+  bool resizes_to_itself(const onnx::NodeProto& node) const;
   void constant_node(const onnx::NodeProto& node);
   std::vector<FoldInput> fold_inputs(const onnx::NodeProto& node);
   const ConstTensor* constant(const onnx::NodeProto& node, int slot) const;

@@ -209,3 +209,20 @@ def test_comparisons_logic_and_where_agree_with_onnx_runtime():
     assert np.isinf(want).any() and not np.isnan(want).any()
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,extra", [("linear", {}), ("cubic", {"cubic_coeff_a": -0.75}),
+                                        ("nearest", {"coordinate_transformation_mode": "asymmetric"})])
+def test_a_resize_to_its_own_size_is_the_identity_of_a_constant_or_a_tensor(mode, extra):
+    """DINOv2's position embeddings and BEiT's relative-position bias are resized to the size they
+    already have (were refused: a Resize of a constant); a tensor resized by scales of 1 too."""
+    rng = np.random.default_rng(18)
+    table = rng.standard_normal([1, 4, 6, 6]).astype(np.float32)
+    ints = helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 4, 6, 6])
+    ones = helper.make_tensor("ones", TensorProto.FLOAT, [4], [1, 1, 1, 1])
+    nodes = [helper.make_node("Resize", ["table", "", "", "sizes"], ["bias"], mode=mode, **extra),
+             helper.make_node("Resize", ["x", "", "ones"], ["same"], mode=mode, **extra),
+             helper.make_node("Add", ["same", "bias"], ["y"])]
+    model = model_of(nodes, {"x": [2, 4, 6, 6]}, {"table": table}, opset=18)
+    model.graph.initializer.extend([ints, ones])
+    agrees_with_ort(model, {"x": rng.standard_normal([2, 4, 6, 6]).astype(np.float32)}, rtol=1e-6, atol=1e-6)
