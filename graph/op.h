@@ -561,6 +561,9 @@ struct ResizeAttrs {
   /// bicubic (linear false): the 4 x 4 pixels around the linear coordinate, unclamped, weighted by
   /// Keys' kernel with a = -0.75, edge pixels repeated (PyTorch's "bicubic")
   bool cubic = false;
+  /// linear only: source coordinate y · (in - 1) / (out - 1), the corners' pixels kept (ONNX
+  /// "align_corners": PyTorch's bilinear with align_corners=True, DPT's fusion stages)
+  bool align_corners = false;
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("size", a.size, FieldRule::kRequired);
@@ -568,6 +571,7 @@ struct ResizeAttrs {
     v("scale_w", a.scale_w, FieldRule::kRequired);
     v("linear", a.linear, FieldRule::kOptional);
     v("cubic", a.cubic, FieldRule::kOptional);
+    v("align_corners", a.align_corners, FieldRule::kOptional);
   }
   bool operator==(const ResizeAttrs&) const = default;
 };

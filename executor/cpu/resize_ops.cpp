@@ -23,7 +23,7 @@ struct Axis {
   std::vector<float> weight;
 };
 
-Axis axis_of(int64_t in, int64_t out, double scale, bool linear) {
+Axis axis_of(int64_t in, int64_t out, double scale, bool linear, bool align_corners) {
   Axis a;
   for (int64_t y = 0; y < out; ++y) {
     if (!linear) {  // floor(y / scale)
@@ -33,7 +33,10 @@ Axis axis_of(int64_t in, int64_t out, double scale, bool linear) {
       a.weight.push_back(0);
       continue;
     }
-    const double src = std::max(0.0, (static_cast<double>(y) + 0.5) / scale - 0.5);  // half pixel
+    const double src = align_corners ? (out > 1 ? static_cast<double>(y) * static_cast<double>(in - 1) /
+                                                        static_cast<double>(out - 1)
+                                                  : 0.0)
+                                     : std::max(0.0, (static_cast<double>(y) + 0.5) / scale - 0.5);  // half pixel
     const int64_t y0 = std::min(in - 1, static_cast<int64_t>(std::floor(src)));
     a.first.push_back(y0);
     a.second.push_back(std::min(in - 1, y0 + 1));
@@ -136,8 +139,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
     r->cubic_rows = cubic_axis_of(r->src.height, r->dst.height, a.scale_h);
     r->cubic_cols = cubic_axis_of(r->src.width, r->dst.width, a.scale_w);
   } else {
-    r->rows = axis_of(r->src.height, r->dst.height, a.scale_h, a.linear);
-    r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear);
+    r->rows = axis_of(r->src.height, r->dst.height, a.scale_h, a.linear, a.align_corners);
+    r->cols = axis_of(r->src.width, r->dst.width, a.scale_w, a.linear, a.align_corners);
   }
   k.add_host([r](const std::vector<void*>& data) {
     const auto* in = static_cast<const float*>(data[0]);

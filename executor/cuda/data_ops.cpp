@@ -60,6 +60,10 @@ Support check(const KernelSpec& spec) {
       return Support::unsupported(SupportReason::kDataType, "a reshape keeps the element type");
     }
   }
+  if (spec.kind == OpKind::kResize && std::get<graph::ResizeAttrs>(spec.attrs).align_corners) {
+    return Support::unsupported(SupportReason::kAttributes,
+                                "align_corners resizing has no CUDA kernel yet (the CPU backend runs it)");
+  }
   if (spec.kind == OpKind::kResize && std::get<graph::ResizeAttrs>(spec.attrs).cubic) {
     return Support::unsupported(SupportReason::kAttributes,
                                 "bicubic resizing has no CUDA kernel yet (the CPU backend runs it)");

@@ -558,7 +558,7 @@ class Exporter {
         auto* n = node("Resize", op.name, in, {out});
         const bool interpolated = a.linear || a.cubic;
         text(n, "mode", a.linear ? "linear" : a.cubic ? "cubic" : "nearest");
-        text(n, "coordinate_transformation_mode", interpolated ? "half_pixel" : "asymmetric");
+        text(n, "coordinate_transformation_mode", a.align_corners ? "align_corners" : interpolated ? "half_pixel" : "asymmetric");
         if (!interpolated) text(n, "nearest_mode", "floor");
         return;
       }

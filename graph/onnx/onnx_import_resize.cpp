@@ -72,10 +72,12 @@ void Importer::resize(const onnx::NodeProto& node) {
 
   // The coordinate rules the resize op computes (see ResizeAttrs).
   const bool half_pixel = transform == "half_pixel" || transform == "pytorch_half_pixel";
-  if (mode == "linear" || mode == "cubic") {
+  if (mode == "linear" && transform == "align_corners") {
+    a.linear = a.align_corners = true;
+  } else if (mode == "linear" || mode == "cubic") {
     if (!half_pixel) {
       fail(node, cat(mode, " resizing with coordinate_transformation_mode '", transform,
-                     "' is not supported (half_pixel or pytorch_half_pixel: PyTorch's align_corners=False)"));
+                     "' is not supported (half_pixel or pytorch_half_pixel: PyTorch's align_corners=False; linear also align_corners)"));
     }
     if (transform == "pytorch_half_pixel" && (a.size.h == 1 || a.size.w == 1)) {
       fail(node, "pytorch_half_pixel resizing to a size of 1 is not supported");

@@ -226,3 +226,18 @@ def test_a_resize_to_its_own_size_is_the_identity_of_a_constant_or_a_tensor(mode
     model = model_of(nodes, {"x": [2, 4, 6, 6]}, {"table": table}, opset=18)
     model.graph.initializer.extend([ints, ones])
     agrees_with_ort(model, {"x": rng.standard_normal([2, 4, 6, 6]).astype(np.float32)}, rtol=1e-6, atol=1e-6)
+
+
+def test_bilinear_resizing_with_aligned_corners_agrees_with_onnx_runtime():
+    """PyTorch's bilinear with align_corners=True (DPT's fusion stages; was refused): the corner
+    pixels of input and output coincide, up by 2 and to sizes that are no multiple."""
+    rng = np.random.default_rng(19)
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 3, 5, 17])
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["up"], mode="linear",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Resize", ["up", "", "", "sizes"], ["y"], mode="linear",
+                              coordinate_transformation_mode="align_corners")]
+    model = model_of(nodes, {"x": [1, 3, 7, 6]}, {}, opset=18)
+    model.graph.initializer.extend([scales, sizes])
+    agrees_with_ort(model, {"x": rng.standard_normal([1, 3, 7, 6]).astype(np.float32)}, rtol=1e-5, atol=1e-5)

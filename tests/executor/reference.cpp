@@ -520,14 +520,15 @@ HostTensor resize(const HostTensor& src, const graph::ResizeAttrs& a) {
           }
     return dst;
   }
-  auto coordinate = [&](int64_t y, double scale, int64_t size, int64_t* lo, int64_t* hi, double* frac) {
+  auto coordinate = [&](int64_t y, double scale, int64_t size, int64_t out_size, int64_t* lo, int64_t* hi, double* frac) {
     if (!a.linear) {
       *lo = *hi = std::min<int64_t>(size - 1, static_cast<int64_t>(std::floor(static_cast<double>(y) / scale)));
       *frac = 0;
       return;
     }
-    const double original = std::clamp((static_cast<double>(y) + 0.5) / scale - 0.5, 0.0,
-                                       static_cast<double>(size - 1));
+    const double original =
+        a.align_corners ? (out_size > 1 ? static_cast<double>(y) * static_cast<double>(size - 1) / static_cast<double>(out_size - 1) : 0.0)
+                        : std::clamp((static_cast<double>(y) + 0.5) / scale - 0.5, 0.0, static_cast<double>(size - 1));
     *lo = static_cast<int64_t>(std::floor(original));
     *hi = std::min<int64_t>(*lo + 1, size - 1);
     *frac = original - static_cast<double>(*lo);
@@ -537,11 +538,11 @@ HostTensor resize(const HostTensor& src, const graph::ResizeAttrs& a) {
       for (int64_t y = 0; y < out.h; ++y) {
         int64_t y0, y1;
         double fy;
-        coordinate(y, a.scale_h, in.h, &y0, &y1, &fy);
+        coordinate(y, a.scale_h, in.h, out.h, &y0, &y1, &fy);
         for (int64_t x = 0; x < out.w; ++x) {
           int64_t x0, x1;
           double fx;
-          coordinate(x, a.scale_w, in.w, &x0, &x1, &fx);
+          coordinate(x, a.scale_w, in.w, out.w, &x0, &x1, &fx);
           auto v = [&](int64_t h, int64_t w) { return static_cast<double>(src.data[static_cast<size_t>(in.at(n, c, h, w))]); };
           const double top = v(y0, x0) * (1 - fx) + v(y0, x1) * fx;
           const double bottom = v(y1, x0) * (1 - fx) + v(y1, x1) * fx;

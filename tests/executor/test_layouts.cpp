@@ -242,14 +242,20 @@ TEST(LayoutKernels, ResizesEqualTheReferenceInEveryLayout) {
       cubic.scale_h = 5.0 / 9.0;
       cubic.scale_w = 23.0 / 17.0;
       cubic.cubic = true;
-      auto out = b.conv(b.op("bicubic", graph::OpKind::kResize, cubic, {smooth}), networks::square_conv(4, 1), "head");
+      graph::ResizeAttrs corners = linear;  // align_corners (DPT's fusion stages), up in both
+      corners.size = {11, 40};
+      corners.scale_h = 11.0 / 5.0;
+      corners.scale_w = 40.0 / 23.0;
+      corners.align_corners = true;
+      auto aligned = b.op("aligned", graph::OpKind::kResize, corners, {b.op("bicubic", graph::OpKind::kResize, cubic, {smooth})});
+      auto out = b.conv(aligned, networks::square_conv(4, 1), "head");
       const Model m = stagecraft::testing::model_of(std::move(b).finish({out}));
       for_every_host_layout(m, cat("batch ", batch, ", ", width, " channels"), [](Layout, const PlanRun& got) {
         const auto count = [&](const char* name) {
           return std::count_if(got.implementations.begin(), got.implementations.end(),
                                [&](const std::string& i) { return i.find(name) != std::string::npos; });
         };
-        return count("resize bilinear") == 1 && count("resize bicubic") == 1;
+        return count("resize bilinear") == 2 && count("resize bicubic") == 1;
       });
     }
   }
