@@ -78,6 +78,50 @@ ConstTensor scatter_nd(const onnx::NodeProto& node, const ConstTensor& x, const 
   return t;
 }
 
+// GatherElements (out[p] = data[p with the axis coordinate indices[p]]) and ScatterElements (a copy
+// of data with data[p with the axis coordinate indices[p]] = updates[p], no reduction) of
+// constants: the relative-position indices BEiT's dynamo export builds.
+ConstTensor by_elements(const onnx::NodeProto& node, const ConstTensor& x, const ConstTensor& idx,
+                        const ConstTensor* upd) {
+  const bool scatter = upd != nullptr;
+  const std::string& op = node.op_type();
+  if (scatter) {
+    const std::string reduction = attr_string(node, "reduction");
+    if (!reduction.empty() && reduction != "none") invalid("ScatterElements with a reduction is not supported");
+  }
+  const size_t rank = x.dims.size();
+  if (idx.dims.size() != rank) invalid(cat(op, ": the indices must have the data's rank"));
+  if (scatter && upd->dims != idx.dims) invalid("ScatterElements: the updates must have the indices' shape");
+  int64_t axis = attr_int(node, "axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  if (axis < 0 || axis >= static_cast<int64_t>(rank)) invalid(cat(op, ": axis out of range"));
+  const auto a = static_cast<size_t>(axis);
+  const std::vector<int64_t> ids = idx.ints();
+  ConstTensor t = x;
+  if (!scatter) {
+    t.dims = idx.dims;
+    t.values.assign(ids.size(), 0.0);
+  }
+  std::vector<int64_t> coord(rank, 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i);
+    for (size_t d = rank; d-- > 0;) {
+      coord[d] = rest % idx.dims[d];
+      rest /= idx.dims[d];
+    }
+    int64_t at = ids[i] < 0 ? ids[i] + x.dims[a] : ids[i];
+    if (at < 0 || at >= x.dims[a]) invalid(cat(op, ": index ", ids[i], " is outside axis ", axis));
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      if (d != a && coord[d] >= x.dims[d]) invalid(cat(op, ": the indices exceed the data"));
+      offset = offset * x.dims[d] + (d == a ? at : coord[d]);
+    }
+    if (scatter) t.values[static_cast<size_t>(offset)] = upd->values[i];
+    else t.values[i] = x.values[static_cast<size_t>(offset)];
+  }
+  return t;
+}
+
 // ONNX MatMul of constants: [..., M, K] x [..., K, N] (a 2-D second operand, or equal ranks with
 // batch dimensions broadcast).
 ConstTensor matmul(const ConstTensor& a, const ConstTensor& b) {
@@ -333,6 +377,10 @@ std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstT
   if (op == "Conv") {
     if (!second) invalid("Conv needs its weights");
     return conv(node, x, *second, third);
+  }
+  if (op == "GatherElements" || op == "ScatterElements") {
+    if (!second || (op == "ScatterElements" && !third)) invalid(cat(op, " needs all its inputs"));
+    return by_elements(node, x, *second, op == "ScatterElements" ? third : nullptr);
   }
   if (op != "GatherND" && op != "ScatterND" && op != "MatMul" && op != "CumSum") return std::nullopt;
   if (!second || (op == "ScatterND" && !third)) invalid(cat(op, " needs all its inputs"));

@@ -58,7 +58,7 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Sqrt", 13}, {"Squeeze", 25}, {"Sub", 14}, {"Sum", 13}, {"Tanh", 13}, {"Tile", 13},
     {"Transpose", 25}, {"Unsqueeze", 25}, {"Where", 16},
     // The expansions (onnx_import_expansions.cpp).
-    {"Attention", 25}, {"GroupNormalization", 21}, {"IsInf", 20}, {"IsNaN", 20}, {"Xor", 7}, {"LpNormalization", 22}, {"LpPool", 22},
+    {"Attention", 25}, {"GatherElements", 13}, {"GroupNormalization", 21}, {"ScatterElements", 18}, {"IsInf", 20}, {"IsNaN", 20}, {"Xor", 7}, {"LpNormalization", 22}, {"LpPool", 22},
     {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"RMSNormalization", 23},
     // The unary functions (UnaryFn).
     {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},

@@ -241,3 +241,22 @@ def test_bilinear_resizing_with_aligned_corners_agrees_with_onnx_runtime():
     model = model_of(nodes, {"x": [1, 3, 7, 6]}, {}, opset=18)
     model.graph.initializer.extend([scales, sizes])
     agrees_with_ort(model, {"x": rng.standard_normal([1, 3, 7, 6]).astype(np.float32)}, rtol=1e-5, atol=1e-5)
+
+
+def test_gather_and_scatter_elements_of_constants_fold_as_onnx_runtime_computes_them():
+    """BEiT's dynamo export builds its relative-position index with ScatterElements of constants
+    (was refused); GatherElements then picks from a constant table; both fold at load."""
+    rng = np.random.default_rng(20)
+    table = rng.standard_normal([3, 5]).astype(np.float32)
+    data = np.zeros([3, 4], np.float32)
+    upd = rng.standard_normal([3, 2]).astype(np.float32)
+    idx = np.array([[0, 3], [-1, 1], [2, 0]], np.int64)
+    pick = np.array([[4, 0, 1, 1], [2, 3, -5, 0], [0, 0, 4, 2]], np.int64)
+    i64 = lambda name, a: helper.make_tensor(name, TensorProto.INT64, a.shape, a.ravel())  # noqa: E731
+    nodes = [helper.make_node("ScatterElements", ["data", "idx", "upd"], ["scattered"], axis=1),
+             helper.make_node("GatherElements", ["table", "pick"], ["picked"], axis=1),
+             helper.make_node("Add", ["x", "scattered"], ["s"]),
+             helper.make_node("Mul", ["s", "picked"], ["y"])]
+    model = model_of(nodes, {"x": [3, 4]}, {"table": table, "data": data, "upd": upd}, opset=18)
+    model.graph.initializer.extend([i64("idx", idx), i64("pick", pick)])
+    agrees_with_ort(model, {"x": rng.standard_normal([3, 4]).astype(np.float32)}, rtol=1e-6, atol=1e-6)
