@@ -388,8 +388,9 @@ TEST(Onnx, ResizesRoundTripAndOtherCoordinateRulesAreClearErrors) {
     }
     return import_error(serialize(m));
   };
-  std::string m = with("coordinate_transformation_mode", "align_corners");
-  EXPECT_NE(m.find("node 'fit' (Resize): linear resizing with coordinate_transformation_mode 'align_corners' is not supported"),
+  EXPECT_EQ(with("coordinate_transformation_mode", "align_corners"), "<imported>");  // align_corners=True
+  std::string m = with("coordinate_transformation_mode", "half_pixel_symmetric");
+  EXPECT_NE(m.find("node 'fit' (Resize): linear resizing with coordinate_transformation_mode 'half_pixel_symmetric' is not supported"),
             std::string::npos) << m;
   EXPECT_EQ(with("mode", "cubic"), "<imported>");  // PyTorch's bicubic (half_pixel, a = -0.75)
   m = with("mode", "area");
