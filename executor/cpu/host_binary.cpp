@@ -53,6 +53,17 @@ void run(const HostBinary& h, const float* a, const float* b, float* y) {
 
 }  // namespace
 
+std::vector<int64_t> broadcast_strides(std::vector<int64_t> dims, size_t rank) {
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  std::vector<int64_t> strides(rank, 0);
+  for (int64_t d = static_cast<int64_t>(rank) - 1, stride = 1; d >= 0; --d) {
+    const auto i = static_cast<size_t>(d);
+    strides[i] = dims[i] == 1 ? 0 : stride;
+    stride *= dims[i];
+  }
+  return strides;
+}
+
 bool host_binary_applies(const KernelSpec& spec) {
   if (spec.kind != graph::OpKind::kBinary) return false;
   for (const auto* list : {&spec.srcs, &spec.dsts}) {
@@ -69,18 +80,8 @@ std::string add_host_binary(DnnlKernel& k, const KernelSpec& spec) {
   h->dims = spec.dsts[0].shape.dims();
   const std::vector<int64_t> second =
       a.constant.empty() ? spec.srcs[1].shape.dims() : graph::constant_shape(a, h->dims.size());
-  // Row-major strides of an operand of `dims` (the destination's rank), 0 along its dimensions of 1.
-  const auto strides_of = [](const std::vector<int64_t>& dims) {
-    std::vector<int64_t> strides(dims.size(), 0);
-    for (int64_t d = static_cast<int64_t>(dims.size()) - 1, stride = 1; d >= 0; --d) {
-      const auto i = static_cast<size_t>(d);
-      strides[i] = dims[i] == 1 ? 0 : stride;
-      stride *= dims[i];
-    }
-    return strides;
-  };
-  h->first_strides = strides_of(spec.srcs[0].shape.dims());
-  h->second_strides = strides_of(second);
+  h->first_strides = broadcast_strides(spec.srcs[0].shape.dims(), h->dims.size());
+  h->second_strides = broadcast_strides(second, h->dims.size());
   h->op = a.op;
   h->constant_first = a.constant_first;
   h->activation = a.activation;

@@ -65,6 +65,9 @@ extern const OpFamily kWhereFamily;          // where (our own host loop)
 /// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),
 /// and its build.
 inline constexpr const char* kHostBinaryImpl = "binary host";
+/// Row-major strides of an operand of `dims` broadcast to `rank` dimensions (leading 1s added), 0
+/// along its dimensions of 1: how the host loops (binary, where) read a broadcast operand.
+std::vector<int64_t> broadcast_strides(std::vector<int64_t> dims, size_t rank);
 bool host_binary_applies(const KernelSpec& spec);
 std::string add_host_binary(DnnlKernel& kernel, const KernelSpec& spec);
 

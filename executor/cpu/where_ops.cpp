@@ -25,18 +25,6 @@ bool row_major(const graph::TensorDesc& d) {
   return d.layout == graph::Layout::kPlain || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
 }
 
-// Row-major strides of an operand of `dims` aligned to `rank` (leading 1s), 0 along its 1s.
-std::vector<int64_t> strides_of(std::vector<int64_t> dims, size_t rank) {
-  dims.insert(dims.begin(), rank - dims.size(), 1);
-  std::vector<int64_t> strides(rank, 0);
-  for (int64_t d = static_cast<int64_t>(rank) - 1, stride = 1; d >= 0; --d) {
-    const auto i = static_cast<size_t>(d);
-    strides[i] = dims[i] == 1 ? 0 : stride;
-    stride *= dims[i];
-  }
-  return strides;
-}
-
 void run(const HostWhere& h, const float* const operands[3], float* y) {
   const size_t rank = h.dims.size();
   const int64_t inner = h.dims[rank - 1];
@@ -80,7 +68,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
   const bool constant[3] = {a.condition_constant, a.x_constant, a.y_constant};
   std::vector<int> slots;
   for (int i = 0; i < 3; ++i) {
-    h->strides[i] = strides_of(shapes[static_cast<size_t>(i)], h->dims.size());
+    h->strides[i] = broadcast_strides(shapes[static_cast<size_t>(i)], h->dims.size());
     if (constant[i]) {
       const graph::OpWeights& w = *spec.weights;  // weights_support checked they are given
       h->constants[i] = i == 0 ? w.gamma : i == 1 ? w.weight : w.bias;
