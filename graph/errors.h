@@ -1,6 +1,9 @@
 #pragma once
 /// Errors raised by the graph layer. All derive from `stagecraft::Error`.
 
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 
 namespace stagecraft::graph {
@@ -23,6 +26,19 @@ class ShapeError : public GraphError {
 class FormatError : public GraphError {
  public:
   using GraphError::GraphError;
+};
+
+/// An ONNX node needs a constant (a convolution's weights, a resize's scales) where the model has a
+/// tensor computed from graph inputs: `inputs` names those graph inputs. Binding their values at
+/// load (OnnxImportOptions::constant_inputs) imports the model specialised to them.
+class ConstantInputError : public FormatError {
+ public:
+  ConstantInputError(const std::string& message, std::vector<std::string> inputs)
+      : FormatError(message), inputs_(std::move(inputs)) {}
+  const std::vector<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<std::string> inputs_;
 };
 
 }  // namespace stagecraft::graph

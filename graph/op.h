@@ -561,7 +561,8 @@ struct ResizeAttrs {
   /// bicubic (linear false): the 4 x 4 pixels around the linear coordinate, unclamped, weighted by
   /// Keys' kernel with a = -0.75, edge pixels repeated (PyTorch's "bicubic")
   bool cubic = false;
-  /// linear only: source coordinate y · (in - 1) / (out - 1), the corners' pixels kept (ONNX
+  /// linear only: source coordinate y · (in - 1) / (in · scale - 1) (= (out - 1) when the size
+  /// gives the scale), the corners' pixels kept (ONNX
   /// "align_corners": PyTorch's bilinear with align_corners=True, DPT's fusion stages)
   bool align_corners = false;
   template <class Self, class Visitor>

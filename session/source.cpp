@@ -37,6 +37,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
     options.batch = source.batch;
     options.input_size = source.input_size;
     options.input_shapes = source.input_shapes;
+    options.constant_inputs = source.constant_inputs;
     graph::OnnxModel m = graph::import_onnx(source.spec, options);
     g = std::move(m.graph);
     if (onnx_weights) *onnx_weights = std::move(m.weights);

@@ -12,9 +12,11 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/onnx/onnx_io.h"
 #include "graph/weights.h"
 
 namespace stagecraft::session {
@@ -27,6 +29,9 @@ struct GraphSource {
   /// ONNX models: the shapes of the inputs in order (the symbolic dimensions of dynamic axes come
   /// from them; see graph::OnnxImportOptions::input_shapes); empty: none given.
   std::vector<std::vector<int64_t>> input_shapes;
+  /// ONNX models: values of graph inputs fixed at load, imported as constants (see
+  /// graph::OnnxImportOptions::constant_inputs); empty: none.
+  std::map<std::string, graph::OnnxImportOptions::InputValue> constant_inputs;
   uint64_t seed = 1;       ///< seed of randomly wired networks and of generated weights
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
   std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | int8)

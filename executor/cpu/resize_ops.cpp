@@ -33,9 +33,12 @@ Axis axis_of(int64_t in, int64_t out, double scale, bool linear, bool align_corn
       a.weight.push_back(0);
       continue;
     }
-    const double src = align_corners ? (out > 1 ? static_cast<double>(y) * static_cast<double>(in - 1) /
-                                                        static_cast<double>(out - 1)
-                                                  : 0.0)
+    // align_corners: y · (in - 1) / (in · scale - 1), ONNX's rule (the resized length is in · scale,
+    // the output size when the model gives sizes; 0 where that length is 1).
+    const double resized = static_cast<double>(in) * scale;
+    const double src = align_corners ? (out > 1 && std::abs(resized - 1.0) > 1e-9
+                                            ? static_cast<double>(y) * static_cast<double>(in - 1) / (resized - 1.0)
+                                            : 0.0)
                                      : std::max(0.0, (static_cast<double>(y) + 0.5) / scale - 0.5);  // half pixel
     const int64_t y0 = std::min(in - 1, static_cast<int64_t>(std::floor(src)));
     a.first.push_back(y0);

@@ -197,11 +197,46 @@ void Importer::fail(const onnx::NodeProto& node, const std::string& what) const 
   throw FormatError(cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): ", what));
 }
 
+void Importer::fail_not_constant(const onnx::NodeProto& node, int slot, const std::string& what) const {
+  // The graph inputs the tensor is computed from: a walk back over its producers.
+  std::set<std::string> inputs;
+  std::set<std::string> seen;
+  std::vector<std::string> todo;
+  if (has_input(node, slot)) todo.push_back(node.input(slot));
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (name.empty() || !seen.insert(name).second) continue;
+    if (graph_inputs_.count(name)) inputs.insert(name);
+    if (auto p = producers_.find(name); p != producers_.end()) {
+      for (const auto& in : p->second->input()) todo.push_back(in);
+    }
+  }
+  if (inputs.empty()) fail(node, what);
+  const std::vector<std::string> names(inputs.begin(), inputs.end());
+  throw ConstantInputError(
+      cat(source_, ": node '", node_name(node), "' (", node.op_type(), "): ", what, ", and it is computed from graph ",
+          names.size() == 1 ? "input '" : "inputs '", join(names, "', '"),
+          "': bind their values at load (constant_inputs) to plan for those values"),
+      names);
+}
+
 void Importer::add_inputs(const onnx::GraphProto& g) {
   size_t position = 0;
   for (const auto& input : g.input()) {
     if (constants_.count(input.name())) continue;  // an initializer listed as input
     const size_t index = position++;
+    if (auto bound = options_.constant_inputs.find(input.name()); bound != options_.constant_inputs.end()) {
+      // A value fixed at load: a constant, as if it were an initializer.
+      const auto& v = bound->second;
+      if (product(v.dims, 0, v.dims.size()) != static_cast<int64_t>(v.data.size())) {
+        throw FormatError(cat(source_, ": the value bound to input '", input.name(), "' has ", v.data.size(),
+                              " elements, its shape [", join(v.dims, ", "), "] has ", product(v.dims, 0, v.dims.size())));
+      }
+      constants_[input.name()] = ConstTensor::of_floats(v.data, v.dims);
+      continue;
+    }
+    graph_inputs_.insert(input.name());
     const std::vector<int64_t>* given = index < options_.input_shapes.size() && !options_.input_shapes[index].empty()
                                             ? &options_.input_shapes[index] : nullptr;
     const auto& type = input.type().tensor_type();
@@ -569,13 +604,13 @@ const ConstTensor* Importer::constant(const onnx::NodeProto& node, int slot) con
 std::vector<int64_t> Importer::constant_ints(const onnx::NodeProto& node, int slot,
                                              const char* what) const {
   const ConstTensor* c = constant(node, slot);
-  if (!c) fail(node, cat(what, " (input ", slot, ") must be a constant"));
+  if (!c) fail_not_constant(node, slot, cat(what, " (input ", slot, ") must be a constant"));
   return c->ints();
 }
 
 std::vector<float> Importer::take_floats(const onnx::NodeProto& node, int slot) {
   const ConstTensor* c = constant(node, slot);
-  if (!c) fail(node, cat("input ", slot, " must be a constant"));
+  if (!c) fail_not_constant(node, slot, cat("input ", slot, " must be a constant"));
   const std::string& name = node.input(slot);
   if (c->f32.empty() || readers_[name] != 1) return c->floats();
   // Read by this node alone: its elements move into the op's weights instead of being copied.
@@ -585,7 +620,7 @@ std::vector<float> Importer::take_floats(const onnx::NodeProto& node, int slot) 
 std::vector<float> Importer::constant_floats(const onnx::NodeProto& node, int slot,
                                              const char* what) const {
   const ConstTensor* c = constant(node, slot);
-  if (!c) fail(node, cat(what, " (input ", slot, ") must be a constant"));
+  if (!c) fail_not_constant(node, slot, cat(what, " (input ", slot, ") must be a constant"));
   return c->floats();
 }
 

@@ -77,7 +77,7 @@ void Importer::one_dimensional(const onnx::NodeProto& node) {
     }
   }
   if (t == "Conv" || t == "ConvTranspose") {  // weights [M, C / group, K] as [M, C / group, 1, K]
-    if (!has_input(node, 1) || !constants_.count(node.input(1))) fail(node, "the weights must be constant");
+    if (!has_input(node, 1) || !constants_.count(node.input(1))) fail_not_constant(node, 1, "the weights must be constant");
     ConstTensor w = constants_.at(node.input(1));
     if (w.dims.size() != 3) fail(node, cat("weights of rank ", w.dims.size(), " for a 1-D convolution"));
     w.dims = {w.dims[0], w.dims[1], 1, w.dims[2]};

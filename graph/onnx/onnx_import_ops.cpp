@@ -79,7 +79,7 @@ void Importer::conv_transpose(const onnx::NodeProto& node) {
   const Shape s = shape(x);
   if (s.rank() != 4) fail(node, cat("only 1-D and 2-D transposed convolutions are supported (input ", s.to_string(), ")"));
   const ConstTensor* w = constant(node, 1);
-  if (!w) fail(node, "the weight (input 1) must be a constant");
+  if (!w) fail_not_constant(node, 1, "the weight (input 1) must be a constant");
   if (w->dims.size() != 4) fail(node, cat("the weight must be 4-D for a 2-D transposed convolution, got [", join(w->dims, ", "), "]"));
   ConvTranspose2dAttrs a;
   a.groups = attr_int(node, "group", 1);
@@ -126,7 +126,7 @@ void Importer::conv_transpose(const onnx::NodeProto& node) {
     fail(node, cat("auto_pad '", auto_pad, "' is not supported"));
   }
   const ConstTensor* b = constant(node, 2);
-  if (has_input(node, 2) && !b) fail(node, "the bias (input 2) must be a constant");
+  if (has_input(node, 2) && !b) fail_not_constant(node, 2, "the bias (input 2) must be a constant");
   a.bias = b != nullptr;
   // ONNX's weight [in, out / groups, kh, kw] as [out, in / groups, kh, kw].
   const std::vector<float> given = w->floats();
@@ -157,7 +157,7 @@ void Importer::conv(const onnx::NodeProto& node) {
     x = input(node, 0);
   }
   const ConstTensor* w = constant(node, 1);
-  if (!w) fail(node, "the weight (input 1) must be a constant");
+  if (!w) fail_not_constant(node, 1, "the weight (input 1) must be a constant");
   if (w->dims.size() != 4) fail(node, "only 2-D convolutions (4-D weights) are supported");
   Conv2dAttrs a;
   a.out_channels = w->dims[0];
@@ -172,7 +172,7 @@ void Importer::conv(const onnx::NodeProto& node) {
   a.dilation = hw(node, "dilations", 1);
   a.padding = plus(pads_of(node, a.kernel, a.stride, a.dilation, shape(x)), extra);
   const ConstTensor* b = constant(node, 2);
-  if (has_input(node, 2) && !b) fail(node, "the bias (input 2) must be a constant");
+  if (has_input(node, 2) && !b) fail_not_constant(node, 2, "the bias (input 2) must be a constant");
   a.bias = b != nullptr;
   const ValueId y = add(node, OpKind::kConv2d, a, {x});
   OpWeights& ow = weights_of_last();
@@ -532,7 +532,7 @@ void Importer::gemm(const onnx::NodeProto& node) {
     for (float& v : w) v *= alpha;
   }
   const ConstTensor* c = matmul_node ? nullptr : constant(node, 2);
-  if (!matmul_node && has_input(node, 2) && !c) fail(node, "the bias (input 2) must be a constant");
+  if (!matmul_node && has_input(node, 2) && !c) fail_not_constant(node, 2, "the bias (input 2) must be a constant");
   LinearAttrs a;
   a.in_features = in;
   a.out_features = out;

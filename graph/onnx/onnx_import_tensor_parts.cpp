@@ -214,7 +214,7 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
   if (t == "Gather") {
     const int64_t axis = axis_of(attr_int(node, "axis", 0));
     const ConstTensor* idx = constant(node, 1);
-    if (!idx) fail(node, "the indices must be constant");
+    if (!idx) fail_not_constant(node, 1, "the indices must be constant");
     std::vector<int64_t> ids = idx->ints();
     for (int64_t& i : ids) i = i < 0 ? i + s[static_cast<size_t>(axis)] : i;
     bool range = !ids.empty();
@@ -345,7 +345,7 @@ void Importer::scatter_row_major(const onnx::NodeProto& node) {
   if (!reduction.empty() && reduction != "none") fail(node, cat("reduction '", reduction, "' is not supported"));
   const ValueId data = row_major(node, 0);
   const ConstTensor* idx = constant(node, 1);
-  if (!idx) fail(node, "the indices must be constant");
+  if (!idx) fail_not_constant(node, 1, "the indices must be constant");
   const std::vector<int64_t> d = dims_of(shape(data));
   const size_t k = idx->dims.empty() ? 0 : static_cast<size_t>(idx->dims.back());
   const std::vector<int64_t> ids = idx->ints();

@@ -72,6 +72,9 @@ class Importer {
 
   // ---- onnx_import.cpp: the walk, inputs, names, lookups
   [[noreturn]] void fail(const onnx::NodeProto& node, const std::string& what) const;
+  // fail() for input `slot` of `node`, which must be a constant and is not: a ConstantInputError
+  // naming the graph inputs it is computed from (which constant_inputs may bind), where it has any.
+  [[noreturn]] void fail_not_constant(const onnx::NodeProto& node, int slot, const std::string& what) const;
   void add_inputs(const onnx::GraphProto& g);
   std::string unique(const std::string& base);
   void import_node(const onnx::NodeProto& node);
@@ -222,6 +225,7 @@ class Importer {
   WeightStore weights_;
   OpId last_op_ = kNoOp;
   std::map<std::string, ValueId> values_;
+  std::set<std::string> graph_inputs_;  // the model's graph inputs (not initializers), by name
   std::map<std::string, ConstTensor> constants_;
   std::map<std::string, int> readers_;  // node inputs naming each value
   std::map<std::string, PendingPad> pending_pads_;

@@ -10,6 +10,7 @@
 ///   export_onnx(m.graph, m.weights, "copy.onnx");
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "graph/graph.h"
@@ -26,6 +27,14 @@ struct OnnxImportOptions {
   /// the batch; every other dimension must be the model's. `batch` and `input_size` take
   /// precedence.
   std::vector<std::vector<int64_t>> input_shapes;
+  /// Values of graph inputs fixed at load, by input name: each is imported as if it were an
+  /// initializer (the model specialised to these values; a graph input read where a constant is
+  /// needed, such as a convolution's weights, is refused with ConstantInputError otherwise).
+  struct InputValue {
+    std::vector<int64_t> dims;
+    std::vector<float> data;
+  };
+  std::map<std::string, InputValue> constant_inputs;
 };
 
 /// An imported model: the graph and its weights.

@@ -78,6 +78,7 @@ using ModelPtr = std::shared_ptr<PyModel>;
 ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, uint64_t seed,
                     const std::string& dtype, const std::string& calibration,
                     int calibration_samples, const std::vector<std::vector<int64_t>>& input_shapes,
+                    const std::map<std::string, py::array_t<float, py::array::c_style | py::array::forcecast>>& constant_inputs,
                     py::object progress_callback) {
   Progress progress(std::move(progress_callback));
   auto m = std::make_shared<PyModel>();
@@ -89,6 +90,12 @@ ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, 
   m->source.calibration = calibration;
   m->source.calibration_samples = calibration_samples;
   m->source.input_shapes = input_shapes;
+  for (const auto& [name, a] : constant_inputs) {
+    graph::OnnxImportOptions::InputValue v;
+    v.dims.assign(a.shape(), a.shape() + a.ndim());
+    v.data.assign(a.data(), a.data() + a.size());
+    m->source.constant_inputs[name] = std::move(v);
+  }
   {
     py::gil_scoped_release release;
     session::GraphSource source = m->source;
@@ -397,6 +404,15 @@ const char* python_class_of(const Error& e) {
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const graph::ConstantInputError& e) {
+    // stagecraft.ConstantInputError(message, inputs): the names go with it.
+    try {
+      py::object cls = py::module_::import("stagecraft._errors").attr("ConstantInputError");
+      py::object error = cls(e.what(), py::tuple(py::cast(e.inputs())));
+      PyErr_SetObject(cls.ptr(), error.ptr());
+    } catch (py::error_already_set&) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
   } catch (const Error& e) {
     raise_as(python_class_of(e), e);
   }
@@ -433,7 +449,7 @@ PYBIND11_MODULE(_stagecraft, m) {
       });
   m.def("load_model", &load_model, py::arg("spec"), py::arg("batch"), py::arg("input_size"),
         py::arg("seed"), py::arg("dtype"), py::arg("calibration"), py::arg("calibration_samples"),
-        py::arg("input_shapes"), py::arg("progress"));
+        py::arg("input_shapes"), py::arg("constant_inputs"), py::arg("progress"));
 
   py::class_<PySchedule, std::shared_ptr<PySchedule>>(m, "Schedule")
       .def_property_readonly("model", [](const PySchedule& s) { return s.model; })

@@ -29,8 +29,9 @@ if _os.path.isdir(_configs):
     _os.environ.setdefault("STAGECRAFT_CONFIG_DIR", _configs)
 
 from . import _errors
-from ._errors import (BackendError, DeviceSpecError, Error, FormatError, GraphError, InputError,
-                      IoError, NetworkError, ScheduleError, ShapeError, UsageError)
+from ._errors import (BackendError, ConstantInputError, DeviceSpecError, Error, FormatError,
+                      GraphError, InputError, IoError, NetworkError, ScheduleError, ShapeError,
+                      UsageError)
 
 try:
     from . import _stagecraft  # noqa: F401

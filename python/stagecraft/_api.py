@@ -77,6 +77,11 @@ class Model:
     ``input_shapes`` (ONNX models): the shapes of the inputs, in order; they fill the dimensions a
     model exported with dynamic axes leaves open (and may change the batch).
 
+    ``constant_inputs`` (ONNX models): values of graph inputs, by name, fixed at load: each is
+    imported as if it were an initializer, and the model no longer takes it. A model whose
+    convolution weights or resize scales are graph inputs is refused with ``ConstantInputError``
+    (naming them in ``.inputs``) until they are bound here.
+
     >>> m = stagecraft.Model("squeezenet1_1", batch=1)
     >>> m.inputs
     [TensorInfo(name='data', shape=(1, 3, 224, 224), dtype='float32', graph_dtype='f32')]
@@ -86,6 +91,7 @@ class Model:
                  input_size: Optional[int] = None, seed: int = 1, dtype: str = "f32",
                  calibration: Optional[PathLike] = None, calibration_samples: int = 8,
                  input_shapes: Optional[Sequence[Sequence[int]]] = None,
+                 constant_inputs: Optional[Dict[str, Any]] = None,
                  progress: ProgressArg = None) -> None:
         spec = _fspath(source)
         if not spec:
@@ -93,13 +99,15 @@ class Model:
         if dtype not in DTYPES:
             raise UsageError(f"--dtype: unknown element type '{dtype}' (known: f32, f16, int8)")
         shapes = [[int(d) for d in s] for s in (input_shapes or [])]
+        bound = {str(k): np.ascontiguousarray(v, dtype=np.float32) for k, v in (constant_inputs or {}).items()}
         with progress_for(progress) as callback:
             self._core = _core.load_model(spec, int(batch or 0), int(input_size or 0), int(seed),
                                           dtype, _fspath(calibration) if calibration else "",
-                                          int(calibration_samples), shapes, callback)
+                                          int(calibration_samples), shapes, bound, callback)
         # What loads it again for other input shapes (Session's dynamic shapes).
         self._reload = dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
-                            calibration=calibration, calibration_samples=calibration_samples)
+                            calibration=calibration, calibration_samples=calibration_samples,
+                            constant_inputs=bound or None)
 
     @classmethod
     def _wrap(cls, core: Any) -> "Model":

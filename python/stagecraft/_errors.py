@@ -15,6 +15,7 @@ __all__ = [
     "GraphError",
     "ShapeError",
     "FormatError",
+    "ConstantInputError",
     "NetworkError",
     "ScheduleError",
     "BackendError",
@@ -48,6 +49,15 @@ class ShapeError(GraphError, ValueError):
 
 class FormatError(GraphError):
     """A graph, ONNX, tensor or calibration file is malformed."""
+
+
+class ConstantInputError(FormatError):
+    """An ONNX node needs a constant (convolution weights, resize scales) where the model computes
+    it from graph inputs; ``inputs`` names them (bind them with ``Model(constant_inputs=...)``)."""
+
+    def __init__(self, message: str = "", inputs: "tuple[str, ...]" = ()) -> None:
+        super().__init__(message)
+        self.inputs = tuple(inputs)
 
 
 class NetworkError(Error, ValueError):

@@ -33,7 +33,8 @@ class Model:
     def save_yaml(self, path: str) -> None: ...
 
 def load_model(spec: str, batch: int, input_size: int, seed: int, dtype: str, calibration: str,
-               calibration_samples: int, progress: _Progress) -> Model: ...
+               calibration_samples: int, input_shapes: list[list[int]],
+               constant_inputs: dict[str, Any], progress: _Progress) -> Model: ...
 
 class Schedule:
     @property

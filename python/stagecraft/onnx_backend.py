@@ -35,7 +35,7 @@ except ImportError as _e:  # pragma: no cover - depends on the installation
     raise ImportError("stagecraft.onnx_backend needs the onnx package (pip install onnx)") from _e
 
 from . import _api
-from ._errors import Error
+from ._errors import ConstantInputError, Error
 
 __all__ = ["Backend", "BackendRep", "node_test_cases", "node_test_results", "read_exclusions",
            "check_results", "STATUSES"]
@@ -46,19 +46,72 @@ _DEVICES = {"CPU": "cpu", "CUDA": "cuda"}
 
 class BackendRep(_OnnxBackendRep):
     """A prepared model: ``run(inputs)`` takes float32 arrays in the graph's input order (or a dict
-    by name) and returns a tuple of float32 arrays in its output order."""
+    by name) and returns a tuple of float32 arrays in its output order.
 
-    def __init__(self, session: "_api.Session") -> None:
+    A model that reads graph inputs where stagecraft plans with constants (a convolution's weights,
+    a resize's scales: ``ConstantInputError``) is planned at ``run`` for the values given there,
+    those inputs bound as constants; the plan is kept while they stay the same and made again when
+    they change."""
+
+    def __init__(self, data: bytes, device: str, kwargs: Dict[str, Any],
+                 session: "Optional[_api.Session]" = None, bound: Sequence[str] = ()) -> None:
+        self._data = data
+        self._device = device
+        self._kwargs = kwargs
         self.session = session
+        self._bound = list(bound)  # graph inputs planned as constants
+        self._bound_key: Optional[Tuple[bytes, ...]] = None  # their values in the current plan
+        graph = onnx.load_from_string(data).graph
+        initializers = {t.name for t in graph.initializer}
+        self._inputs = [v.name for v in graph.input if v.name not in initializers]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:  # noqa: D102 (onnx's signature)
         if isinstance(inputs, dict):
-            arrays: Any = {k: np.asarray(v) for k, v in inputs.items()}
-        elif isinstance(inputs, np.ndarray):
-            arrays = [inputs]
+            named: Dict[str, Any] = {k: np.asarray(v) for k, v in inputs.items()}
         else:
-            arrays = [np.asarray(v) for v in inputs]
-        return tuple(self.session.run(arrays))
+            arrays = [inputs] if isinstance(inputs, np.ndarray) else [np.asarray(v) for v in inputs]
+            if not self._bound:
+                return tuple(self.session.run(arrays))
+            if len(arrays) != len(self._inputs):
+                raise Error(f"the model takes {len(self._inputs)} input(s), got {len(arrays)}")
+            named = dict(zip(self._inputs, arrays))
+        if self._bound:
+            self._plan_for(named)
+            named = {k: v for k, v in named.items() if k not in self._bound}
+        return tuple(self.session.run(named))
+
+    def _plan_for(self, named: Dict[str, Any]) -> None:
+        """Plans the model with the bound inputs' values in `named` (again when they changed)."""
+        while True:
+            missing = [n for n in self._bound if n not in named]
+            if missing:
+                raise Error(f"input '{missing[0]}' is missing (the model reads it as a constant)")
+            values = {n: np.ascontiguousarray(named[n], dtype=np.float32) for n in self._bound}
+            key = tuple(values[n].tobytes() + str(values[n].shape).encode() for n in self._bound)
+            if self.session is not None and key == self._bound_key:
+                return
+            try:
+                self.session = _load(self._data, self._device, self._kwargs, values)
+                self._bound_key = key
+                return
+            except ConstantInputError as e:
+                more = [n for n in e.inputs if n not in self._bound]
+                if not more:
+                    raise
+                self._bound += more
+
+
+def _load(data: bytes, device: str, kwargs: Dict[str, Any],
+          constant_inputs: Optional[Dict[str, Any]] = None) -> "_api.Session":
+    """A Session of the model `data` (ModelProto bytes), the given inputs bound as constants."""
+    kwargs = dict(kwargs)
+    progress = kwargs.pop("progress")
+    with tempfile.TemporaryDirectory(prefix="stagecraft_onnx_") as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(data)
+        m = _api.Model(path, progress=progress, constant_inputs=constant_inputs)
+        return _api.Session(m, backend=_DEVICES[device.split(":")[0].upper()], progress=progress, **kwargs)
 
 
 class Backend(_OnnxBackend):
@@ -70,17 +123,14 @@ class Backend(_OnnxBackend):
     def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> BackendRep:
         if not cls.supports_device(device):
             raise Error(f"device '{device}': this build runs on {', '.join(cls.devices())}")
-        data = model if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
+        data = bytes(model) if isinstance(model, (bytes, bytearray)) else model.SerializeToString()
         kwargs.setdefault("schedule", "sequential")
         kwargs.setdefault("progress", False)
-        with tempfile.TemporaryDirectory(prefix="stagecraft_onnx_") as tmp:
-            path = os.path.join(tmp, "model.onnx")
-            with open(path, "wb") as f:
-                f.write(data)
-            progress = kwargs.pop("progress")
-            m = _api.Model(path, progress=progress)
-            session = _api.Session(m, backend=_DEVICES[device.split(":")[0].upper()], progress=progress, **kwargs)
-        return BackendRep(session)
+        try:
+            return BackendRep(data, device, kwargs, session=_load(data, device, kwargs))
+        except ConstantInputError as e:
+            # Planned at run, for the values of these inputs.
+            return BackendRep(data, device, kwargs, bound=e.inputs)
 
     @classmethod
     def run_model(cls, model: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple:

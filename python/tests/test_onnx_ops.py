@@ -260,3 +260,42 @@ def test_gather_and_scatter_elements_of_constants_fold_as_onnx_runtime_computes_
     model = model_of(nodes, {"x": [3, 4]}, {"table": table, "data": data, "upd": upd}, opset=18)
     model.graph.initializer.extend([i64("idx", idx), i64("pick", pick)])
     agrees_with_ort(model, {"x": rng.standard_normal([3, 4]).astype(np.float32)}, rtol=1e-6, atol=1e-6)
+
+
+def test_weights_and_scales_given_as_graph_inputs_are_planned_for_their_values(tmp_path):
+    """A Conv whose weight is a graph input (ONNX's node tests write models so) is refused with
+    ConstantInputError naming that input; bound at load it runs as ONNX Runtime computes; the ONNX
+    backend binds it at run and plans again when its value changes; a resize's scales likewise."""
+    import stagecraft
+
+    rng = np.random.default_rng(21)
+    conv = helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])
+    resize = helper.make_node("Resize", ["c", "", "s"], ["y"], mode="linear")
+    graph = helper.make_graph(
+        [conv, resize], "bound",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 6]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3, 3, 3]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    path = tmp_path / "bound.onnx"
+    onnx.save(model, str(path))
+    x = rng.standard_normal([1, 3, 5, 6]).astype(np.float32)
+    w = rng.standard_normal([4, 3, 3, 3]).astype(np.float32)
+    s = np.array([1, 1, 2, 1.5], np.float32)
+    with pytest.raises(stagecraft.ConstantInputError) as refused:
+        stagecraft.Model(str(path))
+    assert refused.value.inputs == ("w",)
+    assert "graph input 'w'" in str(refused.value) and "\n" not in str(refused.value)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    m = stagecraft.Model(str(path), constant_inputs={"w": w, "s": s})
+    assert [i.name for i in m.inputs] == ["x"]
+    got = stagecraft.Session(m, schedule="sequential").run([x])[0]
+    np.testing.assert_allclose(got, ref.run(None, {"x": x, "w": w, "s": s})[0], rtol=1e-4, atol=1e-5)
+
+    rep = Backend.prepare(model)
+    for weights in (w, w * -2.0):  # a new value: a new plan
+        want = ref.run(None, {"x": x, "w": weights, "s": s})[0]
+        got = rep.run([x, weights, s])[0]
+        assert got.shape == want.shape == (1, 4, 10, 9)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -527,7 +527,9 @@ HostTensor resize(const HostTensor& src, const graph::ResizeAttrs& a) {
       return;
     }
     const double original =
-        a.align_corners ? (out_size > 1 ? static_cast<double>(y) * static_cast<double>(size - 1) / static_cast<double>(out_size - 1) : 0.0)
+        a.align_corners ? (out_size > 1 && std::abs(static_cast<double>(size) * scale - 1.0) > 1e-9
+                               ? static_cast<double>(y) * static_cast<double>(size - 1) / (static_cast<double>(size) * scale - 1.0)
+                               : 0.0)
                         : std::clamp((static_cast<double>(y) + 0.5) / scale - 0.5, 0.0, static_cast<double>(size - 1));
     *lo = static_cast<int64_t>(std::floor(original));
     *hi = std::min<int64_t>(*lo + 1, size - 1);
