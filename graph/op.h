@@ -454,10 +454,13 @@ struct LrnAttrs {
 struct SoftmaxAttrs {
   int64_t axis = 1;  ///< the axis normalised (non-negative)
   bool log = false;  ///< log(softmax(x)) computed as x - max - log(sum(exp(x - max))) (ONNX LogSoftmax)
+  /// 1 at the first largest element along the axis, 0 elsewhere (ONNX Hardmax; `log` false)
+  bool hard = false;
   template <class Self, class Visitor>
   static void fields(Self& a, Visitor&& v) {
     v("axis", a.axis, FieldRule::kOptional);
     v("log", a.log, FieldRule::kOptional);
+    v("hard", a.hard, FieldRule::kOptional);
   }
   bool operator==(const SoftmaxAttrs&) const = default;
 };

@@ -116,6 +116,14 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
       workspace = workspace_of(s->lrn);
       break;
     case OpKind::kSoftmax:
+      if (std::get<graph::SoftmaxAttrs>(spec.attrs).hard) {  // our host loop only
+        if (!host_softmax_applies(spec)) {
+          return Support::unsupported(SupportReason::kLayout, "hardmax runs on row-major f32 tensors");
+        }
+        s->host_softmax = true;
+        impl = kHostSoftmaxImpl;
+        break;
+      }
       if (std::get<graph::SoftmaxAttrs>(spec.attrs).log) {
         s->logsoftmax = logsoftmax_pd(spec, ctx);
         impl = s->logsoftmax.impl_info_str();

@@ -1,5 +1,6 @@
 // (Log) softmax over any axis of a row-major f32 tensor on our own host loop, for the axes where
-// oneDNN 2.6 has only its reference kernel: every axis but the last of a plain tensor. YOLO's
+// oneDNN 2.6 has only its reference kernel: every axis but the last of a plain tensor; and
+// hardmax (ONNX Hardmax: 1 at the first maximum along the axis), which oneDNN does not have. YOLO's
 // distribution decoding, a softmax over the 16 bins of [1, 16, 4, 8400] (axis 1), took 77 ms on
 // oneDNN's reference kernel and is about 0.3 ms here. The tensor is [outer, n, inner] around the
 // axis; each (outer, block of inner) is reduced along n with the inner elements side by side, so
@@ -17,6 +18,7 @@ namespace {
 struct HostSoftmax {
   int64_t outer = 1, n = 1, inner = 1;
   bool log = false;
+  bool hard = false;  // 1 at the first maximum along the axis, 0 elsewhere
 };
 
 constexpr int64_t kBlock = 256;  // inner elements reduced together
@@ -34,6 +36,19 @@ void run(const HostSoftmax& s, const float* x, float* y) {
     for (int64_t k = 0; k < s.n; ++k) {
       const float* row = in + k * s.inner;
       for (int64_t j = 0; j < width; ++j) top[j] = std::max(top[j], row[j]);
+    }
+    if (s.hard) {  // sum[j]: 1 until the first maximum of column j is written
+      std::fill(sum, sum + width, 1.0f);
+      for (int64_t k = 0; k < s.n; ++k) {
+        const float* row = in + k * s.inner;
+        float* dst = out + k * s.inner;
+        for (int64_t j = 0; j < width; ++j) {
+          const float first = row[j] == top[j] ? sum[j] : 0.0f;
+          dst[j] = first;
+          sum[j] -= first;
+        }
+      }
+      continue;
     }
     std::fill(sum, sum + width, 0.0f);
     for (int64_t k = 0; k < s.n; ++k) {
@@ -86,6 +101,7 @@ std::string add_host_softmax(DnnlKernel& k, const KernelSpec& spec) {
     else s->inner *= shape[d];
   }
   s->log = a.log;
+  s->hard = a.hard;
   k.add_host([s](const std::vector<void*>& data) {
     run(*s, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
   }, {0, dst_slot(0)}, kHostSoftmaxImpl);

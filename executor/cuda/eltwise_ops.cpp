@@ -108,6 +108,9 @@ Support check(const KernelSpec& spec) {
     }
   }
   if (spec.kind == OpKind::kSoftmax) {
+    if (std::get<graph::SoftmaxAttrs>(spec.attrs).hard) {
+      return Support::unsupported(SupportReason::kAttributes, "the CUDA backend has no hardmax (ONNX Hardmax) yet");
+    }
     if (std::get<graph::SoftmaxAttrs>(spec.attrs).log) {
       return Support::unsupported(SupportReason::kAttributes, "the CUDA softmax has no log form (LogSoftmax) yet");
     }

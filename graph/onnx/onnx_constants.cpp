@@ -289,4 +289,14 @@ std::string attr_string(const onnx::NodeProto& node, const char* name) {
   return a ? a->s() : std::string();
 }
 
+std::vector<float> attr_floats(const onnx::NodeProto& node, const char* name) {
+  const auto* a = attribute(node, name);
+  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>{};
+}
+
+std::vector<std::string> attr_strings(const onnx::NodeProto& node, const char* name) {
+  const auto* a = attribute(node, name);
+  return a ? std::vector<std::string>(a->strings().begin(), a->strings().end()) : std::vector<std::string>{};
+}
+
 }  // namespace stagecraft::graph::onnx_import

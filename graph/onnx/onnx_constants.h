@@ -97,5 +97,7 @@ int64_t attr_int(const onnx::NodeProto& node, const char* name, int64_t fallback
 float attr_float(const onnx::NodeProto& node, const char* name, float fallback);
 std::vector<int64_t> attr_ints(const onnx::NodeProto& node, const char* name);
 std::string attr_string(const onnx::NodeProto& node, const char* name);
+std::vector<float> attr_floats(const onnx::NodeProto& node, const char* name);
+std::vector<std::string> attr_strings(const onnx::NodeProto& node, const char* name);
 
 }  // namespace stagecraft::graph::onnx_import

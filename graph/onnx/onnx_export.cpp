@@ -341,7 +341,7 @@ class Exporter {
       }
       case OpKind::kSoftmax: {
         const auto& a = op.attrs_as<SoftmaxAttrs>();
-        integer(node(a.log ? "LogSoftmax" : "Softmax", op.name, in, {out}), "axis", a.axis);
+        integer(node(a.hard ? "Hardmax" : a.log ? "LogSoftmax" : "Softmax", op.name, in, {out}), "axis", a.axis);
         return;
       }
       case OpKind::kScale:

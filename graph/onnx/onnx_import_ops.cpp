@@ -572,6 +572,7 @@ ValueId Importer::softmax_of(const onnx::NodeProto& node, ValueId x) {
   SoftmaxAttrs a;
   a.axis = axis;
   a.log = node.op_type() == "LogSoftmax";
+  a.hard = node.op_type() == "Hardmax";
   const auto at = static_cast<size_t>(axis);
   if (opset_ >= 13 || product(s.dims(), at + 1, s.rank()) == 1) return add(node, OpKind::kSoftmax, a, {x});
   // Before opset 13 the input is seen as [d0 ... d(axis-1), d(axis) · ... · d(rank-1)] and normalised

@@ -227,7 +227,7 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
   }
   if (t == "MatMul") return matmul(node), true;
   if (t == "Gemm") return gemm(node), mark(values_.at(node.output(0))), true;
-  if (t == "Softmax" || t == "LogSoftmax") return out(softmax_of(node, row_major(node, 0))), true;
+  if (t == "Softmax" || t == "LogSoftmax" || t == "Hardmax") return out(softmax_of(node, row_major(node, 0))), true;
   if (t == "LayerNormalization") {
     const ValueId x = row_major(node, 0);
     int64_t axis = attr_int(node, "axis", -1);

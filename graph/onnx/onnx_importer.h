@@ -166,6 +166,8 @@ class Importer {
   bool expands(const onnx::NodeProto& node) const;
   void expand(const onnx::NodeProto& node);
   void attention(const onnx::NodeProto& node, Expansion& e);
+  // ---- onnx_import_recurrent.cpp: RNN, GRU and LSTM unrolled over the sequence
+  void recurrent(const onnx::NodeProto& node);
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
   // Whether the node reads a row-major value (made by this part of the importer) or a view of one.
   bool reads_row_major(const onnx::NodeProto& node) const;

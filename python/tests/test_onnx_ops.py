@@ -299,3 +299,54 @@ def test_weights_and_scales_given_as_graph_inputs_are_planned_for_their_values(t
         got = rep.run([x, weights, s])[0]
         assert got.shape == want.shape == (1, 4, 10, 9)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,attrs,with_state", [
+    ("LSTM", dict(direction="bidirectional"), True),
+    ("LSTM", dict(input_forget=1, clip=0.8), False),  # (ONNX's reference ignores both)
+    ("LSTM", dict(layout=1), True),
+    ("GRU", dict(linear_before_reset=1), True),
+    ("GRU", dict(direction="reverse", activations=["HardSigmoid", "LeakyRelu"], activation_alpha=[0.3, 0.1],
+                 activation_beta=[0.4]), False),
+    ("RNN", dict(layout=1, direction="bidirectional"), True),
+])
+def test_recurrent_layers_with_weights_in_the_model_agree_with_onnx_runtime(op, attrs, with_state):
+    """RNN, GRU and LSTM unrolled over the sequence, their weights initializers (as exporters write
+    them; ONNX's node tests give them as inputs): every output against ONNX Runtime (against ONNX's
+    reference implementation for the batch-first layout, which ONNX Runtime refuses)."""
+    rng = np.random.default_rng(23)
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    steps, batch, width, hidden = 5, 2, 3, 4
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    batch_first = attrs.get("layout", 0) == 1
+    x_shape = [batch, steps, width] if batch_first else [steps, batch, width]
+    inits = {"W": rng.standard_normal([dirs, gates * hidden, width]).astype(np.float32) * 0.5,
+             "R": rng.standard_normal([dirs, gates * hidden, hidden]).astype(np.float32) * 0.5,
+             "B": rng.standard_normal([dirs, 2 * gates * hidden]).astype(np.float32) * 0.5}
+    inputs = ["x", "W", "R", "B", ""]
+    if with_state:
+        state = [batch, dirs, hidden] if batch_first else [dirs, batch, hidden]
+        inits["h0"] = rng.standard_normal(state).astype(np.float32)
+        inputs.append("h0")
+        if op == "LSTM":
+            inits["c0"] = rng.standard_normal(state).astype(np.float32)
+            inits["P"] = rng.standard_normal([dirs, 3 * hidden]).astype(np.float32)
+            inputs += ["c0", "P"]
+    outputs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, inputs, outputs, hidden_size=hidden, **attrs)
+    graph = helper.make_graph(
+        [node], "recurrent", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+        initializer=[helper.make_tensor(n, TensorProto.FLOAT, a.shape, a.ravel()) for n, a in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    if batch_first:  # ONNX Runtime refuses layout 1: ONNX's reference implementation instead
+        from onnx.reference import ReferenceEvaluator
+        want = ReferenceEvaluator(model).run(None, {"x": x})
+    else:
+        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = Backend.prepare(model).run([x])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)

@@ -759,6 +759,22 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {linear(x, op.attrs_as<graph::LinearAttrs>(), weights_of(weights, op))};
     case OpKind::kSoftmax: {
       const auto& a = op.attrs_as<graph::SoftmaxAttrs>();
+      if (a.hard) {  // 1 at the first largest element of each line along the axis
+        HostTensor y = x;
+        int64_t inner = 1;
+        for (size_t d = static_cast<size_t>(a.axis) + 1; d < x.shape.rank(); ++d) inner *= x.shape[d];
+        const int64_t n = x.shape[static_cast<size_t>(a.axis)];
+        for (int64_t o = 0; o < x.shape.numel() / (n * inner); ++o) {
+          for (int64_t j = 0; j < inner; ++j) {
+            int64_t best = 0;
+            for (int64_t k = 1; k < n; ++k) {
+              if (x.data[static_cast<size_t>((o * n + k) * inner + j)] > x.data[static_cast<size_t>((o * n + best) * inner + j)]) best = k;
+            }
+            for (int64_t k = 0; k < n; ++k) y.data[static_cast<size_t>((o * n + k) * inner + j)] = k == best ? 1.0f : 0.0f;
+          }
+        }
+        return {y};
+      }
       HostTensor y = softmax(x, a.axis);
       if (a.log) {  // log of the double-precision softmax: the reference's accuracy is enough here
         for (float& v : y.data) v = static_cast<float>(std::log(static_cast<double>(v)));
