@@ -8,7 +8,8 @@ statistics off, every address 127.0.0.1. tests/serve/test_ray_serve.sh runs this
   - a worker node holding a replica is removed while bounded request loops flow (handle API and
     HTTP): no accepted request fails (the ingress retries), and the replica comes back on the node
     that had none;
-  - autoscaling (min 1, max 2): one replica grows to two under load and shrinks back to one after.
+  - autoscaling (min 1, max 2): one replica grows to two under load and shrinks back to one after;
+  - docs/ray_serve.yaml is a valid Serve config whose application builds.
 Small: squeezenet1_1 at 64x64, greedy schedule, replicas of one thread and one CPU.
 """
 from __future__ import annotations
@@ -197,6 +198,7 @@ def main():
     (ref,) = stagecraft.Session(NET, batch=2, input_size=SIZE, schedule="sequential",
                                 cache_dir=cache, progress=False).run(x)
 
+    config_file_builds()
     head_args = dict(num_cpus=1, include_dashboard=False, node_ip_address=LOOPBACK,
                      dashboard_host=LOOPBACK)
     cluster = Cluster(initialize_head=True, head_node_args=head_args)
@@ -223,6 +225,18 @@ def main():
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"PASS ({time.time() - t_start:.0f} s)")
+
+
+def config_file_builds():
+    """docs/ray_serve.yaml is a valid Serve config whose application builds."""
+    import yaml
+    from ray.serve.schema import ServeDeploySchema
+    path = os.path.join(ROOT, "docs", "ray_serve.yaml")
+    schema = ServeDeploySchema.model_validate(yaml.safe_load(open(path)))
+    apps = [a for a in schema.applications if a.import_path == "stagecraft.ray_serve:app_builder"]
+    check(len(apps) == 1 and type(rs.app_builder(apps[0].args)).__name__ == "Application",
+          f"docs/ray_serve.yaml: a valid Serve config, its application builds "
+          f"({len(apps[0].args['models'])} models)")
 
 
 def spread_and_failover(cluster, workers, x, ref, cache, base_url, url):
