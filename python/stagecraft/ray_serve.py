@@ -463,12 +463,16 @@ def model_deployment_name(name: str) -> str:
 
 
 def app(models: Sequence[Union[ModelConfig, Mapping[str, Any]]], *, ingress_on_head: bool = True,
-        ingress_replicas: int = 1, retries: int = 8, retry_s: float = 0.5) -> Any:
+        ingress_replicas: int = 1, retries: int = 8, retry_s: float = 0.5,
+        others: Optional[Mapping[str, Any]] = None) -> Any:
     """A Ray Serve application: the ingress (HTTP + handle API) in front of one deployment per
-    model (`ModelConfig`, or a dict of its fields). Run it with ``serve.run(app(...))``."""
+    model (`ModelConfig`, or a dict of its fields). Run it with ``serve.run(app(...))``.
+    ``others``: more model deployments by name (bound, with the same methods: ``infer`` answering
+    an `Answer` or a `Refusal`, ``metadata``), e.g. another engine to compare with
+    (bench/ray_serve_bench.py)."""
     from ray import serve
     classes = _make_classes()
-    handles = {}
+    handles = dict(others or {})
     for m in models:
         c = m if isinstance(m, ModelConfig) else ModelConfig(**m)
         if c.name in handles:
