@@ -102,15 +102,14 @@ class OrtModel:
 
 
 def warm_cache(model: str, sizes: list[int], schedule: str, cache_dir: str, budget: float,
-               input_size) -> float:
+               streams: int) -> float:
     """Plans (dp searched) for every batch size, in a Ray task shaped like a replica, so that
     the replicas find the schedules in the cache instead of searching side by side."""
     import stagecraft
     t0 = time.time()
     for b in sizes:
-        kwargs = {"input_size": input_size} if input_size else {}
         stagecraft.Session(model, batch=b, schedule=schedule, cache_dir=cache_dir,
-                           search_budget=budget, progress=False, **kwargs)
+                           search_budget=budget, streams=streams, progress=False)
     return time.time() - t0
 
 
@@ -166,9 +165,9 @@ def main() -> None:
     inputs = {n: rng.standard_normal((1, 3, SIZES.get(n, 224), SIZES.get(n, 224)), dtype=np.float32)
               for n in nets}
     onnx_files = {n: export(args.cli, n, work) for n in nets}
-    # Both engines stay deployed (only one is sent requests at a time): the node offers Ray
-    # CPUs for both, twice the cores one engine's replicas take.
-    cpus = 2 * args.replicas * args.threads
+    # Both engines and every model stay deployed (only one is sent requests at a time): the node
+    # offers Ray CPUs for all of them, not the cores that one of them uses.
+    cpus = 2 * len(nets) * args.replicas * args.threads
     ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
              log_to_driver=False)
     results, agreement, setup = [], {}, {}
@@ -178,7 +177,7 @@ def main() -> None:
         task = ray.remote(num_cpus=args.threads, runtime_env={"env_vars": env})(warm_cache)
         for n in nets:
             setup[n] = ray.get(task.remote(n, sizes, args.schedule, args.cache_dir,
-                                           args.search_budget, None))
+                                           args.search_budget, args.threads))
             print(f"{n}: plans for batch {sizes} ({args.schedule}) in {setup[n]:.0f} s", flush=True)
         port = free_port()
         serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
@@ -247,8 +246,8 @@ def write(args, nets, results, agreement, setup) -> None:
              f"Machine: {where}. Load average at the end: {load_avg[0]:.2f} (other work on the "
              "machine falls on both engines alike: blocks alternate).",
              f"Command: `bench/ray_serve_bench.py {' '.join(sys.argv[1:])}`", "",
-             f"One Ray node on loopback ({2 * args.replicas * args.threads} Ray CPUs: both engines "
-             f"stay deployed, one is sent requests at a time); per engine "
+             f"One Ray node on loopback ({2 * len(nets) * args.replicas * args.threads} Ray CPUs: "
+             f"both engines and models stay deployed, one is sent requests at a time); per engine "
              f"{args.replicas} replica(s) of {args.threads} thread(s) (num_cpus = threads), "
              f"@serve.batch up to {args.max_batch}, behind the same ingress and HTTP proxy; "
              f"batch-1 .npy requests over HTTP, C in flight for {args.seconds:.0f} s per engine in "

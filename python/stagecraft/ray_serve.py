@@ -64,7 +64,10 @@ class ModelConfig:
     ``max_batch``: the most samples one run takes (requests are batched up to it, a larger request
     is refused); ``batch_sizes``: the planned sizes (default 1, 2, 4, ... and ``max_batch``; a
     batch runs on the smallest planned size that holds it). ``threads``: OpenMP threads of a run,
-    and the CPUs a replica asks Ray for (``num_cpus``, default ``threads``). ``num_replicas`` or
+    and the CPUs a replica asks Ray for (``num_cpus``, default ``threads``); ``streams``: the
+    session's streams (default ``threads``: on the CPU a stream is a worker thread, and a schedule
+    with more concurrent groups than cores would use cores Ray did not give the replica).
+    ``num_replicas`` or
     ``autoscaling_config`` (Ray Serve's: ``min_replicas``, ``max_replicas``,
     ``target_ongoing_requests``, ...); ``max_replicas_per_node`` (e.g. 1: spread over nodes).
     ``session``: further `stagecraft.Session` arguments (``layout``, ``dtype``, ``winograd``...).
@@ -79,6 +82,7 @@ class ModelConfig:
     input_size: Optional[int] = None
     search_budget: float = 40.0
     threads: int = 1
+    streams: Optional[int] = None
     num_cpus: Optional[float] = None
     num_replicas: int = 1
     autoscaling_config: Optional[Dict[str, Any]] = None
@@ -246,7 +250,7 @@ def _make_classes() -> Dict[str, Any]:
             c = self.config
             t0 = time.perf_counter()
             args = dict(schedule=c.schedule, cache_dir=c.cache_dir, search_budget=c.search_budget,
-                        progress=False, **c.session)
+                        streams=c.streams or c.threads, progress=False, **c.session)
             if c.input_size:
                 args["input_size"] = c.input_size
             self.sessions = {b: stagecraft.Session(c.model, batch=b, **args) for b in c.batch_sizes}
@@ -266,7 +270,8 @@ def _make_classes() -> Dict[str, Any]:
             c = self.config
             return {"name": c.name, "model": c.model, "max_batch": c.max_batch,
                     "batch_sizes": list(c.batch_sizes), "schedule": c.schedule,
-                    "threads": c.threads, "device": self.description,
+                    "threads": c.threads, "streams": c.streams or c.threads,
+                    "device": self.description, "plan": self.sessions[c.batch_sizes[-1]].plan,
                     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
                     "inputs": [{"name": n, "shape": [-1, *s], "datatype": "FP32"}
                                for n, s in self.inputs],
