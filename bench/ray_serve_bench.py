@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -154,6 +155,8 @@ def main() -> None:
     p.add_argument("--cli", default=str(BUILD / "cli" / "stagecraft"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "ray_serve_bench"))
     args = p.parse_args()
+    # SIGTERM (a timeout, ctest) unwinds like Ctrl-C, so that the Ray cluster is shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     nets = args.models.split(",")
     import ray

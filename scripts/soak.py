@@ -27,6 +27,7 @@ import argparse
 import io
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -377,6 +378,8 @@ def main():
     p.add_argument("--ray-threads", type=int, default=1, help="threads of the Ray replica")
     p.add_argument("--out", help="write the report (markdown) here")
     args = p.parse_args()
+    # SIGTERM (a timeout, ctest) unwinds like Ctrl-C, so that the Ray cluster is shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build = Path(os.environ.get("STAGECRAFT_BUILD_DIR", ROOT / "build"))
     args.backend = args.backend or str(build / "serve" / "backends" / "stagecraft" /
                                        "libtriton_stagecraft.so")
