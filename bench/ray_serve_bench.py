@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -232,6 +233,7 @@ def main() -> None:
             serve.shutdown()
         finally:
             ray.shutdown()
+            shutil.rmtree(work, ignore_errors=True)  # the exported models are large
     write(args, nets, results, agreement, setup)
 
 
