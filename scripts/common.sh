@@ -82,6 +82,7 @@ ensure_venv() {
       nvidia-pytriton) module=pytriton ;;
       *) module=${module//-/_} ;;
     esac
+    case "$p" in 'ray[serve]'*) module=ray.serve ;; esac  # ray without its serve extra is not enough
     "$py" -c "import $module" 2>/dev/null || want+=("$p")
   done
   if ((${#want[@]} > 0)); then

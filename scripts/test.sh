@@ -11,6 +11,9 @@ ensure_packages
 # built for its interpreter), so that parallel tests do not race to make it.
 ensure_venv numpy onnx onnxruntime pytest pandas tqdm >/dev/null ||
   echo "stagecraft: no Python environment with numpy/onnx/onnxruntime/pytest/pandas/tqdm: the ONNX Runtime and Python tests will skip"
+# Ray Serve (the serve/ray cluster test and the soak), from PyPI like PyTriton.
+ensure_venv 'ray[serve]' requests >/dev/null ||
+  echo "stagecraft: cannot pip-install ray[serve] into $VENV_DIR: the Ray Serve tests will skip"
 configure_and_build
 built=$(date +%s)
 summary="$BUILD_DIR/ctest-summary.txt"

@@ -10,9 +10,9 @@ model control, with a repository of small models, then checks over HTTP and gRPC
   - a model with a reserved core serves beside the shared one;
   - while requests flow from several threads the model is reloaded and the other one unloaded and
     loaded again: no request of the flowing model fails;
-  - the server's statistics count every successful inference;
-  - two replicas (scripts/serve_replicas.sh) share the requests of serve/replicas.py's client, and
-    killing one while requests flow loses none.
+  - the server's statistics count every successful inference.
+Scale-out beyond one server is Ray Serve's (tests/serve/ray_cluster_test.py), or Triton's own on
+Kubernetes (docs/ray_serve.md); there is no balancer of ours to test here.
 Exits 77 with "SKIP: reason" only when tritonserver itself cannot run on this machine: a bare
 server (an empty repository, no stagecraft) is started first; once it comes up, anything that
 keeps the server with stagecraft's backend from coming up (serve.sh failing, the backend library
@@ -21,8 +21,6 @@ missing or not loading) is a failure.
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -183,96 +181,8 @@ def main():
         raise
     finally:
         stop_group(server, timeout=30)
-    replica_checks(args, backend_dir, repo, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     print("PASS")
-
-
-def free_base_port():
-    """A port P with P..P+2 and P+10..P+12 free (two replicas of serve_replicas.sh)."""
-    for _ in range(200):
-        base = int(np.random.default_rng().integers(20000, 60000))
-        ports = [base + d for d in (0, 1, 2, 10, 11, 12)]
-        try:
-            socks = []
-            for p in ports:
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    fail("no free ports for two replicas")
-
-
-def replica_checks(args, backend_dir, repo, tmp):
-    """Two replicas (scripts/serve_replicas.sh) and serve/replicas.py's client: requests spread
-    over both; one replica killed while requests flow: none lost."""
-    sys.path.insert(0, os.path.join(ROOT, "serve"))
-    from replicas import ReplicaClient
-    base = free_base_port()
-    pid_dir = os.path.join(tmp, "pids")
-    log = open(os.path.join(tmp, "replicas.log"), "w")
-    cmd = [os.path.join(ROOT, "scripts", "serve_replicas.sh"), "--repo", repo, "--replicas", "2",
-           "--port", str(base), "--pid-dir", pid_dir, "--backend-dir", backend_dir, "--",
-           "--model-control-mode=explicit", "--load-model=squeezenet", "--exit-timeout-secs=5"]
-    group = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    urls = [f"127.0.0.1:{base}", f"127.0.0.1:{base + 10}"]
-    try:
-        for url in urls:
-            c = httpclient.InferenceServerClient(url)
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    if c.is_model_ready("squeezenet"):
-                        break
-                except Exception:  # noqa: BLE001 - not up yet
-                    pass
-                time.sleep(0.5)
-            else:
-                fail(f"replica {url} not ready: " + open(os.path.join(tmp, "replicas.log")).read()[-2000:])
-        client = ReplicaClient(urls, down_seconds=60)
-        x = np.random.default_rng(1).standard_normal((1, 3, SIZE, SIZE), dtype=np.float32)
-        ref = reference(args.cli, x, tmp)
-        failures, lock, stop = [], threading.Lock(), threading.Event()
-
-        def flow():
-            while not stop.is_set():
-                try:
-                    y = client.infer("squeezenet", {"input": x}).as_numpy("flatten")
-                    if relative_error(y, ref) >= 1e-4:
-                        with lock:
-                            failures.append("wrong output")
-                except Exception as e:  # noqa: BLE001 - every failure is counted
-                    with lock:
-                        failures.append(str(e))
-
-        threads = [threading.Thread(target=flow) for _ in range(4)]
-        for t in threads:
-            t.start()
-        time.sleep(2.0)
-        before = list(client.served)
-        os.kill(int(open(os.path.join(pid_dir, "replica-1.pid")).read()), signal.SIGKILL)
-        time.sleep(2.0)
-        after_kill = list(client.served)
-        time.sleep(1.0)
-        stop.set()
-        for t in threads:
-            t.join()
-        check(before[0] > 0 and before[1] > 0,
-              f"two replicas (serve_replicas.sh): requests spread {before[0]} / {before[1]}")
-        share = max(1, len(os.sched_getaffinity(0)) // 2)
-        replica_log = open(os.path.join(tmp, "replicas.log")).read()
-        check(replica_log.count(f"{share} core(s) shared by the models") == 2,
-              f"each replica's core pool has its share of the cores ({share})")
-        check(not failures and client.served[0] > after_kill[0],
-              f"replica 1 killed while requests flowed: {sum(client.served)} answered, "
-              f"{len(failures)} failed" + (f": {failures[0]}" if failures else ""))
-    finally:
-        stop_group(group, timeout=30)
 
 
 def run_checks(args, server, ports, tmp, log_path, repo):

@@ -1,0 +1,557 @@
+"""stagecraft on Ray Serve: models served by stagecraft sessions, scaled out by Ray.
+
+An application is one ingress deployment (HTTP and the Python handle API) in front of one model
+deployment per model. A model replica holds one `stagecraft.Session` per planned batch size, all
+made when the replica starts (a dp schedule is searched once per size and kept in the schedule
+cache, ``cache_dir``, which replicas on the same machine share); ``@serve.batch`` gathers requests
+into batches of at most ``max_batch`` samples, each run on the plan of the smallest planned size
+that holds it (zero-padded). A replica asks Ray for ``num_cpus`` = its session's threads, and its
+process runs OpenMP teams of that many threads (``OMP_NUM_THREADS``).
+
+    from ray import serve
+    from stagecraft import ray_serve
+
+    app = ray_serve.app([ray_serve.ModelConfig("squeezenet1_1", input_size=64, max_batch=8,
+                                               threads=1, num_replicas=2)])
+    serve.run(app, name="stagecraft", route_prefix="/")
+    client = ray_serve.Client("stagecraft")                 # the Python handle API
+    (logits,) = client.infer("squeezenet1_1", x)            # x: float32 (N, 3, 64, 64), N <= 8
+
+HTTP (KServe v2 paths; the ingress answers on Ray Serve's proxy, port 8000 by default):
+  POST /v2/models/MODEL/infer   Content-Type application/json: the KServe v2 JSON request
+                                ``{"inputs": [{"name", "shape", "datatype": "FP32", "data"}]}``,
+                                answered with ``{"model_name", "outputs": [...]}`` in the same form;
+                                Content-Type application/x-npy (or application/octet-stream): the
+                                input as .npy bytes (one-input models), answered with the first
+                                output as .npy bytes; application/x-npz: inputs by name, answered
+                                with the outputs by name as .npz.
+  GET  /v2/models/MODEL         metadata (inputs, outputs, max_batch, planned batch sizes)
+  GET  /v2/models, /v2/health/live, /v2/health/ready
+A bad request (malformed or truncated body, wrong name, shape or dtype, a batch over ``max_batch``)
+is answered 400, an unknown model 404, with one line of text; the replicas never see it fail.
+
+Failures: a request whose model replica dies (its node removed, its process killed) is sent again
+to another replica by the ingress (``retries`` times, with back-off, while Ray Serve starts a
+replacement); the ingress runs beside the HTTP proxy on the head node (``ingress_on_head``), so
+that losing a worker node loses no accepted request. `Client` retries likewise when the ingress
+itself cannot be reached.
+
+`app_builder` is the application builder for ``serve run`` / ``serve deploy`` config files
+(docs/ray_serve.md, docs/ray_serve.yaml). This module imports Ray only when it is used.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+import json
+import os
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+DEFAULT_APP = "stagecraft"
+# Ray's resource that only the head node has: where the ingress goes, beside the HTTP proxy.
+HEAD_RESOURCE = "node:__internal_head__"
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """One served model. ``model``: a built-in network name, a graph file (.yaml) or an ONNX
+    model (.onnx); ``name``: its name in URLs (default: the network or file name).
+
+    ``max_batch``: the most samples one run takes (requests are batched up to it, a larger request
+    is refused); ``batch_sizes``: the planned sizes (default 1, 2, 4, ... and ``max_batch``; a
+    batch runs on the smallest planned size that holds it). ``threads``: OpenMP threads of a run,
+    and the CPUs a replica asks Ray for (``num_cpus``, default ``threads``); ``streams``: the
+    session's streams (default ``threads``: on the CPU a stream is a worker thread, and a schedule
+    with more concurrent groups than cores would use cores Ray did not give the replica).
+    ``num_replicas`` or
+    ``autoscaling_config`` (Ray Serve's: ``min_replicas``, ``max_replicas``,
+    ``target_ongoing_requests``, ...); ``max_replicas_per_node`` (e.g. 1: spread over nodes).
+    ``session``: further `stagecraft.Session` arguments (``layout``, ``dtype``, ``winograd``...).
+    """
+
+    model: str
+    name: Optional[str] = None
+    max_batch: int = 8
+    batch_sizes: Optional[Sequence[int]] = None
+    schedule: str = "dp"
+    cache_dir: Optional[str] = None
+    input_size: Optional[int] = None
+    search_budget: float = 40.0
+    threads: int = 1
+    streams: Optional[int] = None
+    num_cpus: Optional[float] = None
+    num_replicas: int = 1
+    autoscaling_config: Optional[Dict[str, Any]] = None
+    max_replicas_per_node: Optional[int] = None
+    batch_wait_timeout_s: float = 0.002
+    env: Dict[str, str] = dataclasses.field(default_factory=dict)
+    session: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name is None:
+            base = os.path.basename(str(self.model))
+            self.name = os.path.splitext(base)[0] if base.endswith((".onnx", ".yaml")) else base
+        if int(self.max_batch) < 1:
+            raise ValueError(f"model '{self.name}': max_batch {self.max_batch}, expected >= 1")
+        if int(self.threads) < 1:
+            raise ValueError(f"model '{self.name}': threads {self.threads}, expected >= 1")
+        sizes = sorted(set(int(b) for b in self.batch_sizes)) if self.batch_sizes else None
+        if sizes is None:
+            sizes, b = [], 1
+            while b < self.max_batch:
+                sizes.append(b)
+                b *= 2
+            sizes.append(int(self.max_batch))
+        if sizes[0] < 1 or sizes[-1] != int(self.max_batch):
+            raise ValueError(f"model '{self.name}': batch_sizes {sizes}: sizes >= 1, the largest "
+                             f"max_batch ({self.max_batch})")
+        self.batch_sizes = sizes
+
+
+def planned_size(sizes: Sequence[int], n: int) -> int:
+    """The smallest planned batch size that holds n samples (sizes sorted, n <= sizes[-1])."""
+    return next(b for b in sizes if b >= n)
+
+
+class RequestError(ValueError):
+    """A request the caller got wrong (HTTP 400); the message is one line."""
+
+
+class Refusal:
+    """What a model replica answers to a bad request (not an exception: Ray would log each one
+    with its traceback); the ingress raises it as RequestError."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class Answer:
+    """A model replica's outputs with where they were computed (Ray node id, process id)."""
+
+    def __init__(self, outputs: List[np.ndarray], node_id: str, pid: int) -> None:
+        self.outputs = outputs
+        self.node_id = node_id
+        self.pid = pid
+
+
+class UnknownModelError(KeyError):
+    """A model this application does not serve (HTTP 404)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown model"
+
+
+def _one_line(e: BaseException) -> str:
+    cause = getattr(e, "cause", None)  # a RayTaskError carries the replica's exception
+    if isinstance(cause, BaseException):
+        e = cause
+    text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    text = " ".join(text.split())
+    return text or type(e).__name__
+
+
+# ---- Request bodies ----------------------------------------------------------------------------
+
+def decode_kserve_json(body: bytes) -> Dict[str, np.ndarray]:
+    """KServe v2 JSON inference request -> float32 arrays by input name (RequestError if bad)."""
+    try:
+        request = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RequestError(f"body: not valid JSON ({e})") from None
+    if not isinstance(request, dict) or not isinstance(request.get("inputs"), list) \
+            or not request["inputs"]:
+        raise RequestError("body: expected a KServe v2 request {\"inputs\": [{\"name\", \"shape\", "
+                           "\"datatype\", \"data\"}, ...]}")
+    arrays = {}
+    for i, t in enumerate(request["inputs"]):
+        if not isinstance(t, dict) or not {"name", "shape", "datatype", "data"} <= t.keys():
+            raise RequestError(f"inputs[{i}]: expected the keys name, shape, datatype, data")
+        name, shape, dtype = t["name"], t["shape"], t["datatype"]
+        if not isinstance(name, str):
+            raise RequestError(f"inputs[{i}]: name must be a string")
+        if dtype != "FP32":
+            raise RequestError(f"input '{name}': datatype {dtype}, expected FP32")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise RequestError(f"input '{name}': shape must be a list of sizes >= 0")
+        try:
+            data = np.asarray(t["data"], dtype=np.float32).reshape(-1)
+        except (ValueError, TypeError) as e:
+            raise RequestError(f"input '{name}': data is not a list of numbers ({e})") from None
+        if data.size != int(np.prod(shape, dtype=np.int64)):
+            raise RequestError(f"input '{name}': {data.size} values for shape "
+                               f"{'x'.join(map(str, shape))} ({int(np.prod(shape))})")
+        arrays[name] = data.reshape(shape)
+    return arrays
+
+
+def encode_kserve_json(model: str, names: Sequence[str], outputs: Sequence[np.ndarray]) -> bytes:
+    return json.dumps({"model_name": model, "outputs": [
+        {"name": n, "shape": list(y.shape), "datatype": "FP32", "data": y.reshape(-1).tolist()}
+        for n, y in zip(names, outputs)]}).encode()
+
+
+def decode_npy(body: bytes) -> np.ndarray:
+    try:
+        return np.load(io.BytesIO(body), allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - numpy raises several kinds for broken files
+        raise RequestError(f"body: not a complete .npy array ({_one_line(e)})") from None
+
+
+def decode_npz(body: bytes) -> Dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(body), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001
+        raise RequestError(f"body: not a complete .npz archive ({_one_line(e)})") from None
+
+
+def encode_npy(y: np.ndarray) -> bytes:
+    f = io.BytesIO()
+    np.save(f, y, allow_pickle=False)
+    return f.getvalue()
+
+
+def encode_npz(names: Sequence[str], outputs: Sequence[np.ndarray]) -> bytes:
+    f = io.BytesIO()
+    np.savez(f, **dict(zip(names, outputs)))
+    return f.getvalue()
+
+
+# ---- The deployments (made when first used: Ray is imported then) -------------------------------
+
+_classes: Dict[str, Any] = {}
+
+
+def _retryable() -> tuple:
+    """The errors of a request whose replica (or its node) went away: worth sending again."""
+    from ray import exceptions as rx
+    kinds = [rx.RayActorError, rx.ActorUnavailableError]
+    for name in ("NodeDiedError", "WorkerCrashedError", "OwnerDiedError", "ObjectLostError"):
+        if hasattr(rx, name):
+            kinds.append(getattr(rx, name))
+    return tuple(kinds)
+
+
+def _make_classes() -> Dict[str, Any]:
+    if _classes:
+        return _classes
+    from ray import serve
+
+    class StagecraftModel:
+        """One replica of a served model: a Session per planned batch size, batched calls."""
+
+        def __init__(self, config: Dict[str, Any]) -> None:
+            import stagecraft
+            self.config = ModelConfig(**config)
+            c = self.config
+            t0 = time.perf_counter()
+            args = dict(schedule=c.schedule, cache_dir=c.cache_dir, search_budget=c.search_budget,
+                        streams=c.streams or c.threads, progress=False, **c.session)
+            if c.input_size:
+                args["input_size"] = c.input_size
+            self.sessions = {b: stagecraft.Session(c.model, batch=b, **args) for b in c.batch_sizes}
+            first = self.sessions[c.batch_sizes[0]]
+            self.inputs = [(t.name, tuple(t.shape[1:])) for t in first.inputs]
+            self.outputs = [(t.name, tuple(t.shape[1:])) for t in first.outputs]
+            self.description = first.description
+            self.start_s = time.perf_counter() - t0
+            self._run_batch.set_max_batch_size(c.max_batch)
+            self._run_batch.set_batch_wait_timeout_s(c.batch_wait_timeout_s)
+            self.served = 0
+            import ray
+            self.node_id = ray.get_runtime_context().get_node_id()
+
+        def metadata(self) -> Dict[str, Any]:
+            import ray
+            c = self.config
+            return {"name": c.name, "model": c.model, "max_batch": c.max_batch,
+                    "batch_sizes": list(c.batch_sizes), "schedule": c.schedule,
+                    "threads": c.threads, "streams": c.streams or c.threads,
+                    "device": self.description, "plan": self.sessions[c.batch_sizes[-1]].plan,
+                    "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+                    "inputs": [{"name": n, "shape": [-1, *s], "datatype": "FP32"}
+                               for n, s in self.inputs],
+                    "outputs": [{"name": n, "shape": [-1, *s], "datatype": "FP32"}
+                                for n, s in self.outputs],
+                    "node_id": self.node_id, "pid": os.getpid(),
+                    "start_s": self.start_s, "served": self.served}
+
+        def _check(self, x: Any) -> List[np.ndarray]:
+            """The request's arrays in input order; RequestError (one line) when it is wrong."""
+            names = [n for n, _ in self.inputs]
+            if isinstance(x, np.ndarray):
+                if len(names) != 1:
+                    raise RequestError(f"model '{self.config.name}' takes {len(names)} inputs "
+                                       f"({', '.join(names)}): send them by name")
+                items = [x]
+            elif isinstance(x, Mapping):
+                unknown = [k for k in x if k not in names]
+                if unknown:
+                    raise RequestError(f"unknown input '{unknown[0]}' (model "
+                                       f"'{self.config.name}' takes {', '.join(names)})")
+                missing = [n for n in names if n not in x]
+                if missing:
+                    raise RequestError(f"missing input '{missing[0]}'")
+                items = [x[n] for n in names]
+            elif isinstance(x, (list, tuple)) and len(x) == len(names):
+                items = list(x)
+            else:
+                raise RequestError(f"inputs: expected {len(names)} array(s) ({', '.join(names)})")
+            batch = None
+            arrays = []
+            for a, (name, shape) in zip(items, self.inputs):
+                if not isinstance(a, np.ndarray):
+                    raise RequestError(f"input '{name}': expected an array, got {type(a).__name__}")
+                if a.dtype != np.float32:
+                    raise RequestError(f"input '{name}': dtype {a.dtype}, expected float32")
+                if a.ndim != len(shape) + 1 or tuple(a.shape[1:]) != shape:
+                    got = "x".join(map(str, a.shape)) or "scalar"
+                    raise RequestError(f"input '{name}': shape {got}, expected Nx"
+                                       f"{'x'.join(map(str, shape))}")
+                n = a.shape[0]
+                if n < 1 or n > self.config.max_batch:
+                    raise RequestError(f"input '{name}': batch {n}, expected 1 to max_batch "
+                                       f"{self.config.max_batch}")
+                if batch is not None and n != batch:
+                    raise RequestError(f"input '{name}': batch {n}, the other inputs' {batch}")
+                batch = n
+                arrays.append(np.ascontiguousarray(a))
+            return arrays
+
+        async def infer(self, x: Any) -> Union[Answer, Refusal]:
+            """The outputs (in the model's output order) for x: an array, a list in input order
+            or a dict by input name, float32, batch 1..max_batch; batched with other calls."""
+            try:
+                arrays = self._check(x)
+            except RequestError as e:
+                return Refusal(str(e))
+            return Answer(await self._run_batch(arrays), self.node_id, os.getpid())
+
+        @serve.batch(max_batch_size=8, batch_size_fn=lambda items: sum(a[0].shape[0] for a in items))
+        async def _run_batch(self, items: List[List[np.ndarray]]) -> List[List[np.ndarray]]:
+            counts = [a[0].shape[0] for a in items]
+            n = sum(counts)
+            size = planned_size(self.config.batch_sizes, n)
+            arrays = []
+            for i in range(len(self.inputs)):
+                parts = [a[i] for a in items]
+                if size > n:  # zero padding up to the planned size
+                    parts.append(np.zeros((size - n, *parts[0].shape[1:]), np.float32))
+                arrays.append(np.concatenate(parts) if len(parts) > 1 else parts[0])
+            # The session releases the GIL; the event loop keeps taking requests meanwhile.
+            outs = await asyncio.get_running_loop().run_in_executor(
+                None, self.sessions[size].run, arrays)
+            self.served += len(items)
+            results, start = [], 0
+            for k in counts:
+                results.append([y[start:start + k] for y in outs])
+                start += k
+            return results
+
+    class StagecraftIngress:
+        """HTTP (KServe v2 paths, JSON and .npy) and the handle API in front of the models."""
+
+        def __init__(self, models: Dict[str, Any], retries: int = 8, retry_s: float = 0.5) -> None:
+            self.models = dict(models)
+            self.retries = int(retries)
+            self.retry_s = float(retry_s)
+            self._meta: Dict[str, Dict[str, Any]] = {}
+            self.retried = 0
+
+        def _handle(self, model: str) -> Any:
+            h = self.models.get(model)
+            if h is None:
+                raise UnknownModelError(f"unknown model '{model}' (served: "
+                                        f"{', '.join(sorted(self.models)) or 'none'})")
+            return h
+
+        async def _call(self, model: str, method: str, *args: Any) -> Any:
+            h = self._handle(model)
+            retryable = _retryable()
+            for attempt in range(self.retries + 1):
+                try:
+                    result = await getattr(h, method).remote(*args)
+                    if isinstance(result, Refusal):
+                        raise RequestError(result.message)
+                    return result
+                except RequestError:
+                    raise
+                except retryable:
+                    if attempt == self.retries:
+                        raise
+                    self.retried += 1
+                    await asyncio.sleep(self.retry_s * min(2 ** attempt, 8))
+
+        async def infer(self, model: str, x: Any, with_replica: bool = False) -> Any:
+            """The handle API: the outputs of `model` for x (see StagecraftModel.infer); with
+            `with_replica`, (outputs, {"node_id", "pid"}) of the replica that computed them."""
+            answer = await self._call(model, "infer", x)
+            if with_replica:
+                return answer.outputs, {"node_id": answer.node_id, "pid": answer.pid}
+            return answer.outputs
+
+        async def metadata(self, model: str) -> Dict[str, Any]:
+            meta = self._meta.get(model)
+            if meta is None:
+                meta = self._meta[model] = await self._call(model, "metadata")
+            return meta
+
+        async def models_served(self) -> List[str]:
+            return sorted(self.models)
+
+        async def stats(self) -> Dict[str, Any]:
+            return {"retried": self.retried}
+
+        async def __call__(self, request: Any) -> Any:
+            from starlette.responses import JSONResponse, PlainTextResponse, Response
+            parts = [p for p in request.url.path.split("/") if p]
+            if "v2" in parts:  # the path after the application's route prefix
+                parts = parts[parts.index("v2"):]
+            try:
+                if request.method == "GET":
+                    if parts[:2] == ["v2", "health"]:
+                        return PlainTextResponse("ok\n")
+                    if parts == ["v2", "models"]:
+                        return JSONResponse({"models": sorted(self.models)})
+                    if len(parts) == 3 and parts[:2] == ["v2", "models"]:
+                        return JSONResponse(await self.metadata(parts[2]))
+                if request.method == "POST" and len(parts) == 4 and parts[:2] == ["v2", "models"] \
+                        and parts[3] == "infer":
+                    return await self._infer_http(parts[2], request)
+                return PlainTextResponse(f"no route {request.method} {request.url.path} (POST "
+                                         f"/v2/models/MODEL/infer, GET /v2/models/MODEL)\n",
+                                         status_code=404)
+            except UnknownModelError as e:
+                return PlainTextResponse(_one_line(e) + "\n", status_code=404)
+            except RequestError as e:
+                return PlainTextResponse(_one_line(e) + "\n", status_code=400)
+
+        async def _infer_http(self, model: str, request: Any) -> Any:
+            from starlette.responses import Response
+            self._handle(model)
+            kind = request.headers.get("content-type", "application/json").split(";")[0].strip()
+            body = await request.body()
+            if kind == "application/json":
+                x: Any = decode_kserve_json(body)
+            elif kind in ("application/x-npy", "application/octet-stream"):
+                x = decode_npy(body)
+            elif kind == "application/x-npz":
+                x = decode_npz(body)
+            else:
+                raise RequestError(f"Content-Type {kind}: expected application/json (KServe v2), "
+                                   f"application/x-npy or application/x-npz")
+            if isinstance(x, np.ndarray) and x.dtype != np.float32:
+                raise RequestError(f"body: dtype {x.dtype}, expected float32")
+            outputs, replica = await self.infer(model, x, with_replica=True)
+            names = [o["name"] for o in (await self.metadata(model))["outputs"]]
+            # Which replica answered (observability; the tests check that requests spread).
+            headers = {"x-stagecraft-node": replica["node_id"], "x-stagecraft-pid": str(replica["pid"])}
+            if kind == "application/json":
+                return Response(encode_kserve_json(model, names, outputs),
+                                media_type="application/json", headers=headers)
+            if kind == "application/x-npz":
+                return Response(encode_npz(names, outputs), media_type="application/x-npz",
+                                headers=headers)
+            return Response(encode_npy(outputs[0]), media_type="application/x-npy", headers=headers)
+
+    _classes["model"] = StagecraftModel
+    _classes["ingress"] = StagecraftIngress
+    return _classes
+
+
+def model_deployment_name(name: str) -> str:
+    return f"stagecraft_{name}"
+
+
+def app(models: Sequence[Union[ModelConfig, Mapping[str, Any]]], *, ingress_on_head: bool = True,
+        ingress_replicas: int = 1, retries: int = 8, retry_s: float = 0.5,
+        others: Optional[Mapping[str, Any]] = None) -> Any:
+    """A Ray Serve application: the ingress (HTTP + handle API) in front of one deployment per
+    model (`ModelConfig`, or a dict of its fields). Run it with ``serve.run(app(...))``.
+    ``others``: more model deployments by name (bound, with the same methods: ``infer`` answering
+    an `Answer` or a `Refusal`, ``metadata``), e.g. another engine to compare with
+    (bench/ray_serve_bench.py)."""
+    from ray import serve
+    classes = _make_classes()
+    handles = dict(others or {})
+    for m in models:
+        c = m if isinstance(m, ModelConfig) else ModelConfig(**m)
+        if c.name in handles:
+            raise ValueError(f"model name '{c.name}' given twice")
+        env = {"OMP_NUM_THREADS": str(c.threads), **c.env}
+        options: Dict[str, Any] = {
+            "name": model_deployment_name(c.name),
+            "ray_actor_options": {"num_cpus": c.num_cpus if c.num_cpus is not None else c.threads,
+                                  "runtime_env": {"env_vars": env}},
+            # The batch queue needs max_batch requests of one sample in hand to fill a batch.
+            "max_ongoing_requests": max(2 * c.max_batch, 4),
+        }
+        if c.autoscaling_config:
+            options["autoscaling_config"] = dict(c.autoscaling_config)
+            options["num_replicas"] = "auto"
+        else:
+            options["num_replicas"] = int(c.num_replicas)
+        if c.max_replicas_per_node:
+            options["max_replicas_per_node"] = int(c.max_replicas_per_node)
+        config = {k: v for k, v in dataclasses.asdict(c).items()}
+        config["batch_sizes"] = list(c.batch_sizes)
+        handles[c.name] = serve.deployment(classes["model"]).options(**options).bind(config)
+    actor: Dict[str, Any] = {"num_cpus": 0}
+    if ingress_on_head:
+        actor["resources"] = {HEAD_RESOURCE: 0.001}
+    ingress = serve.deployment(classes["ingress"]).options(
+        name="stagecraft_ingress", num_replicas=int(ingress_replicas), ray_actor_options=actor,
+        max_ongoing_requests=1000)
+    return ingress.bind(handles, retries, retry_s)
+
+
+def app_builder(args: Dict[str, Any]) -> Any:
+    """The application builder of ``serve run`` / ``serve deploy`` config files:
+    ``import_path: stagecraft.ray_serve:app_builder`` with ``args: {models: [{model: ...,
+    max_batch: ..., threads: ..., num_replicas: ...}, ...], ingress_on_head: true}``."""
+    args = dict(args or {})
+    models = args.pop("models", None)
+    if not models:
+        raise ValueError("args.models: expected a list of models ({model: NAME_OR_FILE, ...})")
+    return app(models, **args)
+
+
+class Client:
+    """The Python handle API of a running application (in the Ray cluster's driver or a replica):
+    ``Client("stagecraft").infer("squeezenet1_1", x)`` -> list of float32 arrays. Retries when
+    the ingress cannot be reached (the ingress itself retries on a lost model replica)."""
+
+    def __init__(self, app_name: str = DEFAULT_APP, retries: int = 8, retry_s: float = 0.5) -> None:
+        from ray import serve
+        self.handle = serve.get_app_handle(app_name)
+        self.retries = int(retries)
+        self.retry_s = float(retry_s)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        retryable = _retryable()
+        for attempt in range(self.retries + 1):
+            try:
+                return getattr(self.handle, method).remote(*args).result()
+            except RequestError as e:  # raised again without Ray's traceback: one line
+                raise RequestError(_one_line(e)) from None
+            except UnknownModelError as e:
+                raise UnknownModelError(_one_line(e)) from None
+            except retryable:
+                if attempt == self.retries:
+                    raise
+                time.sleep(self.retry_s * min(2 ** attempt, 8))
+
+    def infer(self, model: str, x: Any, with_replica: bool = False) -> Any:
+        """The outputs of `model` for x (a float32 array, a list in input order or a dict by
+        name): a list of float32 arrays; with `with_replica`, (outputs, {"node_id", "pid"})."""
+        return self._call("infer", model, x, with_replica)
+
+    def metadata(self, model: str) -> Dict[str, Any]:
+        return self._call("metadata", model)
+
+    def models(self) -> List[str]:
+        return self._call("models_served")
