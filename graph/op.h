@@ -603,6 +603,22 @@ struct WhereAttrs {
   bool operator==(const WhereAttrs&) const = default;
 };
 
+/// y[n, c, p] = x[n, c] sampled at grid[n, p] (ONNX GridSample, 2-D and 3-D): x [N, C, spatial...]
+/// and grid [N, out spatial..., k] of normalised coordinates in [-1, 1] (the last spatial axis
+/// first, k = the spatial rank), y [N, C, out spatial...]. Row-major tensors.
+struct GridSampleAttrs {
+  int64_t mode = 1;     ///< 0 nearest (half to even), 1 linear, 2 cubic (Keys, a = -0.75)
+  int64_t padding = 0;  ///< outside the input: 0 zeros, 1 the border's value, 2 reflected
+  bool align_corners = false;  ///< -1 and 1 are the centres of the corner elements (else their edges)
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("mode", a.mode, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("align_corners", a.align_corners, FieldRule::kOptional);
+  }
+  bool operator==(const GridSampleAttrs&) const = default;
+};
+
 /// The shapes of a where op's three operands: the inputs' (`inputs`, in order) and the constants'.
 std::vector<std::vector<int64_t>> where_operand_shapes(const WhereAttrs& a, const std::vector<std::vector<int64_t>>& inputs);
 
@@ -707,7 +723,8 @@ struct ChannelShuffleAttrs {
   X(kUnary, "unary", UnaryAttrs)                       \
   X(kLrn, "lrn", LrnAttrs)                              \
   X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs) \
-  X(kWhere, "where", WhereAttrs)
+  X(kWhere, "where", WhereAttrs)                        \
+  X(kGridSample, "grid_sample", GridSampleAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -727,7 +744,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
                              ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
-                             ConvTranspose2dAttrs, WhereAttrs>;
+                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

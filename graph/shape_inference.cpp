@@ -359,8 +359,8 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
                         a.output_padding.h < std::max(a.stride.h, a.dilation.h) &&
                         a.output_padding.w < std::max(a.stride.w, a.dilation.w),
                     "output_padding must be >= 0 and smaller than the stride or the dilation");
-      const auto extent = [](int64_t in, int64_t k, int64_t s, int64_t d, int64_t op, int64_t before, int64_t after) {
-        return s * (in - 1) + d * (k - 1) + 1 + op - before - after;
+      const auto extent = [](int64_t in, int64_t k, int64_t s, int64_t d, int64_t out_pad, int64_t before, int64_t after) {
+        return s * (in - 1) + d * (k - 1) + 1 + out_pad - before - after;
       };
       const int64_t h = extent(inputs[0].shape[2], a.kernel.h, a.stride.h, a.dilation.h, a.output_padding.h,
                                a.padding.top, a.padding.bottom);
@@ -432,6 +432,25 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       }
       TensorDesc y = with_shape(inputs[0], out);
       if (out.rank() != inputs[0].shape.rank()) y.layout = row_major_layout(out.rank());
+      return {y};
+    }
+    case OpKind::kGridSample: {
+      check.arity(inputs, 2, 2);
+      const auto& a = op.attrs_as<GridSampleAttrs>();
+      check.require(a.mode >= 0 && a.mode <= 2, "mode must be 0 (nearest), 1 (linear) or 2 (cubic)");
+      check.require(a.padding >= 0 && a.padding <= 2, "padding must be 0 (zeros), 1 (border) or 2 (reflection)");
+      check_same_dtype(check, inputs);
+      check.require(inputs[0].dtype == DataType::kF32, "grid_sample runs in f32");
+      const Shape &x = inputs[0].shape, &grid = inputs[1].shape;
+      check.require(x.rank() == 4 || x.rank() == 5, "the input must be 4-D or 5-D (2-D or 3-D sampling)");
+      check.require(grid.rank() == x.rank(), "the grid must have the input's rank");
+      check.require(grid[0] == x[0], "the grid's batch must be the input's");
+      check.require(grid[grid.rank() - 1] == static_cast<int64_t>(x.rank()) - 2,
+                    "the grid's last dimension must be the number of spatial dimensions");
+      std::vector<int64_t> out = {x[0], x[1]};
+      for (size_t d = 1; d + 1 < grid.rank(); ++d) out.push_back(grid[d]);
+      TensorDesc y = with_shape(inputs[0], Shape(out));
+      y.layout = row_major_layout(out.size());
       return {y};
     }
     case OpKind::kReshape:

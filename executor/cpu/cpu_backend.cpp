@@ -133,7 +133,8 @@ const OpFamily& family_of(graph::OpKind kind) {
                                               &kDataMovementFamily, &kResizeFamily,
                                               &kNormalisationFamily, &kRearrangeFamily,
                                               &kReductionFamily, &kTensorFamily, &kUnaryFamily,
-                                              &kDeconvolutionFamily, &kWhereFamily};
+                                              &kDeconvolutionFamily, &kWhereFamily,
+                                              &kGridSampleFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

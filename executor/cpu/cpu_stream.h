@@ -64,10 +64,11 @@ class CpuStream : public Stream {
   void enqueue(std::function<void()> task);
   /// The worker's oneDNN stream (valid on the worker thread).
   dnnl::stream& dnnl_stream() { return dnnl_stream_; }
-  /// Called on the worker before a kernel of `threads` threads: restricts the worker to its share
-  /// of the cores when it runs beside other streams (threads < cores), else lets it use all.
-  /// Without this, Linux tends to wake a stream's worker on the core of the stream that signalled
-  /// it, and two streams then share one core for milliseconds.
+  /// Called on the stream's thread before a kernel of `threads` threads: denormals flush to zero
+  /// on it and its OpenMP team, and a worker stream keeps to its share of the process's cores
+  /// when it runs beside other streams (threads < cores), else uses all of them (a caller stream
+  /// keeps the caller's). Without this, Linux tends to wake a stream's worker on the core of the
+  /// stream that signalled it, and two streams then share one core for milliseconds.
   void place(int threads);
 
  private:
@@ -80,6 +81,7 @@ class CpuStream : public Stream {
   dnnl::stream dnnl_stream_;
   int index_;
   int placed_threads_ = -1;  // threads of the current placement (-1: not placed)
+  int flushing_team_ = 0;    // the largest OpenMP team whose threads flush denormals
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
@@ -93,6 +95,7 @@ class CpuStream : public Stream {
   bool caller_changed_ = false;
   cpu_set_t caller_cores_{};
   int caller_threads_ = 0;
+  unsigned caller_mxcsr_ = 0;  // the caller's floating-point control, put back by synchronize()
   std::thread worker_;  // none on a caller stream
 };
 

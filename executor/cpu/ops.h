@@ -60,6 +60,7 @@ extern const OpFamily kReductionFamily;      // reduce_mean, _max, _sum, _min, _
 extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, concat_constant (row-major)
 extern const OpFamily kUnaryFamily;          // unary (our own host loop)
 extern const OpFamily kWhereFamily;          // where (our own host loop)
+extern const OpFamily kGridSampleFamily;     // grid_sample (our own host loop)
 
 /// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN
 /// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),

@@ -422,6 +422,16 @@ class Exporter {
       case OpKind::kGlobalMaxPool:
         node("GlobalMaxPool", op.name, in, {out});
         return;
+      case OpKind::kGridSample: {  // opset 16's names of the modes
+        const auto& a = op.attrs_as<GridSampleAttrs>();
+        onnx::NodeProto* n = node("GridSample", op.name, in, {out});
+        const char* modes[] = {"nearest", "bilinear", "bicubic"};
+        const char* paddings[] = {"zeros", "border", "reflection"};
+        text(n, "mode", modes[a.mode]);
+        text(n, "padding_mode", paddings[a.padding]);
+        integer(n, "align_corners", a.align_corners ? 1 : 0);
+        return;
+      }
       case OpKind::kWhere: {  // Where(bool condition, x, y), constants as initializers
         const auto& a = op.attrs_as<WhereAttrs>();
         std::vector<std::string> operands;

@@ -449,6 +449,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
       {"Or", &Importer::elementwise},
       {"Xor", &Importer::elementwise},
       {"Where", &Importer::where},
+      {"GridSample", &Importer::grid_sample},
       {"Sum", &Importer::sum},
       {"Mean", &Importer::sum},
       {"Max", &Importer::sum},

@@ -399,6 +399,28 @@ void Importer::elementwise(const onnx::NodeProto& node) {
   define(node, 0, add_weighted(node, OpKind::kBinary, attrs, {x}, c.floats()));
 }
 
+void Importer::grid_sample(const onnx::NodeProto& node) {
+  GridSampleAttrs a;
+  std::string mode = attr_string(node, "mode");
+  if (mode.empty()) mode = opset_ >= 20 ? "linear" : "bilinear";
+  // Opset 20 renamed bilinear and bicubic to linear and cubic (and made them N-D).
+  if (mode == "nearest") a.mode = 0;
+  else if (mode == "linear" || mode == "bilinear") a.mode = 1;
+  else if (mode == "cubic" || mode == "bicubic") a.mode = 2;
+  else fail(node, cat("mode '", mode, "' is not nearest, linear or cubic"));
+  const std::string padding = attr_string(node, "padding_mode").empty() ? "zeros" : attr_string(node, "padding_mode");
+  if (padding == "zeros") a.padding = 0;
+  else if (padding == "border") a.padding = 1;
+  else if (padding == "reflection") a.padding = 2;
+  else fail(node, cat("padding_mode '", padding, "' is not zeros, border or reflection"));
+  a.align_corners = attr_int(node, "align_corners", 0) != 0;
+  const ValueId x = input(node, 0), grid = input(node, 1);
+  const size_t rank = shape(x).rank();
+  if (rank != 4 && rank != 5) fail(node, cat("only 2-D and 3-D sampling (a 4-D or 5-D input) is supported, got ", shape(x).to_string()));
+  if (a.mode == 2 && rank == 5) fail(node, "cubic sampling of a 3-D input is not defined by ONNX");
+  define(node, 0, add(node, OpKind::kGridSample, a, {x, grid}));
+}
+
 void Importer::where(const onnx::NodeProto& node) {
   // Each operand an input of the op or a constant in its weights; the kernel broadcasts all three.
   WhereAttrs a;

@@ -119,6 +119,7 @@ class Importer {
   void reduce_via_sum(const onnx::NodeProto& node);
   void elementwise(const onnx::NodeProto& node);
   void where(const onnx::NodeProto& node);
+  void grid_sample(const onnx::NodeProto& node);
   // Whether the tensor `name` is boolean (made by a comparison, a logical op or a cast to bool).
   bool is_boolean(const std::string& name) const;
   // Softmax or LogSoftmax of `x` by the node's axis and the opset's rule (one axis from 13; all

@@ -350,3 +350,23 @@ def test_recurrent_layers_with_weights_in_the_model_agree_with_onnx_runtime(op, 
     for g, w in zip(got, want):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,padding,align", [
+    ("bilinear", "zeros", 0), ("bilinear", "border", 1), ("nearest", "reflection", 0),
+    ("bicubic", "reflection", 1), ("bicubic", "zeros", 0), ("nearest", "border", 1),
+])
+def test_grid_sample_of_a_convolutions_output_agrees_with_onnx_runtime(mode, padding, align):
+    """GridSample reading a convolution's output (a tensor of the convolutions' layouts) at a grid
+    computed in the model, points inside and outside the input (the padding rule), 2 images."""
+    rng = np.random.default_rng(29)
+    inits = {"w": rng.standard_normal([4, 3, 3, 3]).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Tanh", ["g"], ["t"]),
+             helper.make_node("Mul", ["t", "spread"], ["grid"]),
+             helper.make_node("GridSample", ["c", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align)]
+    model = model_of(nodes, {"x": [2, 3, 7, 9], "g": [2, 5, 6, 2]}, {**inits, "spread": np.float32([1.3, 1.2])}, opset=16)
+    feeds = {"x": rng.standard_normal([2, 3, 7, 9]).astype(np.float32),
+             "g": rng.standard_normal([2, 5, 6, 2]).astype(np.float32) * 1.5}
+    got = agrees_with_ort(model, feeds, rtol=1e-4, atol=1e-4)
+    assert got.shape == (2, 4, 5, 6)

@@ -368,6 +368,71 @@ HostTensor global_max_pool(const HostTensor& src) {
 // a OP b with NumPy broadcasting (same rank; b's dimensions equal to a's or 1, or the other way),
 // then the activation. With a constant, b is the constant (or a, with constant_first).
 // ONNX's Where: condition ? x : y, the three broadcast as NumPy does (ranks aligned at the end).
+// GridSample as ONNX defines it, one axis at a time: the value at coordinate v of the axis is the
+// 1-D interpolation of the values of the sub-planes at its taps, each sampled the same way.
+double grid_value(const float* data, const std::vector<int64_t>& dims, const std::vector<double>& v, size_t axis,
+                  const graph::GridSampleAttrs& a) {
+  if (axis == dims.size()) return *data;
+  const int64_t size = dims[axis];
+  int64_t plane = 1;
+  for (size_t d = axis + 1; d < dims.size(); ++d) plane *= dims[d];
+  const double lo = a.align_corners ? 0.0 : -0.5, hi = a.align_corners ? static_cast<double>(size - 1) : size - 0.5;
+  const auto reflected = [&](double x) {
+    while (x < lo || x > hi) x = x < lo ? 2 * lo - x : 2 * hi - x;  // mirror until inside
+    return x;
+  };
+  const auto at = [&](int64_t i) -> double {  // the value of tap i, by the padding rule
+    if (a.padding == 0 && (i < 0 || i >= size)) return 0.0;
+    if (a.padding == 1) i = std::clamp<int64_t>(i, 0, size - 1);
+    if (a.padding == 2) i = static_cast<int64_t>(reflected(static_cast<double>(i)));
+    return grid_value(data + i * plane, dims, v, axis + 1, a);
+  };
+  double x = v[axis];
+  if (a.mode == 0) x = std::nearbyint(x);
+  if (x < lo || x > hi) {
+    if (a.padding == 1) x = std::clamp(x, 0.0, static_cast<double>(size - 1));
+    if (a.padding == 2) x = reflected(x);
+  }
+  if (a.mode == 0) return at(static_cast<int64_t>(x));
+  const auto i0 = static_cast<int64_t>(std::floor(x));
+  const double t = x - static_cast<double>(i0);
+  if (a.mode == 1) return (1 - t) * at(i0) + t * at(i0 + 1);
+  const double c = -0.75;  // Keys' kernel
+  const auto kernel = [&](double s) {
+    s = std::abs(s);
+    return s <= 1 ? ((c + 2) * s - (c + 3)) * s * s + 1 : ((c * s - 5 * c) * s + 8 * c) * s - 4 * c;
+  };
+  double sum = 0;
+  for (int k = -1; k <= 2; ++k) sum += kernel(t - k) * at(i0 + k);
+  return sum;
+}
+
+HostTensor grid_sample(const HostTensor& x, const HostTensor& grid, const graph::GridSampleAttrs& a) {
+  const size_t axes = x.shape.rank() - 2;
+  std::vector<int64_t> out = {x.shape[0], x.shape[1]}, dims;
+  for (size_t d = 1; d + 1 < grid.shape.rank(); ++d) out.push_back(grid.shape[d]);
+  for (size_t d = 2; d < x.shape.rank(); ++d) dims.push_back(x.shape[d]);
+  HostTensor y = zeros(Shape(out));
+  int64_t points = 1, plane = 1;
+  for (size_t d = 2; d < out.size(); ++d) points *= out[static_cast<size_t>(d)];
+  for (int64_t d : dims) plane *= d;
+  for (int64_t n = 0; n < x.shape[0]; ++n) {
+    for (int64_t p = 0; p < points; ++p) {
+      std::vector<double> v(axes);
+      for (size_t d = 0; d < axes; ++d) {
+        const double c = grid.data[static_cast<size_t>((n * points + p) * static_cast<int64_t>(axes)) + axes - 1 - d];
+        const auto size = static_cast<double>(dims[d]);
+        v[d] = a.align_corners ? (c + 1) / 2 * (size - 1) : ((c + 1) * size - 1) / 2;
+      }
+      for (int64_t ch = 0; ch < x.shape[1]; ++ch) {
+        y.data[static_cast<size_t>((n * x.shape[1] + ch) * points + p)] = static_cast<float>(
+            grid_value(x.data.data() + (n * x.shape[1] + ch) * plane, dims, v, 0, a));
+      }
+    }
+  }
+  return y;
+}
+
 HostTensor where(const std::vector<const HostTensor*>& srcs, const graph::WhereAttrs& a, const graph::WeightStore& weights,
                  const Op& op) {
   const OpWeights* w = weights.find(op.name);
@@ -847,6 +912,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {binary(srcs, op.attrs_as<graph::BinaryAttrs>(), weights, op)};
     case OpKind::kWhere:
       return {where(srcs, op.attrs_as<graph::WhereAttrs>(), weights, op)};
+    case OpKind::kGridSample:
+      return {grid_sample(x, *srcs[1], op.attrs_as<graph::GridSampleAttrs>())};
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <pthread.h>
+#include <xmmintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -149,28 +150,39 @@ TEST(CallerStream, RunningAPlanOpensNoSecondOpenMpTeam) {
   EXPECT_EQ(omp_get_max_threads(), 5) << "the caller's OpenMP thread count is given back";
 }
 
-TEST(CallerStream, KernelsOfFewerThreadsGiveTheCallerItsCoresBack) {
+// A caller stream keeps the caller's cores (pinning it put the one stream of every one-thread
+// server replica on core 0, two replicas then sharing it); its kernels flush denormals to zero,
+// and the caller's floating-point mode and OpenMP thread count come back at synchronize().
+TEST(CallerStream, KernelsKeepTheCallersCoresAndGiveBackItsFloatingPointMode) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: streams are not placed";
   cpu_set_t mine;
   ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine), 0);
   const int threads = omp_get_max_threads();
+  const unsigned mode = _mm_getcsr();
+  ASSERT_EQ(mode & 0x8040u, 0u) << "the test starts without flush-to-zero";
   auto stream = cpu().create_caller_stream();
   auto* caller = dynamic_cast<cpu::CpuStream*>(stream.get());
   ASSERT_NE(caller, nullptr);
   int cores_while_placed = 0;
+  float denormal_times_one = -1;
+  volatile float denormal = 1e-40f, one = 1.0f;
   stream->host_callback([&] {
     caller->place(1);  // what a kernel of one thread beside another stream does
     cpu_set_t now;
     pthread_getaffinity_np(pthread_self(), sizeof(now), &now);
     cores_while_placed = CPU_COUNT(&now);
+    denormal_times_one = denormal * one;
     omp_set_num_threads(1);  // what its kernels do
   });
-  EXPECT_EQ(cores_while_placed, 1);
+  EXPECT_EQ(cores_while_placed, CPU_COUNT(&mine)) << "the caller stream is not pinned";
+  EXPECT_EQ(denormal_times_one, 0.0f) << "denormals flush to zero in the kernels";
   stream->synchronize();
   cpu_set_t after;
   ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(after), &after), 0);
   EXPECT_TRUE(CPU_EQUAL(&mine, &after)) << "the caller keeps the cores it had";
   EXPECT_EQ(omp_get_max_threads(), threads) << "the caller's OpenMP thread count is given back";
+  EXPECT_EQ(_mm_getcsr(), mode) << "the caller's floating-point mode is given back";
+  EXPECT_GT(denormal * one, 0.0f) << "denormals are kept on the caller's thread after the run";
 }
 
 }  // namespace

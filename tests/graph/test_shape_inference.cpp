@@ -411,9 +411,22 @@ TEST(ShapeInference, WhereBroadcastsItsThreeOperands) {
   EXPECT_NE(error_of(make_op(OpKind::kWhere, a), {}).find("at least one operand"), std::string::npos);
 }
 
+TEST(ShapeInference, GridSampleTakesTheGridsPointsAndTheInputsChannels) {
+  GridSampleAttrs a;
+  const TensorDesc x{Shape{2, 3, 8, 9}, DataType::kF32, Layout::kNCHW};
+  EXPECT_EQ(infer1(make_op(OpKind::kGridSample, a), {x, make_desc(Shape{2, 5, 6, 2})}), (Shape{2, 3, 5, 6}));
+  EXPECT_EQ(infer1(make_op(OpKind::kGridSample, a), {make_desc(Shape{1, 2, 4, 5, 6}), make_desc(Shape{1, 3, 2, 7, 3})}),
+            (Shape{1, 2, 3, 2, 7}));
+  EXPECT_NE(error_of(make_op(OpKind::kGridSample, a), {x, make_desc(Shape{2, 5, 6, 3})}).find("spatial dimensions"),
+            std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kGridSample, a), {x, make_desc(Shape{1, 5, 6, 2})}).find("batch"), std::string::npos);
+  a.padding = 3;
+  EXPECT_NE(error_of(make_op(OpKind::kGridSample, a), {x, make_desc(Shape{2, 5, 6, 2})}).find("padding"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 47u);
+  EXPECT_EQ(all_op_kinds().size(), 48u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));
