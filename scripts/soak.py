@@ -461,7 +461,8 @@ def main():
 
 def render(args, rows, soak_s, warmup, rss_warm, rss_end) -> str:
     cmd = "scripts/soak.sh " + " ".join(sys.argv[1:])
-    lines = [f"Machine: {machine()}. Load average at the end: {os.getloadavg()[0]:.2f}.",
+    lines = ["# Soak of both servers: Triton backend and Ray Serve app", "",
+             f"Machine: {machine()}. Load average at the end: {os.getloadavg()[0]:.2f}.",
              f"Command: `{cmd}`", "",
              f"{args.model} at {args.input_size}x{args.input_size}, max_batch {args.max_batch}, greedy "
              f"schedule; {args.loops} request loops per server for {soak_s:.0f} s, both servers at once "
