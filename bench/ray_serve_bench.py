@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+from plot_bench import plot_served  # noqa: E402
 from servers import free_port  # noqa: E402
 
 reexec_in_venv("ray_serve_bench", __file__,
@@ -271,27 +272,8 @@ def write(args, nets, results, agreement, setup) -> None:
     lines += ["", f"Requests answered with an error during the timing: {errors}."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, len(nets), figsize=(5 * len(nets), 7), squeeze=False)
-    for j, n in enumerate(nets):
-        for e in ("stagecraft", "onnxruntime"):
-            rows = [by[(e, n, c)] for c in args.concurrency]
-            axes[0][j].plot(args.concurrency, [r["rps"] for r in rows], marker="o", label=e)
-            axes[1][j].plot(args.concurrency, [r["p99_ms"] for r in rows], marker="o", label=e)
-        axes[0][j].set_title(n)
-        axes[0][j].set_ylabel("requests/s")
-        axes[1][j].set_ylabel("p99 latency (ms)")
-        axes[1][j].set_xlabel("requests in flight")
-        for ax in (axes[0][j], axes[1][j]):
-            ax.set_xscale("log", base=2)
-            ax.grid(alpha=0.3)
-            ax.legend()
-    fig.suptitle(f"Ray Serve, {args.replicas}x{args.threads} thread(s), batch <= {args.max_batch}: {where}",
-                 fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=110)
+    plot_served(out.with_suffix(".png"), nets, args.concurrency, by,
+                f"Ray Serve, {args.replicas}x{args.threads} thread(s), batch <= {args.max_batch}: {where}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
+from plot_bench import plot_served  # noqa: E402
 from servers import free_port, stop_group  # noqa: E402
 
 reexec_in_venv("serve_bench", __file__,
@@ -338,27 +339,8 @@ def write(args, results: list[dict], agreement: dict, reference: dict) -> None:
                          f"{s['rps'] / o['rps']:.2f}x | {s['other_busy_cores']:.1f} / {o['other_busy_cores']:.1f} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    nets = args.models.split(",")
-    fig, axes = plt.subplots(2, len(nets), figsize=(5 * len(nets), 7), squeeze=False)
-    for j, net in enumerate(nets):
-        for engine in ("stagecraft", "onnxruntime"):
-            rows = [by[(engine, net, c)] for c in args.concurrency]
-            axes[0][j].plot(args.concurrency, [r["rps"] for r in rows], marker="o", label=engine)
-            axes[1][j].plot(args.concurrency, [r["p99_ms"] for r in rows], marker="o", label=engine)
-        axes[0][j].set_title(net)
-        axes[0][j].set_ylabel("requests/s")
-        axes[1][j].set_ylabel("p99 latency (ms)")
-        axes[1][j].set_xlabel("requests in flight")
-        for ax in (axes[0][j], axes[1][j]):
-            ax.set_xscale("log", base=2)
-            ax.grid(alpha=0.3)
-            ax.legend()
-    fig.suptitle(f"Triton, dynamic batching <= {args.max_batch}: {where}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=110)
+    plot_served(out.with_suffix(".png"), args.models.split(","), args.concurrency, by,
+                f"Triton, dynamic batching <= {args.max_batch}: {where}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,30 @@ def ensure_matplotlib():
     return plt
 
 
+def plot_served(path, models, concurrency, by, title):
+    """Requests/s (top) and p99 latency (bottom) against requests in flight, stagecraft and ONNX
+    Runtime, one column per model; `by[(engine, model, concurrency)]` holds "rps" and "p99_ms"
+    (the serving benchmarks: bench/serve_bench.py, bench/ray_serve_bench.py)."""
+    plt = ensure_matplotlib()
+    fig, axes = plt.subplots(2, len(models), figsize=(5 * len(models), 7), squeeze=False)
+    for j, model in enumerate(models):
+        for engine in ("stagecraft", "onnxruntime"):
+            rows = [by[(engine, model, c)] for c in concurrency]
+            axes[0][j].plot(concurrency, [r["rps"] for r in rows], marker="o", label=engine)
+            axes[1][j].plot(concurrency, [r["p99_ms"] for r in rows], marker="o", label=engine)
+        axes[0][j].set_title(model)
+        axes[0][j].set_ylabel("requests/s")
+        axes[1][j].set_ylabel("p99 latency (ms)")
+        axes[1][j].set_xlabel("requests in flight")
+        for ax in (axes[0][j], axes[1][j]):
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3)
+            ax.legend()
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def read_rows(paths):
     rows = []
     for spec in paths:

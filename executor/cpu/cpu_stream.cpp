@@ -61,12 +61,19 @@ void flush_denormals_here() {
 }  // namespace
 
 void CpuStream::place(int threads) {
-  if (threads > flushing_team_) {  // this thread and its OpenMP team, once per team size
+  // This thread's OpenMP team flushes from the first kernel of each larger team size (GNU OpenMP
+  // keeps a team per thread: a caller stream run from another thread starts over); the thread
+  // itself on every run of a caller stream, whose mode synchronize() gives back.
+  if (const auto self = std::this_thread::get_id(); self != flushing_thread_) {
+    flushing_thread_ = self;
+    flushing_team_ = 0;
+  }
+  if (threads > flushing_team_) {
     flushing_team_ = threads;
-    flush_denormals_here();
 #pragma omp parallel num_threads(threads)
     flush_denormals_here();
   }
+  flush_denormals_here();
   // A caller stream (a sequential plan, the first stream of others) keeps the cores the caller
   // has: pinning it to fixed cores put the single stream of every one-thread server replica on
   // core 0, so that two replicas shared one core (each at half speed).
@@ -122,7 +129,6 @@ void CpuStream::restore_caller() {
   give_back_cores();
 #if defined(__SSE__) || defined(__x86_64__)
   _mm_setcsr(caller_mxcsr_);  // the caller's own floating-point mode (its OpenMP team keeps flushing)
-  flushing_team_ = 0;
 #endif
 }
 

@@ -81,7 +81,8 @@ class CpuStream : public Stream {
   dnnl::stream dnnl_stream_;
   int index_;
   int placed_threads_ = -1;  // threads of the current placement (-1: not placed)
-  int flushing_team_ = 0;    // the largest OpenMP team whose threads flush denormals
+  int flushing_team_ = 0;    // the largest OpenMP team of flushing_thread_ whose threads flush denormals
+  std::thread::id flushing_thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
