@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "common/strings.h"
 #include "executor/backend.h"
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 
 namespace stagecraft::cli {
 

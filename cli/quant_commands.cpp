@@ -92,9 +92,9 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.check <= 0) return;
 
   // Logits of the int8 graph against f32 on fresh inputs (seeds unlike the calibration's).
-  const session::PreparedPlan f32_plan = pipeline.prepare(model, "sequential");
-  const session::PreparedPlan int8_plan =
-      pipeline.plan(q, model.weights, pipeline.schedule(q, "sequential"));
+  const auto sequential = session::ScheduleSource::search(scheduler::Strategy::kSequential);
+  const session::PreparedPlan f32_plan = pipeline.prepare(model, sequential);
+  const session::PreparedPlan int8_plan = pipeline.plan(q, model.weights, pipeline.schedule(q, sequential));
   const auto f32_executor = pipeline.executor(*f32_plan.plan);
   const auto int8_executor = pipeline.executor(*int8_plan.plan);
   executor::Executor& f32_run = *f32_executor;

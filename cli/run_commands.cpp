@@ -56,7 +56,7 @@ void run_run(const RunOptions& o) {
   session::PreparedPlan prepared;
   {
     SearchProgressPrinter printer;
-    prepared = pipeline.prepare(model, o.schedule, printer.callback());
+    prepared = pipeline.prepare(model, session::ScheduleSource::parse(o.schedule), printer.callback());
   }
   const Schedule& schedule = prepared.scheduled.schedule;
   const executor::ExecutionPlan& plan = *prepared.plan;
@@ -156,17 +156,18 @@ struct BenchRow {
 void run_bench(const BenchOptions& o) {
   Pipeline pipeline(o.backend, o.search);
   executor::Backend& backend = pipeline.backend("bench");
-  const session::BackendSession& session = pipeline.session();
   struct Variant {
     const char* name;
-    const char* strategy;
+    scheduler::Strategy strategy;
     scheduler::DpMode mode;
   };
-  const Variant variants[] = {{"sequential", "sequential", scheduler::DpMode::kBoth},
-                              {"greedy", "greedy", scheduler::DpMode::kBoth},
-                              {"dp-merge", "dp", scheduler::DpMode::kMerge},
-                              {"dp-concurrent", "dp", scheduler::DpMode::kConcurrent},
-                              {"dp-both", "dp", scheduler::DpMode::kBoth}};
+  using scheduler::DpMode;
+  using scheduler::Strategy;
+  const Variant variants[] = {{"sequential", Strategy::kSequential, DpMode::kBoth},
+                              {"greedy", Strategy::kGreedy, DpMode::kBoth},
+                              {"dp-merge", Strategy::kDp, DpMode::kMerge},
+                              {"dp-concurrent", Strategy::kDp, DpMode::kConcurrent},
+                              {"dp-both", Strategy::kDp, DpMode::kBoth}};
   std::vector<BenchRow> rows;
   std::ostringstream notes;
   std::ostringstream kernel_csv;  // kernels.csv: the first schedule's kernels in the run and alone
@@ -179,15 +180,14 @@ void run_bench(const BenchOptions& o) {
     std::vector<session::ScheduledGraph> schedules;
     std::vector<BenchRow> net_rows;
     for (const Variant& v : variants) {
-      const size_t measured0 = session.measured ? session.measured->measurements() : 0;
-      const size_t hits0 = session.measured ? session.measured->cache_hits() : 0;
       std::cerr << "bench: " << network << ": searching " << v.name << "...\n";
       // The search's wall time in this run: a schedule-cache hit costs its lookup, not the
       // original search (whose time the schedule's meta keeps).
       const auto search_start = std::chrono::steady_clock::now();
       {
         SearchProgressPrinter printer;
-        schedules.push_back(pipeline.schedule(model.graph, v.strategy, v.mode, printer.callback()));
+        schedules.push_back(pipeline.schedule(model.graph, session::ScheduleSource::search(v.strategy), v.mode,
+                                                printer.callback()));
       }
       const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
       pipeline.save_cache();
@@ -200,8 +200,8 @@ void run_bench(const BenchOptions& o) {
       row.stages = schedule.stages.size();
       row.predicted = schedule.meta.predicted_ms;
       row.search_s = search_s;
-      row.measured = session.measured ? session.measured->measurements() - measured0 : 0;
-      row.hits = session.measured ? session.measured->cache_hits() - hits0 : 0;
+      row.measured = schedules.back().stats.measured;  // stages measured by this search
+      row.hits = schedules.back().stats.known;         // stages its cost model knew
       net_rows.push_back(row);
     }
     std::vector<session::PreparedPlan> plans;

@@ -37,7 +37,7 @@ void run_schedule(const ScheduleOptions& o) {
   session::ScheduledGraph scheduled;
   {
     SearchProgressPrinter printer(o.quiet);
-    scheduled = pipeline.schedule(g, o.strategy, printer.callback());
+    scheduled = pipeline.schedule(g, session::ScheduleSource::parse(o.strategy), printer.callback());
   }
   const Schedule& s = scheduled.schedule;
   const scheduler::SearchStats& stats = scheduled.stats;

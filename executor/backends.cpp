@@ -7,7 +7,7 @@
 #include "common/strings.h"
 #include "executor/backend.h"
 #include "executor/cpu/cpu_backend.h"
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 
 #ifdef STAGECRAFT_HAVE_CUDA
 #include "executor/cuda/cuda_backend.h"

@@ -29,6 +29,7 @@
 
 #include "executor/backend.h"
 #include "executor/tensor.h"
+#include "graph/layout_assignment.h"
 #include "graph/weights.h"
 #include "scheduler/schedule.h"
 
@@ -36,10 +37,10 @@ namespace stagecraft::executor {
 
 /// Options of plan construction.
 struct PlanOptions {
-  std::optional<graph::Layout> layout;  ///< rank-4 activation layout; default: the backend's
-  /// Per graph value (by id): the layout of each rank-4 op output, overriding `layout` (empty:
-  /// one layout for all). Where a kernel cannot read an input in its layout, the plan converts it.
-  std::vector<graph::Layout> value_layouts;
+  /// The layouts of the rank-4 activations: the backend's default, one for all, or one per value
+  /// (graph inputs keep theirs). Where a kernel cannot read an input in its layout, the plan
+  /// converts it.
+  graph::LayoutAssignment layouts;
   int max_streams = 8;                  ///< stream slots (groups beyond share streams)
   bool reuse_memory = true;             ///< reuse buffers by liveness
   /// Copy outputs into plain NCHW/NC tensors for download; the profiler turns this off so that a
@@ -73,7 +74,8 @@ struct LayoutFallback {
   std::string reason;                 ///< the backend's answer for `wanted`
 };
 
-/// The rank-4 activation layout a plan of `graph` uses: `options.layout`, else the backend's
+/// The rank-4 activation layout a plan of `graph` uses where `options.layouts` names none for a
+/// value: the uniform layout, else the backend's
 /// preferred one for the graph's compute type (int8 for quantised graphs).
 graph::Layout activation_layout(const Backend& backend, const graph::Graph& graph,
                                 const PlanOptions& options);

@@ -115,7 +115,7 @@ std::vector<TensorDesc> infer_pool(const Checker& check, const PoolAttrs& a, con
 std::vector<TensorDesc> infer_concat(const Checker& check, const std::vector<TensorDesc>& inputs) {
   int64_t channels = 0;
   const size_t rank = inputs[0].shape.rank();
-  check.require(rank == 4 || inputs[0].layout == Layout::kPlain,
+  check.require(rank == 4 || inputs[0].layout == Layout::kRowMajor,
                 cat("inputs must have rank 4 or be row-major, got ", inputs[0].shape.to_string()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     check.rank(inputs[i], rank, "every input");
@@ -208,7 +208,7 @@ std::vector<TensorDesc> infer_reshape(const Checker& check, const ReshapeAttrs& 
     out.layout = row_major_layout(a.dims.size());
     return {out};
   }
-  check.require(x.shape.rank() == 2 || x.shape.rank() == 4 || x.layout == Layout::kPlain,
+  check.require(x.shape.rank() == 2 || x.shape.rank() == 4 || x.layout == Layout::kRowMajor,
                 cat("input must have rank 2 or 4, or be row-major, got ", x.shape.to_string()));
   check.require(a.dims.size() == 1 || a.dims.size() == 3,
                 cat("dims must give 1 or 3 dimensions after the batch (rank 2 or 4), got ",
@@ -569,7 +569,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
       const Shape& s = inputs[0].shape;
       check.require(s.rank() == 2 || s.rank() >= 3,
                     cat("input must have rank 2 or >= 3 (features last), got ", s.to_string()));
-      check.require(s.rank() != 4 || inputs[0].layout == Layout::kPlain,
+      check.require(s.rank() != 4 || inputs[0].layout == Layout::kRowMajor,
                     "a rank-4 input must be a row-major (plain) tensor");
       const auto& a = op.attrs_as<LinearAttrs>();
       check.require(a.in_features >= 1 && a.out_features >= 1,

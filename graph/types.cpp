@@ -51,18 +51,21 @@ bool layout_fits(Layout layout, size_t rank) {
   const int r = layout_rank(layout);
   return r >= 0 ? r == static_cast<int>(rank) : rank >= 1 && rank != 2;
 }
-Layout row_major_layout(size_t rank) { return rank == 2 ? Layout::kNC : Layout::kPlain; }
+Layout row_major_layout(size_t rank) { return rank == 2 ? Layout::kNC : Layout::kRowMajor; }
 
 int64_t channel_block(Layout layout) { return kLayouts[static_cast<int>(layout)].block; }
 
-std::optional<Layout> parse_layout(std::string_view name) { return value_named(kLayouts, name); }
+std::optional<Layout> parse_layout(std::string_view name) {
+  if (name == "plain") return Layout::kRowMajor;  // the name before "row_major"
+  return value_named(kLayouts, name);
+}
 
 std::vector<std::string> layout_names() { return names_of(kLayouts); }
 
 std::optional<Layout> default_layout(size_t rank) {
   if (rank == 4) return Layout::kNCHW;
   if (rank == 2) return Layout::kNC;
-  if (rank >= 1) return Layout::kPlain;
+  if (rank >= 1) return Layout::kRowMajor;
   return std::nullopt;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// Tensor descriptors of the graph IR: element type, memory layout and logical shape, kept
 /// separate from any storage. Shapes are always logical NCHW (or NC for rank 2; tensors of
-/// other ranks, a transformer's [N, T, C] tokens, are row-major: layout kPlain); the layout says
+/// other ranks, a transformer's [N, T, C] tokens, are row-major: layout kRowMajor); the layout says
 /// how the elements are arranged in memory, so shape inference never depends on layout.
 ///
 /// Example:
@@ -52,7 +52,7 @@ std::vector<std::string> data_type_names();
   X(kNChw16c, "nChw16c", 4, 16)           \
   X(kNCHWVectC, "nchw_vect_c", 4, 4)      \
   X(kNC, "nc", 2, 0)                      \
-  X(kPlain, "plain", -1, 0)
+  X(kRowMajor, "row_major", -1, 0)
 
 /// Physical arrangement of a tensor's elements.
 enum class Layout : uint8_t {
@@ -63,20 +63,20 @@ enum class Layout : uint8_t {
 
 /// Name used in files ("nchw").
 std::string_view to_string(Layout layout);
-/// Rank of the tensors this layout applies to; -1 for kPlain (row-major, any rank but 2).
+/// Rank of the tensors this layout applies to; -1 for kRowMajor (any rank but 2).
 int layout_rank(Layout layout);
 /// Whether `layout` applies to tensors of `rank` dimensions.
 bool layout_fits(Layout layout, size_t rank);
 /// Channel block size of a blocked layout, 0 otherwise.
 int64_t channel_block(Layout layout);
-/// Parses a name; nullopt when unknown.
+/// Parses a name ("plain", the name of kRowMajor in older files, too); nullopt when unknown.
 std::optional<Layout> parse_layout(std::string_view name);
 /// Every layout name, in list order.
 std::vector<std::string> layout_names();
-/// The plain layout for a rank: NCHW for 4, NC for 2, kPlain (row-major) for the others.
+/// The plain layout for a rank: NCHW for 4, NC for 2, kRowMajor for the others.
 std::optional<Layout> default_layout(size_t rank);
 /// The layout of a row-major tensor outside the convolutions' layouts (a transformer's): NC for
-/// rank 2, kPlain otherwise (rank 4 included: the layout choice leaves such tensors alone, and
+/// rank 2, kRowMajor otherwise (rank 4 included: the layout choice leaves such tensors alone, and
 /// ops that read features, layer_norm and linear, read the last axis).
 Layout row_major_layout(size_t rank);
 
@@ -131,9 +131,9 @@ struct TensorDesc {
 };
 
 /// Whether the layout choice applies to a tensor: rank 4 in a convolution layout (not a
-/// row-major kPlain one).
+/// kRowMajor one).
 inline bool takes_layouts(const TensorDesc& d) {
-  return d.shape.rank() == 4 && d.layout != Layout::kPlain;
+  return d.shape.rank() == 4 && d.layout != Layout::kRowMajor;
 }
 
 /// A descriptor with the plain layout for its rank.

@@ -74,7 +74,7 @@ static_assert(kLargeCellsPerStack <= kReferenceCellStride &&
 
 // How a stack of separable convolutions reaches its output width and handles stride 2.
 enum class SeparableKind {
-  kPlain,    // BranchSeparables: the first separable conv keeps the input width
+  kRowMajor,    // BranchSeparables: the first separable conv keeps the input width
   kStem,     // BranchSeparablesStem: the first separable conv already maps to the output width
   kShifted,  // BranchSeparablesReduction / name='specific': pad (1,0,1,0), conv, crop [1:, 1:]
 };
@@ -160,7 +160,7 @@ class NasnetBuilder {
   // the pools and the 5x5 separables of comb 0; `b` feeds the other separables.
   ValueId reduction_body(ValueId a, ValueId b, int64_t out, SeparableKind a_kind,
                          SeparableKind b_kind, bool shifted) {
-    const SeparableKind comb_4_kind = shifted ? SeparableKind::kShifted : SeparableKind::kPlain;
+    const SeparableKind comb_4_kind = shifted ? SeparableKind::kShifted : SeparableKind::kRowMajor;
     const ValueId c0 =
         b_.add({separables(a, out, kSep5x5, kReductionStride, a_kind, "comb_iter_0_left"),
                 separables(b, out, kSep7x7, kReductionStride, b_kind, "comb_iter_0_right")},
@@ -182,7 +182,7 @@ class NasnetBuilder {
 
   // The five combinations of a normal cell (NormalCell, FirstCell), concatenated after `left`.
   ValueId normal_body(ValueId left, ValueId right, int64_t out) {
-    const SeparableKind plain = SeparableKind::kPlain;
+    const SeparableKind plain = SeparableKind::kRowMajor;
     const ValueId c0 = b_.add({separables(right, out, kSep5x5, 1, plain, "comb_iter_0_left"),
                                separables(left, out, kSep3x3, 1, plain, "comb_iter_0_right")},
                               "comb_iter_0");
@@ -201,7 +201,7 @@ class NasnetBuilder {
   ValueId cell_stem_0(ValueId x, int64_t out) {
     auto s = b_.scope("cell_stem_0");
     const ValueId x1 = relu_conv_bn(x, out, "conv_1x1");
-    return reduction_body(x1, x, out, SeparableKind::kPlain, SeparableKind::kStem, false);
+    return reduction_body(x1, x, out, SeparableKind::kRowMajor, SeparableKind::kStem, false);
   }
 
   ValueId cell_stem_1(ValueId x_conv0, ValueId x_stem_0, int64_t out) {
@@ -209,7 +209,7 @@ class NasnetBuilder {
     const ValueId left = relu_conv_bn(x_stem_0, out, "conv_1x1");
     const ValueId right = factorized_reduction(x_conv0, out);
     const SeparableKind kind =
-        config_.shifted_stem_1 ? SeparableKind::kShifted : SeparableKind::kPlain;
+        config_.shifted_stem_1 ? SeparableKind::kShifted : SeparableKind::kRowMajor;
     return reduction_body(left, right, out, kind, kind, config_.shifted_stem_1);
   }
 
@@ -232,7 +232,7 @@ class NasnetBuilder {
     auto s = b_.scope(name);
     const ValueId left = relu_conv_bn(x_prev, out, "conv_prev_1x1");
     const ValueId right = relu_conv_bn(x, out, "conv_1x1");
-    const SeparableKind kind = shifted ? SeparableKind::kShifted : SeparableKind::kPlain;
+    const SeparableKind kind = shifted ? SeparableKind::kShifted : SeparableKind::kRowMajor;
     return reduction_body(right, left, out, kind, kind, shifted);
   }
 

@@ -144,6 +144,7 @@ KernelEstimate AnalyticCostModel::op_estimate(const graph::Graph& graph, graph::
 }
 
 double AnalyticCostModel::stage_latency_ms(const graph::Graph& graph,
+                                           const graph::LayoutAssignment& /*layouts*/,
                                            const scheduler::Stage& stage) {
   std::vector<KernelEstimate> kernels;
   std::vector<double> group_ms;

@@ -41,7 +41,9 @@ class AnalyticCostModel : public scheduler::CostModel {
 
   std::string name() const override;
   std::string device_fingerprint() const override;
-  double stage_latency_ms(const graph::Graph& graph, const scheduler::Stage& stage) override;
+  /// The estimate of `stage` (layouts do not enter the analytic model).
+  double stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                          const scheduler::Stage& stage) override;
 
   /// Estimate of one op of the graph run alone.
   KernelEstimate op_estimate(const graph::Graph& graph, graph::OpId id) const;

@@ -19,7 +19,15 @@ struct CostModelContext {
   MeasureOptions measure;                ///< how "measured" times stages
 };
 
+/// A cost model, and the same model typed when it measures (its counts, its settings key).
+struct OpenedCostModel {
+  std::unique_ptr<scheduler::CostModel> model;
+  MeasuredCostModel* measured = nullptr;  ///< `model` when it is "measured"
+};
+
 /// Builds the cost model `spec` names; throws UsageError/DeviceSpecError with the known choices.
+OpenedCostModel open_cost_model(const std::string& spec, const CostModelContext& context = {});
+/// open_cost_model(spec, context).model.
 std::unique_ptr<scheduler::CostModel> make_cost_model(const std::string& spec,
                                                       const CostModelContext& context = {});
 

@@ -49,9 +49,9 @@ double time_probe(executor::Backend& backend, executor::StreamPool& streams, con
                   graph::Layout output, const MeasureOptions& measure) {
   scheduler::Schedule schedule;
   schedule.stages = {scheduler::Stage::concurrent({{0}})};
-  executor::PlanOptions plan = measure.plan;
-  plan.layout = output;
-  plan.value_layouts.assign(timed.num_values(), output);
+  executor::PlanOptions plan;
+  plan.max_streams = measure.max_streams;
+  plan.layouts = graph::LayoutAssignment::per_value(timed, std::vector<Layout>(timed.num_values(), output));
   plan.plain_outputs = false;
   plan.inputs_may_be_views = true;
   plan.convert_inputs = false;  // inputs stand for op outputs: converted only where needed
@@ -79,14 +79,14 @@ std::vector<Layout> default_layout_candidates(const executor::Backend& backend,
 
 LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::Graph& graph,
                                 const std::vector<Layout>& candidates,
-                                const executor::PlanOptions& plan) {
+                                int max_streams) {
   LayoutProbes result;
   result.candidates = candidates.empty() ? default_layout_candidates(backend, graph) : candidates;
   const scheduler::LayoutCostTable table(result.candidates);
   result.queries = table.queries(graph);
   result.conversions = table.conversions(graph);
   scheduler::StageKeyBuilder keys(graph);
-  const std::string streams = cat("streams=", plan.max_streams, ";");
+  const std::string streams = cat("streams=", max_streams, ";");
   for (const scheduler::LayoutQuery& q : result.queries) {
     LayoutProbe probe;
     probe.key = cat("layout-op;", streams, layouts_key(q.inputs, q.output), ";",

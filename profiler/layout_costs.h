@@ -18,7 +18,7 @@
 /// mixed inputs are priced with conversions); per distinct shape read, candidates² conversions.
 ///
 /// Example:
-///   LayoutProbes probes = plan_layout_probes(*backend, graph, {}, options.plan);
+///   LayoutProbes probes = plan_layout_probes(*backend, graph, {}, options.max_streams);
 ///   LayoutMeasurement measured = measure_layout_probes(*backend, probes, cache, options, nullptr);
 ///   LayoutPlan plan = scheduler::optimize_layouts(graph, measured.table, {probes.candidates});
 
@@ -63,11 +63,11 @@ struct LayoutMeasurement {
 std::vector<graph::Layout> default_layout_candidates(const executor::Backend& backend,
                                                      const graph::Graph& graph);
 
-/// Step 1: the probes of `graph` over `candidates` (empty: default_layout_candidates). `plan`
-/// gives the stream count that keys the cache.
+/// Step 1: the probes of `graph` over `candidates` (empty: default_layout_candidates);
+/// `max_streams` (the plan's stream slots) is part of the cache keys.
 LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::Graph& graph,
                                 const std::vector<graph::Layout>& candidates,
-                                const executor::PlanOptions& plan);
+                                int max_streams);
 
 /// Step 2: the table, from `cache` where it knows a probe and measured otherwise (then cached);
 /// `progress(measurements, measuring seconds)` after every measurement (optional; it may throw

@@ -32,8 +32,8 @@ std::string join_layouts(const std::vector<Layout>& layouts) {
 // Median time of a sequential run of `graph` under each layout assignment: plans built once,
 // then runs interleaved round by round (a noisy machine slows all of them alike).
 std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
-                                  const executor::PlanOptions& base,
-                                  const std::vector<std::vector<Layout>>& assignments, int rounds) {
+                                  const MeasureOptions& measure,
+                                  const std::vector<graph::LayoutAssignment>& assignments, int rounds) {
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : graph.inputs()) {
     inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
@@ -44,8 +44,9 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
   std::vector<std::unique_ptr<executor::Executor>> runs;
   std::vector<executor::Executor*> executors;
   for (const auto& layouts : assignments) {
-    executor::PlanOptions p = base;
-    p.value_layouts = layouts;
+    executor::PlanOptions p;
+    p.max_streams = measure.max_streams;
+    p.layouts = layouts;
     plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, sequential, weights, backend, p));
     runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
     runs.back()->set_inputs(inputs);
@@ -68,9 +69,9 @@ LayoutChoice LayoutSearch::choose(const graph::Graph& graph) {
   if (prediction.remembered) return chosen_.at(prediction.graph_key);
   const LayoutVerdict verdict = verify(graph, prediction);
   if (options_.log) *options_.log << report(prediction, verdict);
-  const LayoutOption& winner = prediction.options[verdict.winner];
+  const LayoutCandidate& winner = prediction.options[verdict.winner];
   LayoutChoice choice;
-  choice.value_layouts = winner.value_layouts;
+  choice.layouts = winner.layouts;
   choice.name = winner.name;
   choice.predicted_ms = prediction.dp_ms;
   choice.measurements = prediction.measurements;
@@ -81,7 +82,7 @@ LayoutChoice LayoutSearch::choose(const graph::Graph& graph) {
 
 LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
   const LayoutProbes probes =
-      plan_layout_probes(backend_, graph, options_.candidates, options_.measure.plan);
+      plan_layout_probes(backend_, graph, options_.candidates, options_.measure.max_streams);
   LayoutPrediction prediction;
   prediction.candidates = probes.candidates;
   prediction.graph_key = probes.graph_key;
@@ -103,7 +104,7 @@ LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
          << " s...\n";
   };
   LayoutMeasurement measured = measure_layout_probes(backend_, probes, cache_, options_.measure, progress);
-  scheduler::LayoutOptions search;
+  scheduler::LayoutDpOptions search;
   search.candidates = probes.candidates;
   const scheduler::LayoutPlan dp = scheduler::optimize_layouts(graph, measured.table, search);
   prediction.dp_ms = dp.predicted_ms;
@@ -113,20 +114,21 @@ LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
     if (scheduler::chooses_layout(graph, static_cast<graph::ValueId>(v))) ++prediction.dp_counts[dp.value_layouts[v]];
   }
   for (Layout l : probes.candidates) {
-    LayoutOption option{cat("uniform ", graph::to_string(l)),
-                        scheduler::uniform_layouts(graph, dp.value_layouts, l), 0};
-    option.predicted_ms = scheduler::layout_plan_cost(graph, measured.table, option.value_layouts);
-    prediction.options.push_back(std::move(option));
+    std::vector<Layout> uniform = scheduler::uniform_layouts(graph, dp.value_layouts, l);
+    const double ms = scheduler::layout_plan_cost(graph, measured.table, uniform);
+    prediction.options.push_back({cat("uniform ", graph::to_string(l)),
+                                  graph::LayoutAssignment::per_value(std::move(uniform), probes.graph_key), ms});
   }
+  const graph::LayoutAssignment mix = graph::LayoutAssignment::per_value(dp.value_layouts, probes.graph_key);
   const bool mixed = std::none_of(prediction.options.begin(), prediction.options.end(),
-                                  [&](const LayoutOption& o) { return o.value_layouts == dp.value_layouts; });
-  if (mixed) prediction.options.push_back({"per-value", dp.value_layouts, dp.predicted_ms});
+                                  [&](const LayoutCandidate& o) { return o.layouts == mix; });
+  if (mixed) prediction.options.push_back({"per-value", mix, dp.predicted_ms});
   prediction.measurements = measured.measurements;
   prediction.cache_hits = measured.cache_hits;
   prediction.measuring_s = measured.measuring_s;
   prediction.verdict_key = cat("layout-verdict;", probes.graph_key, ";", probes.compute_type, ";",
                                join_layouts(probes.candidates),
-                               ";streams=", options_.measure.plan.max_streams);
+                               ";streams=", options_.measure.max_streams);
   return prediction;
 }
 
@@ -139,10 +141,10 @@ LayoutVerdict LayoutSearch::verify(const graph::Graph& graph, const LayoutPredic
     verdict.winner = std::min(static_cast<size_t>(*known), n - 1);
     return verdict;
   }
-  std::vector<std::vector<Layout>> assignments;
-  for (const LayoutOption& o : prediction.options) assignments.push_back(o.value_layouts);
+  std::vector<graph::LayoutAssignment> assignments;
+  for (const LayoutCandidate& o : prediction.options) assignments.push_back(o.layouts);
   for (int b = 0; b < kBlocks; ++b) {
-    verdict.blocks.push_back(end_to_end_ms(backend_, graph, options_.measure.plan, assignments, options_.rounds));
+    verdict.blocks.push_back(end_to_end_ms(backend_, graph, options_.measure, assignments, options_.rounds));
   }
   double best_total = std::numeric_limits<double>::infinity();
   for (size_t k = 1; k < n; ++k) {

@@ -20,7 +20,7 @@
 ///   LayoutSearchOptions options;
 ///   options.log = &std::cerr;
 ///   LayoutSearch search(*backend, cache, options);
-///   plan_options.value_layouts = search.choose(graph).value_layouts;
+///   plan_options.layouts = search.choose(graph).layouts;
 
 #include <functional>
 #include <iosfwd>
@@ -34,9 +34,11 @@
 
 namespace stagecraft::profiler {
 
-/// Settings of the layout search.
+/// Settings of the `--layout auto` search: how it measures, which layouts it tries, when it
+/// replaces the backend's layout and what it prints (the DP's own pruning settings are
+/// scheduler::LayoutDpOptions, which it fills from these).
 struct LayoutSearchOptions {
-  /// As the graph will run (streams, executor mode); layouts are ignored.
+  /// As the graph will run (stream slots, executor mode).
   MeasureOptions measure;
   /// Candidate layouts of rank-4 op outputs; empty: the backend's native layouts (its
   /// preferred one first), only the preferred one for quantised graphs.
@@ -55,11 +57,11 @@ struct LayoutSearchOptions {
   std::function<void(size_t, double)> on_progress;
 };
 
-/// One way to lay out every value: a uniform layout or the DP's per-value mix.
-struct LayoutOption {
-  std::string name;                          ///< "uniform nChw8c" or "per-value"
-  std::vector<graph::Layout> value_layouts;  ///< per value (PlanOptions::value_layouts)
-  double predicted_ms = 0;                   ///< sum of its op and conversion latencies
+/// One way to lay out every value that the search weighs: a uniform layout or the DP's mix.
+struct LayoutCandidate {
+  std::string name;                 ///< "uniform nChw8c" or "per-value"
+  graph::LayoutAssignment layouts;  ///< per value (graph inputs keep theirs)
+  double predicted_ms = 0;          ///< sum of its op and conversion latencies
 };
 
 /// Step 1, predict: what the measured op latencies say.
@@ -67,7 +69,7 @@ struct LayoutPrediction {
   std::vector<graph::Layout> candidates;  ///< layouts tried (the backend's preferred first)
   /// Uniform layouts in candidate order (the preferred first), then the DP's per-value choice
   /// when it is not one of them.
-  std::vector<LayoutOption> options;
+  std::vector<LayoutCandidate> options;
   double dp_ms = 0;            ///< the DP's predicted latency (its per-value choice)
   std::map<graph::Layout, size_t> dp_counts;  ///< values per layout in the DP's choice
   size_t measurements = 0;     ///< op/layout combinations measured now (cache misses)
@@ -91,7 +93,7 @@ struct LayoutVerdict {
 
 /// The chosen layouts.
 struct LayoutChoice {
-  std::vector<graph::Layout> value_layouts;  ///< per value (PlanOptions::value_layouts)
+  graph::LayoutAssignment layouts;  ///< per value (PlanOptions::layouts)
   std::string name;            ///< "uniform nChw8c" or "per-value"
   double predicted_ms = 0;     ///< the DP's sum of op latencies for its per-value choice
   size_t measurements = 0;     ///< op/layout combinations measured now (cache misses)

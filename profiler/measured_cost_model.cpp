@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/error.h"
 #include "common/strings.h"
 #include "scheduler/stage_key.h"
 
@@ -35,15 +36,19 @@ void save_if_due(ProfileCache& cache) {
   }
 }
 
+// Per-value layouts of another graph would be read by the wrong value ids.
+void require_layouts_of(const graph::Graph& graph, const graph::LayoutAssignment& layouts) {
+  if (layouts.is_per_value() && layouts.per_value().size() != graph.num_values()) {
+    throw Error(cat("measuring a stage of '", graph.name(), "' (", graph.num_values(),
+                    " values) in per-value layouts of a graph of ", layouts.per_value().size()));
+  }
+}
+
 }  // namespace
 
-std::pair<graph::Graph, scheduler::Stage> stage_graph(
-    const graph::Graph& graph, const scheduler::Stage& stage, graph::Layout layout,
-    const std::vector<graph::Layout>& value_layouts, std::vector<graph::Layout>* sub_layouts) {
-  const bool per_value = value_layouts.size() == graph.num_values();
-  const auto layout_of = [&](graph::ValueId v) {
-    return per_value ? value_layouts[static_cast<size_t>(v)] : layout;
-  };
+StageGraph stage_graph(const graph::Graph& graph, const scheduler::Stage& stage,
+                       const graph::LayoutAssignment& layouts, graph::Layout fallback) {
+  const auto layout_of = [&](graph::ValueId v) { return layouts.of(static_cast<size_t>(v), fallback); };
   graph::Graph sub("stage");
   std::map<graph::ValueId, graph::ValueId> mapped;  // graph value -> sub value
   std::map<graph::OpId, graph::OpId> op_map;
@@ -57,7 +62,7 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(
     for (graph::ValueId v : op.inputs) {
       auto it = mapped.find(v);
       if (it == mapped.end()) {
-        // As in the full plan: graph inputs keep their layout, op outputs are in `layout`.
+        // As in the full plan: graph inputs keep their layout, op outputs are in theirs.
         graph::TensorDesc desc = graph.value(v).desc;
         if (graph::takes_layouts(desc) && graph.value(v).producer != graph::kNoOp) desc.layout = layout_of(v);
         it = mapped.emplace(v, sub.add_input(cat("in", next_input++), desc)).first;
@@ -77,14 +82,16 @@ std::pair<graph::Graph, scheduler::Stage> stage_graph(
     }
   }
   if (sub.outputs().empty()) sub.add_output(mapped.at(graph.op(ops.back()).outputs[0]));
-  if (sub_layouts && per_value) {
-    sub_layouts->assign(sub.num_values(), layout);
-    for (const auto& [v, sv] : mapped) (*sub_layouts)[static_cast<size_t>(sv)] = layout_of(v);
+  graph::LayoutAssignment sub_layouts = graph::LayoutAssignment::uniform(layouts.uniform_or(fallback));
+  if (layouts.is_per_value()) {
+    std::vector<graph::Layout> by_value(sub.num_values(), fallback);
+    for (const auto& [v, sv] : mapped) by_value[static_cast<size_t>(sv)] = layout_of(v);
+    sub_layouts = graph::LayoutAssignment::per_value(sub, std::move(by_value));
   }
   scheduler::Stage renumbered = stage;
   for (auto& group : renumbered.groups)
     for (graph::OpId& id : group) id = op_map.at(id);
-  return {std::move(sub), std::move(renumbered)};
+  return {std::move(sub), std::move(renumbered), std::move(sub_layouts)};
 }
 
 MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* cache,
@@ -99,38 +106,41 @@ MeasuredCostModel::MeasuredCostModel(executor::Backend& backend, ProfileCache* c
   }
 }
 
-const std::vector<graph::Layout>& MeasuredCostModel::per_value_layouts(const graph::Graph& graph) const {
-  static const std::vector<graph::Layout> kNone;
-  return options_.plan.value_layouts.size() == graph.num_values() ? options_.plan.value_layouts : kNone;
+graph::Layout MeasuredCostModel::default_layout(const graph::Graph& graph,
+                                               const graph::LayoutAssignment& layouts) const {
+  executor::PlanOptions plan;
+  plan.layouts = layouts;  // per value: the backend's layout where none is named
+  return executor::activation_layout(backend_, graph, plan);
 }
 
 std::string MeasuredCostModel::name() const { return "measured:" + backend_.name(); }
 
 std::string MeasuredCostModel::device_fingerprint() const { return backend_.device().device_fingerprint(); }
 
-std::string MeasuredCostModel::settings_key(const graph::Graph& graph) const {
-  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
-  std::string key = cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams);
-  if (const auto& layouts = per_value_layouts(graph); !layouts.empty()) {
-    key += ";values=";
-    for (graph::Layout l : layouts) key += cat(graph::to_string(l), ",");
-  }
+std::string MeasuredCostModel::settings_key(const graph::Graph& graph,
+                                            const graph::LayoutAssignment& layouts) const {
+  std::string key = cat("layout=", graph::to_string(default_layout(graph, layouts)),
+                        ";streams=", options_.max_streams);
+  if (layouts.is_per_value()) key += cat(";values=", layouts.key());
   return key;
 }
 
 std::string MeasuredCostModel::cache_key(const graph::Graph& graph,
+                                         const graph::LayoutAssignment& layouts,
                                          const scheduler::Stage& stage) const {
-  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
-  std::string key = cat("layout=", graph::to_string(layout), ";streams=", options_.plan.max_streams,
+  require_layouts_of(graph, layouts);
+  const graph::Layout layout = default_layout(graph, layouts);
+  std::string key = cat("layout=", graph::to_string(layout), ";streams=", options_.max_streams,
                         ";", scheduler::stage_key(graph, stage));
-  if (const auto& layouts = per_value_layouts(graph); !layouts.empty()) {
+  if (layouts.is_per_value()) {
     // The layouts of what the stage reads and writes, in the stage's op order.
     key += ";layouts=";
+    const auto name = [&](graph::ValueId v) { return graph::to_string(layouts.of(static_cast<size_t>(v), layout)); };
     for (graph::OpId id : stage.ops()) {
       const graph::Op& op = graph.op(id);
-      for (graph::ValueId v : op.inputs) key += cat(graph::to_string(layouts[static_cast<size_t>(v)]), ",");
+      for (graph::ValueId v : op.inputs) key += cat(name(v), ",");
       key += ">";
-      for (graph::ValueId v : op.outputs) key += cat(graph::to_string(layouts[static_cast<size_t>(v)]), ",");
+      for (graph::ValueId v : op.outputs) key += cat(name(v), ",");
       key += "|";
     }
   }
@@ -144,24 +154,26 @@ double MeasuredCostModel::margin(const scheduler::Stage& stage) const {
 }
 
 std::optional<double> MeasuredCostModel::known_latency_ms(const graph::Graph& graph,
+                                                          const graph::LayoutAssignment& layouts,
                                                           const scheduler::Stage& stage) {
   if (!cache_) return std::nullopt;
-  const auto ms = cache_->find(cache_key(graph, stage));
+  const auto ms = cache_->find(cache_key(graph, layouts, stage));
   if (!ms) return std::nullopt;
   ++cache_hits_;
   return *ms * margin(stage);
 }
 
 double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
+                                           const graph::LayoutAssignment& layouts,
                                            const scheduler::Stage& stage) {
-  const std::string key = cache_ ? cache_key(graph, stage) : std::string();
+  const std::string key = cache_ ? cache_key(graph, layouts, stage) : std::string();
   if (cache_) {
     if (auto ms = cache_->find(key)) {
       ++cache_hits_;
       return *ms * margin(stage);
     }
   }
-  const double ms = measure(graph, stage);
+  const double ms = measure(graph, layouts, stage);
   if (cache_) {
     cache_->insert(key, ms);
     save_if_due(*cache_);
@@ -169,19 +181,20 @@ double MeasuredCostModel::stage_latency_ms(const graph::Graph& graph,
   return ms * margin(stage);
 }
 
-double MeasuredCostModel::measure(const graph::Graph& graph, const scheduler::Stage& stage) {
+double MeasuredCostModel::measure(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                                  const scheduler::Stage& stage) {
   const auto start = Clock::now();
-  const graph::Layout layout = executor::activation_layout(backend_, graph, options_.plan);
-  const std::vector<graph::Layout>& layouts = per_value_layouts(graph);
-  std::vector<graph::Layout> sub_layouts;
-  auto [sub, renumbered] = stage_graph(graph, stage, layout, layouts, &sub_layouts);
+  require_layouts_of(graph, layouts);
+  StageGraph sub = stage_graph(graph, stage, layouts, default_layout(graph, layouts));
   scheduler::Schedule schedule;
-  schedule.stages = {renumbered};
-  executor::PlanOptions plan_options = options_.plan;
-  plan_options.value_layouts = std::move(sub_layouts);
+  schedule.stages = {sub.stage};
+  schedule.layouts = sub.layouts;
+  executor::PlanOptions plan_options;
+  plan_options.layouts = std::move(sub.layouts);
+  plan_options.max_streams = options_.max_streams;
   plan_options.plain_outputs = false;  // time exactly the stage's kernels
   plan_options.inputs_may_be_views = true;  // its inputs stand for op outputs
-  const double ms = time_plan(backend_, streams_, sub, schedule, plan_options, options_);
+  const double ms = time_plan(backend_, streams_, sub.graph, schedule, plan_options, options_);
   ++measurements_;
   measuring_seconds_ += ms_since(start) / 1e3;
   return ms;

@@ -37,7 +37,7 @@ struct MeasureOptions {
   /// inside inception_v3 than alone, so the CPU default is 0.5; other backends default to 0.1.
   /// Applied after the cache, which keeps raw measurements.
   std::optional<double> concurrency_margin;
-  executor::PlanOptions plan;    ///< as the executor will run (layout, streams)
+  int max_streams = 8;           ///< stream slots, as the plan will have (PlanOptions)
   executor::ExecutorOptions executor;  ///< as the executor will launch (CUDA Graph or streams)
   uint64_t seed = 1;             ///< weights and inputs of the measured stages
 };
@@ -50,19 +50,16 @@ class MeasuredCostModel : public scheduler::CostModel {
 
   std::string name() const override;
   std::string device_fingerprint() const override;
-  double stage_latency_ms(const graph::Graph& graph, const scheduler::Stage& stage) override;
+  double stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                          const scheduler::Stage& stage) override;
   /// The cached latency (with the concurrency margin), or nothing: never measures.
   std::optional<double> known_latency_ms(const graph::Graph& graph,
+                                         const graph::LayoutAssignment& layouts,
                                          const scheduler::Stage& stage) override;
 
-  /// Measures stages with these layouts per value of the graphs it is asked about (the layout
-  /// DP's choice; empty: the plan's uniform layout). Part of the cache key.
-  void set_value_layouts(std::vector<graph::Layout> layouts) {
-    options_.plan.value_layouts = std::move(layouts);
-  }
-
-  /// Latency of a stage without the cache (one measurement).
-  double measure(const graph::Graph& graph, const scheduler::Stage& stage);
+  /// Latency of a stage in `layouts` without the cache (one measurement).
+  double measure(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                 const scheduler::Stage& stage);
 
   /// Stages measured (cache misses) so far.
   size_t measurements() const { return measurements_; }
@@ -70,17 +67,19 @@ class MeasuredCostModel : public scheduler::CostModel {
   size_t cache_hits() const { return cache_hits_; }
   /// Seconds spent measuring.
   double measuring_seconds() const { return measuring_seconds_; }
-  /// What besides the stage a measurement of a stage of `graph` depends on: the activation layout
-  /// (or the per-value layouts) and the stream slots. Part of every cache key.
-  std::string settings_key(const graph::Graph& graph) const;
-  /// The cache key of a stage (settings, then the canonical stage key).
-  std::string cache_key(const graph::Graph& graph, const scheduler::Stage& stage) const;
+  /// What besides the stage a measurement of a stage of `graph` depends on: the layouts (the
+  /// backend's default resolved for the graph) and the stream slots.
+  std::string settings_key(const graph::Graph& graph, const graph::LayoutAssignment& layouts) const;
+  /// The cache key of a stage: the activation layout and stream slots, the canonical stage key,
+  /// and with per-value layouts the layouts of what the stage reads and writes.
+  std::string cache_key(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                        const scheduler::Stage& stage) const;
 
  private:
   // The factor applied to a stage's measured latency (the concurrency margin).
   double margin(const scheduler::Stage& stage) const;
-  // The per-value layouts when they were set for a graph of this size, else none.
-  const std::vector<graph::Layout>& per_value_layouts(const graph::Graph& graph) const;
+  // The layout of the graph's activations where `layouts` names none per value.
+  graph::Layout default_layout(const graph::Graph& graph, const graph::LayoutAssignment& layouts) const;
 
   executor::Backend& backend_;
   executor::StreamPool streams_;
@@ -91,17 +90,20 @@ class MeasuredCostModel : public scheduler::CostModel {
   double measuring_seconds_ = 0;
 };
 
+/// A stage as a graph of its own.
+struct StageGraph {
+  graph::Graph graph;       ///< the stage's ops reading its external inputs as graph inputs
+  scheduler::Stage stage;   ///< the stage renumbered for `graph`
+  graph::LayoutAssignment layouts;  ///< the full graph's layouts carried over to `graph`
+};
+
 /// The graph of one stage: its ops (names, kinds, attributes kept) reading its external inputs as
-/// graph inputs (rank-4 op outputs in `layout`, as the full plan holds them; graph inputs as they
-/// are), every value read outside the stage as an output; and
-/// the stage renumbered for it.
-/// With `value_layouts` (per value of `graph`, non-empty), inputs and op outputs get their own
-/// layouts instead, and `sub_layouts` receives the layouts by value of the stage graph (for
-/// PlanOptions::value_layouts).
-std::pair<graph::Graph, scheduler::Stage> stage_graph(
-    const graph::Graph& graph, const scheduler::Stage& stage, graph::Layout layout,
-    const std::vector<graph::Layout>& value_layouts = {},
-    std::vector<graph::Layout>* sub_layouts = nullptr);
+/// graph inputs (rank-4 op outputs in their layout in `layouts`, as the full plan holds them,
+/// `fallback` where it names none; graph inputs as they are), every value read outside the stage
+/// as an output; the stage renumbered for it, and the layouts carried over (per value when
+/// `layouts` is per value, else the same).
+StageGraph stage_graph(const graph::Graph& graph, const scheduler::Stage& stage,
+                       const graph::LayoutAssignment& layouts, graph::Layout fallback);
 
 /// Median time (ms) of one run of `schedule` of `sub` planned with `plan_options`: random weights
 /// and inputs (by `options.seed`), `options.warmup` untimed runs, then `options.repeats` samples.

@@ -63,8 +63,9 @@ double RatioEstimator::ratio(CandidateClass klass, double singles_ms) const {
   return kPriorRatio;
 }
 
-CandidateTable::CandidateTable(const graph::Graph& graph, CostModel& model)
-    : graph_(graph), model_(model), keys_(graph), single_(graph.num_ops(), UINT32_MAX) {}
+CandidateTable::CandidateTable(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                               CostModel& model)
+    : graph_(graph), layouts_(layouts), model_(model), keys_(graph), single_(graph.num_ops(), UINT32_MAX) {}
 
 uint32_t CandidateTable::intern(const Stage& stage) {
   ++queries_;
@@ -84,7 +85,7 @@ uint32_t CandidateTable::intern(const Stage& stage) {
       e.max_single_ms = std::max(e.max_single_ms, entries_[s].ms);
     }
   }
-  if (const auto ms = model_.known_latency_ms(graph_, stage)) {
+  if (const auto ms = model_.known_latency_ms(graph_, layouts_, stage)) {
     e.known = true;
     e.ms = *ms;
     ++known_on_intern_;
@@ -101,7 +102,7 @@ uint32_t CandidateTable::intern(const Stage& stage) {
 double CandidateTable::measure(uint32_t id) {
   Entry& e = entries_[id];
   const auto start = std::chrono::steady_clock::now();
-  e.ms = model_.stage_latency_ms(graph_, e.stage);
+  e.ms = model_.stage_latency_ms(graph_, layouts_, e.stage);
   measuring_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   e.known = true;
   e.measured = true;

@@ -65,7 +65,7 @@ class RatioEstimator {
 class CandidateTable {
  public:
   /// Candidates of stages of `graph` costed by `model` (both must outlive the table).
-  CandidateTable(const graph::Graph& graph, CostModel& model);
+  CandidateTable(const graph::Graph& graph, const graph::LayoutAssignment& layouts, CostModel& model);
 
   /// The id of `stage`'s canonical key, adding it (and asking the model whether it knows its
   /// latency) when new. Single ops must have been set (set_single) before other stages are
@@ -120,6 +120,7 @@ class CandidateTable {
   };
 
   const graph::Graph& graph_;
+  const graph::LayoutAssignment& layouts_;
   CostModel& model_;
   StageKeyBuilder keys_;
   std::unordered_map<std::string, uint32_t> ids_;

@@ -52,8 +52,9 @@ double seconds_since(Clock::time_point start) {
 // The DP search over all parts of a graph.
 class DpSearch {
  public:
-  DpSearch(const graph::Graph& graph, CostModel& model, const SearchOptions& options)
-      : graph_(graph), options_(options), table_(graph, model), start_(Clock::now()) {}
+  DpSearch(const graph::Graph& graph, const graph::LayoutAssignment& layouts, CostModel& model,
+           const SearchOptions& options)
+      : graph_(graph), options_(options), table_(graph, layouts, model), start_(Clock::now()) {}
 
   Schedule run(SearchStats& stats) {
     const auto blocks = graph::partition_blocks(graph_);
@@ -375,11 +376,13 @@ class DpScheduler : public Scheduler {
   explicit DpScheduler(SearchOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "dp"; }
 
-  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats_out) override {
+  using Scheduler::schedule;
+  Schedule schedule(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                    CostModel& model, SearchStats* stats_out) override {
     SearchStats stats;
     const auto start = Clock::now();
-    Schedule schedule = DpSearch(graph, model, options_).run(stats);
-    fill_meta(graph, model, options_, schedule);
+    Schedule schedule = DpSearch(graph, layouts, model, options_).run(stats);
+    fill_meta(graph, layouts, model, options_, schedule);
     schedule.meta.converged = stats.converged;
     stats.seconds = seconds_since(start);
     schedule.meta.search_seconds = stats.seconds;

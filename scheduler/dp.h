@@ -27,7 +27,8 @@ double estimate_transitions(const graph::Graph& graph, const std::vector<OpId>& 
                             const SearchOptions& options);
 
 /// Fills the schedule's metadata (network, hash, batch, dtype, device, settings, predicted sum).
-void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOptions& options,
+void fill_meta(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+               const CostModel& model, const SearchOptions& options,
                Schedule& schedule);
 
 }  // namespace stagecraft::scheduler

@@ -174,7 +174,7 @@ double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
 }
 
 LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
-                            const LayoutOptions& options) {
+                            const LayoutDpOptions& options) {
   if (options.candidates.empty()) throw UsageError("the layout search needs candidate layouts");
   const size_t n = graph.num_ops();
   // Last reader of every value (graph outputs live to the end).

@@ -15,7 +15,7 @@
 /// Complexity: O(ops × states × candidates) cost queries (cached by the model).
 ///
 /// Example:
-///   LayoutOptions options;
+///   LayoutDpOptions options;
 ///   options.candidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
 ///   LayoutPlan plan = optimize_layouts(graph, model, options);
 ///   plan_options.value_layouts = plan.value_layouts;
@@ -78,7 +78,7 @@ std::vector<graph::Layout> uniform_layouts(const graph::Graph& graph, std::vecto
 /// internal error; one measured as not runnable is infinity.
 class LayoutCostTable : public LayoutCostModel {
  public:
-  /// An empty table for a search over `candidates` (LayoutOptions::candidates).
+  /// An empty table for a search over `candidates` (LayoutDpOptions::candidates).
   explicit LayoutCostTable(std::vector<graph::Layout> candidates) : candidates_(std::move(candidates)) {}
 
   /// The op/layout combinations op_ms() reads for `graph`, op by op in topological order; each
@@ -106,8 +106,9 @@ class LayoutCostTable : public LayoutCostModel {
       conversions_;
 };
 
-/// Settings of the layout search.
-struct LayoutOptions {
+/// Settings of the layout DP (the candidates and the pruning); the settings of the whole
+/// `--layout auto` search, which runs it, are profiler::LayoutSearchOptions.
+struct LayoutDpOptions {
   std::vector<graph::Layout> candidates;  ///< layouts a rank-4 op output may take
   double prune_factor = 1.25;             ///< drop states costlier than this × the best
   size_t max_states = 1024;               ///< keep at most this many states per cut
@@ -126,7 +127,7 @@ struct LayoutPlan {
 
 /// Chooses a layout per value (see the file comment). Throws Error when no assignment can run.
 LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
-                            const LayoutOptions& options);
+                            const LayoutDpOptions& options);
 
 /// The cost of a given assignment under the model (the uniform options, tests).
 double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "graph/graph.h"
+#include "graph/layout_assignment.h"
 #include "scheduler/search_options.h"
 
 namespace stagecraft::scheduler {
@@ -65,18 +66,14 @@ struct ScheduleMeta {
   bool converged = true;
   double predicted_ms = 0;       ///< sum of stage latencies
   double search_seconds = 0;     ///< wall time of the search
-  /// Activation layout the stages were measured in: a layout name, "auto" (one per value, see
-  /// Schedule::value_layouts), or "" (the backend's default).
-  std::string layout;
 };
 
 /// A schedule: metadata and stages.
 struct Schedule {
   ScheduleMeta meta;          ///< what it is for
   std::vector<Stage> stages;  ///< in execution order
-  /// With meta.layout "auto": the layout of every value, by value id (graph inputs keep theirs);
-  /// the executor runs the schedule with them (PlanOptions::value_layouts). Empty otherwise.
-  std::vector<graph::Layout> value_layouts;
+  /// The layouts the stages were costed in and run in (the plan's PlanOptions::layouts).
+  graph::LayoutAssignment layouts;
 };
 
 /// A schedule is invalid for its graph: an op missing or repeated, a dependency broken, a merge

@@ -151,26 +151,28 @@ OpId op_by_name(const Reader& r, const graph::Graph& graph, const YAML::Node& no
 
 }  // namespace
 
-// The optional `layout` and `layouts` fields.
+// The optional `layout` (a layout name, or "auto" with `layouts`) and `layouts` (per value name)
+// fields, as schedule.layouts.
 void read_layouts(const Reader& r, const YAML::Node& root, const graph::Graph& graph,
                   Schedule& schedule) {
   if (root["layout"]) {
-    schedule.meta.layout = r.get<std::string>(root, "layout");
-    const auto parsed = graph::parse_layout(schedule.meta.layout);
-    if (schedule.meta.layout != "auto" && (!parsed || graph::layout_rank(*parsed) != 4)) {
-      r.fail(root["layout"], cat("unknown activation layout '", schedule.meta.layout,
+    const std::string name = r.get<std::string>(root, "layout");
+    const auto parsed = graph::parse_layout(name);
+    if (name != "auto" && (!parsed || graph::layout_rank(*parsed) != 4)) {
+      r.fail(root["layout"], cat("unknown activation layout '", name,
                                  "' (known: nchw, nhwc, nChw8c, nChw16c, auto)"));
     }
+    if (parsed) schedule.layouts = graph::LayoutAssignment::uniform(*parsed);
   }
   const YAML::Node layouts = root["layouts"];
   if (!layouts) return;
   if (!layouts.IsMap()) r.fail(layouts, "field 'layouts' must map value names to layouts");
-  schedule.value_layouts.assign(graph.num_values(), graph::Layout::kNCHW);
+  std::vector<graph::Layout> value_layouts(graph.num_values(), graph::Layout::kNCHW);
   std::vector<bool> given(graph.num_values(), false);
   for (size_t v = 0; v < graph.num_values(); ++v) {
     const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
     if (!graph::takes_layouts(value.desc) || value.producer == graph::kNoOp) {
-      schedule.value_layouts[v] = value.desc.layout;
+      value_layouts[v] = value.desc.layout;
       given[v] = true;
     }
   }
@@ -184,7 +186,7 @@ void read_layouts(const Reader& r, const YAML::Node& root, const graph::Graph& g
       r.fail(entry.second, cat("value '", name, "': unknown layout '", text,
                                "' (known: nchw, nhwc, nChw8c, nChw16c)"));
     }
-    schedule.value_layouts[static_cast<size_t>(*v)] = *layout;
+    value_layouts[static_cast<size_t>(*v)] = *layout;
     given[static_cast<size_t>(*v)] = true;
   }
   for (size_t v = 0; v < graph.num_values(); ++v) {
@@ -193,6 +195,7 @@ void read_layouts(const Reader& r, const YAML::Node& root, const graph::Graph& g
                           "'"));
     }
   }
+  schedule.layouts = graph::LayoutAssignment::per_value(graph, std::move(value_layouts));
 }
 
 std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule) {
@@ -222,15 +225,16 @@ std::string schedule_to_yaml(const graph::Graph& graph, const Schedule& schedule
   out << YAML::EndMap;
   out << YAML::Key << "predicted_ms" << YAML::Value << format_ms(m.predicted_ms);
   out << YAML::Key << "search_seconds" << YAML::Value << fixed(m.search_seconds, 3);
-  if (!m.layout.empty()) out << YAML::Key << "layout" << YAML::Value << m.layout;
-  if (!schedule.value_layouts.empty()) {
+  const graph::LayoutAssignment& layouts = schedule.layouts;
+  if (!layouts.is_backend_default()) out << YAML::Key << "layout" << YAML::Value << layouts.name();
+  if (layouts.is_per_value()) {
     // Layouts of the rank-4 op outputs (the ones a plan chooses), by value name.
+    const std::vector<graph::Layout>& per_value = layouts.per_value();
     out << YAML::Key << "layouts" << YAML::Value << YAML::BeginMap;
-    for (size_t v = 0; v < graph.num_values() && v < schedule.value_layouts.size(); ++v) {
+    for (size_t v = 0; v < graph.num_values() && v < per_value.size(); ++v) {
       const graph::Value& value = graph.value(static_cast<graph::ValueId>(v));
       if (value.producer == graph::kNoOp || !graph::takes_layouts(value.desc)) continue;
-      out << YAML::Key << value.name << YAML::Value
-          << std::string(graph::to_string(schedule.value_layouts[v]));
+      out << YAML::Key << value.name << YAML::Value << std::string(graph::to_string(per_value[v]));
     }
     out << YAML::EndMap;
   }
@@ -303,18 +307,21 @@ Schedule schedule_from_yaml(const std::string& text, const graph::Graph& graph,
 }
 
 void save_schedule(const graph::Graph& graph, const Schedule& schedule, const std::string& path) {
-  write_text_file(path, schedule_to_yaml(graph, schedule));
+  const std::string text = schedule_to_yaml(graph, schedule);
+  write_text_file(path, text);
 }
 
 Schedule load_schedule(const std::string& path, const graph::Graph& graph) {
   return schedule_from_yaml(read_text_file(path), graph, path);
 }
 
-ScheduleMeta read_schedule_meta(const std::string& path) {
+ScheduleMeta read_schedule_meta(const std::string& path, std::string* layout) {
   const std::string text = read_text_file(path);
   const Reader r(path);
   try {
-    return read_meta(r, YAML::Load(text));
+    const YAML::Node root = YAML::Load(text);
+    if (layout) *layout = root["layout"] ? r.get<std::string>(root, "layout") : std::string();
+    return read_meta(r, root);
   } catch (const YAML::Exception& e) {
     throw ScheduleError(cat(path, ":", e.mark.line + 1, ":", e.mark.column + 1,
                             ": not a valid schedule file: ", e.msg));

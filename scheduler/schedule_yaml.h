@@ -46,7 +46,9 @@ void save_schedule(const graph::Graph& graph, const Schedule& schedule, const st
 Schedule load_schedule(const std::string& path, const graph::Graph& graph);
 
 /// Reads only the metadata of a schedule file (to find out which network and batch it is for).
-ScheduleMeta read_schedule_meta(const std::string& path);
+/// `layout` (optional) receives the layout name the file records ("" for the backend's default,
+/// "auto" for per-value layouts, which need the graph to be read).
+ScheduleMeta read_schedule_meta(const std::string& path, std::string* layout = nullptr);
 
 /// The graph drawn with stages as clusters and groups in colours.
 std::string schedule_to_dot(const graph::Graph& graph, const Schedule& schedule);

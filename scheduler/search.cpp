@@ -43,7 +43,7 @@ DpMode parse_dp_mode(std::string_view name) {
 }
 
 double cost_schedule(const graph::Graph& graph, CostModel& model, Schedule& schedule) {
-  StageCoster coster(graph, model);
+  StageCoster coster(graph, schedule.layouts, model);
   double total = 0;
   for (Stage& stage : schedule.stages) {
     stage.predicted_ms = coster.latency(stage);
@@ -53,8 +53,9 @@ double cost_schedule(const graph::Graph& graph, CostModel& model, Schedule& sche
   return total;
 }
 
-void fill_meta(const graph::Graph& graph, const CostModel& model, const SearchOptions& options,
-               Schedule& schedule) {
+void fill_meta(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+               const CostModel& model, const SearchOptions& options, Schedule& schedule) {
+  schedule.layouts = layouts;
   ScheduleMeta& meta = schedule.meta;
   meta.network = graph.name();
   meta.graph_hash = graph::graph_hash(graph);
@@ -118,17 +119,21 @@ class ListScheduler : public Scheduler {
   ListScheduler(std::string name, ListStages list, SearchOptions options)
       : name_(std::move(name)), list_(list), options_(std::move(options)) {}
   std::string name() const override { return name_; }
-  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats) override {
+  using Scheduler::schedule;
+  Schedule schedule(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                    CostModel& model, SearchStats* stats) override {
     const auto start = Clock::now();
     Schedule result;
     result.stages = list_(graph, options_);
-    StageCoster coster(graph, model);
+    StageCoster coster(graph, layouts, model);
     for (Stage& stage : result.stages) stage.predicted_ms = coster.latency(stage);
-    fill_meta(graph, model, options_, result);
+    fill_meta(graph, layouts, model, options_, result);
     result.meta.search_seconds = seconds_since(start);
     if (stats) {
       stats->stage_keys = coster.distinct_keys();
       stats->cost_queries = coster.queries();
+      stats->known = coster.known();
+      stats->measured = coster.measured();
       stats->seconds = result.meta.search_seconds;
     }
     return result;

@@ -7,7 +7,7 @@
 ///   SearchOptions options;
 ///   options.strategy = Strategy::kDp;
 ///   SearchStats stats;
-///   Schedule s = make_scheduler(options)->schedule(graph, cost_model, &stats);
+///   Schedule s = make_scheduler(options)->schedule(graph, layouts, cost_model, &stats);
 
 #include <functional>
 #include <limits>
@@ -51,17 +51,22 @@ class Scheduler {
   virtual ~Scheduler() = default;
   /// "sequential", "greedy" or "dp".
   virtual std::string name() const = 0;
-  /// Schedules `graph`; fills `stats` when given. The result validates against the graph and
-  /// carries predicted stage latencies and metadata (network, hash, batch, device, settings).
-  virtual Schedule schedule(const graph::Graph& graph, CostModel& model,
-                            SearchStats* stats = nullptr) = 0;
+  /// Schedules `graph` whose activations run in `layouts`; fills `stats` when given. The result
+  /// validates against the graph and carries predicted stage latencies, metadata (network, hash,
+  /// batch, device, settings) and `layouts` as given.
+  virtual Schedule schedule(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                            CostModel& model, SearchStats* stats = nullptr) = 0;
+  /// Schedules `graph` in the backend's default layouts.
+  Schedule schedule(const graph::Graph& graph, CostModel& model, SearchStats* stats = nullptr) {
+    return schedule(graph, graph::LayoutAssignment{}, model, stats);
+  }
 };
 
 /// The scheduler `options.strategy` names.
 std::unique_ptr<Scheduler> make_scheduler(const SearchOptions& options);
 
 /// Predicted latency of each stage (set in place) and their sum, with one cost query per distinct
-/// stage key.
+/// stage key, in the schedule's layouts.
 double cost_schedule(const graph::Graph& graph, CostModel& model, Schedule& schedule);
 
 }  // namespace stagecraft::scheduler

@@ -8,7 +8,7 @@
 /// Example:
 ///   ServeOptions options;
 ///   options.source.spec = "squeezenet1_1";
-///   options.schedule = "greedy";
+///   options.schedule = session::ScheduleSource::search(scheduler::Strategy::kGreedy);
 ///   options.max_batch_size = 8;
 ///   CorePool pool;
 ///   ModelRunner runner(options, pool);
@@ -36,7 +36,8 @@ struct ServeOptions {
   session::GraphSource source;      ///< model spec, dtype, input size, seed (batch: per plan)
   session::SessionOptions session;  ///< backend (cpu), cache dir, layout, streams
   scheduler::SearchOptions search;  ///< dp search settings
-  std::string schedule = "dp";      ///< sequential | greedy | dp | a schedule file
+  /// A strategy searched at each batch size, or a schedule file.
+  session::ScheduleSource schedule = session::ScheduleSource::search(scheduler::Strategy::kDp);
   /// Largest batch of one run; 0: the model has no batch dimension and runs at its own shape.
   int64_t max_batch_size = 0;
   /// Threads of one run, granted as cores from the pool: 0 = every core of its part of the pool.

@@ -9,18 +9,14 @@ std::string SessionOptions::cache_dir_or_default() const {
   return cache_dir.empty() ? profiler::ProfileCache::default_dir() : cache_dir;
 }
 
-executor::PlanOptions SessionOptions::plan_options() const {
-  executor::PlanOptions options;
-  options.max_streams = max_streams;
-  if (!layout.empty() && !auto_layout()) {
-    const auto parsed = graph::parse_layout(layout);
-    if (!parsed || graph::layout_rank(*parsed) != 4) {
-      throw UsageError(cat("--layout: unknown activation layout '", layout,
-                           "' (known: nchw, nhwc, nChw8c, nChw16c, auto)"));
-    }
-    options.layout = parsed;
+std::optional<graph::Layout> SessionOptions::forced_layout() const {
+  if (layout.empty() || auto_layout()) return std::nullopt;
+  const auto parsed = graph::parse_layout(layout);
+  if (!parsed || graph::layout_rank(*parsed) != 4) {
+    throw UsageError(cat("--layout: unknown activation layout '", layout,
+                         "' (known: nchw, nhwc, nChw8c, nChw16c, auto)"));
   }
-  return options;
+  return parsed;
 }
 
 BackendSession BackendSession::open(const SessionOptions& options) {
@@ -35,15 +31,16 @@ BackendSession BackendSession::open(const SessionOptions& options) {
   }
   profiler::CostModelContext context;
   context.backend = session.backend.get();
-  context.measure.plan = options.plan_options();
+  context.measure.max_streams = options.max_streams;
   context.measure.executor = options.executor;
   if (model.rfind("measured", 0) == 0 && session.backend) {
     session.cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
                                                              session.backend->device().device_fingerprint());
     context.cache = session.cache.get();
   }
-  session.model = profiler::make_cost_model(model, context);
-  session.measured = dynamic_cast<profiler::MeasuredCostModel*>(session.model.get());
+  profiler::OpenedCostModel opened = profiler::open_cost_model(model, context);
+  session.cost_model = std::move(opened.model);
+  session.measured = opened.measured;
   return session;
 }
 

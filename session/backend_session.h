@@ -10,6 +10,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "executor/backend.h"
@@ -40,9 +41,9 @@ struct SessionOptions {
   /// (optional; it may throw to stop the search).
   std::function<void(size_t, double)> on_layout_progress;
 
-  /// Plan options from `layout` and `max_streams` (with layout "auto": the backend's layout; the
-  /// pipeline chooses the layouts per graph).
-  executor::PlanOptions plan_options() const;
+  /// The layout `layout` forces (nothing for "" and "auto"); throws UsageError for an unknown
+  /// name.
+  std::optional<graph::Layout> forced_layout() const;
   /// True with layout "auto".
   bool auto_layout() const { return layout == "auto"; }
   /// `cache_dir`, or the default ($STAGECRAFT_CACHE_DIR or ~/.cache/stagecraft).
@@ -53,8 +54,8 @@ struct SessionOptions {
 struct BackendSession {
   std::unique_ptr<executor::Backend> backend;
   std::unique_ptr<profiler::ProfileCache> cache;
-  std::unique_ptr<scheduler::CostModel> model;
-  profiler::MeasuredCostModel* measured = nullptr;  ///< model when it is a measured one
+  std::unique_ptr<scheduler::CostModel> cost_model;  ///< prices stages for the schedule search
+  profiler::MeasuredCostModel* measured = nullptr;   ///< cost_model when it measures
 
   /// Opens the backend (if any) and the cost model options.cost_model.
   static BackendSession open(const SessionOptions& options);

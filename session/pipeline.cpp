@@ -1,7 +1,6 @@
 #include "session/pipeline.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -18,44 +17,13 @@ namespace {
 
 constexpr double kCpuTinyStageMs = 0.03;  // ops faster than this alone are "tiny" on a CPU
 
-// The ops of `plan` that do not run in their planned layout: with a layout the user forced
-// (layout L), one warning line on options.log naming the ops, the layout and where they run
-// instead (once per process and layout). Returns a short note for the plan line ("" when every op
-// runs as planned).
-std::string report_fallbacks(const SessionOptions& options, const executor::ExecutionPlan& plan) {
-  const auto& fallbacks = plan.fallbacks();
-  if (fallbacks.empty()) return "";
-  constexpr size_t kNamed = 4;
-  // Group by where the ops run: "nChw8c: a, b, c (+12 more)".
-  std::map<std::string, std::vector<std::string>> by_target;
-  for (const auto& f : fallbacks) {
-    by_target[f.used ? std::string(graph::to_string(*f.used)) : "the reference kernel"].push_back(f.op);
-  }
-  std::string where;
-  for (const auto& [target, ops] : by_target) {
-    std::vector<std::string> named(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(std::min(kNamed, ops.size())));
-    where += cat(where.empty() ? "" : "; ", ops.size(), " in ", target, " (", join(named, ", "),
-                 ops.size() > kNamed ? cat(", +", ops.size() - kNamed, " more") : std::string(), ")");
-  }
-  const std::string wanted(graph::to_string(fallbacks.front().wanted));
-  static std::mutex warned_mutex;  // sessions may build plans on several threads (Python)
-  static std::set<std::string> warned;
-  const std::lock_guard<std::mutex> lock(warned_mutex);
-  if (options.log && !options.layout.empty() && !options.auto_layout() &&
-      warned.insert(options.layout).second) {
-    *options.log << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
-              << " op(s) have only a reference kernel in " << wanted << " on this "
-              << (plan.backend().name() == "cpu" ? "CPU" : "device") << " ("
-              << plan.backend().device().description() << "); they run " << where
-              << " with conversions around them. First reason: " << fallbacks.front().reason << "\n";
-  }
-  return cat(fallbacks.size(), " op(s) without a native kernel in their layout: ", where);
-}
+}  // namespace
 
-// A schedule searched now with `options` on the session's model; a dp search on a measured
-// model is kept in (and answered from) the schedule cache beside the profile cache.
-scheduler::Schedule search_schedule(const graph::Graph& graph, BackendSession& session,
-                                    scheduler::SearchOptions options, scheduler::SearchStats* stats) {
+// A dp search on a measured model is kept in (and answered from) the schedule cache beside the
+// profile cache.
+scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                                     scheduler::SearchOptions options, scheduler::SearchStats* stats) {
+  BackendSession& session = session_;
   // On a CPU the streams share the cores: stages of tiny ops gain nothing from running
   // concurrently (measured on 2 cores: concurrent stages whose ops sum to < 0.1 ms ran 0.9-3.7x
   // the sum of their ops alone), so they are judged from their ops without measuring.
@@ -67,7 +35,8 @@ scheduler::Schedule search_schedule(const graph::Graph& graph, BackendSession& s
   std::string key;
   if (options.strategy == scheduler::Strategy::kDp && session.measured && session.cache) {
     cache.emplace(ScheduleCache::dir_beside(session.cache->path()));
-    key = ScheduleCache::key(graph, *session.model, session.measured->settings_key(graph), options);
+    key = ScheduleCache::key(graph, *session.cost_model, session.measured->settings_key(graph, layouts),
+                             options);
     if (auto cached = cache->find(key, graph, options.budget.seconds)) {
       if (stats) {
         *stats = scheduler::SearchStats{};
@@ -76,19 +45,17 @@ scheduler::Schedule search_schedule(const graph::Graph& graph, BackendSession& s
       return std::move(*cached);
     }
   }
-  scheduler::Schedule schedule = scheduler::make_scheduler(options)->schedule(graph, *session.model, stats);
+  scheduler::Schedule schedule =
+      scheduler::make_scheduler(options)->schedule(graph, layouts, *session.cost_model, stats);
   if (cache) cache->store(key, graph, schedule);
   return schedule;
 }
 
-}  // namespace
-
-bool is_strategy_name(const std::string& spec) {
-  return spec == "sequential" || spec == "greedy" || spec == "dp";
-}
-
 Pipeline::Pipeline(SessionOptions options, scheduler::SearchOptions search)
-    : options_(std::move(options)), search_(std::move(search)), session_(BackendSession::open(options_)) {}
+    : options_(std::move(options)),
+      forced_layout_(options_.forced_layout()),
+      search_(std::move(search)),
+      session_(BackendSession::open(options_)) {}
 
 executor::Backend& Pipeline::backend(const std::string& what) {
   if (!session_.backend) {
@@ -97,9 +64,16 @@ executor::Backend& Pipeline::backend(const std::string& what) {
   return *session_.backend;
 }
 
-executor::PlanOptions Pipeline::layouts(const graph::Graph& graph) {
-  executor::PlanOptions plan = options_.plan_options();
-  if (options_.auto_layout()) plan.value_layouts = layout_search().choose(graph).value_layouts;
+graph::LayoutAssignment Pipeline::layouts(const graph::Graph& graph) {
+  if (forced_layout_) return graph::LayoutAssignment::uniform(*forced_layout_);
+  if (options_.auto_layout()) return layout_search().choose(graph).layouts;
+  return {};
+}
+
+executor::PlanOptions Pipeline::plan_options(const graph::LayoutAssignment& layouts) const {
+  executor::PlanOptions plan;
+  plan.layouts = layouts;
+  plan.max_streams = options_.max_streams;
   return plan;
 }
 
@@ -115,7 +89,7 @@ profiler::LayoutSearch& Pipeline::layout_search() {
     cache = layout_cache_.get();
   }
   profiler::LayoutSearchOptions search;
-  search.measure.plan = options_.plan_options();
+  search.measure.max_streams = options_.max_streams;
   search.measure.executor = options_.executor;
   search.log = options_.log;
   search.on_progress = options_.on_layout_progress;
@@ -123,38 +97,59 @@ profiler::LayoutSearch& Pipeline::layout_search() {
   return *layout_search_;
 }
 
-ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const std::string& spec,
+ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSource& source,
                                   SearchProgressCallback on_progress) {
-  return schedule(graph, spec, search_.mode, std::move(on_progress));
+  return schedule(graph, source, search_.mode, std::move(on_progress));
 }
 
-ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const std::string& spec,
+ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSource& source,
                                   scheduler::DpMode mode, SearchProgressCallback on_progress) {
-  ScheduledGraph result;
-  if (!is_strategy_name(spec)) {
-    if (!std::filesystem::exists(spec)) {
-      throw UsageError(cat("--schedule: '", spec, "' is neither a file nor one of sequential, "
-                           "greedy, dp"));
-    }
-    return in_its_layouts(graph, scheduler::load_schedule(spec, graph));  // validated on loading
+  if (source.is_file()) {
+    scheduler::Schedule loaded = scheduler::load_schedule(source.path(), graph);  // validated
+    return in_its_layouts(graph, std::move(loaded));
   }
   // Layouts first: the search measures stages in them, and the schedule records them.
-  result.plan_options = layouts(graph);
-  if (session_.measured) session_.measured->set_value_layouts(result.plan_options.value_layouts);
+  const graph::LayoutAssignment graph_layouts = layouts(graph);
   scheduler::SearchOptions options = search_;
-  options.strategy = scheduler::parse_strategy(spec);
+  options.strategy = source.strategy();
   options.mode = mode;
   options.on_progress = std::move(on_progress);
-  result.schedule = search_schedule(graph, session_, std::move(options), &result.stats);
+  ScheduledGraph result;
+  result.schedule = search(graph, graph_layouts, std::move(options), &result.stats);
   result.searched = true;
-  const executor::PlanOptions& plan = result.plan_options;
-  if (options_.auto_layout() && !plan.value_layouts.empty()) {
-    result.schedule.meta.layout = "auto";
-    result.schedule.value_layouts = plan.value_layouts;
-  } else if (plan.layout) {
-    result.schedule.meta.layout = std::string(graph::to_string(*plan.layout));
-  }
   return result;
+}
+
+// The ops of `plan` that do not run in their planned layout: with a layout the user forced
+// (layout L), one warning line on options.log naming the ops, the layout and where they run
+// instead (once per pipeline and layout). Returns a short note for the plan line ("" when every op
+// runs as planned).
+std::string Pipeline::report_fallbacks(const executor::ExecutionPlan& plan) {
+  const SessionOptions& options = options_;
+  const auto& fallbacks = plan.fallbacks();
+  if (fallbacks.empty()) return "";
+  constexpr size_t kNamed = 4;
+  // Group by where the ops run: "nChw8c: a, b, c (+12 more)".
+  std::map<std::string, std::vector<std::string>> by_target;
+  for (const auto& f : fallbacks) {
+    by_target[f.used ? std::string(graph::to_string(*f.used)) : "the reference kernel"].push_back(f.op);
+  }
+  std::string where;
+  for (const auto& [target, ops] : by_target) {
+    std::vector<std::string> named(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(std::min(kNamed, ops.size())));
+    where += cat(where.empty() ? "" : "; ", ops.size(), " in ", target, " (", join(named, ", "),
+                 ops.size() > kNamed ? cat(", +", ops.size() - kNamed, " more") : std::string(), ")");
+  }
+  const std::string wanted(graph::to_string(fallbacks.front().wanted));
+  const std::lock_guard<std::mutex> lock(warned_mutex_);
+  if (options.log && forced_layout_ && warned_layouts_.insert(options.layout).second) {
+    *options.log << "stagecraft: warning: --layout " << options.layout << ": " << fallbacks.size()
+              << " op(s) have only a reference kernel in " << wanted << " on this "
+              << (plan.backend().name() == "cpu" ? "CPU" : "device") << " ("
+              << plan.backend().device().description() << "); they run " << where
+              << " with conversions around them. First reason: " << fallbacks.front().reason << "\n";
+  }
+  return cat(fallbacks.size(), " op(s) without a native kernel in their layout: ", where);
 }
 
 ScheduledGraph Pipeline::adopt(const graph::Graph& graph, scheduler::Schedule schedule) {
@@ -163,22 +158,11 @@ ScheduledGraph Pipeline::adopt(const graph::Graph& graph, scheduler::Schedule sc
 }
 
 ScheduledGraph Pipeline::in_its_layouts(const graph::Graph& graph, scheduler::Schedule schedule) {
+  if (!options_.layout.empty()) schedule.layouts = layouts(graph);  // a layout the user gives wins
+  schedule.layouts.check_fits(graph);
   ScheduledGraph result;
-  result.plan_options = layouts_of_schedule(graph, schedule);
   result.schedule = std::move(schedule);
   return result;
-}
-
-executor::PlanOptions Pipeline::layouts_of_schedule(const graph::Graph& graph,
-                                                    const scheduler::Schedule& schedule) {
-  if (!options_.layout.empty()) return layouts(graph);  // a layout the user gives wins
-  executor::PlanOptions plan = options_.plan_options();
-  if (!schedule.value_layouts.empty()) {
-    plan.value_layouts = schedule.value_layouts;
-  } else if (const auto l = graph::parse_layout(schedule.meta.layout)) {
-    plan.layout = *l;
-  }
-  return plan;
 }
 
 PreparedPlan Pipeline::plan(const Model& model, ScheduledGraph scheduled) {
@@ -189,16 +173,17 @@ PreparedPlan Pipeline::plan(const graph::Graph& graph, const graph::WeightStore&
                             ScheduledGraph scheduled) {
   PreparedPlan prepared;
   prepared.plan = std::make_unique<executor::ExecutionPlan>(
-      graph, scheduled.schedule, weights, backend("running a plan"), scheduled.plan_options);
-  prepared.fallback_note = report_fallbacks(options_, *prepared.plan);
+      graph, scheduled.schedule, weights, backend("running a plan"),
+      plan_options(scheduled.schedule.layouts));
+  prepared.fallback_note = report_fallbacks(*prepared.plan);
   prepared.scheduled = std::move(scheduled);
   return prepared;
 }
 
-PreparedPlan Pipeline::prepare(const Model& model, const std::string& spec,
+PreparedPlan Pipeline::prepare(const Model& model, const ScheduleSource& source,
                                SearchProgressCallback on_progress) {
   backend("running a plan");  // before any search
-  ScheduledGraph scheduled = schedule(model.graph, spec, std::move(on_progress));
+  ScheduledGraph scheduled = schedule(model.graph, source, std::move(on_progress));
   save_cache();
   return plan(model, std::move(scheduled));
 }

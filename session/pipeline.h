@@ -1,9 +1,12 @@
 #pragma once
 /// The one way from a model to a running plan, for every front end (the CLI's schedule, run and
 /// bench, the Python package, a server): open the backend session, then per graph
-///   layouts  -> the layout of every tensor (the backend's, a forced one, or chosen by measuring),
-///   schedule -> searched now in those layouts (recorded in it), read from a file, or given,
-///   plan     -> kernels, streams and memory on the backend, layout fallbacks reported,
+///   layouts  -> one graph::LayoutAssignment (the backend's, a forced one, or chosen by measuring),
+///   schedule -> searched now in those layouts (the cost model measures in them; the schedule
+///               records them), read from a file (in its recorded layouts unless one is forced),
+///               or given,
+///   plan     -> kernels, streams and memory on the backend in the schedule's layouts, layout
+///               fallbacks reported,
 /// and an executor in the options' launch mode. The front ends differ only in how they print.
 ///
 /// Example:
@@ -11,12 +14,14 @@
 ///   options.backend = "cpu";
 ///   Pipeline pipeline(options, scheduler::SearchOptions{});
 ///   Model model = load_model(source);
-///   PreparedPlan prepared = pipeline.prepare(model, "dp");
+///   PreparedPlan prepared = pipeline.prepare(model, ScheduleSource::parse("dp"));
 ///   auto executor = pipeline.executor(*prepared.plan);
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "executor/executor.h"
@@ -24,6 +29,7 @@
 #include "profiler/layout_search.h"
 #include "scheduler/search.h"
 #include "session/backend_session.h"
+#include "session/schedule_source.h"
 #include "session/source.h"
 
 namespace stagecraft::session {
@@ -31,10 +37,9 @@ namespace stagecraft::session {
 /// Receives a search's progress (SearchOptions::on_progress).
 using SearchProgressCallback = std::function<void(const scheduler::SearchProgress&)>;
 
-/// A schedule for a graph and the layouts to run it in.
+/// A schedule for a graph (with the layouts to run it in: schedule.layouts).
 struct ScheduledGraph {
   scheduler::Schedule schedule;
-  executor::PlanOptions plan_options;  ///< layouts and stream slots to build its plan with
   bool searched = false;               ///< searched (or taken from the schedule cache) now
   scheduler::SearchStats stats;        ///< of that search
 };
@@ -47,7 +52,7 @@ struct PreparedPlan {
   std::string fallback_note;
 };
 
-/// The session of one backend and the steps from a graph to a plan on it.
+/// One backend, its cost model and caches, and the steps from a graph to a plan on it.
 class Pipeline {
  public:
   /// Opens the backend (a missing device fails here, before any work) and its cost model.
@@ -59,19 +64,19 @@ class Pipeline {
   /// The backend; throws UsageError naming `what` ("run", "a session") when there is none.
   executor::Backend& backend(const std::string& what);
 
-  /// Step 1: the plan options of `graph` (layout "auto": chosen by the layout DP on latencies
-  /// measured on the backend, once per graph; the measured cost model then measures stages in
-  /// these layouts).
-  executor::PlanOptions layouts(const graph::Graph& graph);
-  /// Step 2: a schedule. `spec` "sequential" | "greedy" | "dp" searches now with the search
+  /// Step 1: the layouts of `graph`: the one the options force, the backend's default, or with
+  /// layout "auto" one per value chosen by the layout DP on latencies measured on the backend
+  /// (once per graph).
+  graph::LayoutAssignment layouts(const graph::Graph& graph);
+  /// Step 2: a schedule. A strategy searches now in the graph's layouts (step 1) with the search
   /// options (a dp search on a measured model goes through the schedule cache beside the profile
-  /// cache) and records the layouts in the schedule; any other `spec` is a schedule file, run in
-  /// the file's layouts unless the options force one. Throws UsageError when `spec` is neither.
-  ScheduledGraph schedule(const graph::Graph& graph, const std::string& spec,
+  /// cache); the schedule records the layouts. A file is run in the layouts it records unless
+  /// the options force one.
+  ScheduledGraph schedule(const graph::Graph& graph, const ScheduleSource& source,
                           SearchProgressCallback on_progress = nullptr);
   /// Step 2 with `mode` instead of the options' DP mode (bench's variants).
-  ScheduledGraph schedule(const graph::Graph& graph, const std::string& spec, scheduler::DpMode mode,
-                          SearchProgressCallback on_progress = nullptr);
+  ScheduledGraph schedule(const graph::Graph& graph, const ScheduleSource& source,
+                          scheduler::DpMode mode, SearchProgressCallback on_progress = nullptr);
   /// Step 2 for a schedule already in memory (validated against `graph`), in its own layouts.
   ScheduledGraph adopt(const graph::Graph& graph, scheduler::Schedule schedule);
   /// Step 3: the plan of `model` with `scheduled`; layout fallbacks are reported on options.log
@@ -81,30 +86,36 @@ class Pipeline {
   PreparedPlan plan(const graph::Graph& graph, const graph::WeightStore& weights,
                     ScheduledGraph scheduled);
   /// Steps 1-3 in one call.
-  PreparedPlan prepare(const Model& model, const std::string& spec,
+  PreparedPlan prepare(const Model& model, const ScheduleSource& source,
                        SearchProgressCallback on_progress = nullptr);
+  /// The plan options of a graph run in `layouts` (stream slots from the options).
+  executor::PlanOptions plan_options(const graph::LayoutAssignment& layouts) const;
   /// An executor of `plan` (which must outlive it) in the options' launch mode.
   std::unique_ptr<executor::Executor> executor(executor::ExecutionPlan& plan) const;
   /// Writes the profile cache (when measuring) to its file.
   void save_cache();
 
  private:
-  // A validated schedule with the layouts it records (or the options' forced layout).
+  // A validated schedule in the layouts it records, or in the options' forced layout.
   ScheduledGraph in_its_layouts(const graph::Graph& graph, scheduler::Schedule schedule);
-  executor::PlanOptions layouts_of_schedule(const graph::Graph& graph,
-                                            const scheduler::Schedule& schedule);
+  // A schedule searched now in `layouts`, through the schedule cache when it serves.
+  scheduler::Schedule search(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                             scheduler::SearchOptions options, scheduler::SearchStats* stats);
+  // Ops of `plan` not in their planned layout: a note for the plan line, and with a forced
+  // layout one warning line on options.log (once per layout).
+  std::string report_fallbacks(const executor::ExecutionPlan& plan);
 
   // The layout search of `--layout auto` (made on first use; it remembers its choices).
   profiler::LayoutSearch& layout_search();
 
   SessionOptions options_;
+  std::optional<graph::Layout> forced_layout_;  // options_.layout parsed once
   scheduler::SearchOptions search_;
   BackendSession session_;
+  std::set<std::string> warned_layouts_;        // layouts whose fallbacks were reported
+  std::mutex warned_mutex_;                     // plans may be built on several threads
   std::unique_ptr<profiler::ProfileCache> layout_cache_;  // when the session has no cache
   std::unique_ptr<profiler::LayoutSearch> layout_search_;
 };
-
-/// Whether `spec` is a strategy name (sequential | greedy | dp) rather than a schedule file.
-bool is_strategy_name(const std::string& spec);
 
 }  // namespace stagecraft::session

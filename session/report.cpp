@@ -55,10 +55,10 @@ std::string schedule_summary(const Schedule& s) {
       << "\n  predicted " << fixed(m.predicted_ms, 3) << " ms in " << s.stages.size()
       << " stages (" << merges << " merge, " << concurrent << " concurrent with >1 group, "
       << "at most " << max_groups << " groups)\n";
-  if (!s.meta.layout.empty()) {
+  if (!s.layouts.is_backend_default()) {
     std::map<std::string, size_t> counts;
-    for (graph::Layout l : s.value_layouts) ++counts[std::string(graph::to_string(l))];
-    out << "  layout " << s.meta.layout;
+    for (graph::Layout l : s.layouts.per_value()) ++counts[std::string(graph::to_string(l))];
+    out << "  layout " << s.layouts.name();
     if (!counts.empty()) {
       out << " (values:";
       for (const auto& [name, n] : counts) out << " " << n << " " << name;

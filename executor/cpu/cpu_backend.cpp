@@ -98,7 +98,7 @@ class CpuBackend : public Backend {
               cat("the CPU backend runs f32 and quantised u8/i8 tensors (got ",
                   graph::to_string(d.dtype), "); f16 runs on the CUDA backend"));
         }
-        if (d.layout != graph::Layout::kPlain && cpu::dnnl_tag(d.layout) == dnnl::memory::format_tag::undef) {
+        if (d.layout != graph::Layout::kRowMajor && cpu::dnnl_tag(d.layout) == dnnl::memory::format_tag::undef) {
           return Support::unsupported(SupportReason::kLayout,
                                       cat("layout ", graph::to_string(d.layout), " is not available on the CPU"));
         }

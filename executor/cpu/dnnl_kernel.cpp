@@ -49,7 +49,7 @@ memory::dims dims_of(const graph::Shape& shape) {
 }
 
 memory::desc md(const TensorDesc& d) {
-  if (d.layout == Layout::kPlain) return plain_md(d.shape, d.dtype);
+  if (d.layout == Layout::kRowMajor) return plain_md(d.shape, d.dtype);
   return memory::desc(dims_of(d.shape), dnnl_type(d.dtype), dnnl_tag(d.layout));
 }
 

@@ -134,7 +134,7 @@ void run(const HostGridSample& g, const float* x, const float* grid, float* y) {
 }
 
 bool row_major(const graph::TensorDesc& d) {
-  return d.layout == graph::Layout::kPlain || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
+  return d.layout == graph::Layout::kRowMajor || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
 }
 
 KernelDesc check(const KernelSpec& spec, DnnlContext&) {

@@ -22,7 +22,7 @@ struct HostBinary {
 };
 
 bool row_major(const graph::TensorDesc& d) {
-  return d.layout == graph::Layout::kPlain || d.layout == graph::Layout::kNC ||
+  return d.layout == graph::Layout::kRowMajor || d.layout == graph::Layout::kNC ||
          d.layout == graph::Layout::kNCHW;
 }
 

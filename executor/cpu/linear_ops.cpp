@@ -51,8 +51,8 @@ using LinearState = PdState<dnnl::inner_product_forward::primitive_desc>;
 // again with the output scales of the weights quantised at build (the name stays the same).
 KernelDesc check(const KernelSpec& given, DnnlContext& ctx) {
   const KernelSpec spec = as_rows(given);
-  if (given.srcs[0].shape.rank() > 2 && (given.srcs[0].layout != graph::Layout::kPlain ||
-                                          given.dsts[0].layout != graph::Layout::kPlain)) {
+  if (given.srcs[0].shape.rank() > 2 && (given.srcs[0].layout != graph::Layout::kRowMajor ||
+                                          given.dsts[0].layout != graph::Layout::kRowMajor)) {
     return Support::unsupported(SupportReason::kLayout, "a linear layer over the last axis reads and writes row-major tensors");
   }
   auto pd = linear_pd(spec, ctx);

@@ -76,8 +76,8 @@ KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, boo
                                 cat(graph::to_string(spec.kind), " runs in f32 only: dequantise its input first"));
   }
   const auto known = [&](const graph::TensorDesc& d) {
-    if (rank2 && (d.shape.rank() == 2 || d.layout == graph::Layout::kPlain)) {
-      return d.layout == graph::Layout::kNC || d.layout == graph::Layout::kPlain;
+    if (rank2 && (d.shape.rank() == 2 || d.layout == graph::Layout::kRowMajor)) {
+      return d.layout == graph::Layout::kNC || d.layout == graph::Layout::kRowMajor;
     }
     return host_layout_known(d.layout);
   };

@@ -78,7 +78,7 @@ void run(const HostSoftmax& s, const float* x, float* y) {
 }
 
 bool plain(const graph::TensorDesc& d) {
-  return d.layout == graph::Layout::kPlain || d.layout == graph::Layout::kNCHW || d.layout == graph::Layout::kNC;
+  return d.layout == graph::Layout::kRowMajor || d.layout == graph::Layout::kNCHW || d.layout == graph::Layout::kNC;
 }
 
 }  // namespace

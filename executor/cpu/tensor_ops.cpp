@@ -51,7 +51,7 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
     if (d->dtype != graph::DataType::kF32) {
       return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32 only"));
     }
-    if (d->layout != graph::Layout::kPlain && d->layout != graph::Layout::kNC &&
+    if (d->layout != graph::Layout::kRowMajor && d->layout != graph::Layout::kNC &&
         d->layout != graph::Layout::kNCHW) {
       return Support::unsupported(SupportReason::kLayout,
                                   cat(graph::to_string(spec.kind), " reads and writes row-major tensors, not ",
@@ -59,7 +59,7 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
     }
   }
   if (spec.kind == OpKind::kMatMul) {
-    if (spec.srcs[1].layout != graph::Layout::kPlain && spec.srcs[1].layout != graph::Layout::kNCHW) {
+    if (spec.srcs[1].layout != graph::Layout::kRowMajor && spec.srcs[1].layout != graph::Layout::kNCHW) {
       return Support::unsupported(SupportReason::kLayout, "matmul reads row-major tensors");
     }
     const auto pd = matmul_pd(spec, ctx);

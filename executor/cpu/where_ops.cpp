@@ -22,7 +22,7 @@ struct HostWhere {
 };
 
 bool row_major(const graph::TensorDesc& d) {
-  return d.layout == graph::Layout::kPlain || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
+  return d.layout == graph::Layout::kRowMajor || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
 }
 
 void run(const HostWhere& h, const float* const operands[3], float* y) {

@@ -102,7 +102,7 @@ class CudaDevice : public Device {
                      /*streams_share_cores=*/false};
 };
 
-// The kinds whose CUDA kernels read and write row-major (kPlain) tensors of any rank: the
+// The kinds whose CUDA kernels read and write row-major (kRowMajor) tensors of any rank: the
 // transformer ops, the activations and the other flat element-wise ones, layer norm and softmax
 // over an axis, linear layers over the last axis, broadcasting binary ops, copies, reshapes,
 // concatenations and slices along dimension 1, reductions of rank-4 ones. The others
@@ -173,7 +173,7 @@ class CudaBackend : public Backend {
                                       cat("the CUDA backend runs f32, f16 and quantised u8/i8 tensors (got ",
                                           graph::to_string(d.dtype), ")"));
         }
-        if (d.layout == Layout::kPlain && !reads_row_major(spec.kind)) {
+        if (d.layout == Layout::kRowMajor && !reads_row_major(spec.kind)) {
           return Support::unsupported(SupportReason::kLayout,
                                       cat("the CUDA backend has no kernel for ", graph::to_string(spec.kind),
                                           " on row-major tensors (", d.shape.to_string(),

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 
 namespace stagecraft::executor {
 

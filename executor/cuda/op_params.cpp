@@ -57,7 +57,7 @@ Dims4 dims_of(const TensorDesc& d) {
   return r;
 }
 
-bool row_major(const TensorDesc& d) { return d.layout == Layout::kPlain; }
+bool row_major(const TensorDesc& d) { return d.layout == Layout::kRowMajor; }
 
 Act act_of(graph::Activation a) { return static_cast<Act>(static_cast<int>(a)); }
 

@@ -19,7 +19,7 @@ Elem elem_of(graph::DataType t);
 /// N × C × (the rest) × 1 in NCHW order: its memory order is its plain order, dimension 1 is the
 /// channel (copies of channel windows, concatenations along dimension 1, reshapes).
 Dims4 dims_of(const graph::TensorDesc& d);
-/// Whether d is a row-major tensor of the transformer ops (layout kPlain, any rank).
+/// Whether d is a row-major tensor of the transformer ops (layout kRowMajor, any rank).
 bool row_major(const graph::TensorDesc& d);
 /// The own kernels' activation code of a fused activation.
 Act act_of(graph::Activation a);

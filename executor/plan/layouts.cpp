@@ -13,16 +13,16 @@ namespace stagecraft::executor::planning {
 
 void describe_values(PlanIR& ir) {
   const graph::Graph& g = ir.g;
-  const auto& value_layouts = ir.options.value_layouts;
-  if (!value_layouts.empty() && value_layouts.size() != g.num_values()) {
-    throw BackendError(cat("the layout plan has ", value_layouts.size(), " entries for a graph of ",
-                           g.num_values(), " values"));
+  const graph::LayoutAssignment& layouts = ir.options.layouts;
+  if (layouts.is_per_value() && layouts.per_value().size() != g.num_values()) {
+    throw BackendError(cat("the layout plan has ", layouts.per_value().size(),
+                           " entries for a graph of ", g.num_values(), " values"));
   }
   for (size_t v = 0; v < g.num_values(); ++v) {
     const graph::Value& value = g.value(static_cast<ValueId>(v));
     TensorDesc d = value.desc;
     if (value.producer != graph::kNoOp) {
-      const Layout chosen = value_layouts.empty() ? ir.layout : value_layouts[v];
+      const Layout chosen = layouts.of(v, ir.layout);
       if (graph::takes_layouts(d) && graph::layout_rank(chosen) != 4) {
         throw BackendError(cat("the layout plan gives value '", value.name, "' the layout ",
                                graph::to_string(chosen), ", which is not 4-D"));

@@ -15,7 +15,7 @@ namespace {
 
 // Row-major: the elements in their logical order.
 bool plain_layout(const TensorDesc& d) {
-  return d.layout == graph::Layout::kPlain ||
+  return d.layout == graph::Layout::kRowMajor ||
          d.layout == graph::default_layout(d.shape.rank()).value_or(d.layout);
 }
 

@@ -101,7 +101,7 @@ bool dense_slice(const TensorDesc& d, int64_t c0, int64_t c, size_t* offset) {
   switch (d.layout) {
     case Layout::kNCHW:
     case Layout::kNC:
-    case Layout::kPlain:
+    case Layout::kRowMajor:
       if (!whole && batch != 1) return false;
       *offset = static_cast<size_t>(c0 * spatial * element);
       return true;
@@ -209,7 +209,7 @@ class PlanBuilder {
 
 graph::Layout activation_layout(const Backend& backend, const graph::Graph& graph,
                                 const PlanOptions& options) {
-  if (options.layout) return *options.layout;
+  if (const auto uniform = options.layouts.uniform_layout()) return *uniform;
   if (graph::is_quantised(graph)) return backend.preferred_layout(graph::DataType::kU8);
   // f16 graphs carry f16 values from the input on (cli --dtype f16): NHWC suits tensor cores.
   const bool f16 = !graph.inputs().empty() &&

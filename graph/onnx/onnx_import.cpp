@@ -288,7 +288,7 @@ void Importer::add_inputs(const onnx::GraphProto& g) {
                               " ('", d.dim_param(), "'): only the batch and H, W may be symbolic"));
       }
     }
-    values_[input.name()] = graph_.add_input(unique(sanitize(input.name())), TensorDesc{Shape(dims), DataType::kF32, default_layout(dims.size()).value_or(Layout::kPlain)});
+    values_[input.name()] = graph_.add_input(unique(sanitize(input.name())), TensorDesc{Shape(dims), DataType::kF32, default_layout(dims.size()).value_or(Layout::kRowMajor)});
   }
 }
 

@@ -1,5 +1,5 @@
 // The ONNX importer's row-major tensors (transformers: tokens [N, T, C], heads [N, h, T, d],
-// attention scores): values of any rank laid out in their logical order (Layout::kPlain), made
+// attention scores): values of any rank laid out in their logical order (Layout::kRowMajor), made
 // where a node reads a tensor the views cannot hold (a transpose that moves data, a matmul of two
 // activations, a softmax over the last axis) and then carried by every node that reads one. Here
 // ONNX's own semantics apply: Transpose, Reshape, (Un)squeeze and Flatten as data movement or
@@ -16,7 +16,7 @@
 namespace stagecraft::graph::onnx_import {
 
 bool Importer::is_row_major(ValueId v) const {
-  return row_major_.count(v) > 0 || graph_.value(v).desc.layout == Layout::kPlain;
+  return row_major_.count(v) > 0 || graph_.value(v).desc.layout == Layout::kRowMajor;
 }
 
 bool Importer::reads_row_major(const onnx::NodeProto& node) const {
@@ -79,7 +79,7 @@ ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
       t.perm = {0, 2, 3, 1};
       base = add(node, OpKind::kTranspose, t, {base});
     }
-    if (dims_of(shape(base)) == v.shape && graph_.value(base).desc.layout == Layout::kPlain) return mark(base);
+    if (dims_of(shape(base)) == v.shape && graph_.value(base).desc.layout == Layout::kRowMajor) return mark(base);
     ReshapeAttrs r;
     r.full = true;
     r.dims = v.shape;

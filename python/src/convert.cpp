@@ -21,7 +21,7 @@ py::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& 
   return out;
 }
 
-py::dict meta_dict(const scheduler::ScheduleMeta& m) {
+py::dict meta_dict(const scheduler::ScheduleMeta& m, const std::string& layout) {
   const scheduler::SearchOptions& search = m.search;
   return py::dict("network"_a = m.network, "graph_hash"_a = m.graph_hash, "num_ops"_a = m.num_ops,
                   "batch"_a = m.batch, "dtype"_a = m.dtype, "device"_a = m.device,
@@ -32,7 +32,7 @@ py::dict meta_dict(const scheduler::ScheduleMeta& m) {
                   "pruned"_a = search.pruned, "search_budget"_a = search.budget.seconds,
                   "exhaustive"_a = search.budget.exhaustive, "converged"_a = m.converged,
                   "predicted_ms"_a = m.predicted_ms, "search_seconds"_a = m.search_seconds,
-                  "layout"_a = m.layout);
+                  "layout"_a = layout);
 }
 
 // [(kind, [[op names of a group]], predicted_ms)] per stage.
@@ -51,8 +51,10 @@ py::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule) 
   return out;
 }
 
-py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
-                    size_t measured, size_t cache_hits) {
+// The counts come from the search itself: stages it measured, stages its cost model knew.
+py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule) {
+  const size_t measured = st.measured;
+  const size_t cache_hits = st.known;
   return py::dict("seconds"_a = st.seconds, "blocks"_a = st.blocks, "parts"_a = st.parts,
                   "states"_a = st.states, "transitions"_a = st.transitions,
                   "stage_keys"_a = st.stage_keys, "splits"_a = st.splits, "measured"_a = measured,

@@ -15,12 +15,11 @@ namespace stagecraft::python {
 /// [(name, shape, dtype)] of graph values.
 pybind11::list tensor_infos(const graph::Graph& g, const std::vector<graph::ValueId>& ids);
 /// A schedule's metadata (Schedule.meta).
-pybind11::dict meta_dict(const scheduler::ScheduleMeta& m);
+pybind11::dict meta_dict(const scheduler::ScheduleMeta& m, const std::string& layout);
 /// [(kind, [[op names of a group]], predicted_ms)] per stage.
 pybind11::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule);
-/// The statistics of the search that made `schedule` (Schedule.stats), with the cost model's
-/// measurements and cache hits so far.
-pybind11::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
-                          size_t measured, size_t cache_hits);
+/// The statistics of the search that made `schedule` (Schedule.stats): measured = stages the
+/// search measured, cache_hits = stages its cost model knew.
+pybind11::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule);
 
 }  // namespace stagecraft::python

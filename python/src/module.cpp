@@ -171,23 +171,17 @@ SchedulePtr search(const ModelPtr& model, const std::string& strategy,
   auto result = std::make_shared<PySchedule>();
   result->model = model;
   session::ScheduledGraph scheduled;
-  size_t measured = 0, hits = 0;
   {
     py::gil_scoped_release release;
-    // Only strategy names here (a pipeline would read any other name as a file): this throws the
-    // UsageError listing them.
-    if (!session::is_strategy_name(strategy)) scheduler::parse_strategy(strategy);
+    // Only strategy names here: parse_strategy throws the UsageError listing them.
+    const auto source = session::ScheduleSource::search(scheduler::parse_strategy(strategy));
     watch_layouts(options, progress);
     session::Pipeline pipeline(std::move(options), search_options);
-    scheduled = pipeline.schedule(model->model.graph, strategy, watch_search(progress));
+    scheduled = pipeline.schedule(model->model.graph, source, watch_search(progress));
     pipeline.save_cache();
-    if (const auto* m = pipeline.session().measured) {
-      measured = m->measurements();
-      hits = m->cache_hits();
-    }
   }
   result->schedule = std::move(scheduled.schedule);
-  result->stats = stats_dict(scheduled.stats, result->schedule, measured, hits);
+  result->stats = stats_dict(scheduled.stats, result->schedule);
   return result;
 }
 
@@ -235,14 +229,12 @@ class PySession {
       pipeline_->backend("a session");
       prepared_ = given ? pipeline_->plan(model_->model,
                                           pipeline_->adopt(model_->model.graph, schedule_for(*given, model_)))
-                        : pipeline_->prepare(model_->model, schedule, watch_search(progress));
+                        : pipeline_->prepare(model_->model, session::ScheduleSource::parse(schedule),
+                                             watch_search(progress));
       executor_ = pipeline_->executor(*prepared_.plan);
     }
     result->schedule = prepared_.scheduled.schedule;
-    const auto* measured = pipeline_->session().measured;
-    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule,
-                               measured ? measured->measurements() : 0,
-                               measured ? measured->cache_hits() : 0);
+    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule);
     schedule_ = result;
   }
 
@@ -453,14 +445,16 @@ PYBIND11_MODULE(_stagecraft, m) {
 
   py::class_<PySchedule, std::shared_ptr<PySchedule>>(m, "Schedule")
       .def_property_readonly("model", [](const PySchedule& s) { return s.model; })
-      .def_property_readonly("meta", [](const PySchedule& s) { return meta_dict(s.schedule.meta); })
+      .def_property_readonly("meta", [](const PySchedule& s) {
+        return meta_dict(s.schedule.meta, s.schedule.layouts.name());
+      })
       .def_property_readonly("stages", [](const PySchedule& s) {
         return stage_list(s.model->model.graph, s.schedule);
       })
       .def_property_readonly("stats", [](const PySchedule& s) { return s.stats; })
       .def_property_readonly("value_layouts", [](const PySchedule& s) {
         std::vector<std::string> out;
-        for (graph::Layout l : s.schedule.value_layouts) out.emplace_back(graph::to_string(l));
+        for (graph::Layout l : s.schedule.layouts.per_value()) out.emplace_back(graph::to_string(l));
         return out;
       })
       .def("to_yaml_text", [](const PySchedule& s) {
@@ -501,7 +495,9 @@ PYBIND11_MODULE(_stagecraft, m) {
         return schedule_from_text(text, model, source);
       }, py::arg("text"), py::arg("model"), py::arg("source"));
   m.def("read_schedule_meta", [](const std::string& path) {
-        return meta_dict(scheduler::read_schedule_meta(path));
+        std::string layout;
+        const scheduler::ScheduleMeta meta = scheduler::read_schedule_meta(path, &layout);
+        return meta_dict(meta, layout);
       }, py::arg("path"));
 
   py::class_<PySession>(m, "Session")

@@ -461,7 +461,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
     }
     log(TRITONSERVER_LOG_INFO,
         cat("stagecraft: model '", name, "' version ", version, ": ", state->options.source.spec,
-            ", schedule ", state->options.schedule, ", max_batch_size ",
+            ", schedule ", state->options.schedule.describe(), ", max_batch_size ",
             state->options.max_batch_size, ", cores ",
             state->reservation ? cat(state->reservation->cores(), " reserved")
                                : (state->options.cores ? std::to_string(state->options.cores)

@@ -152,15 +152,16 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
   if (session::is_graph_file(o.source.spec) && !fs::exists(o.source.spec)) {
     throw params.error("model", cat(o.source.spec, " does not exist"));
   }
-  o.schedule = params.text("schedule", "dp");
-  if (!session::is_strategy_name(o.schedule)) {
-    o.schedule = in_version_dir(o.schedule, version_dir);
-    if (!fs::exists(o.schedule)) {
-      throw params.error("schedule", cat("'", params.text("schedule", ""),
-                                         "' is neither "
-                                         "sequential, greedy, dp nor an existing schedule file (",
-                                         o.schedule, ")"));
+  const std::string schedule = params.text("schedule", "dp");
+  if (auto strategy = session::ScheduleSource::strategy_named(schedule)) {
+    o.schedule = *strategy;
+  } else {
+    const std::string path = in_version_dir(schedule, version_dir);
+    if (!fs::exists(path)) {
+      throw params.error("schedule", cat("'", schedule, "' is neither sequential, greedy, dp nor "
+                                         "an existing schedule file (", path, ")"));
     }
+    o.schedule = session::ScheduleSource::file(path);
   }
   o.session.layout = params.text("layout", "");
   o.source.dtype = params.text("dtype", "f32");

@@ -46,7 +46,7 @@ Backend& gpu() { return GpuEnvironment::backend(); }
 RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::Layout layout,
                     bool graph_mode) {
   PlanOptions options;
-  options.layout = layout;
+  options.layouts = graph::LayoutAssignment::uniform(layout);
   ExecutionPlan plan(m.graph, s, m.weights, backend, options);
   ExecutorOptions exec;
   exec.replay_cuda_graph = graph_mode;
@@ -60,7 +60,7 @@ RunResult run_twice(Backend& backend, const Model& m, const Schedule& s, graph::
 
 std::vector<HostTensor> run_cpu(const Model& m, const Schedule& s, graph::Layout layout, uint64_t seed) {
   PlanOptions options;
-  options.layout = layout;
+  options.layouts = graph::LayoutAssignment::uniform(layout);
   ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
   Executor executor(plan);
   return executor.run(stagecraft::testing::inputs_of(m.graph, seed));

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "executor/backend.h"
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 #include "executor/tensor.h"
 #include "scheduler/schedule.h"
 #include "support/models.h"

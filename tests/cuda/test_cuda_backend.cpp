@@ -15,7 +15,7 @@
 
 #include "common/strings.h"
 #include "executor/backend.h"
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
@@ -336,7 +336,7 @@ TEST(CudaBackend, UnsupportedLayoutsFallBackAndAreReported) {
   const Model m = stagecraft::testing::network("squeezenet1_1", 64);
   const Schedule s = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
   PlanOptions options;
-  options.layout = graph::Layout::kNChw16c;
+  options.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNChw16c);
   ExecutionPlan plan(m.graph, s, m.weights, gpu(), options);
   ASSERT_FALSE(plan.fallbacks().empty());
   for (const LayoutFallback& f : plan.fallbacks()) {

@@ -1,7 +1,7 @@
 // GPU tests (ctest label `gpu`): skip with the runtime's reason when no GPU is usable.
 #include <gtest/gtest.h>
 
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 
 namespace stagecraft::executor {
 namespace {

@@ -57,7 +57,7 @@ Floats rounded(const Floats& x) { return from_half(to_half(x)); }
 
 Backend& cpu() { return stagecraft::testing::cpu_backend(); }
 
-TensorDesc desc(Shape shape, Layout layout = Layout::kPlain) {
+TensorDesc desc(Shape shape, Layout layout = Layout::kRowMajor) {
   TensorDesc d = graph::make_desc(std::move(shape), DataType::kF32);
   d.layout = layout;
   return d;
@@ -197,11 +197,11 @@ TEST(CudaRowMajorOps, SoftmaxOverAnyAxisMatchesTheCpu) {
     int64_t axis;
   };
   const Case cases[] = {
-      {{2, 7, 9}, Layout::kPlain, 2},  // attention scores over their keys: contiguous rows
-      {{2, 7, 9}, Layout::kPlain, 1},  // strided rows
-      {{2, 7, 9}, Layout::kPlain, 0},
-      {{2, 3, 5, 6}, Layout::kPlain, 3},
-      {{2, 3, 5, 6}, Layout::kPlain, 2},
+      {{2, 7, 9}, Layout::kRowMajor, 2},  // attention scores over their keys: contiguous rows
+      {{2, 7, 9}, Layout::kRowMajor, 1},  // strided rows
+      {{2, 7, 9}, Layout::kRowMajor, 0},
+      {{2, 3, 5, 6}, Layout::kRowMajor, 3},
+      {{2, 3, 5, 6}, Layout::kRowMajor, 2},
       {{4, 10}, Layout::kNC, 1},
       {{2, 6, 3, 4}, Layout::kNCHW, 1},  // the channels of rank-4 tensors in both CUDA layouts
       {{2, 6, 3, 4}, Layout::kNHWC, 1},
@@ -226,8 +226,8 @@ TEST(CudaRowMajorOps, LayerNormOverTheLastAxisMatchesTheCpu) {
     Shape shape;
     Layout layout;
   };
-  const Case cases[] = {{{2, 7, 12}, Layout::kPlain},
-                        {{2, 3, 4, 10}, Layout::kPlain},
+  const Case cases[] = {{{2, 7, 12}, Layout::kRowMajor},
+                        {{2, 3, 4, 10}, Layout::kRowMajor},
                         {{5, 16}, Layout::kNC},
                         {{2, 6, 3, 4}, Layout::kNCHW},  // rank 4 in a CUDA layout: the channels
                         {{2, 6, 3, 4}, Layout::kNHWC}};

@@ -27,7 +27,7 @@ TEST(ChannelNorms, LayerNormAndGeluMatchTheReferenceInEveryLayout) {
     const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
       PlanOptions options;
-      options.layout = layout;
+      options.layouts = graph::LayoutAssignment::uniform(layout);
       ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
       Executor run(plan);
       const auto got = run.run(inputs);

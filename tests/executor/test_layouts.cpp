@@ -39,7 +39,7 @@ struct PlanRun {
 
 PlanRun run(const Model& m, const scheduler::Schedule& s, Layout layout, RK reference) {
   PlanOptions options;
-  options.layout = layout;
+  options.layouts = graph::LayoutAssignment::uniform(layout);
   options.reference_kernels = reference;
   options.guard_bytes = kGuardBytes;
   options.reuse_memory = false;  // every tensor its own buffer: a guard right after each
@@ -117,7 +117,7 @@ TEST(LayoutKernels, ReferenceOnlyKernelsRunInANativeLayoutAndAreReported) {
         EXPECT_NE(f.reason.find("reference"), std::string::npos) << f.reason;
       }
       PlanOptions refuse;
-      refuse.layout = layout;
+      refuse.layouts = graph::LayoutAssignment::uniform(layout);
       refuse.reference_kernels = RK::kRefuse;
       EXPECT_THROW(ExecutionPlan(m.graph, s, m.weights, cpu(), refuse), BackendError);
     }
@@ -305,7 +305,7 @@ TEST(LayoutKernels, MaxPoolsKeepNaNInEveryLayout) {
     at(width - 1, kSize - 1, kSize - 2) = NAN;  // the last row, one column in: two windows
     for (Layout layout : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
       PlanOptions options;
-      options.layout = layout;
+      options.layouts = graph::LayoutAssignment::uniform(layout);
       ExecutionPlan plan(m.graph, sequential(m.graph), m.weights, cpu(), options);
       Executor executor(plan);
       const std::vector<HostTensor> got = executor.run({x});
@@ -375,10 +375,11 @@ TEST(LayoutKernels, FusedResidualsEqualTheReferenceInEveryLayout) {
     }
     // The residual in another layout than the convolution's output.
     PlanOptions mixed;
-    mixed.value_layouts.assign(m.graph.num_values(), Layout::kNCHW);
+    std::vector<Layout> by_value(m.graph.num_values(), Layout::kNCHW);
     for (const graph::Op& op : m.graph.ops()) {
-      if (op.kind == graph::OpKind::kConv2d) mixed.value_layouts[op.outputs[0]] = Layout::kNHWC;
+      if (op.kind == graph::OpKind::kConv2d) by_value[op.outputs[0]] = Layout::kNHWC;
     }
+    mixed.layouts = graph::LayoutAssignment::per_value(m.graph, by_value);
     ExecutionPlan plan(m.graph, s, m.weights, cpu(), mixed);
     Executor executor(plan);
     const auto got = executor.run(inputs);

@@ -74,7 +74,7 @@ void expect_every_layout_matches(const stagecraft::testing::Model& m, const std:
   const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
     PlanOptions options;
-    options.layout = layout;
+    options.layouts = graph::LayoutAssignment::uniform(layout);
     ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
     const auto got = Executor(plan).run(inputs);
     ASSERT_EQ(got.size(), want.size());

@@ -8,7 +8,7 @@
 #include "common/random.h"
 #include "common/strings.h"
 #include "executor/backend.h"
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 #include "executor/executor.h"
 #include "executor/trace.h"
 #include "graph/errors.h"
@@ -72,7 +72,7 @@ TEST_P(EveryNetwork, SchedulesAndLayoutsMatchTheSequentialResult) {
   const NetworkCase& c = GetParam();
   const Model m = network(c.name, c.size, c.batch);
   PlanOptions nchw;
-  nchw.layout = graph::Layout::kNCHW;
+  nchw.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNCHW);
   const auto want = run(m, schedule_of(m.graph, Strategy::kSequential), nchw);
   // NCHW, the backend's blocked layout, and nChw16c also where it is not native (below AVX-512:
   // its ops then run in a native layout with conversions, which every schedule must survive).
@@ -80,7 +80,7 @@ TEST_P(EveryNetwork, SchedulesAndLayoutsMatchTheSequentialResult) {
   if (layouts.back() != graph::Layout::kNChw16c) layouts.push_back(graph::Layout::kNChw16c);
   for (graph::Layout layout : layouts) {
     PlanOptions options;
-    options.layout = layout;
+    options.layouts = graph::LayoutAssignment::uniform(layout);
     const std::string where = cat(c.name, " ", graph::to_string(layout));
     expect_close(run(m, schedule_of(m.graph, Strategy::kSequential), options), want,
                  where + " sequential");
@@ -120,7 +120,7 @@ TEST(Reference, SequentialPlanEqualsTheReferenceLoops) {
     const auto want = testing::reference_run(raw, weights, inputs);
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNChw16c, graph::Layout::kNHWC}) {
       PlanOptions options;
-      options.layout = layout;
+      options.layouts = graph::LayoutAssignment::uniform(layout);
       ExecutionPlan plan(raw, schedule_of(raw, Strategy::kSequential), weights, cpu(), options);
       Executor executor(plan);
       expect_close(executor.run(inputs), want, cat("batch ", batch, " ", graph::to_string(layout)));
@@ -171,7 +171,7 @@ TEST(Merge, MergedConvolutionsEqualTheirOriginals) {
   for (const char* n : {"cat", "p5", "sum"}) s.stages.push_back(Stage::concurrent({{id(n)}}));
   for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNChw8c}) {
     PlanOptions options;
-    options.layout = layout;
+    options.layouts = graph::LayoutAssignment::uniform(layout);
     ExecutionPlan plan(m.graph, s, m.weights, cpu(), options);
     size_t merged = 0;
     for (const auto& k : plan.kernels()) merged += k.ops.size() == 5 ? 1 : 0;
@@ -183,7 +183,7 @@ TEST(Merge, MergedConvolutionsEqualTheirOriginals) {
   const Model m2 = model_of(graph::with_batch(raw, 2), 9, {.fuse_residual_adds = false});
   const auto want2 = run(m2, schedule_of(m2.graph, Strategy::kSequential));
   PlanOptions nchw;
-  nchw.layout = graph::Layout::kNCHW;
+  nchw.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNCHW);
   expect_close(run(m2, s, nchw), want2, "batch 2");
 }
 
@@ -201,19 +201,19 @@ TEST(Layouts, RandomPerValueLayoutsMatchTheUniformResult) {
   models.push_back(Model{every, graph::random_weights(every, 3)});
   for (const Model& m : models) {
     PlanOptions uniform;
-    uniform.layout = graph::Layout::kNCHW;
+    uniform.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNCHW);
     const auto want = run(m, schedule_of(m.graph, Strategy::kSequential), uniform);
     for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
       PlanOptions mixed;
-      for (size_t v = 0; v < m.graph.num_values(); ++v) {
-        mixed.value_layouts.push_back(choices[rng.uniform_index(4)]);
-      }
+      std::vector<graph::Layout> by_value;
+      for (size_t v = 0; v < m.graph.num_values(); ++v) by_value.push_back(choices[rng.uniform_index(4)]);
+      mixed.layouts = graph::LayoutAssignment::per_value(m.graph, by_value);
       expect_close(run(m, schedule_of(m.graph, strategy), mixed), want,
                    cat(m.graph.name(), " ", scheduler::to_string(strategy)));
     }
   }
   PlanOptions wrong;
-  wrong.value_layouts = {graph::Layout::kNC};
+  wrong.layouts = graph::LayoutAssignment::per_value({graph::Layout::kNC}, "for another graph");
   EXPECT_THROW(run(models[0], schedule_of(models[0].graph, Strategy::kSequential), wrong),
                BackendError);
 }
@@ -229,10 +229,10 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   profiler::MeasureOptions quick;
   quick.repeats = 1;
   quick.sample_ms = 0.05;
-  scheduler::LayoutOptions search;
+  scheduler::LayoutDpOptions search;
   search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw16c};
   search.exhaustive = true;
-  const profiler::LayoutProbes probes = profiler::plan_layout_probes(cpu(), m.graph, search.candidates, {});
+  const profiler::LayoutProbes probes = profiler::plan_layout_probes(cpu(), m.graph, search.candidates, 8);
   EXPECT_EQ(probes.probes.size(), probes.queries.size() + probes.conversions.size());
   EXPECT_GT(probes.queries.size(), 2 * m.graph.num_ops());
   scheduler::LayoutPlan chosen;
@@ -254,10 +254,10 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
     EXPECT_GT(measured.table.conversion_ms(desc, graph::Layout::kNHWC, graph::Layout::kNChw16c), 0);
   }
   PlanOptions nchw;
-  nchw.layout = graph::Layout::kNCHW;
+  nchw.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNCHW);
   const auto want = run(m, schedule_of(m.graph, Strategy::kSequential), nchw);
   PlanOptions per_value;
-  per_value.value_layouts = chosen.value_layouts;
+  per_value.layouts = graph::LayoutAssignment::per_value(m.graph, chosen.value_layouts);
   expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
 
   profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
@@ -271,9 +271,11 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   options.candidates = {graph::Layout::kNChw16c, graph::Layout::kNHWC};
   profiler::LayoutSearch layouts(cpu(), cache, options);
   const profiler::LayoutChoice first = layouts.choose(m.graph);
-  ASSERT_EQ(first.value_layouts.size(), m.graph.num_values());
+  ASSERT_TRUE(first.layouts.is_per_value());
+  ASSERT_EQ(first.layouts.per_value().size(), m.graph.num_values());
+  EXPECT_NO_THROW(first.layouts.check_fits(m.graph));
   const profiler::LayoutChoice remembered = layouts.choose(m.graph);
-  EXPECT_EQ(remembered.value_layouts, first.value_layouts);
+  EXPECT_EQ(remembered.layouts, first.layouts);
   EXPECT_EQ(remembered.name, first.name);
 }
 
@@ -305,7 +307,7 @@ TEST(MeasuredSearch, EveryBudgetsScheduleMatchesTheSequentialResult) {
 TEST(Plan, ConcatenationsAreViewsAndMemoryIsReused) {
   const Model m = network("inception_v3", 75);
   PlanOptions options;
-  options.layout = cpu().preferred_layout(graph::DataType::kF32);  // nChw16c or nChw8c
+  options.layouts = graph::LayoutAssignment::uniform(cpu().preferred_layout(graph::DataType::kF32));  // nChw16c or nChw8c
   ExecutionPlan plan(m.graph, schedule_of(m.graph, Strategy::kSequential), m.weights, cpu(),
                      options);
   EXPECT_GT(plan.memory().views, 40u);  // the branches write straight into their concatenation
@@ -336,7 +338,7 @@ TEST(Plan, GrowingConcatenationsAreWrittenOnceAndEqualTheReferenceLoops) {
       for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw8c,
                                    graph::Layout::kNChw16c}) {
         PlanOptions options;
-        options.layout = layout;
+        options.layouts = graph::LayoutAssignment::uniform(layout);
         const std::string where = cat("growth ", growth, " batch ", batch, " ", graph::to_string(layout));
         for (auto strategy : {Strategy::kSequential, Strategy::kGreedy, Strategy::kDp}) {
           const Schedule s = strategy == Strategy::kDp

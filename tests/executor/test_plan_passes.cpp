@@ -91,7 +91,7 @@ std::unique_ptr<Built> build_until_placement(Backend& backend, Layout layout,
   auto b = std::make_unique<Built>();
   b->m = small_model();
   b->s = stagecraft::testing::analytic_schedule(b->m.graph, strategy);
-  b->options.layout = layout;
+  b->options.layouts = graph::LayoutAssignment::uniform(layout);
   b->ir = std::make_unique<PlanIR>(b->m.graph, b->s, b->m.weights, backend, b->options);
   describe_values(*b->ir);
   legalise_layouts(*b->ir);
@@ -136,7 +136,7 @@ TEST(PlanPasses, LayoutsRefuseOrAllowReferenceKernelsWhenAsked) {
   auto m = small_model();
   const auto s = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
   PlanOptions refuse;
-  refuse.layout = Layout::kNChw16c;
+  refuse.layouts = graph::LayoutAssignment::uniform(Layout::kNChw16c);
   refuse.reference_kernels = PlanOptions::ReferenceKernels::kRefuse;
   PlanIR a(m.graph, s, m.weights, backend, refuse);
   describe_values(a);
@@ -186,7 +186,7 @@ TEST(PlanPasses, PlacementNestsAConcatenationInsideTheLargerOneThatContainsIt) {
   const auto s = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
   FakeBackend backend;
   PlanOptions options;
-  options.layout = Layout::kNChw8c;
+  options.layouts = graph::LayoutAssignment::uniform(Layout::kNChw8c);
   PlanIR ir(m.graph, s, m.weights, backend, options);
   describe_values(ir);
   legalise_layouts(ir);

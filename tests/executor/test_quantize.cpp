@@ -353,7 +353,7 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   // Blocked activations have only oneDNN's reference int8 convolution: refused when reference
   // kernels are refused (naming the way out), else run in nhwc with conversions and reported.
   PlanOptions blocked;
-  blocked.layout = graph::Layout::kNChw16c;
+  blocked.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNChw16c);
   blocked.reference_kernels = PlanOptions::ReferenceKernels::kRefuse;
   try {
     run(q, m.weights, sequential_schedule(q), inputs_of(q), blocked);
@@ -368,7 +368,7 @@ TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   EXPECT_EQ(plan.fallbacks()[0].used, graph::Layout::kNHWC);
   Executor executor(plan);
   PlanOptions nhwc;
-  nhwc.layout = graph::Layout::kNHWC;
+  nhwc.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNHWC);
   const auto want = run(q, m.weights, sequential_schedule(q), inputs_of(q), nhwc);
   const auto got = executor.run(inputs_of(q));
   ASSERT_EQ(got.size(), want.size());

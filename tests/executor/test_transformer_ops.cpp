@@ -29,7 +29,7 @@ TEST(TransformerOps, AVisionTransformerMatchesTheReferenceInEveryScheduleAndLayo
     // is reordered into row-major order for the reshape).
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c}) {
       PlanOptions options;
-      options.layout = layout;
+      options.layouts = graph::LayoutAssignment::uniform(layout);
       ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
       // Only the convolution may fall back (nChw16c on an AVX2-only CPU): every row-major op runs
       // natively in its plain layout.
@@ -60,11 +60,11 @@ TEST(TransformerOps, RowMajorKernelsAreNativeAndRefuseOtherLayoutsAndInt8) {
   Backend& cpu = stagecraft::testing::cpu_backend();
   const graph::TensorDesc q = graph::make_desc(graph::Shape{1, 2, 5, 4});
   graph::TensorDesc plain_q = q;
-  plain_q.layout = Layout::kPlain;
+  plain_q.layout = Layout::kRowMajor;
   graph::TensorDesc scores = graph::make_desc(graph::Shape{1, 2, 5, 5});
-  scores.layout = Layout::kPlain;
+  scores.layout = Layout::kRowMajor;
   graph::TensorDesc kt = graph::make_desc(graph::Shape{1, 2, 4, 5});
-  kt.layout = Layout::kPlain;
+  kt.layout = Layout::kRowMajor;
   const KernelDesc mm = cpu.supports(spec_of(OpKind::kMatMul, graph::NoAttrs{}, {plain_q, kt}, scores));
   EXPECT_TRUE(mm.is_native()) << mm.support.message;
   EXPECT_FALSE(mm.implementation.empty());
@@ -136,7 +136,7 @@ TEST(TransformerOps, AReferenceOnlyBroadcastOfATensorRunsOnTheHostLoop) {
     const auto want = testing::reference_run(m.graph, m.weights, inputs);
     const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
     PlanOptions nchw;
-    nchw.layout = Layout::kNCHW;
+    nchw.layouts = graph::LayoutAssignment::uniform(Layout::kNCHW);
     ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), nchw);
     Executor run(plan);
     const auto got = run.run(inputs);
@@ -154,7 +154,7 @@ TEST(TransformerOps, SoftmaxOverAnyAxisOfARowMajorTensorRunsOnANativeOrHostKerne
     for (int64_t axis : {0, 1, 2, 3}) {
       graph::Graph g("softmax");
       graph::TensorDesc d = graph::make_desc(graph::Shape{3, 16, 4, 300});
-      d.layout = Layout::kPlain;
+      d.layout = Layout::kRowMajor;
       const graph::ValueId x = g.add_input("x", d);
       graph::SoftmaxAttrs a;
       a.axis = axis;

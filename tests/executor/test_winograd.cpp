@@ -66,7 +66,7 @@ struct WinoRun {
 
 WinoRun run(const Model& m, Layout layout, bool winograd, bool fast = true) {
   PlanOptions options;
-  options.layout = layout;
+  options.layouts = graph::LayoutAssignment::uniform(layout);
   options.guard_bytes = kGuardBytes;
   options.reuse_memory = false;
   const scheduler::Schedule s =

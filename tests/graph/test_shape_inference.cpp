@@ -255,7 +255,7 @@ TEST(ShapeInference, ReshapeShuffleGlobalMaxAndActivations) {
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {nchw(2, 8, 3, 3)}), (Shape{2, 8, 3, 3}));
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8})}), (Shape{2, 8}));
   // Row-major tokens [N, T, C]: over the last axis.
-  EXPECT_EQ(make_desc(Shape{2, 8, 3}).layout, Layout::kPlain);
+  EXPECT_EQ(make_desc(Shape{2, 8, 3}).layout, Layout::kRowMajor);
   EXPECT_EQ(infer1(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{2, 8, 3})}), (Shape{2, 8, 3}));
   EXPECT_NE(error_of(make_op(OpKind::kLayerNorm, LayerNormAttrs{}), {make_desc(Shape{8})}).find("rank >= 2"),
             std::string::npos);
@@ -304,13 +304,13 @@ TEST(ShapeInference, ResizeTakesItsSizeAndRejectsNonPositiveOnes) {
 }
 
 // Row-major tensors of any rank (transformers): matmul, transpose, narrow, concat_constant, full
-// reshapes, softmax over any axis and linear layers over the last axis; their outputs are kPlain
+// reshapes, softmax over any axis and linear layers over the last axis; their outputs are kRowMajor
 // (rank 4 included: the layout choice leaves them alone).
 TEST(ShapeInference, RowMajorTensorOps) {
   const TensorDesc q = make_desc(Shape{2, 3, 5, 4}), k = make_desc(Shape{1, 3, 4, 7});
   const auto mm = infer_output_descs(make_op(OpKind::kMatMul, NoAttrs{}), {q, k});
   EXPECT_EQ(mm[0].shape, (Shape{2, 3, 5, 7}));  // batch 1 broadcast
-  EXPECT_EQ(mm[0].layout, Layout::kPlain);
+  EXPECT_EQ(mm[0].layout, Layout::kRowMajor);
   EXPECT_NE(error_of(make_op(OpKind::kMatMul, NoAttrs{}), {q, q}).find("inner dimensions"), std::string::npos);
   EXPECT_NE(error_of(make_op(OpKind::kMatMul, NoAttrs{}), {q, make_desc(Shape{3, 4, 7})}).find("same rank"),
             std::string::npos);
@@ -360,7 +360,7 @@ TEST(ShapeInference, RowMajorTensorOps) {
 TEST(ShapeInference, UnaryKeepsItsInputAndRefusesInt8) {
   UnaryAttrs a;
   a.fn = UnaryFn::kErf;
-  const TensorDesc plain{Shape{2, 3, 5}, DataType::kF32, Layout::kPlain};
+  const TensorDesc plain{Shape{2, 3, 5}, DataType::kF32, Layout::kRowMajor};
   EXPECT_EQ(infer1(make_op(OpKind::kUnary, a), {plain}), (Shape{2, 3, 5}));
   TensorDesc q = make_desc(Shape{1, 8, 2, 2});
   q.dtype = DataType::kU8;

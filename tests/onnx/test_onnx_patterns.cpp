@@ -41,7 +41,7 @@ TEST_P(OnnxPattern, LoadsAndGivesPyTorchsOutputInEveryLayout) {
   const auto schedule = stagecraft::testing::analytic_schedule(g, scheduler::Strategy::kSequential);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
     executor::PlanOptions options;
-    options.layout = layout;
+    options.layouts = graph::LayoutAssignment::uniform(layout);
     executor::ExecutionPlan plan(g, schedule, weights, stagecraft::testing::cpu_backend(), options);
     executor::Executor run(plan);
     const auto got = run.run({executor::HostTensor{x.shape, x.data}});

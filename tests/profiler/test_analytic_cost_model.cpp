@@ -27,16 +27,16 @@ graph::Graph twin_convs(int64_t channels, int64_t size) {
 }
 
 double sequential_ms(AnalyticCostModel& m, const graph::Graph& g) {
-  return m.stage_latency_ms(g, Stage::concurrent({{0}})) +
-         m.stage_latency_ms(g, Stage::concurrent({{1}}));
+  return m.stage_latency_ms(g, {}, Stage::concurrent({{0}})) +
+         m.stage_latency_ms(g, {}, Stage::concurrent({{1}}));
 }
 
 TEST(AnalyticCostModel, SmallConvolutionsGainFromConcurrencyAndMerging) {
   AnalyticCostModel m(find_device_spec("v100"));
   const graph::Graph g = twin_convs(64, 8);  // 8x8 map: a few thread blocks on 80 SMs
   const double seq = sequential_ms(m, g);
-  const double conc = m.stage_latency_ms(g, Stage::concurrent({{0}, {1}}));
-  const double merged = m.stage_latency_ms(g, Stage::merge({0, 1}));
+  const double conc = m.stage_latency_ms(g, {}, Stage::concurrent({{0}, {1}}));
+  const double merged = m.stage_latency_ms(g, {}, Stage::merge({0, 1}));
   EXPECT_LT(conc, 0.8 * seq);
   EXPECT_LT(merged, 0.8 * seq);
 }
@@ -45,7 +45,7 @@ TEST(AnalyticCostModel, LargeConvolutionsGainNothingAndPayTheSync) {
   AnalyticCostModel m(find_device_spec("v100"));
   const graph::Graph g = twin_convs(256, 112);  // fills the GPU for many waves
   const double seq = sequential_ms(m, g);
-  const double conc = m.stage_latency_ms(g, Stage::concurrent({{0}, {1}}));
+  const double conc = m.stage_latency_ms(g, {}, Stage::concurrent({{0}, {1}}));
   EXPECT_GE(conc, seq);
   EXPECT_NEAR(conc - seq, m.device().cross_stream_sync_us * 1e-3, 0.05 * seq);
 }
@@ -61,12 +61,12 @@ TEST(AnalyticCostModel, BiggerWorkTakesLongerAndViewsAreFree) {
   auto c = b.concat({b.relu(b.input()), b.input()});
   const graph::Graph g = std::move(b).finish({c});
   EXPECT_FALSE(m.op_estimate(g, 1).launches);
-  EXPECT_EQ(m.stage_latency_ms(g, Stage::concurrent({{1}})), 0.0);
+  EXPECT_EQ(m.stage_latency_ms(g, {}, Stage::concurrent({{1}})), 0.0);
   // A faster device predicts less time for the same stage.
   AnalyticCostModel h100(find_device_spec("h100"));
   const graph::Graph big = twin_convs(256, 56);
-  EXPECT_LT(h100.stage_latency_ms(big, Stage::concurrent({{0}})),
-            m.stage_latency_ms(big, Stage::concurrent({{0}})));
+  EXPECT_LT(h100.stage_latency_ms(big, {}, Stage::concurrent({{0}})),
+            m.stage_latency_ms(big, {}, Stage::concurrent({{0}})));
 }
 
 TEST(DeviceSpecs, ShippedDevicesLoadAndBadFilesAreClearErrors) {

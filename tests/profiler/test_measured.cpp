@@ -62,11 +62,12 @@ executor::Backend& cpu() {
 // MeasuredCostModel::measure plans it).
 size_t stage_kernels(const graph::Graph& g, const scheduler::Stage& stage) {
   const graph::Layout layout = executor::activation_layout(cpu(), g, {});
-  auto [sub, renumbered] = stage_graph(g, stage, layout);
+  const StageGraph sub_stage = stage_graph(g, stage, {}, layout);
+  const graph::Graph& sub = sub_stage.graph;
   scheduler::Schedule schedule;
-  schedule.stages = {renumbered};
+  schedule.stages = {sub_stage.stage};
   executor::PlanOptions options;
-  options.layout = layout;
+  options.layouts = sub_stage.layouts;
   options.plain_outputs = false;
   options.inputs_may_be_views = true;
   const executor::ExecutionPlan plan(sub, schedule, graph::random_weights(sub, 1), cpu(), options);
@@ -84,8 +85,9 @@ TEST(StageGraph, KeepsTheStageOpsAndMakesItsInputsGraphInputs) {
   const graph::Graph g = small_network();
   const auto fire = *g.find_op("fire2/expand1x1/conv");
   const auto fire3 = *g.find_op("fire2/expand3x3/conv");
-  const auto [sub, stage] = stage_graph(g, scheduler::Stage::concurrent({{fire}, {fire3}}),
-                                        graph::Layout::kNChw16c);
+  const auto [sub, stage, layouts] = stage_graph(g, scheduler::Stage::concurrent({{fire}, {fire3}}),
+                                                 {}, graph::Layout::kNChw16c);
+  EXPECT_EQ(layouts.uniform_layout(), graph::Layout::kNChw16c);  // the default, resolved
   EXPECT_EQ(sub.num_ops(), 2u);
   ASSERT_EQ(sub.inputs().size(), 1u);  // both read the squeeze output
   EXPECT_EQ(sub.value(sub.inputs()[0]).desc.layout, graph::Layout::kNChw16c);
@@ -100,24 +102,27 @@ TEST(StageGraph, PerValueLayoutsReachTheStageGraphAndTheCacheKey) {
   const auto squeeze = *g.find_op("fire2/squeeze/conv");
   std::vector<graph::Layout> layouts(g.num_values(), graph::Layout::kNChw16c);
   layouts[static_cast<size_t>(g.op(squeeze).outputs[0])] = graph::Layout::kNHWC;
-  std::vector<graph::Layout> sub_layouts;
+  const graph::LayoutAssignment per_value = graph::LayoutAssignment::per_value(g, layouts);
   const scheduler::Stage stage = scheduler::Stage::concurrent({{e1}});
-  const auto [sub, renumbered] =
-      stage_graph(g, stage, graph::Layout::kNChw16c, layouts, &sub_layouts);
-  EXPECT_EQ(sub.value(sub.inputs()[0]).desc.layout, graph::Layout::kNHWC);  // the squeeze's
-  ASSERT_EQ(sub_layouts.size(), sub.num_values());
-  EXPECT_EQ(sub_layouts[static_cast<size_t>(sub.op(0).outputs[0])], graph::Layout::kNChw16c);
-  // The model measures with them (a plan of the stage graph) and keys its cache by them.
+  const StageGraph sub = stage_graph(g, stage, per_value, graph::Layout::kNChw16c);
+  EXPECT_EQ(sub.graph.value(sub.graph.inputs()[0]).desc.layout, graph::Layout::kNHWC);  // the squeeze's
+  ASSERT_TRUE(sub.layouts.is_per_value());
+  ASSERT_EQ(sub.layouts.per_value().size(), sub.graph.num_values());
+  EXPECT_NO_THROW(sub.layouts.check_fits(sub.graph));
+  EXPECT_EQ(sub.layouts.per_value()[static_cast<size_t>(sub.graph.op(0).outputs[0])], graph::Layout::kNChw16c);
+  // The model measures in the layouts it is given (a plan of the stage graph) and keys its cache
+  // by them.
   MeasuredCostModel model(cpu(), nullptr, quick());
-  const std::string uniform_key = model.cache_key(g, stage);
-  model.set_value_layouts(layouts);
-  const std::string keyed = model.cache_key(g, stage);
+  const std::string uniform_key = model.cache_key(g, {}, stage);
+  const std::string keyed = model.cache_key(g, per_value, stage);
   EXPECT_NE(keyed, uniform_key);
   EXPECT_NE(keyed.find("nhwc"), std::string::npos) << keyed;
-  EXPECT_GT(model.measure(g, stage), 0.0);
-  // Layouts of another graph (another size) are ignored rather than misapplied.
-  model.set_value_layouts(std::vector<graph::Layout>(3, graph::Layout::kNHWC));
-  EXPECT_EQ(model.cache_key(g, stage), uniform_key);
+  EXPECT_NE(model.settings_key(g, per_value), model.settings_key(g, {}));
+  EXPECT_GT(model.measure(g, per_value, stage), 0.0);
+  // Layouts made for another graph (another size) are refused rather than misapplied.
+  const auto other = graph::LayoutAssignment::per_value(std::vector<graph::Layout>(3, graph::Layout::kNHWC), "x");
+  EXPECT_THROW(model.cache_key(g, other, stage), Error);
+  EXPECT_THROW(model.measure(g, other, stage), Error);
 }
 
 TEST(MeasuredCostModel, SecondSearchMeasuresNothingNew) {
@@ -214,12 +219,12 @@ TEST(MeasuredCostModel, MergedAndConcurrentStagesAreMeasured) {
   MeasuredCostModel model(cpu(), nullptr, quick());
   const auto e1 = *g.find_op("fire3/expand1x1/conv");
   const auto e3 = *g.find_op("fire3/expand3x3/conv");
-  EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::merge({e1, e3})), 0.0);
-  EXPECT_GT(model.stage_latency_ms(g, scheduler::Stage::concurrent({{e1}, {e3}})), 0.0);
+  EXPECT_GT(model.stage_latency_ms(g, {}, scheduler::Stage::merge({e1, e3})), 0.0);
+  EXPECT_GT(model.stage_latency_ms(g, {}, scheduler::Stage::concurrent({{e1}, {e3}})), 0.0);
   // A stage of views only (the concatenation) launches no kernel (what makes it nearly free;
   // its time is not compared here: timings belong in bench/), a convolution's one.
   const auto concat = *g.find_op("fire3/concat");
-  EXPECT_GE(model.stage_latency_ms(g, scheduler::Stage::concurrent({{concat}})), 0.0);
+  EXPECT_GE(model.stage_latency_ms(g, {}, scheduler::Stage::concurrent({{concat}})), 0.0);
   EXPECT_EQ(stage_kernels(g, scheduler::Stage::concurrent({{concat}})), 0u);
   EXPECT_EQ(stage_kernels(g, scheduler::Stage::concurrent({{e3}})), 1u);
   EXPECT_EQ(model.measurements(), 3u);

@@ -25,13 +25,15 @@ class MeasuringModel : public CostModel {
   explicit MeasuringModel(CostModel& truth) : truth_(truth) {}
   std::string name() const override { return truth_.name(); }
   std::string device_fingerprint() const override { return truth_.device_fingerprint(); }
-  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override {
+  double stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                          const Stage& stage) override {
     ++measurements;
-    const double ms = truth_.stage_latency_ms(graph, stage);
+    const double ms = truth_.stage_latency_ms(graph, layouts, stage);
     cache_[stage_key(graph, stage)] = ms;
     return ms;
   }
-  std::optional<double> known_latency_ms(const graph::Graph& graph, const Stage& stage) override {
+  std::optional<double> known_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& /*layouts*/,
+                                         const Stage& stage) override {
     auto it = cache_.find(stage_key(graph, stage));
     if (it == cache_.end()) return std::nullopt;
     return it->second;
@@ -119,8 +121,8 @@ TEST_P(BoundedRandomDags, EveryBudgetGivesAValidScheduleAndMoreBudgetNeverWorse)
     }
     for (const Stage& stage : s.stages) {
       double ops_ms = 0;
-      for (OpId op : stage.ops()) ops_ms += truth.stage_latency_ms(g, Stage::concurrent({{op}}));
-      const double measured = truth.stage_latency_ms(g, stage);
+      for (OpId op : stage.ops()) ops_ms += truth.stage_latency_ms(g, {}, Stage::concurrent({{op}}));
+      const double measured = truth.stage_latency_ms(g, {}, stage);
       const bool chain = stage.kind == StageKind::kConcurrent && stage.groups.size() == 1;
       EXPECT_TRUE(std::abs(stage.predicted_ms - measured) < kTolerance ||
                   (chain && std::abs(stage.predicted_ms - ops_ms) < kTolerance))

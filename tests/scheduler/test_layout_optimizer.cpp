@@ -68,8 +68,8 @@ class ConvertingLayoutCost : public LayoutCostModel {
 const std::vector<Layout> kCandidates = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw16c};
 
 // The exact (exhaustive) layout DP over kCandidates.
-LayoutOptions exhaustive_options() {
-  LayoutOptions options;
+LayoutDpOptions exhaustive_options() {
+  LayoutDpOptions options;
   options.candidates = kCandidates;
   options.exhaustive = true;
   return options;
@@ -107,7 +107,7 @@ TEST_P(RandomLayoutGraphs, ExhaustiveDpEqualsEnumerationAndPruningNeverWins) {
   const graph::Graph g = testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
   RandomLayoutCost model(GetParam());
   const double best = exhaustive_best(g, model, kCandidates);
-  LayoutOptions options = exhaustive_options();
+  LayoutDpOptions options = exhaustive_options();
   const LayoutPlan exact = optimize_layouts(g, model, options);
   EXPECT_NEAR(exact.predicted_ms, best, 1e-9);
   EXPECT_NEAR(layout_plan_cost(g, model, exact.value_layouts), exact.predicted_ms, 1e-9);
@@ -127,7 +127,7 @@ TEST_P(DominanceGraphs, DominancePruningKeepsTheOptimumWhenConvertingNeverHelps)
   testing::Rng rng(1900 + GetParam());
   const graph::Graph g = testing::random_dag(rng, 4 + rng.below(5), 1 + rng.below(4));
   ConvertingLayoutCost model(GetParam());
-  LayoutOptions options = exhaustive_options();
+  LayoutDpOptions options = exhaustive_options();
   const LayoutPlan exact = optimize_layouts(g, model, options);
   EXPECT_NEAR(exact.predicted_ms, exhaustive_best(g, model, kCandidates), 1e-9);
   // Dominance alone (no factor, no cap): the same optimum with fewer states.
@@ -147,7 +147,7 @@ TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
   testing::Rng rng(7);
   const graph::Graph g = testing::random_dag(rng, 9, 3);
   ConvertingLayoutCost model(7);
-  LayoutOptions options;
+  LayoutDpOptions options;
   options.candidates = kCandidates;
   options.prune_factor = std::numeric_limits<double>::infinity();
   const LayoutPlan pruned = optimize_layouts(g, model, options);
@@ -206,7 +206,7 @@ TEST(LayoutOptimizer, NoCandidatesIsAnError) {
   testing::Rng rng(1);
   const graph::Graph g = testing::random_dag(rng, 3, 2);
   RandomLayoutCost model(1);
-  EXPECT_THROW(optimize_layouts(g, model, LayoutOptions{}), UsageError);
+  EXPECT_THROW(optimize_layouts(g, model, LayoutDpOptions{}), UsageError);
 }
 
 }  // namespace

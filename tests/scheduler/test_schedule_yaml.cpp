@@ -44,33 +44,38 @@ void replace(std::string& text, const std::string& from, const std::string& to) 
 TEST(ScheduleYaml, LayoutsPerValueRoundTripAndErrors) {
   const graph::Graph g = squeeze();
   Schedule s = dp_schedule(g);
-  s.meta.layout = "auto";
-  s.value_layouts.assign(g.num_values(), graph::Layout::kNHWC);
-  for (size_t v = 0; v < g.num_values(); v += 3) s.value_layouts[v] = graph::Layout::kNChw16c;
+  std::vector<graph::Layout> layouts(g.num_values(), graph::Layout::kNHWC);
+  for (size_t v = 0; v < g.num_values(); v += 3) layouts[v] = graph::Layout::kNChw16c;
   for (size_t v = 0; v < g.num_values(); ++v) {
     const auto& value = g.value(static_cast<graph::ValueId>(v));
     if (value.producer == graph::kNoOp || value.desc.shape.rank() != 4) {
-      s.value_layouts[v] = value.desc.layout;  // not chosen by a plan
+      layouts[v] = value.desc.layout;  // not chosen by a plan
     }
   }
+  s.layouts = graph::LayoutAssignment::per_value(g, layouts);
   const std::string text = schedule_to_yaml(g, s);
+  EXPECT_NE(text.find("layout: auto"), std::string::npos) << text;
   const Schedule back = schedule_from_yaml(text, g);
-  EXPECT_EQ(back.meta.layout, "auto");
-  EXPECT_EQ(back.value_layouts, s.value_layouts);
+  EXPECT_TRUE(back.layouts.is_per_value());
+  EXPECT_EQ(back.layouts.per_value(), layouts);
+  EXPECT_EQ(back.layouts, s.layouts);  // the graph's hash too
   EXPECT_EQ(schedule_to_yaml(g, back), text);
   // A uniform layout alone.
   Schedule uniform = dp_schedule(g);
-  uniform.meta.layout = "nhwc";
+  uniform.layouts = graph::LayoutAssignment::uniform(graph::Layout::kNHWC);
   const Schedule uniform_back = schedule_from_yaml(schedule_to_yaml(g, uniform), g);
-  EXPECT_EQ(uniform_back.meta.layout, "nhwc");
-  EXPECT_TRUE(uniform_back.value_layouts.empty());
+  EXPECT_EQ(uniform_back.layouts.name(), "nhwc");
+  EXPECT_EQ(uniform_back.layouts.uniform_layout(), graph::Layout::kNHWC);
+  EXPECT_TRUE(uniform_back.layouts.per_value().empty());
+  // The backend's default writes no layout.
+  EXPECT_EQ(schedule_to_yaml(g, dp_schedule(g)).find("layout:"), std::string::npos);
   // Errors name the value or layout.
   const std::string first = g.value(g.op(0).outputs[0]).name;
   std::string bad = text;
   replace(bad, cat(first, ": "), "no_such_value: ");
   EXPECT_NE(error_of(bad, g).find("'no_such_value'"), std::string::npos) << error_of(bad, g);
   bad = text;
-  replace(bad, cat(first, ": ", graph::to_string(s.value_layouts[g.op(0).outputs[0]])),
+  replace(bad, cat(first, ": ", graph::to_string(layouts[g.op(0).outputs[0]])),
           cat(first, ": nc"));
   EXPECT_NE(error_of(bad, g).find("unknown layout 'nc'"), std::string::npos) << error_of(bad, g);
   bad = text;

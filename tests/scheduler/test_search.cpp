@@ -138,9 +138,10 @@ TEST(Search, IdenticalStagesAreCostedOnce) {
   struct Counting : RandomOpCostModel {
     using RandomOpCostModel::RandomOpCostModel;
     int calls = 0;
-    double stage_latency_ms(const graph::Graph& gr, const Stage& st) override {
+    double stage_latency_ms(const graph::Graph& gr, const graph::LayoutAssignment& /*layouts*/,
+                            const Stage& st) override {
       ++calls;
-      return RandomOpCostModel::stage_latency_ms(gr, st);
+      return RandomOpCostModel::stage_latency_ms(gr, {}, st);
     }
   } model(1);
   SearchStats stats;

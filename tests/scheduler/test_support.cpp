@@ -59,7 +59,8 @@ uint64_t SaltedCostModel::salted_hash(const std::string& key) const {
   return hasher.digest();
 }
 
-double RandomKeyCostModel::stage_latency_ms(const graph::Graph& graph, const Stage& stage) {
+double RandomKeyCostModel::stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& /*layouts*/,
+                                            const Stage& stage) {
   return 0.05 + 0.95 * static_cast<double>(salted_hash(stage_key(graph, stage)) >> 11) * 0x1.0p-53;
 }
 
@@ -69,7 +70,8 @@ double RandomOpCostModel::op_ms(const graph::Graph& graph, graph::OpId id) const
   return 0.1 + static_cast<double>(hash % 1000) / 1000.0;
 }
 
-double RandomOpCostModel::stage_latency_ms(const graph::Graph& graph, const Stage& stage) {
+double RandomOpCostModel::stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& /*layouts*/,
+                                           const Stage& stage) {
   if (stage.kind == StageKind::kMerge) {
     double total = 0;
     for (graph::OpId id : stage.ops()) total += op_ms(graph, id);
@@ -122,7 +124,7 @@ struct Enumerator {
     return result;
   }
 
-  double stage_cost(const Stage& stage) { return model.stage_latency_ms(graph, stage); }
+  double stage_cost(const Stage& stage) { return model.stage_latency_ms(graph, {}, stage); }
 
   // Every partition of `comps` into groups.
   void partitions(const std::vector<Mask>& comps, size_t i, std::vector<Mask>& groups,

@@ -57,7 +57,8 @@ class SaltedCostModel : public CostModel {
 class RandomKeyCostModel : public SaltedCostModel {
  public:
   explicit RandomKeyCostModel(uint64_t salt) : SaltedCostModel("random-key", salt) {}
-  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
+  double stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                          const Stage& stage) override;
 };
 
 /// Per-op random times (by what the op computes, not its name); a concurrent stage costs max(longest group, total / 2) + 0.1 per extra
@@ -65,7 +66,8 @@ class RandomKeyCostModel : public SaltedCostModel {
 class RandomOpCostModel : public SaltedCostModel {
  public:
   explicit RandomOpCostModel(uint64_t salt) : SaltedCostModel("random-op", salt) {}
-  double stage_latency_ms(const graph::Graph& graph, const Stage& stage) override;
+  double stage_latency_ms(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
+                          const Stage& stage) override;
 
  private:
   double op_ms(const graph::Graph& graph, graph::OpId id) const;

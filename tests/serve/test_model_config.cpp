@@ -40,7 +40,8 @@ TEST(ModelConfig, ParametersBecomeOptions) {
                                                           {"search_budget", "2.5"}}),
                                              "/models/net", 1);
   EXPECT_EQ(o.source.spec, "squeezenet1_1");
-  EXPECT_EQ(o.schedule, "greedy");
+  EXPECT_EQ(o.schedule.describe(), "greedy");
+  EXPECT_FALSE(o.schedule.is_file());
   EXPECT_EQ(o.cores, 1);
   EXPECT_EQ(o.reserve_cores, 1);
   EXPECT_EQ(o.source.input_size, 64);
@@ -55,7 +56,7 @@ TEST(ModelConfig, ParametersBecomeOptions) {
   EXPECT_DOUBLE_EQ(o.search.budget.seconds, 2.5);
   const ServeOptions defaults =
       options_from_config(config_with({{"model", "inception_v3"}}), "/m", 1);
-  EXPECT_EQ(defaults.schedule, "dp");
+  EXPECT_EQ(defaults.schedule.describe(), "dp");
   EXPECT_DOUBLE_EQ(defaults.search.budget.seconds, scheduler::SearchBudget{}.seconds);  // the CLI's
   EXPECT_EQ(defaults.cores, 0);
 }

@@ -21,7 +21,7 @@ ServeOptions squeezenet(int64_t max_batch, const std::string& schedule = "sequen
   ServeOptions o;
   o.source.spec = "squeezenet1_1";
   o.source.input_size = kInputSize;
-  o.schedule = schedule;
+  o.schedule = session::ScheduleSource::parse(schedule);
   o.max_batch_size = max_batch;
   o.session.cost_model = "analytic:v100";  // no measuring: tests never time
   return o;

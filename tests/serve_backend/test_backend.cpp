@@ -142,7 +142,7 @@ TEST_F(TritonBackend, AnswersEveryRequestOfAMixedBatch) {
   stagecraft::serve::ServeOptions options;
   options.source.spec = "squeezenet1_1";
   options.source.input_size = kSize;
-  options.schedule = "sequential";
+  options.schedule = stagecraft::session::ScheduleSource::search(stagecraft::scheduler::Strategy::kSequential);
   options.max_batch_size = 1;
   options.session.cost_model = "analytic:v100";
   stagecraft::serve::CorePool pool(1);

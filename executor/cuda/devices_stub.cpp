@@ -1,5 +1,5 @@
 // Device query of a build without the CUDA backend: zero devices and the reason.
-#include "executor/devices.h"
+#include "executor/cuda/devices.h"
 
 namespace stagecraft::executor {
 
