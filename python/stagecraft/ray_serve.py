@@ -47,7 +47,7 @@ import io
 import json
 import os
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -221,6 +221,83 @@ def encode_npz(names: Sequence[str], outputs: Sequence[np.ndarray]) -> bytes:
     return f.getvalue()
 
 
+def _decode_body(kind: str, body: bytes) -> Any:
+    """An HTTP request body of Content-Type `kind` -> what StagecraftModel.infer takes (an array,
+    or a dict of them by input name); RequestError (one line) when it is wrong."""
+    if kind == "application/json":
+        x: Any = decode_kserve_json(body)
+    elif kind in ("application/x-npy", "application/octet-stream"):
+        x = decode_npy(body)
+    elif kind == "application/x-npz":
+        x = decode_npz(body)
+    else:
+        raise RequestError(f"Content-Type {kind}: expected application/json (KServe v2), "
+                           f"application/x-npy or application/x-npz")
+    if isinstance(x, np.ndarray) and x.dtype != np.float32:
+        raise RequestError(f"body: dtype {x.dtype}, expected float32")
+    return x
+
+
+def _encode_body(kind: str, model: str, names: Sequence[str], outputs: Sequence[np.ndarray],
+                 headers: Dict[str, str]) -> Any:
+    """The HTTP response with `outputs` for a request whose body was of Content-Type `kind`."""
+    from starlette.responses import Response
+    if kind == "application/json":
+        return Response(encode_kserve_json(model, names, outputs),
+                        media_type="application/json", headers=headers)
+    if kind == "application/x-npz":
+        return Response(encode_npz(names, outputs), media_type="application/x-npz",
+                        headers=headers)
+    return Response(encode_npy(outputs[0]), media_type="application/x-npy", headers=headers)
+
+
+# ---- Checking a request ------------------------------------------------------------------------
+
+def _check_request(config: ModelConfig, inputs: Sequence[Tuple[str, Tuple[int, ...]]],
+                   x: Any) -> List[np.ndarray]:
+    """The request's arrays in input order for a model of `config` whose inputs are `inputs` (name,
+    shape without the batch); RequestError (one line) when it is wrong."""
+    names = [n for n, _ in inputs]
+    if isinstance(x, np.ndarray):
+        if len(names) != 1:
+            raise RequestError(f"model '{config.name}' takes {len(names)} inputs "
+                               f"({', '.join(names)}): send them by name")
+        items = [x]
+    elif isinstance(x, Mapping):
+        unknown = [k for k in x if k not in names]
+        if unknown:
+            raise RequestError(f"unknown input '{unknown[0]}' (model "
+                               f"'{config.name}' takes {', '.join(names)})")
+        missing = [n for n in names if n not in x]
+        if missing:
+            raise RequestError(f"missing input '{missing[0]}'")
+        items = [x[n] for n in names]
+    elif isinstance(x, (list, tuple)) and len(x) == len(names):
+        items = list(x)
+    else:
+        raise RequestError(f"inputs: expected {len(names)} array(s) ({', '.join(names)})")
+    batch = None
+    arrays = []
+    for a, (name, shape) in zip(items, inputs):
+        if not isinstance(a, np.ndarray):
+            raise RequestError(f"input '{name}': expected an array, got {type(a).__name__}")
+        if a.dtype != np.float32:
+            raise RequestError(f"input '{name}': dtype {a.dtype}, expected float32")
+        if a.ndim != len(shape) + 1 or tuple(a.shape[1:]) != shape:
+            got = "x".join(map(str, a.shape)) or "scalar"
+            raise RequestError(f"input '{name}': shape {got}, expected Nx"
+                               f"{'x'.join(map(str, shape))}")
+        n = a.shape[0]
+        if n < 1 or n > config.max_batch:
+            raise RequestError(f"input '{name}': batch {n}, expected 1 to max_batch "
+                               f"{config.max_batch}")
+        if batch is not None and n != batch:
+            raise RequestError(f"input '{name}': batch {n}, the other inputs' {batch}")
+        batch = n
+        arrays.append(np.ascontiguousarray(a))
+    return arrays
+
+
 # ---- The deployments (made when first used: Ray is imported then) -------------------------------
 
 _classes: Dict[str, Any] = {}
@@ -236,9 +313,8 @@ def _retryable() -> tuple:
     return tuple(kinds)
 
 
-def _make_classes() -> Dict[str, Any]:
-    if _classes:
-        return _classes
+def _model_class() -> type:
+    """The class of a model deployment (a local class: Ray sends it to the replicas by value)."""
     from ray import serve
 
     class StagecraftModel:
@@ -282,45 +358,7 @@ def _make_classes() -> Dict[str, Any]:
 
         def _check(self, x: Any) -> List[np.ndarray]:
             """The request's arrays in input order; RequestError (one line) when it is wrong."""
-            names = [n for n, _ in self.inputs]
-            if isinstance(x, np.ndarray):
-                if len(names) != 1:
-                    raise RequestError(f"model '{self.config.name}' takes {len(names)} inputs "
-                                       f"({', '.join(names)}): send them by name")
-                items = [x]
-            elif isinstance(x, Mapping):
-                unknown = [k for k in x if k not in names]
-                if unknown:
-                    raise RequestError(f"unknown input '{unknown[0]}' (model "
-                                       f"'{self.config.name}' takes {', '.join(names)})")
-                missing = [n for n in names if n not in x]
-                if missing:
-                    raise RequestError(f"missing input '{missing[0]}'")
-                items = [x[n] for n in names]
-            elif isinstance(x, (list, tuple)) and len(x) == len(names):
-                items = list(x)
-            else:
-                raise RequestError(f"inputs: expected {len(names)} array(s) ({', '.join(names)})")
-            batch = None
-            arrays = []
-            for a, (name, shape) in zip(items, self.inputs):
-                if not isinstance(a, np.ndarray):
-                    raise RequestError(f"input '{name}': expected an array, got {type(a).__name__}")
-                if a.dtype != np.float32:
-                    raise RequestError(f"input '{name}': dtype {a.dtype}, expected float32")
-                if a.ndim != len(shape) + 1 or tuple(a.shape[1:]) != shape:
-                    got = "x".join(map(str, a.shape)) or "scalar"
-                    raise RequestError(f"input '{name}': shape {got}, expected Nx"
-                                       f"{'x'.join(map(str, shape))}")
-                n = a.shape[0]
-                if n < 1 or n > self.config.max_batch:
-                    raise RequestError(f"input '{name}': batch {n}, expected 1 to max_batch "
-                                       f"{self.config.max_batch}")
-                if batch is not None and n != batch:
-                    raise RequestError(f"input '{name}': batch {n}, the other inputs' {batch}")
-                batch = n
-                arrays.append(np.ascontiguousarray(a))
-            return arrays
+            return _check_request(self.config, self.inputs, x)
 
         async def infer(self, x: Any) -> Union[Answer, Refusal]:
             """The outputs (in the model's output order) for x: an array, a list in input order
@@ -351,6 +389,12 @@ def _make_classes() -> Dict[str, Any]:
                 results.append([y[start:start + k] for y in outs])
                 start += k
             return results
+
+    return StagecraftModel
+
+
+def _ingress_class() -> type:
+    """The class of the ingress deployment (a local class, as _model_class's)."""
 
     class StagecraftIngress:
         """HTTP (KServe v2 paths, JSON and .npy) and the handle API in front of the models."""
@@ -431,35 +475,25 @@ def _make_classes() -> Dict[str, Any]:
                 return PlainTextResponse(_one_line(e) + "\n", status_code=400)
 
         async def _infer_http(self, model: str, request: Any) -> Any:
-            from starlette.responses import Response
             self._handle(model)
             kind = request.headers.get("content-type", "application/json").split(";")[0].strip()
             body = await request.body()
-            if kind == "application/json":
-                x: Any = decode_kserve_json(body)
-            elif kind in ("application/x-npy", "application/octet-stream"):
-                x = decode_npy(body)
-            elif kind == "application/x-npz":
-                x = decode_npz(body)
-            else:
-                raise RequestError(f"Content-Type {kind}: expected application/json (KServe v2), "
-                                   f"application/x-npy or application/x-npz")
-            if isinstance(x, np.ndarray) and x.dtype != np.float32:
-                raise RequestError(f"body: dtype {x.dtype}, expected float32")
+            x = _decode_body(kind, body)
             outputs, replica = await self.infer(model, x, with_replica=True)
             names = [o["name"] for o in (await self.metadata(model))["outputs"]]
             # Which replica answered (observability; the tests check that requests spread).
             headers = {"x-stagecraft-node": replica["node_id"], "x-stagecraft-pid": str(replica["pid"])}
-            if kind == "application/json":
-                return Response(encode_kserve_json(model, names, outputs),
-                                media_type="application/json", headers=headers)
-            if kind == "application/x-npz":
-                return Response(encode_npz(names, outputs), media_type="application/x-npz",
-                                headers=headers)
-            return Response(encode_npy(outputs[0]), media_type="application/x-npy", headers=headers)
+            return _encode_body(kind, model, names, outputs, headers)
 
-    _classes["model"] = StagecraftModel
-    _classes["ingress"] = StagecraftIngress
+    return StagecraftIngress
+
+
+def _make_classes() -> Dict[str, Any]:
+    """The deployment classes, made (and Ray imported) once per process."""
+    if _classes:
+        return _classes
+    _classes["model"] = _model_class()
+    _classes["ingress"] = _ingress_class()
     return _classes
 
 
