@@ -40,15 +40,14 @@ void run_calibrate(const CalibrateOptions& o) {
     throw UsageError("calibrate runs the f32 graph: drop --dtype (use --dtype int8 on run/bench/schedule)");
   }
   const Model model = load_f32_model(o.source);
-  // The CPU through the one pipeline (its layout option checked there); nothing is measured:
-  // the check runs sequential schedules.
+  // The CPU through the one pipeline: it calibrates, and the check runs sequential schedules on
+  // it (in the layout given, checked there).
   SessionOptions session;
   session.backend = "cpu";
-  session.cost_model = "analytic:v100";
+  session.cost_model = "analytic:v100";  // the check's sequential schedules need no measuring
   session.layout = o.layout;
   session.log = &std::cerr;
   Pipeline pipeline(session, scheduler::SearchOptions{});
-  executor::Backend& cpu = pipeline.backend("calibrate");
   profiler::CalibrationOptions options;
   options.samples = o.samples;
   options.method = o.method;
@@ -77,7 +76,7 @@ void run_calibrate(const CalibrateOptions& o) {
       std::cerr << "calibrate: " << done << "/" << all << " samples (" << fixed(s, 1) << " s)\n";
     }
   };
-  const graph::Calibration cal = profiler::calibrate(model.graph, model.weights, cpu, options);
+  const graph::Calibration cal = pipeline.calibrate(model, options);
   const std::string path = o.output.empty() ? model.graph.name() + ".calib.yaml" : o.output;
   graph::save_calibration(cal, path);
   graph::QuantizeReport report;

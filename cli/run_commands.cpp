@@ -52,7 +52,7 @@ void run_run(const RunOptions& o) {
     // The input files' shapes fill the dimensions a model exported with dynamic axes leaves open.
     for (const std::string& path : o.input_files) source.input_shapes.push_back(graph::read_tensor_file(path).shape.dims());
   }
-  const Model model = load_model(source);
+  const Model model = pipeline.load(source);
   session::PreparedPlan prepared;
   {
     SearchProgressPrinter printer;
@@ -175,7 +175,7 @@ void run_bench(const BenchOptions& o) {
   for (const std::string& network : o.networks) {
     GraphSource source = o.source;
     source.spec = network;
-    const Model model = load_model(source);
+    const Model model = pipeline.load(source);
     const int64_t batch = model.graph.value(model.graph.inputs()[0]).desc.shape[0];
     std::vector<session::ScheduledGraph> schedules;
     std::vector<BenchRow> net_rows;

@@ -33,7 +33,7 @@ struct ScheduleOptions {
 
 void run_schedule(const ScheduleOptions& o) {
   Pipeline pipeline(o.backend, o.search);  // a missing device fails first
-  const graph::Graph g = load_source(o.source);
+  const graph::Graph g = pipeline.load_graph(o.source);
   session::ScheduledGraph scheduled;
   {
     SearchProgressPrinter printer(o.quiet);
@@ -70,7 +70,8 @@ void run_show(ShowOptions o) {
   if (o.source.spec.empty()) o.source.spec = meta.network;
   if (o.source.batch == 0) o.source.batch = meta.batch;
   if (o.source.dtype == "f32" && meta.dtype != "f32") o.source.dtype = meta.dtype;  // the file's
-  const graph::Graph g = load_source(o.source);
+  Pipeline pipeline(SessionOptions{}, scheduler::SearchOptions{});  // loads (calibrates int8)
+  const graph::Graph g = pipeline.load_graph(o.source);
   const Schedule s = scheduler::load_schedule(o.path, g);
   std::cout << session::schedule_summary(s);
   std::cout << "  made for device " << s.meta.device << "; search took "

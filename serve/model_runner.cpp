@@ -66,7 +66,7 @@ ModelIo describe_model(const ServeOptions& options) {
 }
 
 struct ModelRunner::Planned {
-  session::Model model;
+  std::shared_ptr<const session::Model> model;
   session::PreparedPlan prepared;
   std::unique_ptr<executor::Executor> executor;
 };
@@ -87,10 +87,14 @@ CorePool::Grant ModelRunner::grant() { return pool_.acquire(options_.cores, rese
 ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   if (auto it = plans_.find({batch, threads}); it != plans_.end()) return *it->second;
   auto planned = std::make_unique<Planned>();
-  session::GraphSource source = options_.source;
-  source.batch = options_.max_batch_size > 0 ? batch : 0;
-  planned->model = session::load_model(source);
-  planned->prepared = pipeline_->prepare(planned->model, options_.schedule);
+  std::shared_ptr<const session::Model>& model = models_[batch];
+  if (!model) {
+    session::GraphSource source = options_.source;
+    source.batch = options_.max_batch_size > 0 ? batch : 0;
+    model = std::make_shared<const session::Model>(pipeline_->load(source));
+  }
+  planned->model = model;
+  planned->prepared = pipeline_->prepare(*planned->model, options_.schedule);
   {
     // Instances of a process save the same cache files (a fixed temporary name each): one at a
     // time.

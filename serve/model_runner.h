@@ -110,6 +110,8 @@ class ModelRunner {
   std::shared_ptr<CorePool::Reservation> reservation_;
   std::unique_ptr<session::Pipeline> pipeline_;
   std::map<std::pair<int64_t, int>, std::unique_ptr<Planned>> plans_;
+  // The model at each batch size, loaded (imported, int8 calibrated) once for every thread count.
+  std::map<int64_t, std::shared_ptr<const session::Model>> models_;
   std::string last_summary_;
   mutable std::mutex mutex_;
 };

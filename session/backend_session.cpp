@@ -21,14 +21,20 @@ std::optional<graph::Layout> SessionOptions::forced_layout() const {
 
 BackendSession BackendSession::open(const SessionOptions& options) {
   BackendSession session;
-  const std::string& spec = options.cost_model;
-  const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
-                                         : spec;
   if (!options.backend.empty()) {
     executor::BackendConfig config = options.backend_config;
     config.cache_dir = options.cache_dir;
     session.backend = executor::make_backend(options.backend, config);
   }
+  return session;
+}
+
+void BackendSession::open_cost_model(const SessionOptions& options) {
+  if (cost_model) return;
+  BackendSession& session = *this;
+  const std::string& spec = options.cost_model;
+  const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
+                                         : spec;
   profiler::CostModelContext context;
   context.backend = session.backend.get();
   context.measure.max_streams = options.max_streams;
@@ -41,7 +47,6 @@ BackendSession BackendSession::open(const SessionOptions& options) {
   profiler::OpenedCostModel opened = profiler::open_cost_model(model, context);
   session.cost_model = std::move(opened.model);
   session.measured = opened.measured;
-  return session;
 }
 
 }  // namespace stagecraft::session

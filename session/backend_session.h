@@ -1,11 +1,12 @@
 #pragma once
-/// Opening a backend with its profile cache and cost model (the first step of the pipeline,
-/// session/pipeline.h, which the front ends call).
+/// Opening a backend, and its profile cache and cost model when a search needs them (the first
+/// step of the pipeline, session/pipeline.h, which the front ends call).
 ///
 /// Example:
 ///   SessionOptions options;
 ///   options.backend = "cpu";
-///   BackendSession session = BackendSession::open(options);   // measured on the CPU
+///   BackendSession session = BackendSession::open(options);   // the CPU
+///   session.open_cost_model(options);                          // measured on it
 
 #include <functional>
 #include <iosfwd>
@@ -50,15 +51,17 @@ struct SessionOptions {
   std::string cache_dir_or_default() const;
 };
 
-/// A backend and, when measuring, its profile cache and cost model.
+/// A backend and, once opened, its cost model (and profile cache when measuring).
 struct BackendSession {
   std::unique_ptr<executor::Backend> backend;
   std::unique_ptr<profiler::ProfileCache> cache;
   std::unique_ptr<scheduler::CostModel> cost_model;  ///< prices stages for the schedule search
   profiler::MeasuredCostModel* measured = nullptr;   ///< cost_model when it measures
 
-  /// Opens the backend (if any) and the cost model options.cost_model.
+  /// Opens the backend (if any).
   static BackendSession open(const SessionOptions& options);
+  /// Opens the cost model options.cost_model (and its profile cache) unless open.
+  void open_cost_model(const SessionOptions& options);
 };
 
 }  // namespace stagecraft::session

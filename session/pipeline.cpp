@@ -23,6 +23,7 @@ constexpr double kCpuTinyStageMs = 0.03;  // ops faster than this alone are "tin
 // profile cache.
 scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
                                      scheduler::SearchOptions options, scheduler::SearchStats* stats) {
+  session_.open_cost_model(options_);
   BackendSession& session = session_;
   // On a CPU the streams share the cores: stages of tiny ops gain nothing from running
   // concurrently (measured on 2 cores: concurrent stages whose ops sum to < 0.1 ms ran 0.9-3.7x
@@ -55,13 +56,41 @@ Pipeline::Pipeline(SessionOptions options, scheduler::SearchOptions search)
     : options_(std::move(options)),
       forced_layout_(options_.forced_layout()),
       search_(std::move(search)),
-      session_(BackendSession::open(options_)) {}
+      session_(BackendSession::open(options_)) {
+  // A cost model the options name is opened now (its errors before any work); the default one
+  // when a search first needs it (a pipeline that only loads or calibrates never opens it).
+  if (!options_.cost_model.empty()) session_.open_cost_model(options_);
+}
 
 executor::Backend& Pipeline::backend(const std::string& what) {
   if (!session_.backend) {
     throw UsageError(cat(what, " needs a backend (--backend cpu; in Python backend='cpu')"));
   }
   return *session_.backend;
+}
+
+Model Pipeline::load(const GraphSource& source) {
+  return load_model(source, [&](const Model& f32) {
+    profiler::CalibrationOptions options;
+    options.samples = source.calibration_samples;
+    options.progress = source.on_calibration_progress;
+    return calibrate(f32, options);
+  });
+}
+
+graph::Graph Pipeline::load_graph(const GraphSource& source) {
+  const bool calibrates_now = source.dtype == "int8" && source.calibration.empty();
+  return calibrates_now ? load(source).graph : load_source(source);
+}
+
+graph::Calibration Pipeline::calibrate(const Model& f32, const profiler::CalibrationOptions& options) {
+  executor::Backend* cpu = session_.backend && session_.backend->name() == "cpu" ? session_.backend.get()
+                                                                                 : calibration_cpu_.get();
+  if (!cpu) {
+    calibration_cpu_ = executor::make_backend("cpu");
+    cpu = calibration_cpu_.get();
+  }
+  return profiler::calibrate(f32.graph, f32.weights, *cpu, options);
 }
 
 graph::LayoutAssignment Pipeline::layouts(const graph::Graph& graph) {
@@ -82,6 +111,7 @@ profiler::LayoutSearch& Pipeline::layout_search() {
   if (!session_.backend) {
     throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
   }
+  session_.open_cost_model(options_);  // its profile cache keeps the layout measurements too
   profiler::ProfileCache* cache = session_.cache.get();
   if (!cache) {  // the analytic cost model: the layout measurements still go to the cache file
     layout_cache_ = std::make_unique<profiler::ProfileCache>(options_.cache_dir_or_default(),

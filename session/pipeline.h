@@ -1,6 +1,7 @@
 #pragma once
 /// The one way from a model to a running plan, for every front end (the CLI's schedule, run and
-/// bench, the Python package, a server): open the backend session, then per graph
+/// bench, the Python package, a server): open the backend session, load the model (an int8 one
+/// calibrated on the pipeline's CPU backend, or one it opens and keeps), then per graph
 ///   layouts  -> one graph::LayoutAssignment (the backend's, a forced one, or chosen by measuring),
 ///   schedule -> searched now in those layouts (the cost model measures in them; the schedule
 ///               records them), read from a file (in its recorded layouts unless one is forced),
@@ -13,7 +14,7 @@
 ///   SessionOptions options;
 ///   options.backend = "cpu";
 ///   Pipeline pipeline(options, scheduler::SearchOptions{});
-///   Model model = load_model(source);
+///   Model model = pipeline.load(source);
 ///   PreparedPlan prepared = pipeline.prepare(model, ScheduleSource::parse("dp"));
 ///   auto executor = pipeline.executor(*prepared.plan);
 #include <functional>
@@ -26,6 +27,7 @@
 
 #include "executor/executor.h"
 #include "executor/plan.h"
+#include "profiler/calibration.h"
 #include "profiler/layout_search.h"
 #include "scheduler/search.h"
 #include "session/backend_session.h"
@@ -63,6 +65,15 @@ class Pipeline {
   BackendSession& session() { return session_; }
   /// The backend; throws UsageError naming `what` ("run", "a session") when there is none.
   executor::Backend& backend(const std::string& what);
+
+  /// Step 0: the model of `source` (session/source.h). An int8 source without a calibration
+  /// file is calibrated now (calibrate(), `source.calibration_samples` generated inputs).
+  Model load(const GraphSource& source);
+  /// The graph of `source` without its weights where none are needed (load_source), else of load().
+  graph::Graph load_graph(const GraphSource& source);
+  /// The value ranges of the f32 model `f32` for int8 quantisation, run on the CPU: the
+  /// pipeline's backend when it is the CPU, else a CPU backend the pipeline opens once and keeps.
+  graph::Calibration calibrate(const Model& f32, const profiler::CalibrationOptions& options);
 
   /// Step 1: the layouts of `graph`: the one the options force, the backend's default, or with
   /// layout "auto" one per value chosen by the layout DP on latencies measured on the backend
@@ -114,6 +125,7 @@ class Pipeline {
   BackendSession session_;
   std::set<std::string> warned_layouts_;        // layouts whose fallbacks were reported
   std::mutex warned_mutex_;                     // plans may be built on several threads
+  std::unique_ptr<executor::Backend> calibration_cpu_;   // when the backend is not the CPU
   std::unique_ptr<profiler::ProfileCache> layout_cache_;  // when the session has no cache
   std::unique_ptr<profiler::LayoutSearch> layout_search_;
 };

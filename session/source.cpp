@@ -9,7 +9,6 @@
 #include "graph/onnx/onnx_io.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
-#include "profiler/calibration.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
 
@@ -25,6 +24,15 @@ bool is_onnx_model(const std::string& spec) {
 }
 
 namespace {
+
+// The checks of an int8 source (or of one with a calibration file).
+void check_int8(const GraphSource& source) {
+  if (source.dtype != "int8") {
+    throw UsageError(cat("--calibration ", source.calibration, " applies to --dtype int8 (the "
+                         "graph computes in ", source.dtype, ")"));
+  }
+  if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
+}
 
 // The raw graph, and the ONNX file's weights when the source is an ONNX model.
 graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weights = nullptr) {
@@ -67,8 +75,17 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
 
 graph::Graph load_source(const GraphSource& source) {
   if (source.dtype == "int8" || !source.calibration.empty()) {
-    if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
-    return load_model(source).graph;
+    check_int8(source);
+    if (source.calibration.empty()) {
+      throw UsageError(cat(source.spec, ": --dtype int8 without --calibration calibrates the "
+                           "model's weights: load the model through a pipeline"));
+    }
+    GraphSource f32 = source;
+    f32.dtype = "f32";
+    f32.calibration.clear();
+    const graph::Graph g = graph::prepare_for_inference(load_raw(f32), nullptr,
+                                                        graph::InferenceOptions{.fuse_residual_adds = false});
+    return graph::quantize(g, graph::load_calibration(source.calibration));
   }
   graph::Graph g = load_raw(source);
   return source.raw ? g : graph::prepare_for_inference(g);
@@ -98,30 +115,25 @@ Model load_f32_model(GraphSource source) {
   return load_float_model(source, graph::InferenceOptions{.fuse_residual_adds = false});
 }
 
-Model load_model(const GraphSource& source) {
-  if (source.dtype != "int8" && !source.calibration.empty()) {
-    throw UsageError(cat("--calibration ", source.calibration, " applies to --dtype int8 (the "
-                         "graph computes in ", source.dtype, ")"));
-  }
-  if (source.dtype == "int8") {
-    if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
+Model load_model(const GraphSource& source, const Calibrate& calibrate) {
+  if (source.dtype == "int8" || !source.calibration.empty()) {
+    check_int8(source);
     Model model = load_f32_model(source);
     graph::Calibration calibration;
     if (!source.calibration.empty()) {
       calibration = graph::load_calibration(source.calibration);
-    } else {
-      profiler::CalibrationOptions options;
-      options.samples = source.calibration_samples;
-      options.progress = source.on_calibration_progress;
-      auto cpu = executor::make_backend("cpu");
+    } else if (calibrate) {
       const auto t0 = std::chrono::steady_clock::now();
-      calibration = profiler::calibrate(model.graph, model.weights, *cpu, options);
+      calibration = calibrate(model);
       if (source.log) {
         *source.log << "int8: calibrated " << model.graph.num_values() << " values on "
-                << options.samples << " generated inputs ("
+                << source.calibration_samples << " generated inputs ("
                 << fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1)
                 << " s; `stagecraft calibrate` saves a calibration for reuse)\n";
       }
+    } else {
+      throw UsageError(cat(source.spec, ": --dtype int8 needs a calibration: give --calibration "
+                           "FILE or load the model through a pipeline, which calibrates"));
     }
     graph::QuantizeReport report;
     model.graph = graph::quantize(model.graph, calibration, &report);

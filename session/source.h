@@ -17,6 +17,7 @@
 
 #include "graph/graph.h"
 #include "graph/onnx/onnx_io.h"
+#include "graph/quantize.h"
 #include "graph/weights.h"
 
 namespace stagecraft::session {
@@ -52,18 +53,23 @@ bool is_onnx_model(const std::string& spec);
 
 /// Builds or loads the graph and runs the inference passes unless `raw`. Throws the library's
 /// errors (unknown network, bad file, bad option) with clear messages.
-graph::Graph load_source(const GraphSource& source);
-
 /// A graph ready to run: the inference graph and its weights.
 struct Model {
   graph::Graph graph;           ///< after the inference passes
   graph::WeightStore weights;   ///< seeded random weights (or the ONNX file's), BN folded
 };
 
+/// Builds or loads the graph and runs the inference passes unless `raw`, without weights. An int8
+/// source needs its calibration file here (a calibration now needs the weights: Pipeline::load).
+/// Throws the library's errors (unknown network, bad file, bad option) with clear messages.
+graph::Graph load_source(const GraphSource& source);
+
 /// Loads the graph like load_source and gives it deterministic random weights (seeded by
 /// `source.seed`), folded like the graph. With dtype int8 the graph is quantised (graph/quantize.h)
-/// with the calibration file, or with a calibration run now on the CPU backend.
-Model load_model(const GraphSource& source);
+/// with the calibration file, or with the ranges `calibrate` records now (Pipeline::load passes
+/// its own); without either an int8 source is a UsageError.
+using Calibrate = std::function<graph::Calibration(const Model& f32)>;
+Model load_model(const GraphSource& source, const Calibrate& calibrate = nullptr);
 
 /// The f32 inference model of `source` whatever its dtype (for calibration and comparisons).
 Model load_f32_model(GraphSource source);

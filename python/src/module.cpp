@@ -72,6 +72,10 @@ class Progress {
 struct PyModel {
   session::GraphSource source;  // how it was loaded (spec, batch, dtype, ...)
   session::Model model;
+  // Loads it and calibrates it for int8 (on a CPU backend it opens on first use and keeps).
+  std::unique_ptr<session::Pipeline> loader =
+      std::make_unique<session::Pipeline>(session::SessionOptions{}, scheduler::SearchOptions{});
+  std::mutex loader_mutex;  // calibrate() may be called from several threads
 };
 using ModelPtr = std::shared_ptr<PyModel>;
 
@@ -102,7 +106,7 @@ ModelPtr load_model(const std::string& spec, int64_t batch, int64_t input_size, 
     source.on_calibration_progress = [&progress](int done, int all) {
       progress.report("calibrate", done, all, 0, "");
     };
-    m->model = session::load_model(source);
+    m->model = m->loader->load(source);
   }
   return m;
 }
@@ -348,8 +352,8 @@ py::dict calibrate(const ModelPtr& model, int samples,
   graph::QuantizeReport report;
   {
     py::gil_scoped_release release;
-    auto cpu = executor::make_backend("cpu");
-    cal = profiler::calibrate(g, model->model.weights, *cpu, options);
+    const std::lock_guard<std::mutex> lock(model->loader_mutex);
+    cal = model->loader->calibrate(model->model, options);
     graph::save_calibration(cal, path);
     graph::quantize(g, cal, &report);
   }
