@@ -10,7 +10,7 @@
 #include "executor/executor.h"
 #include "graph/onnx/tensor_files.h"
 #include "graph/quantize.h"
-#include "profiler/calibration.h"
+#include "quant/calibration.h"
 #include "scheduler/schedule.h"
 
 namespace stagecraft::cli {
@@ -29,7 +29,7 @@ struct CalibrateOptions {
 };
 
 // "cosine min 0.9987 mean 0.9995, top-1 agreement 100.0% (5 distinct CLASSES)".
-std::string scores_text(const profiler::LogitScores& s, const char* classes) {
+std::string scores_text(const quant::LogitScores& s, const char* classes) {
   return cat("cosine min ", fixed(s.min_cosine, 4), " mean ", fixed(s.mean_cosine, 4),
              ", top-1 agreement ", fixed(100 * s.top1, 1), "% (", s.distinct_top1, " distinct ",
              classes, ")");
@@ -48,7 +48,7 @@ void run_calibrate(const CalibrateOptions& o) {
   session.layout = o.layout;
   session.log = &std::cerr;
   Pipeline pipeline(session, scheduler::SearchOptions{});
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = o.samples;
   options.method = o.method;
   options.percentile = o.percentile;
@@ -108,7 +108,7 @@ void run_calibrate(const CalibrateOptions& o) {
     want.push_back(f32_run.run(inputs).at(0));
     got.push_back(int8_run.run(inputs).at(0));
   }
-  const profiler::Agreement a = profiler::compare_logits(got, want);
+  const quant::Agreement a = quant::compare_logits(got, want);
   std::cout << "  int8 vs f32 over " << a.samples << " random inputs: "
             << scores_text(a.raw, "f32 top-1 classes") << "\n"
             << "  input-dependent part (logits minus their mean over the inputs): "

@@ -18,8 +18,43 @@ namespace stagecraft {
 
 namespace {
 
-constexpr const char* kMagic = "stagecraft-profile-cache";
 constexpr int kVersion = 1;
+
+// The header's first word of a cache of values of type V.
+template <class V>
+constexpr const char* magic();
+template <>
+constexpr const char* magic<double>() { return "stagecraft-profile-cache"; }
+template <>
+constexpr const char* magic<std::string>() { return "stagecraft-verdict-cache"; }
+
+// A value as written before the tab, and read back (nothing when malformed).
+std::string format_value(double ms) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), ms);
+  return std::string(buffer, static_cast<size_t>(end - buffer));
+}
+std::string format_value(const std::string& verdict) { return verdict; }
+
+template <class V>
+std::optional<V> parse_value(std::string_view text);
+template <>
+std::optional<double> parse_value<double>(std::string_view text) {
+  double ms = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec != std::errc() || end != text.data() + text.size() || !(ms >= 0)) return std::nullopt;
+  return ms;
+}
+template <>
+std::optional<std::string> parse_value<std::string>(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  return std::string(text);
+}
+
+bool storable(double ms) { return ms >= 0; }  // infinity: measured as not runnable
+bool storable(const std::string& verdict) {
+  return !verdict.empty() && verdict.find_first_of("\t\n\r") == std::string::npos;
+}
 
 std::string file_name(const std::string& kind, const std::string& fingerprint) {
   Fnv1a hasher;
@@ -29,7 +64,8 @@ std::string file_name(const std::string& kind, const std::string& fingerprint) {
 
 }  // namespace
 
-std::string ValueCache::default_dir() {
+template <class V>
+std::string FileCache<V>::default_dir() {
   if (const char* dir = std::getenv("STAGECRAFT_CACHE_DIR"); dir && *dir) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     return (std::filesystem::path(xdg) / "stagecraft").string();
@@ -40,8 +76,9 @@ std::string ValueCache::default_dir() {
   return (std::filesystem::temp_directory_path() / "stagecraft-cache").string();
 }
 
-ValueCache::ValueCache(const std::string& dir, const std::string& fingerprint,
-                       std::function<void(const std::string&)> warn, const std::string& kind)
+template <class V>
+FileCache<V>::FileCache(const std::string& dir, const std::string& fingerprint,
+                        std::function<void(const std::string&)> warn, const std::string& kind)
     : fingerprint_(fingerprint), warn_(std::move(warn)) {
   if (!warn_) warn_ = [](const std::string& m) { std::cerr << "stagecraft: warning: " << m << "\n"; };
   std::error_code ec;
@@ -65,7 +102,8 @@ ValueCache::ValueCache(const std::string& dir, const std::string& fingerprint,
   load();
 }
 
-ValueCache::~ValueCache() {
+template <class V>
+FileCache<V>::~FileCache() {
   if (unsaved_ == 0) return;
   try {
     save();
@@ -74,7 +112,8 @@ ValueCache::~ValueCache() {
   }
 }
 
-void ValueCache::load() {
+template <class V>
+void FileCache<V>::load() {
   std::ifstream in(path_);
   if (!in) return;  // no cache yet
   auto reject = [&](const std::string& why) {
@@ -86,12 +125,14 @@ void ValueCache::load() {
   if (!std::getline(in, line)) return reject("the file is empty");
   {
     std::istringstream header(line);
-    std::string magic;
+    std::string header_magic;
     int version = 0;
-    header >> magic >> version;
+    header >> header_magic >> version;
     std::string fingerprint;
     std::getline(header >> std::ws, fingerprint);
-    if (magic != kMagic || version != kVersion) return reject("not a profile cache of this version");
+    if (header_magic != magic<V>() || version != kVersion) {
+      return reject("not a cache of this kind and version");
+    }
     if (fingerprint != fingerprint_) {
       return reject(cat("it was measured on another device ('", fingerprint, "')"));
     }
@@ -109,11 +150,9 @@ void ValueCache::load() {
       return;  // complete
     }
     const auto tab = line.find('\t');
-    double ms = 0;
-    if (tab != std::string::npos) {
-      auto [end, ec] = std::from_chars(line.data(), line.data() + tab, ms);
-      if (ec == std::errc() && end == line.data() + tab && ms >= 0 && tab + 1 < line.size()) {
-        entries_[line.substr(tab + 1)] = ms;
+    if (tab != std::string::npos && tab + 1 < line.size()) {
+      if (auto value = parse_value<V>(std::string_view(line).substr(0, tab))) {
+        entries_[line.substr(tab + 1)] = std::move(*value);
         continue;
       }
     }
@@ -122,32 +161,38 @@ void ValueCache::load() {
   reject("the file is truncated (no end line)");
 }
 
-std::optional<double> ValueCache::find(const std::string& key) {
+template <class V>
+std::optional<V> FileCache<V>::find(const std::string& key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   ++hits_;
   return it->second;
 }
 
-void ValueCache::insert(const std::string& key, double ms) {
-  entries_[key] = ms;
+template <class V>
+void FileCache<V>::insert(const std::string& key, V value) {
+  if (!storable(value)) {
+    throw Error(cat("cache '", path_, "': value '", format_value(value), "' of key '", key,
+                    "' cannot be stored"));
+  }
+  entries_[key] = std::move(value);
   ++unsaved_;
 }
 
-void ValueCache::save() {
+template <class V>
+void FileCache<V>::save() {
   std::ostringstream out;
-  out << kMagic << " " << kVersion << " " << fingerprint_ << "\n";
-  std::vector<const std::pair<const std::string, double>*> sorted;
+  out << magic<V>() << " " << kVersion << " " << fingerprint_ << "\n";
+  std::vector<const std::pair<const std::string, V>*> sorted;
   for (const auto& entry : entries_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
-  char buffer[64];
-  for (const auto* entry : sorted) {
-    auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), entry->second);
-    out << std::string_view(buffer, static_cast<size_t>(end - buffer)) << "\t" << entry->first << "\n";
-  }
+  for (const auto* entry : sorted) out << format_value(entry->second) << "\t" << entry->first << "\n";
   out << "end " << entries_.size() << "\n";
   write_text_file(path_, out.str());
   unsaved_ = 0;
 }
+
+template class FileCache<double>;
+template class FileCache<std::string>;
 
 }  // namespace stagecraft

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "profiler/layout_search.h"
+#include "layouts/layout_search.h"
 #include "scheduler/schedule_yaml.h"
 #include "session/schedule_cache.h"
 
@@ -71,7 +71,7 @@ executor::Backend& Pipeline::backend(const std::string& what) {
 
 Model Pipeline::load(const GraphSource& source) {
   return load_model(source, [&](const Model& f32) {
-    profiler::CalibrationOptions options;
+    quant::CalibrationOptions options;
     options.samples = source.calibration_samples;
     options.progress = source.on_calibration_progress;
     return calibrate(f32, options);
@@ -83,14 +83,14 @@ graph::Graph Pipeline::load_graph(const GraphSource& source) {
   return calibrates_now ? load(source).graph : load_source(source);
 }
 
-graph::Calibration Pipeline::calibrate(const Model& f32, const profiler::CalibrationOptions& options) {
+graph::Calibration Pipeline::calibrate(const Model& f32, const quant::CalibrationOptions& options) {
   executor::Backend* cpu = session_.backend && session_.backend->name() == "cpu" ? session_.backend.get()
                                                                                  : calibration_cpu_.get();
   if (!cpu) {
     calibration_cpu_ = executor::make_backend("cpu");
     cpu = calibration_cpu_.get();
   }
-  return profiler::calibrate(f32.graph, f32.weights, *cpu, options);
+  return quant::calibrate(f32.graph, f32.weights, *cpu, options);
 }
 
 graph::LayoutAssignment Pipeline::layouts(const graph::Graph& graph) {
@@ -106,7 +106,7 @@ executor::PlanOptions Pipeline::plan_options(const graph::LayoutAssignment& layo
   return plan;
 }
 
-profiler::LayoutSearch& Pipeline::layout_search() {
+layouts::LayoutSearch& Pipeline::layout_search() {
   if (layout_search_) return *layout_search_;
   if (!session_.backend) {
     throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
@@ -118,12 +118,17 @@ profiler::LayoutSearch& Pipeline::layout_search() {
                                                              session_.backend->device().device_fingerprint());
     cache = layout_cache_.get();
   }
-  profiler::LayoutSearchOptions search;
+  layouts::LayoutSearchOptions search;
   search.measure.max_streams = options_.max_streams;
   search.measure.executor = options_.executor;
   search.log = options_.log;
   search.on_progress = options_.on_layout_progress;
-  layout_search_ = std::make_unique<profiler::LayoutSearch>(*session_.backend, *cache, std::move(search));
+  layout_verdicts_ = std::make_unique<VerdictCache>(options_.cache_dir_or_default(),
+                                                    session_.backend->device().device_fingerprint(),
+                                                    std::function<void(const std::string&)>{},
+                                                    "layout-verdicts");
+  layout_search_ = std::make_unique<layouts::LayoutSearch>(*session_.backend, *cache, *layout_verdicts_,
+                                                           std::move(search));
   return *layout_search_;
 }
 

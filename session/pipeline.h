@@ -27,8 +27,8 @@
 
 #include "executor/executor.h"
 #include "executor/plan.h"
-#include "profiler/calibration.h"
-#include "profiler/layout_search.h"
+#include "quant/calibration.h"
+#include "layouts/layout_search.h"
 #include "scheduler/search.h"
 #include "session/backend_session.h"
 #include "session/schedule_source.h"
@@ -73,7 +73,7 @@ class Pipeline {
   graph::Graph load_graph(const GraphSource& source);
   /// The value ranges of the f32 model `f32` for int8 quantisation, run on the CPU: the
   /// pipeline's backend when it is the CPU, else a CPU backend the pipeline opens once and keeps.
-  graph::Calibration calibrate(const Model& f32, const profiler::CalibrationOptions& options);
+  graph::Calibration calibrate(const Model& f32, const quant::CalibrationOptions& options);
 
   /// Step 1: the layouts of `graph`: the one the options force, the backend's default, or with
   /// layout "auto" one per value chosen by the layout DP on latencies measured on the backend
@@ -117,7 +117,7 @@ class Pipeline {
   std::string report_fallbacks(const executor::ExecutionPlan& plan);
 
   // The layout search of `--layout auto` (made on first use; it remembers its choices).
-  profiler::LayoutSearch& layout_search();
+  layouts::LayoutSearch& layout_search();
 
   SessionOptions options_;
   std::optional<graph::Layout> forced_layout_;  // options_.layout parsed once
@@ -127,7 +127,8 @@ class Pipeline {
   std::mutex warned_mutex_;                     // plans may be built on several threads
   std::unique_ptr<executor::Backend> calibration_cpu_;   // when the backend is not the CPU
   std::unique_ptr<profiler::ProfileCache> layout_cache_;  // when the session has no cache
-  std::unique_ptr<profiler::LayoutSearch> layout_search_;
+  std::unique_ptr<VerdictCache> layout_verdicts_;         // the layout search's verdicts
+  std::unique_ptr<layouts::LayoutSearch> layout_search_;
 };
 
 }  // namespace stagecraft::session

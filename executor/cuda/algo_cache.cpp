@@ -1,5 +1,6 @@
 #include "executor/cuda/algo_cache.h"
 
+#include <charconv>
 #include <iostream>
 
 #include "common/error.h"
@@ -15,17 +16,29 @@ AlgorithmCache::AlgorithmCache(std::string dir) : dir_(std::move(dir)) {}
 
 AlgorithmCache::~AlgorithmCache() { save(); }
 
+std::string AlgorithmCache::word_of(int algo) {
+  return algo == kUnfused ? std::string("unfused") : std::to_string(algo);
+}
+
+std::optional<int> AlgorithmCache::algo_of(const std::string& word) {
+  if (word == "unfused") return kUnfused;
+  int algo = 0;
+  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), algo);
+  if (ec != std::errc() || end != word.data() + word.size() || algo < 0) return std::nullopt;
+  return algo;
+}
+
 std::string AlgorithmCache::key(const std::string& fingerprint, const std::string& signature) {
   return fingerprint + "|" + signature;
 }
 
-ValueCache* AlgorithmCache::file(const std::string& fingerprint) {
+VerdictCache* AlgorithmCache::file(const std::string& fingerprint) {
   if (dir_.empty()) return nullptr;
   auto it = files_.find(fingerprint);
   if (it != files_.end()) return it->second.get();
-  std::unique_ptr<ValueCache> cache;
+  std::unique_ptr<VerdictCache> cache;
   try {
-    cache = std::make_unique<ValueCache>(dir_, fingerprint, std::function<void(const std::string&)>{}, kKind);
+    cache = std::make_unique<VerdictCache>(dir_, fingerprint, std::function<void(const std::string&)>{}, kKind);
   } catch (const IoError& e) {
     if (!warned_) {
       std::cerr << "stagecraft: warning: convolution algorithms are not cached on disk: " << e.what() << "\n";
@@ -37,7 +50,7 @@ ValueCache* AlgorithmCache::file(const std::string& fingerprint) {
 
 std::string AlgorithmCache::path(const std::string& fingerprint) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ValueCache* f = file(fingerprint);
+  VerdictCache* f = file(fingerprint);
   return f ? f->path() : std::string();
 }
 
@@ -47,8 +60,10 @@ std::optional<AlgorithmCache::Entry> AlgorithmCache::find(const std::string& fin
   if (auto it = chosen_.find(key(fingerprint, signature)); it != chosen_.end()) {
     return Entry{it->second, Source::kProcess};
   }
-  if (ValueCache* f = file(fingerprint)) {
-    if (auto value = f->find(signature)) return Entry{static_cast<int>(*value), Source::kFile};
+  if (VerdictCache* f = file(fingerprint)) {
+    if (auto value = f->find(signature)) {
+      if (auto algo = algo_of(*value)) return Entry{*algo, Source::kFile};
+    }
   }
   return std::nullopt;
 }
@@ -56,7 +71,7 @@ std::optional<AlgorithmCache::Entry> AlgorithmCache::find(const std::string& fin
 void AlgorithmCache::insert(const std::string& fingerprint, const std::string& signature, int algo) {
   std::lock_guard<std::mutex> lock(mutex_);
   chosen_[key(fingerprint, signature)] = algo;
-  if (ValueCache* f = file(fingerprint)) f->insert(signature, static_cast<double>(algo));
+  if (VerdictCache* f = file(fingerprint)) f->insert(signature, word_of(algo));
   if (std::chrono::steady_clock::now() - last_save_ >= kSaveEvery) save_locked();
 }
 

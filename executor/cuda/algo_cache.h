@@ -1,7 +1,8 @@
 #pragma once
 /// The CUDA backend's convolution algorithm cache: the algorithm chosen for a convolution
 /// signature on a device, keyed by device fingerprint + signature, in memory for this process and
-/// on disk one file per fingerprint (common/value_cache.h, kind "cudnn-algos"). A lookup says
+/// on disk one file per fingerprint (a VerdictCache, common/value_cache.h, kind "cudnn-algos": the
+/// algorithm's id as a word, "unfused" for kUnfused). A lookup says
 /// where the answer came from (the file, or a search earlier in this process), so that a plan can
 /// tell cached choices from timed ones. CUDA-free (compiled in every build, tested without a GPU).
 ///
@@ -56,16 +57,19 @@ class AlgorithmCache {
   void save();
   /// The in-memory key: fingerprint and signature.
   static std::string key(const std::string& fingerprint, const std::string& signature);
+  /// An algorithm as its cache file writes it, and back (nothing for a word it never writes).
+  static std::string word_of(int algo);
+  static std::optional<int> algo_of(const std::string& word);
   /// The file of `fingerprint` ("" when in memory only).
   std::string path(const std::string& fingerprint);
 
  private:
-  ValueCache* file(const std::string& fingerprint);  // opened on first use; null: none
+  VerdictCache* file(const std::string& fingerprint);  // opened on first use; null: none
   void save_locked();
 
   std::string dir_;
   std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<ValueCache>> files_;  // by fingerprint
+  std::map<std::string, std::unique_ptr<VerdictCache>> files_;  // by fingerprint
   std::map<std::string, int> chosen_;  // key(fingerprint, signature) -> chosen in this process
   bool warned_ = false;
   std::chrono::steady_clock::time_point last_save_ = std::chrono::steady_clock::now();

@@ -28,7 +28,7 @@
 #include "graph/quantize.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"
-#include "profiler/calibration.h"
+#include "quant/calibration.h"
 #include "profiler/device_spec.h"
 #include "profiler/timing.h"
 #include "scheduler/schedule.h"
@@ -332,7 +332,7 @@ py::dict calibrate(const ModelPtr& model, int samples,
                    py::object progress_callback) {
   Progress progress(std::move(progress_callback));
   const graph::Graph& g = model->model.graph;
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = samples;
   options.method = method;
   options.percentile = percentile;

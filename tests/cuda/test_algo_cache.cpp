@@ -36,6 +36,7 @@ TEST_F(AlgorithmCacheTest, AnotherDeviceFingerprintMissesInMemoryAndOnDisk) {
     EXPECT_EQ(again->source, AlgorithmCache::Source::kProcess);
     EXPECT_FALSE(cache.find(kH200, kConv)) << "the same signature on another device must miss";
     cache.insert(kH200, kConv, 1);
+    cache.insert(kH100, kConv + " +relu", AlgorithmCache::kUnfused);  // -1: kept as a word
     EXPECT_EQ(cache.find(kH100, kConv)->algo, 6);
     EXPECT_EQ(cache.find(kH200, kConv)->algo, 1);
     EXPECT_NE(cache.path(kH100), cache.path(kH200));
@@ -46,6 +47,10 @@ TEST_F(AlgorithmCacheTest, AnotherDeviceFingerprintMissesInMemoryAndOnDisk) {
   EXPECT_EQ(h100->algo, 6);
   EXPECT_EQ(h100->source, AlgorithmCache::Source::kFile);
   EXPECT_EQ(reopened.find(kH200, kConv)->algo, 1);
+  const auto unfused = reopened.find(kH100, kConv + " +relu");
+  ASSERT_TRUE(unfused) << "the file with an unfused entry must load (not be rebuilt)";
+  EXPECT_EQ(unfused->algo, AlgorithmCache::kUnfused);
+  EXPECT_EQ(AlgorithmCache::algo_of("seven"), std::nullopt);
   EXPECT_FALSE(reopened.find(kH100 + ":tf32", kConv));
 }
 

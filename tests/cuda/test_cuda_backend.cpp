@@ -20,7 +20,7 @@
 #include "graph/passes.h"
 #include "graph/quantize.h"
 #include "networks/builder.h"
-#include "profiler/calibration.h"
+#include "quant/calibration.h"
 #include "gpu_harness.h"
 #include "support/kernels.h"
 #include "support/models.h"
@@ -361,9 +361,9 @@ TEST_P(CudaInt8Networks, QuantisedScheduleMatchesTheCpu) {
   // int8 convolutions take no fused residual.
   const Model f32 = stagecraft::testing::network(name, name == std::string("inception_v3") ? 139 : 64, 1,
                                                  {.fuse_residual_adds = false});
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = 2;
-  const graph::Graph q = graph::quantize(f32.graph, profiler::calibrate(f32.graph, f32.weights, cpu(), options));
+  const graph::Graph q = graph::quantize(f32.graph, quant::calibrate(f32.graph, f32.weights, cpu(), options));
   const Model m{q, f32.weights};
   for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
     const Schedule s = stagecraft::testing::analytic_schedule(q, strategy);

@@ -17,9 +17,9 @@
 #include "networks/registry.h"
 #include "profiler/analytic_cost_model.h"
 #include "profiler/measured_cost_model.h"
-#include "profiler/layout_costs.h"
-#include "profiler/layout_search.h"
-#include "scheduler/layout_optimizer.h"
+#include "layouts/layout_costs.h"
+#include "layouts/layout_search.h"
+#include "layouts/layout_dp.h"
 #include "reference.h"
 #include "support/models.h"
 #include "scheduler/search.h"
@@ -229,24 +229,24 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   profiler::MeasureOptions quick;
   quick.repeats = 1;
   quick.sample_ms = 0.05;
-  scheduler::LayoutDpOptions search;
+  layouts::LayoutDpOptions search;
   search.candidates = {graph::Layout::kNCHW, graph::Layout::kNHWC, graph::Layout::kNChw16c};
   search.exhaustive = true;
-  const profiler::LayoutProbes probes = profiler::plan_layout_probes(cpu(), m.graph, search.candidates, 8);
+  const layouts::LayoutProbes probes = layouts::plan_layout_probes(cpu(), m.graph, search.candidates, 8);
   EXPECT_EQ(probes.probes.size(), probes.queries.size() + probes.conversions.size());
   EXPECT_GT(probes.queries.size(), 2 * m.graph.num_ops());
-  scheduler::LayoutPlan chosen;
+  layouts::LayoutPlan chosen;
   {
     profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
-    profiler::LayoutMeasurement measured = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
+    layouts::LayoutMeasurement measured = layouts::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
     // Repeated squeezenet fire modules share probes: the second of equal probes is a cache hit.
     EXPECT_GT(measured.measurements, m.graph.num_ops());
     EXPECT_EQ(measured.measurements + measured.cache_hits, probes.probes.size());
-    chosen = scheduler::optimize_layouts(m.graph, measured.table, search);
+    chosen = layouts::optimize_layouts(m.graph, measured.table, search);
     EXPECT_GT(chosen.predicted_ms, 0);
     for (graph::Layout l : search.candidates) {
-      const auto uniform = scheduler::uniform_layouts(m.graph, chosen.value_layouts, l);
-      EXPECT_LE(chosen.predicted_ms, scheduler::layout_plan_cost(m.graph, measured.table, uniform) * (1 + 1e-12))
+      const auto uniform = layouts::uniform_layouts(m.graph, chosen.value_layouts, l);
+      EXPECT_LE(chosen.predicted_ms, layouts::layout_plan_cost(m.graph, measured.table, uniform) * (1 + 1e-12))
           << graph::to_string(l);
     }
     const graph::TensorDesc desc = m.graph.value(m.graph.op(0).outputs[0]).desc;
@@ -261,22 +261,32 @@ TEST(Layouts, MeasuredLayoutSearchRunsAndIsCached) {
   expect_close(run(m, schedule_of(m.graph, Strategy::kDp), per_value), want, "auto layouts");
 
   profiler::ProfileCache cache(dir, cpu().device().device_fingerprint());
-  profiler::LayoutMeasurement again = profiler::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
+  layouts::LayoutMeasurement again = layouts::measure_layout_probes(cpu(), probes, cache, quick, nullptr);
   EXPECT_EQ(again.measurements, 0u);
-  EXPECT_EQ(scheduler::optimize_layouts(m.graph, again.table, search).value_layouts, chosen.value_layouts);
+  EXPECT_EQ(layouts::optimize_layouts(m.graph, again.table, search).value_layouts, chosen.value_layouts);
 
-  profiler::LayoutSearchOptions options;
+  layouts::LayoutSearchOptions options;
   options.measure = quick;
   options.rounds = 1;
   options.candidates = {graph::Layout::kNChw16c, graph::Layout::kNHWC};
-  profiler::LayoutSearch layouts(cpu(), cache, options);
-  const profiler::LayoutChoice first = layouts.choose(m.graph);
+  VerdictCache verdicts(dir, cpu().device().device_fingerprint(), {}, "layout-verdicts");
+  layouts::LayoutSearch search_layouts(cpu(), cache, verdicts, options);
+  const layouts::LayoutChoice first = search_layouts.choose(m.graph);
   ASSERT_TRUE(first.layouts.is_per_value());
   ASSERT_EQ(first.layouts.per_value().size(), m.graph.num_values());
   EXPECT_NO_THROW(first.layouts.check_fits(m.graph));
-  const profiler::LayoutChoice remembered = layouts.choose(m.graph);
+  EXPECT_FALSE(first.verdict_cached);
+  const layouts::LayoutChoice remembered = search_layouts.choose(m.graph);
   EXPECT_EQ(remembered.layouts, first.layouts);
   EXPECT_EQ(remembered.name, first.name);
+  // Another search on the same caches measures nothing and takes the verdict, by name, from the
+  // verdict store.
+  layouts::LayoutSearch again_search(cpu(), cache, verdicts, options);
+  const layouts::LayoutChoice cached = again_search.choose(m.graph);
+  EXPECT_TRUE(cached.verdict_cached);
+  EXPECT_EQ(cached.measurements, 0u);
+  EXPECT_EQ(cached.name, first.name);
+  EXPECT_EQ(cached.layouts, first.layouts);
 }
 
 // Schedules from the DP on measured latencies — cut short by budgets of 0 and 5 measurements

@@ -13,7 +13,7 @@
 #include "graph/errors.h"
 #include "graph/quantize.h"
 #include "networks/builder.h"
-#include "profiler/calibration.h"
+#include "quant/calibration.h"
 #include "support/models.h"
 #include "support/compare.h"
 
@@ -42,9 +42,9 @@ std::vector<HostTensor> run(const graph::Graph& g, const graph::WeightStore& w, 
 }
 
 graph::Graph quantised(const Model& m, int samples = 4) {
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = samples;
-  return graph::quantize(m.graph, profiler::calibrate(m.graph, m.weights, cpu(), options));
+  return graph::quantize(m.graph, quant::calibrate(m.graph, m.weights, cpu(), options));
 }
 
 // The CPU refuses `spec` for its quantisation, with a message that contains `why`.
@@ -267,7 +267,7 @@ TEST(QuantisedNetwork, InceptionLogitsAgreeWithF32) {
     want.push_back(run(m.graph, m.weights, sequential_schedule(m.graph), inputs)[0]);
     got.push_back(run(q, m.weights, sequential_schedule(q), inputs)[0]);
   }
-  const profiler::Agreement a = profiler::compare_logits(got, want);
+  const quant::Agreement a = quant::compare_logits(got, want);
   EXPECT_GT(a.raw.min_cosine, 0.99);
   // The input-dependent part is a small share of random-weight logits; 8-bit steps blur it
   // (0.89 here, 0.77 at full size with 16 samples: see bench/results/cpu_int8/README.md).
@@ -290,29 +290,29 @@ TEST(CompareLogits, CentredMetricsSeePastASharedWinner) {
     n.data[1 + (i + 2) % 5] += 1.0f;
     noisy.push_back(n);
   }
-  const profiler::Agreement exact = profiler::compare_logits(same, want);
+  const quant::Agreement exact = quant::compare_logits(same, want);
   EXPECT_DOUBLE_EQ(exact.centred.top1, 1.0);
   EXPECT_NEAR(exact.centred.min_cosine, 1.0, 1e-12);
   EXPECT_EQ(exact.centred.distinct_top1, 5);
-  const profiler::Agreement off = profiler::compare_logits(noisy, want);
+  const quant::Agreement off = quant::compare_logits(noisy, want);
   EXPECT_DOUBLE_EQ(off.raw.top1, 1.0);  // the raw view sees nothing wrong
   EXPECT_EQ(off.raw.distinct_top1, 1);
   EXPECT_GT(off.raw.min_cosine, 0.99);
   EXPECT_LT(off.centred.top1, 0.5);  // the centred view does
   EXPECT_LT(off.centred.mean_cosine, 0.5);
-  EXPECT_THROW(profiler::compare_logits({want[0]}, want), Error);
+  EXPECT_THROW(quant::compare_logits({want[0]}, want), Error);
 }
 
 // ---- Calibration and errors ------------------------------------------------------------------
 
 TEST(Calibration, RangesCoverEveryValueAndMinmaxBoundsPercentile) {
   const Model m = network("squeezenet1_1", 64, 1, kUnfused);
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = 3;
-  const graph::Calibration minmax = profiler::calibrate(m.graph, m.weights, cpu(), options);
+  const graph::Calibration minmax = quant::calibrate(m.graph, m.weights, cpu(), options);
   options.method = "percentile";
   options.percentile = 99.0;
-  const graph::Calibration pct = profiler::calibrate(m.graph, m.weights, cpu(), options);
+  const graph::Calibration pct = quant::calibrate(m.graph, m.weights, cpu(), options);
   ASSERT_EQ(minmax.values.size(), m.graph.num_values());
   size_t clipped = 0;
   for (const auto& [name, r] : minmax.values) {
@@ -331,20 +331,20 @@ TEST(Calibration, RangesCoverEveryValueAndMinmaxBoundsPercentile) {
 
 TEST(Calibration, BadRequestsAreClearErrors) {
   const Model m = network("squeezenet1_1", 64, 1, kUnfused);
-  profiler::CalibrationOptions options;
+  quant::CalibrationOptions options;
   options.samples = 0;
   try {
-    profiler::calibrate(m.graph, m.weights, cpu(), options);
+    quant::calibrate(m.graph, m.weights, cpu(), options);
     FAIL() << "zero samples accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("at least one sample"), std::string::npos) << e.what();
   }
   options.samples = 1;
   options.method = "entropy";
-  EXPECT_THROW(profiler::calibrate(m.graph, m.weights, cpu(), options), Error);
+  EXPECT_THROW(quant::calibrate(m.graph, m.weights, cpu(), options), Error);
   options.method = "percentile";
   options.percentile = 10;
-  EXPECT_THROW(profiler::calibrate(m.graph, m.weights, cpu(), options), Error);
+  EXPECT_THROW(quant::calibrate(m.graph, m.weights, cpu(), options), Error);
 }
 
 TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {

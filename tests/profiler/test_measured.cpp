@@ -200,6 +200,34 @@ TEST(ProfileCache, CorruptOrForeignFilesAreIgnoredWithAWarningAndRebuilt) {
   }
 }
 
+TEST(VerdictCache, KeepsWordsApartFromLatenciesAndRefusesWhatItCannotStore) {
+  const fs::path dir = fresh_dir("verdicts");
+  {
+    VerdictCache verdicts(dir.string(), "device", {}, "layout-verdicts");
+    verdicts.insert("net;streams=8", "uniform nChw8c");
+    verdicts.insert("conv-a", "unfused");
+    EXPECT_THROW(verdicts.insert("bad", "two\twords"), Error);
+    EXPECT_THROW(verdicts.insert("bad", ""), Error);
+    ProfileCache latencies(dir.string(), "device");
+    EXPECT_THROW(latencies.insert("negative", -1.0), Error);  // a measurement is never negative
+    latencies.insert("stage", 0.25);
+  }
+  VerdictCache verdicts(dir.string(), "device", {}, "layout-verdicts");
+  EXPECT_EQ(verdicts.find("net;streams=8"), "uniform nChw8c");
+  EXPECT_EQ(verdicts.find("conv-a"), "unfused");
+  EXPECT_FALSE(verdicts.rebuilt());
+  ProfileCache latencies(dir.string(), "device");
+  EXPECT_EQ(latencies.find("stage"), 0.25);
+  EXPECT_EQ(latencies.find("net;streams=8"), std::nullopt);  // separate files
+  // A verdict file read as latencies (or the other way round) is refused, not misread.
+  std::vector<std::string> warnings;
+  const auto warn = [&](const std::string& w) { warnings.push_back(w); };
+  ProfileCache wrong_kind(dir.string(), "device", warn, "layout-verdicts");
+  EXPECT_TRUE(wrong_kind.rebuilt());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not a cache of this kind"), std::string::npos) << warnings[0];
+}
+
 TEST(ProfileCache, UnusableDirectoryIsAClearError) {
   const fs::path dir = fresh_dir("cache_file");
   fs::create_directories(dir);

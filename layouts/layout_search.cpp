@@ -1,4 +1,4 @@
-#include "profiler/layout_search.h"
+#include "layouts/layout_search.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,10 +11,13 @@
 #include "graph/quantize.h"
 #include "graph/weights.h"
 #include "profiler/timing.h"
-#include "scheduler/layout_optimizer.h"
+#include "layouts/layout_dp.h"
 #include "scheduler/schedule.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::layouts {
+
+using profiler::interleaved_ms;
+using profiler::summarise;
 
 namespace {
 
@@ -61,8 +64,9 @@ std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph
 
 }  // namespace
 
-LayoutSearch::LayoutSearch(executor::Backend& backend, ProfileCache& cache, LayoutSearchOptions options)
-    : backend_(backend), cache_(cache), options_(std::move(options)) {}
+LayoutSearch::LayoutSearch(executor::Backend& backend, ProfileCache& cache, VerdictCache& verdicts,
+                           LayoutSearchOptions options)
+    : backend_(backend), cache_(cache), verdicts_(verdicts), options_(std::move(options)) {}
 
 LayoutChoice LayoutSearch::choose(const graph::Graph& graph) {
   const LayoutPrediction prediction = predict(graph);
@@ -104,18 +108,18 @@ LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
          << " s...\n";
   };
   LayoutMeasurement measured = measure_layout_probes(backend_, probes, cache_, options_.measure, progress);
-  scheduler::LayoutDpOptions search;
+  layouts::LayoutDpOptions search;
   search.candidates = probes.candidates;
-  const scheduler::LayoutPlan dp = scheduler::optimize_layouts(graph, measured.table, search);
+  const layouts::LayoutPlan dp = layouts::optimize_layouts(graph, measured.table, search);
   prediction.dp_ms = dp.predicted_ms;
   prediction.dp_states = dp.states;
   prediction.dp_dominated = dp.dominated;
   for (size_t v = 0; v < graph.num_values(); ++v) {
-    if (scheduler::chooses_layout(graph, static_cast<graph::ValueId>(v))) ++prediction.dp_counts[dp.value_layouts[v]];
+    if (layouts::chooses_layout(graph, static_cast<graph::ValueId>(v))) ++prediction.dp_counts[dp.value_layouts[v]];
   }
   for (Layout l : probes.candidates) {
-    std::vector<Layout> uniform = scheduler::uniform_layouts(graph, dp.value_layouts, l);
-    const double ms = scheduler::layout_plan_cost(graph, measured.table, uniform);
+    std::vector<Layout> uniform = layouts::uniform_layouts(graph, dp.value_layouts, l);
+    const double ms = layouts::layout_plan_cost(graph, measured.table, uniform);
     prediction.options.push_back({cat("uniform ", graph::to_string(l)),
                                   graph::LayoutAssignment::per_value(std::move(uniform), probes.graph_key), ms});
   }
@@ -135,11 +139,17 @@ LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
 LayoutVerdict LayoutSearch::verify(const graph::Graph& graph, const LayoutPrediction& prediction) {
   LayoutVerdict verdict;
   const size_t n = prediction.options.size();
-  const std::optional<double> known = n > 1 ? cache_.find(prediction.verdict_key) : 0.0;
-  if (known) {
-    verdict.cached = true;
-    verdict.winner = std::min(static_cast<size_t>(*known), n - 1);
+  if (n == 1) {
+    verdict.cached = true;  // nothing to choose between
     return verdict;
+  }
+  if (const std::optional<std::string> known = verdicts_.find(prediction.verdict_key)) {
+    for (size_t k = 0; k < n; ++k) {
+      if (prediction.options[k].name != *known) continue;
+      verdict.cached = true;
+      verdict.winner = k;
+      return verdict;
+    }  // a name no option has (other candidates now): decide again
   }
   std::vector<graph::LayoutAssignment> assignments;
   for (const LayoutCandidate& o : prediction.options) assignments.push_back(o.layouts);
@@ -159,8 +169,8 @@ LayoutVerdict LayoutSearch::verify(const graph::Graph& graph, const LayoutPredic
       best_total = total;
     }
   }
-  cache_.insert(prediction.verdict_key, static_cast<double>(verdict.winner));
-  cache_.save();
+  verdicts_.insert(prediction.verdict_key, prediction.options[verdict.winner].name);
+  verdicts_.save();
   return verdict;
 }
 
@@ -196,4 +206,4 @@ std::string LayoutSearch::report(const LayoutPrediction& prediction, const Layou
   return out.str();
 }
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::layouts

@@ -1,4 +1,4 @@
-#include "profiler/layout_costs.h"
+#include "layouts/layout_costs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,9 @@
 #include "graph/yaml_io.h"
 #include "scheduler/stage_key.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::layouts {
+
+using profiler::time_plan;
 
 namespace {
 
@@ -31,10 +33,10 @@ std::string layouts_key(const std::vector<Layout>& inputs, Layout output) {
 // the tensor in one layout and writing it in another (a conversion copy).
 graph::Graph timed_graph(const LayoutProbes& probes, size_t i) {
   if (i < probes.queries.size()) {
-    const scheduler::LayoutQuery& q = probes.queries[i];
+    const layouts::LayoutQuery& q = probes.queries[i];
     return graph::op_alone(*probes.graph, q.op, q.inputs, "layout-op");
   }
-  const scheduler::ConversionQuery& c = probes.conversions[i - probes.queries.size()];
+  const layouts::ConversionQuery& c = probes.conversions[i - probes.queries.size()];
   graph::Graph timed("layout-convert");
   graph::TensorDesc in = c.desc;
   in.layout = c.from;
@@ -82,12 +84,12 @@ LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::G
                                 int max_streams) {
   LayoutProbes result;
   result.candidates = candidates.empty() ? default_layout_candidates(backend, graph) : candidates;
-  const scheduler::LayoutCostTable table(result.candidates);
+  const layouts::LayoutCostTable table(result.candidates);
   result.queries = table.queries(graph);
   result.conversions = table.conversions(graph);
   scheduler::StageKeyBuilder keys(graph);
   const std::string streams = cat("streams=", max_streams, ";");
-  for (const scheduler::LayoutQuery& q : result.queries) {
+  for (const layouts::LayoutQuery& q : result.queries) {
     LayoutProbe probe;
     probe.key = cat("layout-op;", streams, layouts_key(q.inputs, q.output), ";",
                     keys.key(scheduler::Stage::concurrent({{q.op}})));
@@ -95,7 +97,7 @@ LayoutProbes plan_layout_probes(const executor::Backend& backend, const graph::G
     probe.op = q.op;
     result.probes.push_back(std::move(probe));
   }
-  for (const scheduler::ConversionQuery& c : result.conversions) {
+  for (const layouts::ConversionQuery& c : result.conversions) {
     LayoutProbe probe;
     probe.key = cat("layout-convert;", c.desc.shape.to_string(), ";", graph::to_string(c.desc.dtype),
                     ";", graph::to_string(c.from), "->", graph::to_string(c.to));
@@ -112,7 +114,7 @@ LayoutMeasurement measure_layout_probes(executor::Backend& backend, const Layout
                                         ProfileCache& cache, const MeasureOptions& options,
                                         const std::function<void(size_t, double)>& progress) {
   LayoutMeasurement result;
-  result.table = scheduler::LayoutCostTable(probes.candidates);
+  result.table = layouts::LayoutCostTable(probes.candidates);
   executor::StreamPool streams(backend);
   std::map<graph::OpId, double> best_ms;  // per op, its fastest layout so far (to give up early)
   for (size_t i = 0; i < probes.probes.size(); ++i) {
@@ -148,4 +150,4 @@ LayoutMeasurement measure_layout_probes(executor::Backend& backend, const Layout
   return result;
 }
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::layouts

@@ -1,5 +1,5 @@
 // Calibration: value ranges of an f32 graph over sample inputs; agreement of two sets of logits.
-#include "profiler/calibration.h"
+#include "quant/calibration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "common/strings.h"
 #include "executor/executor.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::quant {
 
 namespace {
 
@@ -184,4 +184,4 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
   return a;
 }
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::quant

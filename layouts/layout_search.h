@@ -3,14 +3,15 @@
 ///
 /// Inputs: a graph, a backend, a profile cache. Output: per-value layouts (PlanOptions::
 /// value_layouts). Three steps, each going down once:
-///   predict -> the probes planned and measured (profiler/layout_costs.h), the layout DP
-///              (scheduler/layout_optimizer.h) on that table, and every uniform candidate priced
+///   predict -> the probes planned and measured (layouts/layout_costs.h), the layout DP
+///              (layouts/layout_dp.h) on that table, and every uniform candidate priced
 ///              on the same table;
 ///   verify  -> because ops timed alone mislead (in inception_v3 the per-op sums favour nhwc while
 ///              the whole network runs faster blocked), the DP's per-value choice and every
 ///              uniform candidate run end to end (sequential schedule, interleaved, two blocks of
 ///              runs); the backend's preferred uniform layout stays unless another option beats
-///              it by `margin` in both blocks. The verdict is cached with the measurements;
+///              it by `margin` in both blocks. The verdict (the winner's name) is kept in a
+///              VerdictCache beside the measurements;
 ///   report  -> the lines for people.
 /// Complexity: the probes' measurements when the cache is cold, none when warm, plus the
 /// end-to-end runs (once per graph and settings); a LayoutSearch answers a graph it has chosen
@@ -19,7 +20,7 @@
 /// Example:
 ///   LayoutSearchOptions options;
 ///   options.log = &std::cerr;
-///   LayoutSearch search(*backend, cache, options);
+///   LayoutSearch search(*backend, cache, verdicts, options);
 ///   plan_options.layouts = search.choose(graph).layouts;
 
 #include <functional>
@@ -29,14 +30,14 @@
 #include <vector>
 
 #include "executor/executor.h"
-#include "profiler/layout_costs.h"
+#include "layouts/layout_costs.h"
 #include "profiler/profile_cache.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::layouts {
 
 /// Settings of the `--layout auto` search: how it measures, which layouts it tries, when it
 /// replaces the backend's layout and what it prints (the DP's own pruning settings are
-/// scheduler::LayoutDpOptions, which it fills from these).
+/// layouts::LayoutDpOptions, which it fills from these).
 struct LayoutSearchOptions {
   /// As the graph will run (stream slots, executor mode).
   MeasureOptions measure;
@@ -85,7 +86,7 @@ struct LayoutPrediction {
 
 /// Step 2, verify: the options run end to end.
 struct LayoutVerdict {
-  size_t winner = 0;            ///< index into LayoutPrediction::options
+  size_t winner = 0;            ///< index into LayoutPrediction::options (cached by its name)
   bool cached = false;          ///< the verdict came from the cache (no runs now)
   /// Per block, the median end-to-end ms of every option (empty when cached).
   std::vector<std::vector<double>> blocks;
@@ -104,13 +105,15 @@ struct LayoutChoice {
 /// The layout search of one backend and cache (see the file comment).
 class LayoutSearch {
  public:
-  /// A search on `backend` measuring into `cache` (both must outlive it).
-  LayoutSearch(executor::Backend& backend, ProfileCache& cache, LayoutSearchOptions options);
+  /// A search on `backend` measuring into `cache` and keeping its verdicts in `verdicts` (all
+  /// must outlive it).
+  LayoutSearch(executor::Backend& backend, ProfileCache& cache, VerdictCache& verdicts,
+               LayoutSearchOptions options);
 
   /// The three steps for `graph`, the report on options.log; a graph whose content was chosen
   /// for before is answered from memory (no measuring, no report).
   LayoutChoice choose(const graph::Graph& graph);
-  /// Step 1: plans and measures the probes (profiler/layout_costs.h; cached) and runs the layout
+  /// Step 1: plans and measures the probes (layouts/layout_costs.h; cached) and runs the layout
   /// DP on them; the uniform options are priced on the same table. Progress lines go to
   /// options.log.
   LayoutPrediction predict(const graph::Graph& graph);
@@ -125,8 +128,9 @@ class LayoutSearch {
  private:
   executor::Backend& backend_;
   ProfileCache& cache_;
+  VerdictCache& verdicts_;
   LayoutSearchOptions options_;
   std::map<std::string, LayoutChoice> chosen_;  // by graph content hash
 };
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::layouts

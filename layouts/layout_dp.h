@@ -28,9 +28,9 @@
 
 #include "graph/graph.h"
 
-namespace stagecraft::scheduler {
+namespace stagecraft::layouts {
 
-/// Costs the layout DP consumes (implemented in profiler/).
+/// Costs the layout DP consumes (LayoutCostTable below, filled by layout_costs.h).
 class LayoutCostModel {
  public:
   virtual ~LayoutCostModel() = default;
@@ -69,7 +69,7 @@ bool chooses_layout(const graph::Graph& graph, graph::ValueId v);
 std::vector<graph::Layout> uniform_layouts(const graph::Graph& graph, std::vector<graph::Layout> base,
                                            graph::Layout layout);
 
-/// Op and conversion latencies measured ahead of the DP (profiler/layout_costs.h fills it from
+/// Op and conversion latencies measured ahead of the DP (layouts/layout_costs.h fills it from
 /// the queries below), priced by one rule: an op whose output the search chooses and that reads
 /// two or more values the search chooses costs its time with all of those in the output's layout
 /// plus one conversion per input that is not (converting, then running in one layout, is what
@@ -107,7 +107,7 @@ class LayoutCostTable : public LayoutCostModel {
 };
 
 /// Settings of the layout DP (the candidates and the pruning); the settings of the whole
-/// `--layout auto` search, which runs it, are profiler::LayoutSearchOptions.
+/// `--layout auto` search, which runs it, are layouts::LayoutSearchOptions.
 struct LayoutDpOptions {
   std::vector<graph::Layout> candidates;  ///< layouts a rank-4 op output may take
   double prune_factor = 1.25;             ///< drop states costlier than this × the best
@@ -133,4 +133,4 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
 double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
                         const std::vector<graph::Layout>& value_layouts);
 
-}  // namespace stagecraft::scheduler
+}  // namespace stagecraft::layouts

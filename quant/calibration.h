@@ -21,7 +21,7 @@
 #include "graph/quantize.h"
 #include "graph/weights.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::quant {
 
 /// How to calibrate.
 struct CalibrationOptions {
@@ -66,4 +66,4 @@ struct Agreement {
 Agreement compare_logits(const std::vector<executor::HostTensor>& got,
                          const std::vector<executor::HostTensor>& want);
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::quant

@@ -5,10 +5,10 @@
 #include <limits>
 
 #include "common/hash.h"
-#include "scheduler/layout_optimizer.h"
-#include "test_support.h"
+#include "layouts/layout_dp.h"
+#include "../scheduler/test_support.h"
 
-namespace stagecraft::scheduler {
+namespace stagecraft::layouts {
 namespace {
 
 using graph::Layout;
@@ -103,8 +103,8 @@ double exhaustive_best(const graph::Graph& g, LayoutCostModel& model,
 class RandomLayoutGraphs : public ::testing::TestWithParam<int> {};
 
 TEST_P(RandomLayoutGraphs, ExhaustiveDpEqualsEnumerationAndPruningNeverWins) {
-  testing::Rng rng(900 + GetParam());
-  const graph::Graph g = testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
+  scheduler::testing::Rng rng(900 + GetParam());
+  const graph::Graph g = scheduler::testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
   RandomLayoutCost model(GetParam());
   const double best = exhaustive_best(g, model, kCandidates);
   LayoutDpOptions options = exhaustive_options();
@@ -124,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Seeds, RandomLayoutGraphs, ::testing::Range(0, 100));
 class DominanceGraphs : public ::testing::TestWithParam<int> {};
 
 TEST_P(DominanceGraphs, DominancePruningKeepsTheOptimumWhenConvertingNeverHelps) {
-  testing::Rng rng(1900 + GetParam());
-  const graph::Graph g = testing::random_dag(rng, 4 + rng.below(5), 1 + rng.below(4));
+  scheduler::testing::Rng rng(1900 + GetParam());
+  const graph::Graph g = scheduler::testing::random_dag(rng, 4 + rng.below(5), 1 + rng.below(4));
   ConvertingLayoutCost model(GetParam());
   LayoutDpOptions options = exhaustive_options();
   const LayoutPlan exact = optimize_layouts(g, model, options);
@@ -144,8 +144,8 @@ INSTANTIATE_TEST_SUITE_P(Seeds, DominanceGraphs, ::testing::Range(0, 60));
 
 TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
   // Not vacuous: dominance drops states (and keeps the optimum).
-  testing::Rng rng(7);
-  const graph::Graph g = testing::random_dag(rng, 9, 3);
+  scheduler::testing::Rng rng(7);
+  const graph::Graph g = scheduler::testing::random_dag(rng, 9, 3);
   ConvertingLayoutCost model(7);
   LayoutDpOptions options;
   options.candidates = kCandidates;
@@ -165,8 +165,8 @@ TEST(LayoutOptimizer, DominanceDropsStatesOnTheseGraphs) {
 class TableGraphs : public ::testing::TestWithParam<int> {};
 
 TEST_P(TableGraphs, QueriesCoverEveryLookupAndMixedInputsPayConversions) {
-  testing::Rng rng(1300 + GetParam());
-  const graph::Graph g = testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
+  scheduler::testing::Rng rng(1300 + GetParam());
+  const graph::Graph g = scheduler::testing::random_dag(rng, 3 + rng.below(4), 1 + rng.below(4));
   RandomLayoutCost source(GetParam());
   LayoutCostTable table(kCandidates);
   for (const LayoutQuery& q : table.queries(g)) table.set(q, source.op_ms(g, q.op, q.inputs, q.output));
@@ -203,11 +203,11 @@ TEST_P(TableGraphs, QueriesCoverEveryLookupAndMixedInputsPayConversions) {
 INSTANTIATE_TEST_SUITE_P(Seeds, TableGraphs, ::testing::Range(0, 40));
 
 TEST(LayoutOptimizer, NoCandidatesIsAnError) {
-  testing::Rng rng(1);
-  const graph::Graph g = testing::random_dag(rng, 3, 2);
+  scheduler::testing::Rng rng(1);
+  const graph::Graph g = scheduler::testing::random_dag(rng, 3, 2);
   RandomLayoutCost model(1);
   EXPECT_THROW(optimize_layouts(g, model, LayoutDpOptions{}), UsageError);
 }
 
 }  // namespace
-}  // namespace stagecraft::scheduler
+}  // namespace stagecraft::layouts

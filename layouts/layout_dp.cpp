@@ -1,4 +1,4 @@
-#include "scheduler/layout_optimizer.h"
+#include "layouts/layout_dp.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-namespace stagecraft::scheduler {
+namespace stagecraft::layouts {
 
 namespace {
 
@@ -308,4 +308,4 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
   return plan;
 }
 
-}  // namespace stagecraft::scheduler
+}  // namespace stagecraft::layouts

@@ -1,10 +1,10 @@
 #pragma once
 /// The measurements behind `--layout auto`: op latencies per layout combination and conversion
 /// times, measured on a backend into the table the layout DP reads
-/// (scheduler::LayoutCostTable).
+/// (layouts::LayoutCostTable).
 ///
 /// Two steps:
-///   plan_layout_probes    -> the table's queries (scheduler::LayoutCostTable::queries and
+///   plan_layout_probes    -> the table's queries (layouts::LayoutCostTable::queries and
 ///                            conversions), each with its profile-cache key;
 ///   measure_layout_probes -> the filled table: cache hits, and for each miss the graph that times
 ///                            it, made then (the op alone, inputs and output in the query's
@@ -20,16 +20,19 @@
 /// Example:
 ///   LayoutProbes probes = plan_layout_probes(*backend, graph, {}, options.max_streams);
 ///   LayoutMeasurement measured = measure_layout_probes(*backend, probes, cache, options, nullptr);
-///   LayoutPlan plan = scheduler::optimize_layouts(graph, measured.table, {probes.candidates});
+///   LayoutPlan plan = layouts::optimize_layouts(graph, measured.table, {probes.candidates});
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "profiler/measured_cost_model.h"
-#include "scheduler/layout_optimizer.h"
+#include "layouts/layout_dp.h"
 
-namespace stagecraft::profiler {
+namespace stagecraft::layouts {
+
+using profiler::MeasureOptions;
+using profiler::ProfileCache;
 
 /// One thing to time: a query of the table (LayoutProbes::queries, then conversions, in order).
 struct LayoutProbe {
@@ -41,8 +44,8 @@ struct LayoutProbe {
 /// What the layout search measures for one graph.
 struct LayoutProbes {
   std::vector<graph::Layout> candidates;  ///< layouts tried (the backend's preferred first)
-  std::vector<scheduler::LayoutQuery> queries;
-  std::vector<scheduler::ConversionQuery> conversions;
+  std::vector<layouts::LayoutQuery> queries;
+  std::vector<layouts::ConversionQuery> conversions;
   /// One per query, then one per conversion.
   std::vector<LayoutProbe> probes;
   const graph::Graph* graph = nullptr;  ///< the graph probed (it must outlive the probes)
@@ -52,7 +55,7 @@ struct LayoutProbes {
 
 /// The filled table and what it cost.
 struct LayoutMeasurement {
-  scheduler::LayoutCostTable table{{}};
+  layouts::LayoutCostTable table{{}};
   size_t measurements = 0;  ///< probes measured now (cache misses)
   size_t cache_hits = 0;    ///< probes the cache knew
   double measuring_s = 0;   ///< seconds spent measuring
@@ -76,4 +79,4 @@ LayoutMeasurement measure_layout_probes(executor::Backend& backend, const Layout
                                         ProfileCache& cache, const MeasureOptions& options,
                                         const std::function<void(size_t, double)>& progress);
 
-}  // namespace stagecraft::profiler
+}  // namespace stagecraft::layouts
