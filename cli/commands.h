@@ -12,8 +12,11 @@ void add_graph_commands(CLI::App& app);
 /// `schedule` and `show`.
 void add_schedule_commands(CLI::App& app);
 
-/// `run` and `bench`.
+/// `run`, then `bench` (add_bench_command).
 void add_run_commands(CLI::App& app);
+
+/// `bench`.
+void add_bench_command(CLI::App& app);
 
 /// `calibrate`.
 void add_quant_commands(CLI::App& app);

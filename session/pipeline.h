@@ -105,6 +105,8 @@ class Pipeline {
   std::unique_ptr<executor::Executor> executor(executor::ExecutionPlan& plan) const;
   /// Writes the profile cache (when measuring) to its file.
   void save_cache();
+  /// Whether the cost model measures (its known stages are cache hits; a cheap model knows all).
+  bool measures() const { return session_.measured != nullptr; }
 
  private:
   // A validated schedule in the layouts it records, or in the options' forced layout.

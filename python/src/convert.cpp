@@ -52,9 +52,10 @@ py::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule) 
 }
 
 // The counts come from the search itself: stages it measured, stages its cost model knew.
-py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule) {
+py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
+                    bool measures) {
   const size_t measured = st.measured;
-  const size_t cache_hits = st.known;
+  const size_t cache_hits = measures ? st.known : 0;  // a cheap model knows every stage
   return py::dict("seconds"_a = st.seconds, "blocks"_a = st.blocks, "parts"_a = st.parts,
                   "states"_a = st.states, "transitions"_a = st.transitions,
                   "stage_keys"_a = st.stage_keys, "splits"_a = st.splits, "measured"_a = measured,

@@ -19,7 +19,8 @@ pybind11::dict meta_dict(const scheduler::ScheduleMeta& m, const std::string& la
 /// [(kind, [[op names of a group]], predicted_ms)] per stage.
 pybind11::list stage_list(const graph::Graph& g, const scheduler::Schedule& schedule);
 /// The statistics of the search that made `schedule` (Schedule.stats): measured = stages the
-/// search measured, cache_hits = stages its cost model knew.
-pybind11::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule);
+/// search measured, cache_hits = stages its cost model knew from its cache (when it `measures`).
+pybind11::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule& schedule,
+                          bool measures);
 
 }  // namespace stagecraft::python

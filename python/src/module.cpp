@@ -175,6 +175,7 @@ SchedulePtr search(const ModelPtr& model, const std::string& strategy,
   auto result = std::make_shared<PySchedule>();
   result->model = model;
   session::ScheduledGraph scheduled;
+  bool measures = false;
   {
     py::gil_scoped_release release;
     // Only strategy names here: parse_strategy throws the UsageError listing them.
@@ -183,9 +184,10 @@ SchedulePtr search(const ModelPtr& model, const std::string& strategy,
     session::Pipeline pipeline(std::move(options), search_options);
     scheduled = pipeline.schedule(model->model.graph, source, watch_search(progress));
     pipeline.save_cache();
+    measures = pipeline.measures();
   }
   result->schedule = std::move(scheduled.schedule);
-  result->stats = stats_dict(scheduled.stats, result->schedule);
+  result->stats = stats_dict(scheduled.stats, result->schedule, measures);
   return result;
 }
 
@@ -238,7 +240,7 @@ class PySession {
       executor_ = pipeline_->executor(*prepared_.plan);
     }
     result->schedule = prepared_.scheduled.schedule;
-    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule);
+    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule, pipeline_->measures());
     schedule_ = result;
   }
 
