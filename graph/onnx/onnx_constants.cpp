@@ -113,6 +113,12 @@ int64_t product(const std::vector<int64_t>& dims) {
   return n;
 }
 
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
 int64_t ConstTensor::numel() const { return product(dims); }
 
 void ConstTensor::decode() {

@@ -23,6 +23,8 @@ ElemKind kind_of(int32_t onnx_type);
 
 /// The number of elements of a tensor of these dimensions (1 for a scalar).
 int64_t product(const std::vector<int64_t>& dims);
+/// The row-major strides of a tensor of these dimensions.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
 
 /// A dense constant tensor (row-major).
 struct ConstTensor {
@@ -80,6 +82,19 @@ struct FoldInput {
 /// constant but invalid for the op (the importer names the node).
 std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
                                              const std::vector<FoldInput>& inputs, int64_t opset);
+
+/// Input `i`'s constant (nullptr when it is absent or not constant).
+const ConstTensor* constant_at(const std::vector<FoldInput>& inputs, size_t i);
+
+/// The folds of onnx_fold_shapes.cpp. Shape and Size of input 0 (a constant, or a tensor of known
+/// shape); nullopt when its shape is not known.
+std::optional<std::vector<ConstTensor>> fold_shape(const onnx::NodeProto& node,
+                                                   const std::vector<FoldInput>& inputs);
+/// The folds that move or reduce elements (Squeeze, Unsqueeze, Concat, Gather, Slice, Reshape,
+/// Flatten, Transpose, ConstantOfShape, Range, the reductions) of constant inputs; nullopt for
+/// other op types. Throws std::runtime_error on invalid inputs.
+std::optional<ConstTensor> fold_shapes(const onnx::NodeProto& node, const std::vector<FoldInput>& inputs,
+                                       int64_t opset);
 
 /// The folds of onnx_fold_tables.cpp (tables and products of constants: GatherND, ScatterND,
 /// MatMul, Softmax, CumSum, Einsum, Conv, Tile) of `x` with the node's second and third inputs (null when absent); nullopt

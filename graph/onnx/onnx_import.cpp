@@ -1,16 +1,15 @@
-// The ONNX importer's walk over the model: inputs, constants, folding, dispatch to translators.
+// The ONNX importer's walk over the model: inputs, constants, the nodes in order (each to
+// import_node: onnx_import_dispatch.cpp), outputs; and the lookups and helpers translators share.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
-#include <stdexcept>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -35,35 +34,6 @@ std::string sanitize(const std::string& name) {
     if (c == ':' || c == '#' || c == ' ' || c == '\t' || c == '\n') c = '_';
   }
   return out;
-}
-
-// A unary op's function with its ONNX attributes, or their defaults (ONNX's float32 values).
-UnaryAttrs unary_attrs(const onnx::NodeProto& node, UnaryFn fn) {
-  UnaryAttrs a;
-  a.fn = fn;
-  switch (fn) {
-    case UnaryFn::kElu:
-    case UnaryFn::kCelu:
-    case UnaryFn::kThresholdedRelu:
-    case UnaryFn::kSwish:
-      a.alpha = attr_float(node, "alpha", 1.0f);
-      break;
-    case UnaryFn::kSelu:
-      a.alpha = attr_float(node, "alpha", 1.67326319217681884765625f);
-      a.beta = attr_float(node, "gamma", 1.05070102214813232421875f);
-      break;
-    case UnaryFn::kShrink:
-      a.alpha = attr_float(node, "lambd", 0.5f);
-      a.beta = attr_float(node, "bias", 0.0f);
-      break;
-    case UnaryFn::kIsInf:
-      a.alpha = static_cast<double>(attr_int(node, "detect_negative", 1));
-      a.beta = static_cast<double>(attr_int(node, "detect_positive", 1));
-      break;
-    default:
-      break;
-  }
-  return a;
 }
 
 }  // namespace
@@ -144,53 +114,6 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   }
   if (graph_.outputs().empty()) throw FormatError(cat(source_, ": the model has no outputs"));
   return OnnxModel{std::move(graph_), std::move(weights_), opset_};
-}
-
-void Importer::reduce_via_sum(const onnx::NodeProto& node) {
-  const std::string& t = node.op_type();
-  // What is summed (x², |x|, e^x or x itself) and what is taken of the sum (sqrt, log or nothing).
-  const char* pre = t == "ReduceSumSquare" || t == "ReduceL2" ? "Mul" : t == "ReduceL1" ? "Abs"
-                    : t == "ReduceLogSumExp"                  ? "Exp" : nullptr;
-  const char* post = t == "ReduceL2" ? "Sqrt" : t == "ReduceLogSum" || t == "ReduceLogSumExp" ? "Log" : nullptr;
-  const std::string base = node_name(node), x = node.input(0);
-  const std::string squares = pre ? node.output(0) + "/summands" : x;
-  const std::string sum = post ? node.output(0) + "/sum" : node.output(0);
-  const auto make = [&](const char* type, std::vector<std::string> inputs, const std::string& output) {
-    auto n = std::make_unique<onnx::NodeProto>();
-    n->set_op_type(type);
-    n->set_name(cat(base, "/", type));
-    for (const auto& in : inputs) {
-      n->add_input(in);
-      ++readers_[in];
-      reader_kinds_[in].insert(type);
-    }
-    n->add_output(output);
-    produced_.insert(output);
-    expanded_.push_back(std::move(n));
-    return expanded_.back().get();
-  };
-  const onnx::NodeProto* square = nullptr;
-  if (pre) {
-    --readers_[x];  // read by the summands instead
-    square = make(pre, std::string(pre) == "Mul" ? std::vector<std::string>{x, x} : std::vector<std::string>{x}, squares);
-  }
-  // ReduceSum takes its axes as an input from opset 13, ReduceL2 and ReduceSumSquare from 18.
-  std::vector<std::string> sum_inputs = {squares};
-  if (node.input_size() > 1 && !node.input(1).empty()) {
-    sum_inputs.push_back(node.input(1));
-  } else if (opset_ >= 13 && !attr_ints(node, "axes").empty()) {
-    const std::vector<int64_t> ax = attr_ints(node, "axes");
-    const std::string name = node.output(0) + "/axes";
-    constants_[name] = ConstTensor::of_ints(ax, {static_cast<int64_t>(ax.size())});
-    sum_inputs.push_back(name);
-  }
-  onnx::NodeProto* reduce = make("ReduceSum", sum_inputs, sum);
-  for (const auto& a : node.attribute()) {
-    if (a.name() != "axes" || opset_ < 13) *reduce->add_attribute() = a;
-  }
-  if (square) import_node(*square);
-  import_node(*reduce);
-  if (post) import_node(*make(post, {sum}, node.output(0)));
 }
 
 void Importer::fail(const onnx::NodeProto& node, const std::string& what) const {
@@ -355,245 +278,6 @@ std::vector<FoldInput> Importer::fold_inputs(const onnx::NodeProto& node) {
     }
   }
   return inputs;
-}
-
-void Importer::import_node(const onnx::NodeProto& node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    fail(node, cat("domain '", node.domain(), "' is not supported"));
-  }
-  const std::string& t = node.op_type();
-  if (t == "Constant") return constant_node(node);
-  if (t == "Resize" && resizes_to_itself(node)) {
-    // Every mode gives its input back when the size does not change (the position-embedding and
-    // relative-bias interpolations of DINOv2, BEiT and DPT at their training size): an Identity,
-    // which folds where the input is a constant.
-    onnx::NodeProto same = node;
-    same.set_op_type("Identity");
-    same.clear_attribute();
-    while (same.input_size() > 1) {
-      if (!same.input(same.input_size() - 1).empty()) --readers_[same.input(same.input_size() - 1)];
-      same.mutable_input()->RemoveLast();
-    }
-    return import_node(same);
-  }
-  if (t == "CastLike") {
-    // A Cast to the element type of the second input (a constant's own type; every tensor the
-    // model computes is float32).
-    if (node.input_size() != 2) fail(node, "takes two inputs");
-    onnx::NodeProto cast = node;
-    cast.set_op_type("Cast");
-    cast.mutable_input()->RemoveLast();
-    const ConstTensor* like = constant(node, 1);
-    auto* to = cast.add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(like ? like->onnx_type : onnx::TensorProto::FLOAT);
-    --readers_[node.input(1)];
-    return import_node(cast);
-  }
-  // Anything computable now is a constant: shape arithmetic, casts and identities of constants.
-  try {
-    if (auto folded = fold(node, fold_inputs(node), opset_)) {
-      for (int i = 0; i < node.output_size() && i < static_cast<int>(folded->size()); ++i) {
-        ConstTensor& result = (*folded)[static_cast<size_t>(i)];
-        // A fold computes in `values`; a float copy of its input it kept is stale.
-        if (!result.values.empty()) result.f32.clear();
-        constants_[node.output(i)] = std::move(result);
-      }
-      return;
-    }
-  } catch (const std::runtime_error& e) {
-    fail(node, e.what());
-  }
-  if (expands(node)) return expand(node);
-  if (t == "ReduceSumSquare" || t == "ReduceL2" || t == "ReduceL1" || t == "ReduceLogSum" || t == "ReduceLogSumExp") {
-    return reduce_via_sum(node);
-  }
-  if ((reads_row_major(node) || needs_row_major(node)) && on_row_major(node)) return;
-  if (reads_channels_last(node)) return on_channels_last(node);
-  if (reads_group_view(node)) return on_group_view(node);
-  if (reads_loose_view(node)) {
-    // A view of another rank than the convolutions' 4 and the rows' 2, read by an op that does
-    // not carry views (a reduction of [N, G, C / G · H · W]): its row-major tensor.
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (auto v = pending_views_.find(node.input(i)); v != pending_views_.end()) values_[node.input(i)] = row_major(node, i);
-    }
-    if (on_row_major(node)) return;
-  }
-  // The op types translated by one member function (several types may share one).
-  using Translator = void (Importer::*)(const onnx::NodeProto&);
-  static const std::map<std::string, Translator, std::less<>> kTranslators = {
-      {"Conv", &Importer::conv},
-      {"ConvTranspose", &Importer::conv_transpose},
-      {"BatchNormalization", &Importer::batch_norm},
-      {"Clip", &Importer::clip},
-      {"MaxPool", &Importer::pool},
-      {"AveragePool", &Importer::pool},
-      {"ReduceMean", &Importer::reduce},
-      {"ReduceMax", &Importer::reduce},
-      {"ReduceSum", &Importer::reduce},
-      {"ReduceMin", &Importer::reduce},
-      {"ReduceProd", &Importer::reduce},
-      {"Add", &Importer::elementwise},
-      {"Sub", &Importer::elementwise},
-      {"Mul", &Importer::elementwise},
-      {"Div", &Importer::elementwise},
-      {"Pow", &Importer::elementwise},
-      {"Mod", &Importer::elementwise},
-      {"Equal", &Importer::elementwise},
-      {"Less", &Importer::elementwise},
-      {"LessOrEqual", &Importer::elementwise},
-      {"Greater", &Importer::elementwise},
-      {"GreaterOrEqual", &Importer::elementwise},
-      {"And", &Importer::elementwise},
-      {"Or", &Importer::elementwise},
-      {"Xor", &Importer::elementwise},
-      {"Where", &Importer::where},
-      {"GridSample", &Importer::grid_sample},
-      {"Sum", &Importer::sum},
-      {"Mean", &Importer::sum},
-      {"Max", &Importer::sum},
-      {"Min", &Importer::sum},
-      {"Concat", &Importer::concat},
-      {"Reshape", &Importer::reshape},
-      {"Transpose", &Importer::transpose},
-      {"Squeeze", &Importer::squeeze},
-      {"Unsqueeze", &Importer::squeeze},
-      {"Gather", &Importer::gather},
-      {"Reciprocal", &Importer::unary},
-      {"Neg", &Importer::unary},
-      {"Gemm", &Importer::gemm},
-      {"MatMul", &Importer::gemm},
-      {"Softmax", &Importer::softmax},
-      {"LogSoftmax", &Importer::softmax},
-      {"Hardmax", &Importer::softmax},
-      {"RNN", &Importer::recurrent},
-      {"GRU", &Importer::recurrent},
-      {"LSTM", &Importer::recurrent},
-      {"Pad", &Importer::pad},
-      {"Split", &Importer::split},
-      {"Slice", &Importer::slice},
-      {"Resize", &Importer::resize},
-      {"Gelu", &Importer::gelu},
-      {"LayerNormalization", &Importer::layer_norm},
-      {"InstanceNormalization", &Importer::instance_norm},
-      {"Einsum", &Importer::einsum},
-  };
-  if (const auto translator = kTranslators.find(t); translator != kTranslators.end()) {
-    return (this->*translator->second)(node);
-  }
-  if (t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "Tanh" || t == "Sqrt") {
-    const OpKind kind = t == "Relu" ? OpKind::kRelu : t == "Sigmoid" ? OpKind::kSigmoid
-                        : t == "Tanh" ? OpKind::kTanh : t == "Sqrt" ? OpKind::kSqrt : OpKind::kHardSwish;
-    define(node, 0, add(node, kind, NoAttrs{}, {input(node, 0)}));
-  } else if (t == "LeakyRelu") {
-    LeakyReluAttrs a;
-    a.alpha = attr_float(node, "alpha", 0.01f);
-    define(node, 0, add(node, OpKind::kLeakyRelu, a, {input(node, 0)}));
-  } else if (t == "HardSigmoid") {
-    HardSigmoidAttrs a;
-    a.alpha = attr_float(node, "alpha", 0.2f);
-    a.beta = attr_float(node, "beta", 0.5f);
-    // float32 attributes: PyTorch's 1/6 arrives as 0.16666667f.
-    if (std::fabs(a.alpha - kHardSigmoidAlpha) < 1e-7) a.alpha = kHardSigmoidAlpha;
-    define(node, 0, add(node, OpKind::kHardSigmoid, a, {input(node, 0)}));
-  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
-    define(node, 0, add(node, t == "GlobalMaxPool" ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool,
-                        NoAttrs{}, {input(node, 0)}));
-  } else if (t == "Flatten") {
-    const ValueId x = input(node, 0);
-    const Shape s = shape(x);
-    const auto rank = static_cast<int64_t>(s.rank());
-    int64_t axis = attr_int(node, "axis", 1);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis > rank) fail(node, cat("axis ", attr_int(node, "axis", 1), " is not an axis of ", s.to_string()));
-    if (axis == 1 && rank == 2) {
-      define(node, 0, x);
-    } else if (axis == 1 && rank == 4) {
-      define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
-    } else {  // [d0 ... d(axis-1), d(axis) ... ] -> [their two products], in row-major order
-      const auto at = static_cast<size_t>(axis);
-      define(node, 0, reshaped(node, x, {product(s.dims(), 0, at), product(s.dims(), at, s.rank())}));
-    }
-  } else if (t == "Dropout" || t == "Identity") {
-    define(node, 0, input(node, 0));
-  } else if (t == "Cast") {
-    // A boolean tensor is float 0s and 1s: to float or from a boolean it stays; to bool it is
-    // x != 0 (not of not).
-    const auto to = attr_int(node, "to", onnx::TensorProto::FLOAT);
-    const ValueId x = input(node, 0);
-    // Readers that take any non-zero value as true need no 0 / 1 first.
-    bool truthy_readers = !graph_outputs_.count(node.output(0));
-    for (const onnx::NodeProto* r : reader_nodes_[node.output(0)]) {
-      const std::string& rt = r->op_type();
-      truthy_readers = truthy_readers && (rt == "Not" || rt == "And" || rt == "Or" || rt == "Xor" ||
-                                          (rt == "Where" && r->input(0) == node.output(0) && r->input(1) != node.output(0) &&
-                                           r->input(2) != node.output(0)));
-    }
-    if (to == onnx::TensorProto::FLOAT || is_boolean(node.input(0)) ||
-        (to == onnx::TensorProto::BOOL && truthy_readers)) {
-      define(node, 0, x);
-    } else if (to == onnx::TensorProto::BOOL) {
-      UnaryAttrs n;
-      n.fn = UnaryFn::kNot;
-      define(node, 0, add(node, OpKind::kUnary, n, {add(node, OpKind::kUnary, n, {x})}));
-    } else {
-      fail(node, cat("casts of float tensors to element type ", to, " are not supported (float32 and bool are)"));
-    }
-  } else if (t == "LRN") {
-    LrnAttrs a;
-    a.size = attr_int(node, "size", 0);
-    a.alpha = attr_float(node, "alpha", 1e-4f);
-    a.beta = attr_float(node, "beta", 0.75f);
-    a.bias = attr_float(node, "bias", 1.0f);
-    if (a.size < 1 || a.size % 2 == 0) fail(node, cat("size ", a.size, " is not supported (an odd size: a window centred on each channel)"));
-    define(node, 0, add(node, OpKind::kLrn, a, {input(node, 0)}));
-  } else if (const auto fn = unary_fn_of_onnx(t)) {
-    define(node, 0, add(node, OpKind::kUnary, unary_attrs(node, *fn), {input(node, 0)}));
-  } else if (t == "SpaceToDepth") {
-    SpaceToDepthAttrs a;
-    a.block = attr_int(node, "blocksize", 0);
-    if (const std::string mode = attr_string(node, "mode"); !mode.empty() && mode != "DCR") {
-      fail(node, cat("mode '", mode, "' is not supported (DCR: blocks ordered depth, column, row)"));
-    }
-    define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
-  } else if (t == "DepthToSpace") {
-    on_row_major(node);
-  } else {
-    fail(node, "this op is not supported");
-  }
-}
-
-bool Importer::resizes_to_itself(const onnx::NodeProto& node) const {
-  if (attr_string(node, "coordinate_transformation_mode") == "tf_crop_and_resize") return false;
-  std::vector<int64_t> dims;
-  if (const ConstTensor* c = constant(node, 0)) {
-    dims = c->dims;
-  } else if (auto it = values_.find(node.input(0)); it != values_.end()) {
-    dims = shape(it->second).dims();
-  } else {
-    return false;
-  }
-  std::vector<int64_t> axes = attr_ints(node, "axes");
-  for (int64_t& a : axes) a = a < 0 ? a + static_cast<int64_t>(dims.size()) : a;
-  if (axes.empty()) {
-    for (size_t i = 0; i < dims.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  const ConstTensor* sizes = constant(node, 3);
-  const ConstTensor* scales = constant(node, 2);
-  if (sizes && sizes->numel() > 0) {
-    const std::vector<int64_t> s = sizes->ints();
-    if (s.size() != axes.size()) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(dims.size()) || s[i] != dims[static_cast<size_t>(axes[i])]) return false;
-    }
-    return true;
-  }
-  if (scales && scales->numel() > 0) {
-    const std::vector<float> f = scales->floats();
-    return f.size() == axes.size() && std::all_of(f.begin(), f.end(), [](float v) { return v == 1.0f; });
-  }
-  return false;
 }
 
 bool Importer::has_input(const onnx::NodeProto& node, int slot) const {

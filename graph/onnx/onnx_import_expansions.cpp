@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 
@@ -60,151 +61,216 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   return false;
 }
 
+namespace {
+
+// The name of the node's output `slot` ("" when it has none).
+std::string output_of(const onnx::NodeProto& node, int slot) {
+  return slot < node.output_size() ? node.output(slot) : std::string();
+}
+
+}  // namespace
+
+// Input 0 of a node being expanded: its rank and dimensions, and the shape [C, 1, ...] of a
+// per-channel parameter broadcast over [N, C, ...].
+struct Importer::ExpandedInput {
+  size_t rank = 0;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> per_channel;
+};
+
 void Importer::expand(const onnx::NodeProto& node) {
+  // The expansion of each op type (Attention's: attention()).
+  using Expander = void (Importer::*)(const onnx::NodeProto&, Expansion&, const ExpandedInput&);
+  static const std::map<std::string, Expander, std::less<>> kExpanders = {
+      {"RMSNormalization", &Importer::expand_rms_norm},
+      {"LayerNormalization", &Importer::expand_layer_norm},
+      {"InstanceNormalization", &Importer::expand_channel_norm},
+      {"BatchNormalization", &Importer::expand_channel_norm},
+      {"GroupNormalization", &Importer::expand_group_norm},
+      {"MeanVarianceNormalization", &Importer::expand_mean_variance_norm},
+      {"LpNormalization", &Importer::expand_lp_norm},
+      {"PRelu", &Importer::expand_prelu},
+      {"Gemm", &Importer::expand_gemm},
+      {"MatMul", &Importer::expand_matmul},
+      {"LpPool", &Importer::expand_lp_pool},
+      {"GlobalAveragePool", &Importer::expand_global_pool}, {"GlobalMaxPool", &Importer::expand_global_pool},
+  };
   const std::string& t = node.op_type();
   const std::optional<size_t> known = rank_of(node.input(0));
-  const size_t rank = known ? *known : constant(node, 0) ? constant(node, 0)->dims.size() : 0;
-  if (rank == 0) fail(node, "the input must have rank 1 or more");
-  const auto axis_of = [&](int64_t a) {
-    if (a < 0) a += static_cast<int64_t>(rank);
-    if (a < 0 || a >= static_cast<int64_t>(rank)) fail(node, cat("axis ", a, " is outside a tensor of rank ", rank));
-    return a;
-  };
-  const std::vector<int64_t> dims = known ? dims_of(shape(input(node, 0))) : constant(node, 0)->dims;
-  const auto output = [&](int slot) { return slot < node.output_size() ? node.output(slot) : std::string(); };
-  // The shape [C, 1, ...] of a per-channel parameter broadcast over [N, C, ...].
-  std::vector<int64_t> per_channel(rank - 1, 1);
-  if (rank >= 2) per_channel[0] = dims[1];
+  ExpandedInput in;
+  in.rank = known ? *known : constant(node, 0) ? constant(node, 0)->dims.size() : 0;
+  if (in.rank == 0) fail(node, "the input must have rank 1 or more");
+  in.dims = known ? dims_of(shape(input(node, 0))) : constant(node, 0)->dims;
+  in.per_channel.assign(in.rank - 1, 1);
+  if (in.rank >= 2) in.per_channel[0] = in.dims[1];
   Expansion e(*this, node);
-  const std::string& x = node.input(0);
-  const float eps = attr_float(node, "epsilon", 1e-5f);
-  if (t == "RMSNormalization") {
-    // x / sqrt(mean(x²) + eps) · scale over the axes from `axis` on.
-    const std::vector<int64_t> axes = trailing_axes(axis_of(attr_int(node, "axis", -1)), rank);
-    const std::string ms = e.reduce("ReduceMean", e.op("Mul", {x, x}), axes);
-    const std::string inv = e.op("Reciprocal", {e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps)})})});
-    e.op("Mul", {e.op("Mul", {x, inv}), node.input(1)}, {}, output(0));
-  } else if (t == "LayerNormalization") {
-    const std::vector<int64_t> axes = trailing_axes(axis_of(attr_int(node, "axis", -1)), rank);
-    std::string y = e.op("Mul", {e.normalised(x, axes, eps, output(1), output(2)), node.input(1)});
-    if (has_input(node, 2)) y = e.op("Add", {y, node.input(2)});
-    e.op("Identity", {y}, {}, output(0));
-  } else if (t == "InstanceNormalization" || t == "BatchNormalization") {
-    if (rank < 2) fail(node, cat("the input must have rank >= 2, got ", rank));
-    std::string n;
-    if (t == "InstanceNormalization") {
-      n = e.normalised(x, trailing_axes(2, rank), eps);
-    } else {  // inference: the given mean and variance per channel
-      const std::string mean = e.reshape(node.input(3), per_channel);
-      const std::string var = e.reshape(node.input(4), per_channel);
-      n = e.op("Div", {e.op("Sub", {x, mean}), e.op("Sqrt", {e.op("Add", {var, e.scalar(eps)})})});
-    }
-    const std::string y = e.op("Mul", {n, e.reshape(node.input(1), per_channel)});
-    e.op("Add", {y, e.reshape(node.input(2), per_channel)}, {}, output(0));
-  } else if (t == "GroupNormalization") {
-    // [N, C, ...] as [N, G, C / G · ...], normalised over the last axis. Scale and bias: one per
-    // group before opset 21, one per channel from it.
-    const int64_t groups = attr_int(node, "num_groups", 0);
-    if (rank < 3) fail(node, cat("the input must have rank >= 3, got ", rank));
-    if (groups < 1 || dims[1] % groups != 0) fail(node, cat("num_groups ", groups, " does not divide the ", dims[1], " channels"));
-    const std::vector<int64_t> grouped = {dims[0], groups, product(dims, 1, rank) / groups};
-    const std::string n = e.normalised(e.reshape(x, grouped), {2}, eps);
-    if (opset_ < 21) {
-      const std::string y = e.op("Mul", {n, e.reshape(node.input(1), {groups, 1})});
-      e.reshape(e.op("Add", {y, e.reshape(node.input(2), {groups, 1})}), dims, output(0));
-    } else {
-      const std::string y = e.op("Mul", {e.reshape(n, dims), e.reshape(node.input(1), per_channel)});
-      e.op("Add", {y, e.reshape(node.input(2), per_channel)}, {}, output(0));
-    }
-  } else if (t == "MeanVarianceNormalization") {
-    // ONNX's definition: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes` (0, 2, 3).
-    std::vector<int64_t> axes = attr_ints(node, "axes");
-    if (!attribute(node, "axes")) axes = {0, 2, 3};
-    for (int64_t& a : axes) a = axis_of(a);
-    const std::string mean = e.reduce("ReduceMean", x, axes);
-    const std::string var = e.op("Sub", {e.reduce("ReduceMean", e.op("Mul", {x, x}), axes), e.op("Mul", {mean, mean})});
-    const std::string sd = e.op("Add", {e.op("Sqrt", {var}), e.scalar(1e-9f)});
-    e.op("Div", {e.op("Sub", {x, mean}), sd}, {}, output(0));
-  } else if (t == "LpNormalization") {
-    const int64_t p = attr_int(node, "p", 2);
-    if (p != 1 && p != 2) fail(node, cat("p ", p, " is not supported (1 or 2)"));
-    const std::vector<int64_t> axes = {axis_of(attr_int(node, "axis", -1))};
-    const std::string norm = p == 1 ? e.reduce("ReduceSum", e.op("Abs", {x}), axes)
-                                    : e.op("Sqrt", {e.reduce("ReduceSum", e.op("Mul", {x, x}), axes)});
-    // A zero norm (every element 0) gives zeros, as ONNX's reference: the norm is at least the
-    // smallest normal float.
-    e.op("Div", {x, e.op("Max", {norm, e.scalar(std::numeric_limits<float>::min())})}, {}, output(0));
-  } else if (t == "PRelu") {
-    // max(x, 0) + slope · min(x, 0); one slope for every element is a leaky ReLU.
-    const ConstTensor* slope = constant(node, 1);
-    std::vector<float> s = slope ? slope->floats() : std::vector<float>{};
-    if (slope && !s.empty() && std::all_of(s.begin(), s.end(), [&](float v) { return v == s[0]; }) &&
-        slope->numel() <= product(dims, 0, rank)) {
-      onnx::AttributeProto alpha;
-      alpha.set_name("alpha");
-      alpha.set_type(onnx::AttributeProto::FLOAT);
-      alpha.set_f(s[0]);
-      std::vector<int64_t> broadcast_dims = slope->dims;
-      if (broadcast(dims, broadcast_dims) == dims) {
-        e.op("LeakyRelu", {x}, {alpha}, output(0));
-        e.finish();
-        return;
-      }
-    }
-    const std::string zero = e.scalar(0.0f);
-    e.op("Add", {e.op("Max", {x, zero}), e.op("Mul", {e.op("Min", {x, zero}), node.input(1)})}, {}, output(0));
-  } else if (t == "Gemm") {
-    // alpha · A' · B' + beta · C.
-    std::string a = x, b = node.input(1);
-    if (attr_int(node, "transA", 0) != 0) a = e.op("Transpose", {a}, {ints_attr("perm", {1, 0})});
-    if (attr_int(node, "transB", 0) != 0) b = e.op("Transpose", {b}, {ints_attr("perm", {1, 0})});
-    std::string y = e.op("MatMul", {a, b});
-    const float alpha = attr_float(node, "alpha", 1.0f), beta = attr_float(node, "beta", 1.0f);
-    if (alpha != 1.0f) y = e.op("Mul", {y, e.scalar(alpha)});
-    if (has_input(node, 2) && beta != 0.0f) {
-      const std::string c = beta == 1.0f ? node.input(2) : e.op("Mul", {node.input(2), e.scalar(beta)});
-      y = e.op("Add", {y, c});
-    }
-    e.op("Identity", {y}, {}, output(0));
-  } else if (t == "MatMul") {
-    // A vector operand as a matrix ([K] as [1, K] first, [K, 1] second), the added axis dropped.
-    const auto vector = [&](int slot) {
-      const ConstTensor* c = constant(node, slot);
-      return (c ? c->dims.size() : rank_of(node.input(slot)).value_or(0)) == 1;
-    };
-    const bool first = vector(0), second = vector(1);
-    if (first && second) fail(node, "the product of two vectors is a scalar (rank 0): not supported");
-    const std::string a = first ? e.unsqueeze("Unsqueeze", x, {0}) : x;
-    const std::string b = second ? e.unsqueeze("Unsqueeze", node.input(1), {1}) : node.input(1);
-    e.unsqueeze("Squeeze", e.op("MatMul", {a, b}), {first ? -2 : -1}, output(0));
-  } else if (t == "LpPool") {
-    // (Σ |x|^p over each window)^(1/p): an average pool (zeros for padding, counted) of |x|^p
-    // times the window size.
-    const int64_t p = attr_int(node, "p", 2);
-    if (p < 1) fail(node, cat("p ", p, " is not supported (>= 1)"));
-    const std::string a = e.op("Abs", {x});
-    const std::string powered = p == 1 ? a : p == 2 ? e.op("Mul", {a, a}) : e.op("Pow", {a, e.scalar(static_cast<float>(p))});
-    std::vector<onnx::AttributeProto> attrs;
-    for (const auto& at : node.attribute()) {
-      if (at.name() != "p") attrs.push_back(at);
-    }
-    attrs.push_back(int_attr("count_include_pad", 1));
-    const std::vector<int64_t> kernel = attr_ints(node, "kernel_shape");
-    const int64_t window = std::accumulate(kernel.begin(), kernel.end(), int64_t{1}, std::multiplies<>());
-    const std::string sum = e.op("Mul", {e.op("AveragePool", {powered}, attrs), e.scalar(static_cast<float>(window))});
-    if (p == 1) e.op("Identity", {sum}, {}, output(0));
-    else if (p == 2) e.op("Sqrt", {sum}, {}, output(0));
-    else e.op("Pow", {sum, e.scalar(1.0f / static_cast<float>(p))}, {}, output(0));
-  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
-    // Over every axis after the channels, kept as 1s.
-    if (rank < 3) fail(node, cat("the input must have rank >= 3, got ", rank));
-    e.reduce(t == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax", x, trailing_axes(2, rank), output(0));
+  if (const auto expander = kExpanders.find(t); expander != kExpanders.end()) {
+    (this->*expander->second)(node, e, in);
   } else if (t == "Attention") {
     attention(node, e);
   } else {
     fail(node, "this op has no expansion");
   }
   e.finish();
+}
+
+int64_t Importer::axis_in(const onnx::NodeProto& node, int64_t a, size_t rank) const {
+  if (a < 0) a += static_cast<int64_t>(rank);
+  if (a < 0 || a >= static_cast<int64_t>(rank)) fail(node, cat("axis ", a, " is outside a tensor of rank ", rank));
+  return a;
+}
+
+void Importer::expand_rms_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // x / sqrt(mean(x²) + eps) · scale over the axes from `axis` on.
+  const std::string& x = node.input(0);
+  const float eps = attr_float(node, "epsilon", 1e-5f);
+  const std::vector<int64_t> axes = trailing_axes(axis_in(node, attr_int(node, "axis", -1), in.rank), in.rank);
+  const std::string ms = e.reduce("ReduceMean", e.op("Mul", {x, x}), axes);
+  const std::string inv = e.op("Reciprocal", {e.op("Sqrt", {e.op("Add", {ms, e.scalar(eps)})})});
+  e.op("Mul", {e.op("Mul", {x, inv}), node.input(1)}, {}, output_of(node, 0));
+}
+
+void Importer::expand_layer_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  const float eps = attr_float(node, "epsilon", 1e-5f);
+  const std::vector<int64_t> axes = trailing_axes(axis_in(node, attr_int(node, "axis", -1), in.rank), in.rank);
+  std::string y = e.op("Mul", {e.normalised(node.input(0), axes, eps, output_of(node, 1), output_of(node, 2)), node.input(1)});
+  if (has_input(node, 2)) y = e.op("Add", {y, node.input(2)});
+  e.op("Identity", {y}, {}, output_of(node, 0));
+}
+
+void Importer::expand_channel_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // InstanceNormalization, or BatchNormalization in inference: per channel.
+  const std::string& x = node.input(0);
+  const float eps = attr_float(node, "epsilon", 1e-5f);
+  if (in.rank < 2) fail(node, cat("the input must have rank >= 2, got ", in.rank));
+  std::string n;
+  if (node.op_type() == "InstanceNormalization") {
+    n = e.normalised(x, trailing_axes(2, in.rank), eps);
+  } else {  // inference: the given mean and variance per channel
+    const std::string mean = e.reshape(node.input(3), in.per_channel);
+    const std::string var = e.reshape(node.input(4), in.per_channel);
+    n = e.op("Div", {e.op("Sub", {x, mean}), e.op("Sqrt", {e.op("Add", {var, e.scalar(eps)})})});
+  }
+  const std::string y = e.op("Mul", {n, e.reshape(node.input(1), in.per_channel)});
+  e.op("Add", {y, e.reshape(node.input(2), in.per_channel)}, {}, output_of(node, 0));
+}
+
+void Importer::expand_group_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // [N, C, ...] as [N, G, C / G · ...], normalised over the last axis. Scale and bias: one per
+  // group before opset 21, one per channel from it.
+  const std::vector<int64_t>& dims = in.dims;
+  const int64_t groups = attr_int(node, "num_groups", 0);
+  if (in.rank < 3) fail(node, cat("the input must have rank >= 3, got ", in.rank));
+  if (groups < 1 || dims[1] % groups != 0) fail(node, cat("num_groups ", groups, " does not divide the ", dims[1], " channels"));
+  const std::vector<int64_t> grouped = {dims[0], groups, product(dims, 1, in.rank) / groups};
+  const std::string n = e.normalised(e.reshape(node.input(0), grouped), {2}, attr_float(node, "epsilon", 1e-5f));
+  if (opset_ < 21) {
+    const std::string y = e.op("Mul", {n, e.reshape(node.input(1), {groups, 1})});
+    e.reshape(e.op("Add", {y, e.reshape(node.input(2), {groups, 1})}), dims, output_of(node, 0));
+  } else {
+    const std::string y = e.op("Mul", {e.reshape(n, dims), e.reshape(node.input(1), in.per_channel)});
+    e.op("Add", {y, e.reshape(node.input(2), in.per_channel)}, {}, output_of(node, 0));
+  }
+}
+
+void Importer::expand_mean_variance_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // ONNX's definition: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over `axes` (0, 2, 3).
+  const std::string& x = node.input(0);
+  std::vector<int64_t> axes = attr_ints(node, "axes");
+  if (!attribute(node, "axes")) axes = {0, 2, 3};
+  for (int64_t& a : axes) a = axis_in(node, a, in.rank);
+  const std::string mean = e.reduce("ReduceMean", x, axes);
+  const std::string var = e.op("Sub", {e.reduce("ReduceMean", e.op("Mul", {x, x}), axes), e.op("Mul", {mean, mean})});
+  const std::string sd = e.op("Add", {e.op("Sqrt", {var}), e.scalar(1e-9f)});
+  e.op("Div", {e.op("Sub", {x, mean}), sd}, {}, output_of(node, 0));
+}
+
+void Importer::expand_lp_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  const std::string& x = node.input(0);
+  const int64_t p = attr_int(node, "p", 2);
+  if (p != 1 && p != 2) fail(node, cat("p ", p, " is not supported (1 or 2)"));
+  const std::vector<int64_t> axes = {axis_in(node, attr_int(node, "axis", -1), in.rank)};
+  const std::string norm = p == 1 ? e.reduce("ReduceSum", e.op("Abs", {x}), axes)
+                                  : e.op("Sqrt", {e.reduce("ReduceSum", e.op("Mul", {x, x}), axes)});
+  // A zero norm (every element 0) gives zeros, as ONNX's reference: the norm is at least the
+  // smallest normal float.
+  e.op("Div", {x, e.op("Max", {norm, e.scalar(std::numeric_limits<float>::min())})}, {}, output_of(node, 0));
+}
+
+void Importer::expand_prelu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // max(x, 0) + slope · min(x, 0); one slope for every element is a leaky ReLU.
+  const std::string& x = node.input(0);
+  const ConstTensor* slope = constant(node, 1);
+  std::vector<float> s = slope ? slope->floats() : std::vector<float>{};
+  if (slope && !s.empty() && std::all_of(s.begin(), s.end(), [&](float v) { return v == s[0]; }) &&
+      slope->numel() <= product(in.dims, 0, in.rank)) {
+    onnx::AttributeProto alpha;
+    alpha.set_name("alpha");
+    alpha.set_type(onnx::AttributeProto::FLOAT);
+    alpha.set_f(s[0]);
+    std::vector<int64_t> broadcast_dims = slope->dims;
+    if (broadcast(in.dims, broadcast_dims) == in.dims) {
+      e.op("LeakyRelu", {x}, {alpha}, output_of(node, 0));
+      return;
+    }
+  }
+  const std::string zero = e.scalar(0.0f);
+  e.op("Add", {e.op("Max", {x, zero}), e.op("Mul", {e.op("Min", {x, zero}), node.input(1)})}, {}, output_of(node, 0));
+}
+
+void Importer::expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {
+  // alpha · A' · B' + beta · C.
+  std::string a = node.input(0), b = node.input(1);
+  if (attr_int(node, "transA", 0) != 0) a = e.op("Transpose", {a}, {ints_attr("perm", {1, 0})});
+  if (attr_int(node, "transB", 0) != 0) b = e.op("Transpose", {b}, {ints_attr("perm", {1, 0})});
+  std::string y = e.op("MatMul", {a, b});
+  const float alpha = attr_float(node, "alpha", 1.0f), beta = attr_float(node, "beta", 1.0f);
+  if (alpha != 1.0f) y = e.op("Mul", {y, e.scalar(alpha)});
+  if (has_input(node, 2) && beta != 0.0f) {
+    const std::string c = beta == 1.0f ? node.input(2) : e.op("Mul", {node.input(2), e.scalar(beta)});
+    y = e.op("Add", {y, c});
+  }
+  e.op("Identity", {y}, {}, output_of(node, 0));
+}
+
+void Importer::expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {
+  // A vector operand as a matrix ([K] as [1, K] first, [K, 1] second), the added axis dropped.
+  const auto vector = [&](int slot) {
+    const ConstTensor* c = constant(node, slot);
+    return (c ? c->dims.size() : rank_of(node.input(slot)).value_or(0)) == 1;
+  };
+  const bool first = vector(0), second = vector(1);
+  if (first && second) fail(node, "the product of two vectors is a scalar (rank 0): not supported");
+  const std::string a = first ? e.unsqueeze("Unsqueeze", node.input(0), {0}) : node.input(0);
+  const std::string b = second ? e.unsqueeze("Unsqueeze", node.input(1), {1}) : node.input(1);
+  e.unsqueeze("Squeeze", e.op("MatMul", {a, b}), {first ? -2 : -1}, output_of(node, 0));
+}
+
+void Importer::expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {
+  // (Σ |x|^p over each window)^(1/p): an average pool (zeros for padding, counted) of |x|^p
+  // times the window size.
+  const int64_t p = attr_int(node, "p", 2);
+  if (p < 1) fail(node, cat("p ", p, " is not supported (>= 1)"));
+  const std::string a = e.op("Abs", {node.input(0)});
+  const std::string powered = p == 1 ? a : p == 2 ? e.op("Mul", {a, a}) : e.op("Pow", {a, e.scalar(static_cast<float>(p))});
+  std::vector<onnx::AttributeProto> attrs;
+  for (const auto& at : node.attribute()) {
+    if (at.name() != "p") attrs.push_back(at);
+  }
+  attrs.push_back(int_attr("count_include_pad", 1));
+  const std::vector<int64_t> kernel = attr_ints(node, "kernel_shape");
+  const int64_t window = std::accumulate(kernel.begin(), kernel.end(), int64_t{1}, std::multiplies<>());
+  const std::string sum = e.op("Mul", {e.op("AveragePool", {powered}, attrs), e.scalar(static_cast<float>(window))});
+  if (p == 1) e.op("Identity", {sum}, {}, output_of(node, 0));
+  else if (p == 2) e.op("Sqrt", {sum}, {}, output_of(node, 0));
+  else e.op("Pow", {sum, e.scalar(1.0f / static_cast<float>(p))}, {}, output_of(node, 0));
+}
+
+void Importer::expand_global_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // Over every axis after the channels, kept as 1s.
+  if (in.rank < 3) fail(node, cat("the input must have rank >= 3, got ", in.rank));
+  e.reduce(node.op_type() == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax", node.input(0), trailing_axes(2, in.rank),
+           output_of(node, 0));
 }
 
 void Importer::attention(const onnx::NodeProto& node, Expansion& e) {

@@ -1,5 +1,9 @@
-// The ONNX importer's translators: one per op type (or family), each mapping a node whose
-// non-constant inputs are graph tensors onto graph ops, or failing with what is unsupported.
+// The ONNX importer's translators of the convolutions' ops: Conv, ConvTranspose,
+// BatchNormalization, LRN, the pools, Pad (a zero or -inf Pad pending until its readers fold it),
+// SpaceToDepth, and the ops on channels and shapes: Concat, Split and Slice of channels (a spatial
+// slice is a crop), Flatten; Gemm and MatMul by a constant as a linear layer; GridSample. Each
+// translator maps a node whose non-constant inputs are graph tensors onto graph ops, or fails
+// with what is unsupported (the other translators: onnx_importer.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,7 +15,6 @@ namespace stagecraft::graph::onnx_import {
 
 namespace {
 
-constexpr float kRelu6Max = 6.0f;
 // Exporters write "minus infinity" as -inf or as the lowest float.
 constexpr float kMinusInfinityBound = -3.0e38f;
 
@@ -66,12 +69,6 @@ Hw Importer::hw(const onnx::NodeProto& node, const char* name, int64_t fallback)
   if (v.empty()) return Hw{fallback, fallback};
   if (v.size() != 2) fail(node, cat(name, " must have 2 values (2-D ops only)"));
   return Hw{v[0], v[1]};
-}
-
-std::optional<std::vector<int64_t>> Importer::axes(const onnx::NodeProto& node, int slot) const {
-  if (attribute(node, "axes")) return attr_ints(node, "axes");
-  if (has_input(node, slot)) return constant_ints(node, slot, "axes");
-  return std::nullopt;
 }
 
 void Importer::conv_transpose(const onnx::NodeProto& node) {
@@ -195,29 +192,6 @@ void Importer::batch_norm(const onnx::NodeProto& node) {
   weights_of_last() = std::move(w);
 }
 
-void Importer::clip(const onnx::NodeProto& node) {
-  std::optional<float> lo, hi;
-  if (opset_ >= 11) {
-    lo = constant_scalar(node, 1);
-    hi = constant_scalar(node, 2);
-  } else {
-    if (attribute(node, "min")) lo = attr_float(node, "min", 0);
-    if (attribute(node, "max")) hi = attr_float(node, "max", 0);
-  }
-  const bool zero_low = lo && *lo == 0.0f;
-  if (zero_low && hi && *hi == kRelu6Max) {
-    define(node, 0, add(node, OpKind::kRelu6, NoAttrs{}, {input(node, 0)}));
-  } else if (zero_low && (!hi || std::isinf(*hi))) {
-    define(node, 0, add(node, OpKind::kRelu, NoAttrs{}, {input(node, 0)}));
-  } else {
-    ClipAttrs a;
-    if (lo) a.min = *lo;
-    if (hi) a.max = *hi;
-    if (a.min > a.max) fail(node, cat("min ", a.min, " is above max ", a.max));
-    define(node, 0, add(node, OpKind::kClip, a, {input(node, 0)}));
-  }
-}
-
 void Importer::pool(const onnx::NodeProto& node) {
   if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "the indices output is not supported");
   const bool max = node.op_type() == "MaxPool";
@@ -248,157 +222,6 @@ void Importer::pool(const onnx::NodeProto& node) {
   }
 }
 
-void Importer::reduce(const onnx::NodeProto& node) {
-  const std::string& t = node.op_type();
-  const ValueId x = input(node, 0);
-  const Shape& s = shape(x);
-  const auto ax = axes(node, 1);
-  std::vector<int64_t> over = ax ? normalised_axes(*ax, s.rank()) : std::vector<int64_t>{};
-  for (int64_t a : over) {
-    if (a < 0 || a >= static_cast<int64_t>(s.rank())) {
-      fail(node, cat("axes [", join(*ax, ", "), "] are not dimensions of ", s.to_string()));
-    }
-  }
-  over.erase(std::unique(over.begin(), over.end()), over.end());
-  if (over.empty()) {
-    // No axes: every axis, or none with noop_with_empty_axes (opset 18).
-    if (attr_int(node, "noop_with_empty_axes", 0) != 0) return define(node, 0, x);
-    for (int64_t d = 0; d < static_cast<int64_t>(s.rank()); ++d) over.push_back(d);
-  }
-  const bool keepdims = attr_int(node, "keepdims", 1) != 0;
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.rank()); ++d)
-    if (!std::binary_search(over.begin(), over.end(), d)) kept.push_back(s[static_cast<size_t>(d)]);
-  if (!keepdims && kept.empty()) fail(node, "a reduction to a scalar (rank 0, keepdims 0) is not supported");
-  const bool global_pool = s.rank() == 4 && over == std::vector<int64_t>{2, 3} && takes_layouts(graph_.value(x).desc) &&
-                           (t == "ReduceMean" || t == "ReduceMax" || t == "ReduceSum");
-  if (!global_pool) {  // a reduction op
-    ReduceAttrs a;
-    a.axes = over;
-    const OpKind kind = t == "ReduceMax"    ? OpKind::kReduceMax
-                        : t == "ReduceSum"  ? OpKind::kReduceSum
-                        : t == "ReduceMin"  ? OpKind::kReduceMin
-                        : t == "ReduceProd" ? OpKind::kReduceProd
-                                            : OpKind::kReduceMean;
-    const ValueId y = add(node, kind, a, {x});
-    if (keepdims) return define(node, 0, y);
-    if (s.rank() != 4) return define(node, 0, reshaped(node, y, kept));
-    const Shape& ys = shape(y);
-    return reshape_to(node, PendingView{y, std::vector<int64_t>(ys.dims().begin(), ys.dims().end()), 0}, kept);
-  }
-  const bool max = t == "ReduceMax";
-  ValueId y = add(node, max ? OpKind::kGlobalMaxPool : OpKind::kGlobalAvgPool, NoAttrs{}, {x});
-  if (t == "ReduceSum") {  // the mean times the number of pixels
-    ScaleAttrs a;
-    a.factor = static_cast<double>(s[2] * s[3]);
-    y = add(node, OpKind::kScale, a, {y});
-  }
-  if (attr_int(node, "keepdims", 1) == 0) {
-    ReshapeAttrs r;
-    r.dims = {s[1]};
-    y = add(node, OpKind::kReshape, r, {y});
-  }
-  define(node, 0, y);
-}
-
-ValueId Importer::expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to) {
-  const Shape s = shape(x);
-  if (s[0] != to[0]) fail(node, cat("broadcasting the batch (", s.to_string(), " to ", Shape(to).to_string(), ") is not supported"));
-  if (s[1] != to[1]) {  // each output channel a copy of the one input channel: a 1x1 convolution of weight 1
-    Conv2dAttrs a;
-    a.in_channels = 1;
-    a.out_channels = to[1];
-    a.kernel = Hw{1, 1};
-    x = add_weighted(node, OpKind::kConv2d, a, {x}, std::vector<float>(static_cast<size_t>(to[1]), 1.0f));
-  }
-  if (s[2] != to[2] || s[3] != to[3]) {  // every pixel a copy of the one input pixel (row, column)
-    ResizeAttrs r;
-    r.size = Hw{to[2], to[3]};
-    r.scale_h = static_cast<double>(to[2]) / static_cast<double>(s[2]);
-    r.scale_w = static_cast<double>(to[3]) / static_cast<double>(s[3]);
-    x = add(node, OpKind::kResize, r, {x});
-  }
-  return x;
-}
-
-namespace {
-
-// The binary operation of an ONNX op type (Add, Sub, Mul, Div, Pow, Max, Min, Mod).
-std::optional<BinaryOp> binary_op_of(const std::string& t) {
-  static const std::map<std::string, BinaryOp, std::less<>> kOps = {
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul}, {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax}, {"Min", BinaryOp::kMin}, {"Mod", BinaryOp::kMod},
-      {"Equal", BinaryOp::kEqual}, {"Less", BinaryOp::kLess}, {"LessOrEqual", BinaryOp::kLessEqual},
-      {"Greater", BinaryOp::kGreater}, {"GreaterOrEqual", BinaryOp::kGreaterEqual}, {"And", BinaryOp::kAnd},
-      {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor}};
-  const auto it = kOps.find(t);
-  if (it == kOps.end()) return std::nullopt;
-  return it->second;
-}
-
-}  // namespace
-
-void Importer::elementwise(const onnx::NodeProto& node) {
-  const std::string& t = node.op_type();
-  const auto found = binary_op_of(t);
-  if (!found) fail(node, "not a binary operation");
-  const BinaryOp op = *found;
-  if (op == BinaryOp::kMod && attr_int(node, "fmod", 0) != 1) {
-    fail(node, "Mod of float tensors needs fmod 1 (C's fmod; fmod 0 is for integers)");
-  }
-  const bool commutative = is_commutative(op);
-  const ConstTensor* c0 = constant(node, 0);
-  const ConstTensor* c1 = constant(node, 1);
-  if (!c0 && !c1) {
-    ValueId a = input(node, 0), b = input(node, 1);
-    // NumPy aligns the trailing dimensions: the operand of lower rank gets leading 1s.
-    if (shape(a).rank() < shape(b).rank()) {
-      std::vector<int64_t> dims = shape(a).dims();
-      dims.insert(dims.begin(), shape(b).rank() - dims.size(), 1);
-      a = reshaped(node, a, dims);
-    } else if (shape(b).rank() < shape(a).rank()) {
-      std::vector<int64_t> dims = shape(b).dims();
-      dims.insert(dims.begin(), shape(a).rank() - dims.size(), 1);
-      b = reshaped(node, b, dims);
-    }
-    if (shape(a) == shape(b) && op == BinaryOp::kAdd) {
-      define(node, 0, add(node, OpKind::kAdd, AddAttrs{}, {a, b}));
-      return;
-    }
-    // The broadcast operand second (the backends broadcast their second source).
-    const auto out = broadcast(shape(a).dims(),
-                               shape(b).dims());
-    if (commutative && out && Shape(*out) != shape(a) && Shape(*out) == shape(b)) std::swap(a, b);
-    // Both broadcast (FocalNet's gates [N, C, 1, 1] times a map [N, 1, H, W]): the first made whole.
-    if (out && Shape(*out) != shape(a) && shape(a).rank() == 4) a = expanded(node, a, *out);
-    BinaryAttrs attrs;
-    attrs.op = op;
-    define(node, 0, add(node, OpKind::kBinary, attrs, {a, b}));
-    return;
-  }
-  const int slot = c0 ? 1 : 0;  // the tensor operand
-  const ConstTensor& c = c0 ? *c0 : *c1;
-  const ValueId x = input(node, slot);
-  if (c.numel() == 1 && (op == BinaryOp::kMul || (op == BinaryOp::kDiv && slot == 0))) {
-    ScaleAttrs a;
-    a.factor = op == BinaryOp::kMul ? c.values[0] : 1.0 / c.values[0];
-    define(node, 0, add(node, OpKind::kScale, a, {x}));
-    return;
-  }
-  std::vector<int64_t> dims = c.dims;
-  while (dims.size() > shape(x).rank() && dims.front() == 1) dims.erase(dims.begin());
-  if (dims.size() > shape(x).rank()) {
-    fail(node, cat("the constant [", join(c.dims, ", "), "] has a higher rank than the tensor ",
-                   shape(x).to_string()));
-  }
-  dims.insert(dims.begin(), shape(x).rank() - dims.size(), 1);
-  BinaryAttrs attrs;
-  attrs.op = op;
-  attrs.constant = dims;
-  attrs.constant_first = slot == 1 && !commutative;
-  define(node, 0, add_weighted(node, OpKind::kBinary, attrs, {x}, c.floats()));
-}
-
 void Importer::grid_sample(const onnx::NodeProto& node) {
   GridSampleAttrs a;
   std::string mode = attr_string(node, "mode");
@@ -421,77 +244,6 @@ void Importer::grid_sample(const onnx::NodeProto& node) {
   define(node, 0, add(node, OpKind::kGridSample, a, {x, grid}));
 }
 
-void Importer::where(const onnx::NodeProto& node) {
-  // Each operand an input of the op or a constant in its weights; the kernel broadcasts all three.
-  WhereAttrs a;
-  OpWeights w;
-  std::vector<ValueId> ins;
-  bool* flags[3] = {&a.condition_constant, &a.x_constant, &a.y_constant};
-  std::vector<int64_t>* shapes[3] = {&a.condition_shape, &a.x_shape, &a.y_shape};
-  std::vector<float>* values[3] = {&w.gamma, &w.weight, &w.bias};
-  for (int i = 0; i < 3; ++i) {
-    if (const ConstTensor* c = constant(node, i)) {
-      *flags[i] = true;
-      *shapes[i] = c->dims;
-      *values[i] = c->floats();
-    } else {
-      ins.push_back(input(node, i));
-    }
-  }
-  define(node, 0, add(node, OpKind::kWhere, a, ins));
-  weights_of_last() = std::move(w);
-}
-
-bool Importer::is_boolean(const std::string& name) const {
-  // Made by a comparison, a logical op or a cast to bool.
-  static const std::set<std::string, std::less<>> kBoolean = {"Equal", "Less", "LessOrEqual", "Greater",
-                                                             "GreaterOrEqual", "And", "Or", "Xor", "Not",
-                                                             "IsNaN", "IsInf"};
-  const auto it = producers_.find(name);
-  if (it == producers_.end()) return false;
-  const onnx::NodeProto& p = *it->second;
-  return kBoolean.count(p.op_type()) > 0 ||
-         (p.op_type() == "Cast" && attr_int(p, "to", 0) == onnx::TensorProto::BOOL);
-}
-
-void Importer::sum(const onnx::NodeProto& node) {
-  const std::string& t = node.op_type();
-  const auto n = static_cast<size_t>(node.input_size());
-  if (n == 0) fail(node, "no inputs");
-  bool tensors = true;  // no constant among the inputs
-  for (int i = 0; i < node.input_size(); ++i) tensors = tensors && !constant(node, i);
-  std::vector<ValueId> ins;
-  if (tensors) {
-    for (int i = 0; i < node.input_size(); ++i) ins.push_back(input(node, i));
-  }
-  bool same = tensors;
-  for (ValueId v : ins) same = same && shape(v) == shape(ins[0]);
-  ValueId y = n == 1 ? input(node, 0) : ValueId{};
-  if (n > 1 && same && t != "Max" && t != "Min") {
-    y = add(node, OpKind::kAdd, AddAttrs{}, ins);
-  } else if (n > 1) {
-    // Any other count or shapes: a chain of broadcasting binary ops, left to right.
-    const std::string name = node.name().empty() ? node.output(0) : node.name();
-    const auto partial = [&](size_t i) { return cat(node.output(0), "/partial_", i); };
-    for (size_t i = 1; i < n; ++i) {
-      onnx::NodeProto step;
-      step.set_op_type(t == "Mean" || t == "Sum" ? "Add" : t);
-      step.set_name(cat(name, "/", i));
-      step.add_input(i == 1 ? node.input(0) : partial(i - 1));
-      step.add_input(node.input(static_cast<int>(i)));
-      step.add_output(partial(i));
-      elementwise(step);
-      y = values_.at(step.output(0));
-    }
-  }
-  if (t == "Mean" && n > 1) {
-    ScaleAttrs a;
-    a.factor = 1.0 / static_cast<double>(n);
-    y = add(node, OpKind::kScale, a, {y});
-  }
-  define(node, 0, y);
-}
-
 void Importer::concat(const onnx::NodeProto& node) {
   std::vector<ValueId> ins;
   for (int i = 0; i < node.input_size(); ++i) {
@@ -504,21 +256,6 @@ void Importer::concat(const onnx::NodeProto& node) {
   if (axis < 0) axis += rank;
   if (axis != 1 || rank != 4) fail(node, cat("only concatenation of 4-D tensors along channels (axis 1)"));
   define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins));
-}
-
-void Importer::unary(const onnx::NodeProto& node) {
-  const ValueId x = input(node, 0);
-  if (node.op_type() == "Neg") {
-    ScaleAttrs a;
-    a.factor = -1.0;
-    define(node, 0, add(node, OpKind::kScale, a, {x}));
-    return;
-  }
-  BinaryAttrs a;  // Reciprocal: 1 / x
-  a.op = BinaryOp::kDiv;
-  a.constant = {1};
-  a.constant_first = true;
-  define(node, 0, add_weighted(node, OpKind::kBinary, a, {x}, {1.0f}));
 }
 
 void Importer::gemm(const onnx::NodeProto& node) {
@@ -571,37 +308,6 @@ void Importer::gemm(const onnx::NodeProto& node) {
     if (static_cast<int64_t>(ow.bias.size()) != out) fail(node, "the bias must have one value per output");
   }
   define(node, 0, y);
-}
-
-void Importer::softmax(const onnx::NodeProto& node) {
-  const ValueId x = input(node, 0);
-  const int64_t rank = static_cast<int64_t>(shape(x).rank());
-  int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
-  if (axis < 0) axis += rank;
-  if ((rank != 2 && rank != 4) || axis != 1) {  // over another axis: of a row-major tensor
-    on_row_major(node);
-    return;
-  }
-  define(node, 0, softmax_of(node, x));
-}
-
-ValueId Importer::softmax_of(const onnx::NodeProto& node, ValueId x) {
-  const Shape s = shape(x);
-  const auto rank = static_cast<int64_t>(s.rank());
-  int64_t axis = attr_int(node, "axis", opset_ >= 13 ? -1 : 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) fail(node, cat("axis ", attr_int(node, "axis", 0), " is not an axis of ", s.to_string()));
-  SoftmaxAttrs a;
-  a.axis = axis;
-  a.log = node.op_type() == "LogSoftmax";
-  a.hard = node.op_type() == "Hardmax";
-  const auto at = static_cast<size_t>(axis);
-  if (opset_ >= 13 || product(s.dims(), at + 1, s.rank()) == 1) return add(node, OpKind::kSoftmax, a, {x});
-  // Before opset 13 the input is seen as [d0 ... d(axis-1), d(axis) · ... · d(rank-1)] and normalised
-  // over its second dimension: one softmax over all the trailing dimensions.
-  a.axis = 1;
-  const ValueId flat = reshaped(node, x, {product(s.dims(), 0, at), product(s.dims(), at, s.rank())});
-  return reshaped(node, add(node, OpKind::kSoftmax, a, {flat}), s.dims());
 }
 
 void Importer::pad(const onnx::NodeProto& node) {
@@ -729,6 +435,42 @@ void Importer::split(const onnx::NodeProto& node) {
     fail(node, cat("has ", node.output_size(), " outputs for ", op.outputs.size(), " parts"));
   }
   for (int i = 0; i < node.output_size(); ++i) define(node, i, op.outputs.at(static_cast<size_t>(i)));
+}
+
+void Importer::lrn(const onnx::NodeProto& node) {
+  LrnAttrs a;
+  a.size = attr_int(node, "size", 0);
+  a.alpha = attr_float(node, "alpha", 1e-4f);
+  a.beta = attr_float(node, "beta", 0.75f);
+  a.bias = attr_float(node, "bias", 1.0f);
+  if (a.size < 1 || a.size % 2 == 0) fail(node, cat("size ", a.size, " is not supported (an odd size: a window centred on each channel)"));
+  define(node, 0, add(node, OpKind::kLrn, a, {input(node, 0)}));
+}
+
+void Importer::space_to_depth(const onnx::NodeProto& node) {
+  SpaceToDepthAttrs a;
+  a.block = attr_int(node, "blocksize", 0);
+  if (const std::string mode = attr_string(node, "mode"); !mode.empty() && mode != "DCR") {
+    fail(node, cat("mode '", mode, "' is not supported (DCR: blocks ordered depth, column, row)"));
+  }
+  define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
+}
+
+void Importer::flatten(const onnx::NodeProto& node) {
+  const ValueId x = input(node, 0);
+  const Shape s = shape(x);
+  const auto rank = static_cast<int64_t>(s.rank());
+  int64_t axis = attr_int(node, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) fail(node, cat("axis ", attr_int(node, "axis", 1), " is not an axis of ", s.to_string()));
+  if (axis == 1 && rank == 2) {
+    define(node, 0, x);
+  } else if (axis == 1 && rank == 4) {
+    define(node, 0, add(node, OpKind::kFlatten, NoAttrs{}, {x}));
+  } else {  // [d0 ... d(axis-1), d(axis) ... ] -> [their two products], in row-major order
+    const auto at = static_cast<size_t>(axis);
+    define(node, 0, reshaped(node, x, {product(s.dims(), 0, at), product(s.dims(), at, s.rank())}));
+  }
 }
 
 }  // namespace stagecraft::graph::onnx_import

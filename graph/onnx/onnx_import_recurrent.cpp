@@ -25,181 +25,281 @@ float default_beta(const std::string& name) { return name == "HardSigmoid" ? 0.5
 
 }  // namespace
 
-void Importer::recurrent(const onnx::NodeProto& node) {
+// One recurrent node unrolled: its settings read and checked first, then each direction's steps
+// written as ONNX nodes through an Expansion, and the outputs Y, Y_h and Y_c named.
+class Importer::Recurrence {
+ public:
+  Recurrence(Importer& im, const onnx::NodeProto& node) : im_(im), node_(node), s_(settings(im, node)), e_(im, node) {}
+
+  // Writes the nodes and imports them.
+  void unroll();
+
+ private:
+  // What the node's attributes and inputs say.
+  struct Settings {
+    std::string type;  // RNN, GRU or LSTM
+    int gates = 1;     // per step: 4 for LSTM, 3 for GRU, 1 for RNN
+    bool batch_first = false;
+    int64_t steps = 0;
+    int64_t hidden = 0;
+    std::string direction;
+    int64_t dirs = 1;
+    float clip = 0;
+    bool input_forget = false;
+    bool linear_before_reset = false;
+    int per_direction = 1;           // activations per direction: f, g (and h)
+    std::vector<std::string> names;  // the activations of every direction
+    std::vector<float> alpha, beta;  // their parameters
+  };
+  // One direction's weights and state while its steps are written ("" is zero).
+  struct Direction {
+    int64_t d = 0;
+    std::string r;                       // Rᵀ
+    std::string xw;                      // the input projection of every step [T, N, G·H]
+    std::string rb;                      // a GRU's Rb, added to the recurrent projection
+    std::string h, c;                    // the hidden (and cell) state
+    std::string peep_i, peep_o, peep_f;  // an LSTM's peepholes
+  };
+  // One step's gate inputs: the input projection `in` [N, G·H] and the recurrent projection h ·
+  // Rᵀ (+ Rb for a GRU), "" while h and Rb are zero.
+  struct Step {
+    std::string in, rec;
+  };
+
+  static Settings settings(const Importer& im, const onnx::NodeProto& node);
+  // The element-wise function `name` (an ONNX recurrent activation) of x with its alpha and beta.
+  std::string activation(const std::string& name, const std::string& x, float a, float b);
+  std::string slice(const std::string& x, int64_t axis, int64_t begin, int64_t end);
+  std::string squeeze0(const std::string& x) { return e_.unsqueeze("Squeeze", x, {0}); }
+  std::string unsqueeze0(const std::string& x) { return e_.unsqueeze("Unsqueeze", x, {0}); }
+  std::string clipped(const std::string& x);
+  // Activation k of direction d of `v` (clipped first).
+  std::string f(int64_t d, int k, const std::string& v);
+  // Direction d's weights, biases, initial states and peepholes.
+  Direction start(int64_t d, const std::string& x);
+  // The initial state of input `slot` [D, N, H] (batch first: [N, D, H]) of direction d; "" is zero.
+  std::string initial(int64_t d, int slot);
+  // Gate k of the step's input and of its recurrent projection ("" when zero).
+  std::string gate(const Step& s, int k) { return slice(s.in, 1, k * s_.hidden, (k + 1) * s_.hidden); }
+  std::string rec_gate(const Direction& dir, const Step& s, int k);
+  std::string sum(const std::string& a, const std::string& b) { return b.empty() ? a : e_.op("Add", {a, b}); }
+  // The state after one step of each kind of layer.
+  void gru_step(Direction& dir, const Step& s);
+  void lstm_step(Direction& dir, const Step& s);
+  // Y, Y_h and Y_c under the node's output names.
+  void name_outputs(const std::vector<std::vector<std::string>>& outputs, const std::vector<std::string>& last_h,
+                    const std::vector<std::string>& last_c);
+  std::string output(int slot) const { return slot < node_.output_size() ? node_.output(slot) : std::string(); }
+
+  Importer& im_;
+  const onnx::NodeProto& node_;
+  const Settings s_;
+  Expansion e_;  // made once the settings are checked
+};
+
+Importer::Recurrence::Settings Importer::Recurrence::settings(const Importer& im, const onnx::NodeProto& node) {
+  Settings s;
   const std::string& t = node.op_type();
-  const int gates = t == "LSTM" ? 4 : t == "GRU" ? 3 : 1;
-  const ValueId xv = input(node, 0);
-  const std::vector<int64_t> xd = dims_of(shape(xv));
-  if (xd.size() != 3) fail(node, cat("the input must be 3-D, got ", shape(xv).to_string()));
-  const bool batch_first = attr_int(node, "layout", 0) != 0;
-  const int64_t steps = batch_first ? xd[1] : xd[0];
-  if (steps < 1) fail(node, "the sequence is empty");
-  const int64_t hidden = attr_int(node, "hidden_size", 0);
-  if (hidden < 1) fail(node, "hidden_size must be given and >= 1");
-  const std::string direction = attr_string(node, "direction").empty() ? "forward" : attr_string(node, "direction");
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    fail(node, cat("direction '", direction, "' is not forward, reverse or bidirectional"));
+  s.type = t;
+  s.gates = t == "LSTM" ? 4 : t == "GRU" ? 3 : 1;
+  const ValueId xv = im.input(node, 0);
+  const std::vector<int64_t> xd = dims_of(im.shape(xv));
+  if (xd.size() != 3) im.fail(node, cat("the input must be 3-D, got ", im.shape(xv).to_string()));
+  s.batch_first = attr_int(node, "layout", 0) != 0;
+  s.steps = s.batch_first ? xd[1] : xd[0];
+  if (s.steps < 1) im.fail(node, "the sequence is empty");
+  s.hidden = attr_int(node, "hidden_size", 0);
+  if (s.hidden < 1) im.fail(node, "hidden_size must be given and >= 1");
+  s.direction = attr_string(node, "direction").empty() ? "forward" : attr_string(node, "direction");
+  if (s.direction != "forward" && s.direction != "reverse" && s.direction != "bidirectional") {
+    im.fail(node, cat("direction '", s.direction, "' is not forward, reverse or bidirectional"));
   }
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  if (has_input(node, 4)) {  // sequence_lens: only the full length of every sequence
-    const ConstTensor* lens = constant(node, 4);
-    if (!lens) fail(node, "sequence_lens must be a constant (sequences of different lengths are not supported)");
+  s.dirs = s.direction == "bidirectional" ? 2 : 1;
+  if (im.has_input(node, 4)) {  // sequence_lens: only the full length of every sequence
+    const ConstTensor* lens = im.constant(node, 4);
+    if (!lens) im.fail(node, "sequence_lens must be a constant (sequences of different lengths are not supported)");
     for (int64_t l : lens->ints()) {
-      if (l != steps) fail(node, cat("sequence_lens ", l, " differs from the sequence length ", steps));
+      if (l != s.steps) im.fail(node, cat("sequence_lens ", l, " differs from the sequence length ", s.steps));
     }
   }
-  const float clip = attr_float(node, "clip", 0.0f);
-  const bool input_forget = attr_int(node, "input_forget", 0) != 0;
-  const bool linear_before_reset = attr_int(node, "linear_before_reset", 0) != 0;
+  s.clip = attr_float(node, "clip", 0.0f);
+  s.input_forget = attr_int(node, "input_forget", 0) != 0;
+  s.linear_before_reset = attr_int(node, "linear_before_reset", 0) != 0;
   // The activations: f, g (and h) per direction.
-  const int per_direction = t == "LSTM" ? 3 : t == "GRU" ? 2 : 1;
-  std::vector<std::string> names = attr_strings(node, "activations");
-  if (names.empty()) {
-    for (int64_t d = 0; d < dirs; ++d) {
-      if (t == "RNN") names.push_back("Tanh");
-      else names.insert(names.end(), {"Sigmoid", "Tanh", "Tanh"});
-      if (t == "GRU") names.pop_back();
+  s.per_direction = t == "LSTM" ? 3 : t == "GRU" ? 2 : 1;
+  s.names = attr_strings(node, "activations");
+  if (s.names.empty()) {
+    for (int64_t d = 0; d < s.dirs; ++d) {
+      if (t == "RNN") s.names.push_back("Tanh");
+      else s.names.insert(s.names.end(), {"Sigmoid", "Tanh", "Tanh"});
+      if (t == "GRU") s.names.pop_back();
     }
   }
-  if (static_cast<int64_t>(names.size()) != per_direction * dirs) {
-    fail(node, cat("activations lists ", names.size(), " functions; ", t, " ", direction, " takes ", per_direction * dirs));
+  if (static_cast<int64_t>(s.names.size()) != s.per_direction * s.dirs) {
+    im.fail(node, cat("activations lists ", s.names.size(), " functions; ", t, " ", s.direction, " takes ",
+                      s.per_direction * s.dirs));
   }
   const std::vector<float> alphas = attr_floats(node, "activation_alpha"), betas = attr_floats(node, "activation_beta");
   // The parameter k of the list: given, or the function's default.
-  std::vector<float> alpha(names.size()), beta(names.size());
-  for (size_t k = 0; k < names.size(); ++k) {
-    alpha[k] = k < alphas.size() ? alphas[k] : default_alpha(names[k]);
-    beta[k] = k < betas.size() ? betas[k] : default_beta(names[k]);
+  s.alpha.resize(s.names.size());
+  s.beta.resize(s.names.size());
+  for (size_t k = 0; k < s.names.size(); ++k) {
+    s.alpha[k] = k < alphas.size() ? alphas[k] : default_alpha(s.names[k]);
+    s.beta[k] = k < betas.size() ? betas[k] : default_beta(s.names[k]);
   }
-  const auto output = [&](int slot) { return slot < node.output_size() ? node.output(slot) : std::string(); };
+  return s;
+}
 
-  Expansion e(*this, node);
-  // The element-wise function `name` (an ONNX recurrent activation) of x with its alpha and beta.
-  const auto activation = [&](const std::string& name, const std::string& x, float a, float b) {
-    if (name == "Sigmoid" || name == "Tanh" || name == "Relu" || name == "Softsign" || name == "Softplus") {
-      return e.op(name.c_str(), {x});
-    }
-    if (name == "LeakyRelu" || name == "ThresholdedRelu" || name == "Elu") {
-      return e.op(name.c_str(), {x}, {float_attr("alpha", a)});
-    }
-    if (name == "HardSigmoid") return e.op("HardSigmoid", {x}, {float_attr("alpha", a), float_attr("beta", b)});
-    if (name == "Affine") return e.op("Add", {e.op("Mul", {x, e.scalar(a)}), e.scalar(b)});
-    if (name == "ScaledTanh") return e.op("Mul", {e.op("Tanh", {e.op("Mul", {x, e.scalar(b)})}), e.scalar(a)});
-    fail(node, cat("activation '", name, "' is not an ONNX recurrent activation"));
-  };
-  const auto slice = [&](const std::string& x, int64_t axis, int64_t begin, int64_t end) {
-    return e.op("Slice", {x, e.ints({begin}), e.ints({end}), e.ints({axis})});
-  };
-  const auto squeeze0 = [&](const std::string& x) { return e.unsqueeze("Squeeze", x, {0}); };
-  const auto unsqueeze0 = [&](const std::string& x) { return e.unsqueeze("Unsqueeze", x, {0}); };
-  const auto clipped = [&](const std::string& x) {
-    return clip > 0 ? e.op("Clip", {x, e.scalar(-clip), e.scalar(clip)}) : x;
-  };
-  const std::string x = batch_first ? e.op("Transpose", {node.input(0)}, {ints_attr("perm", {1, 0, 2})}) : node.input(0);
-  std::vector<std::vector<std::string>> outputs(static_cast<size_t>(steps));  // Y per step and direction
-  std::vector<std::string> last_h, last_c;
-  for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const auto f = [&](int k, const std::string& v) {
-      const auto at = static_cast<size_t>(d * per_direction + k);
-      return activation(names[at], clipped(v), alpha[at], beta[at]);
-    };
-    // W [G·H, in] and R [G·H, H] of this direction, transposed for x · Wᵀ.
-    const std::string w = e.op("Transpose", {squeeze0(slice(node.input(1), 0, d, d + 1))}, {ints_attr("perm", {1, 0})});
-    const std::string r = e.op("Transpose", {squeeze0(slice(node.input(2), 0, d, d + 1))}, {ints_attr("perm", {1, 0})});
-    // The input projection of every step at once, with Wb (and Rb except a GRU's).
-    std::string xw = e.op("MatMul", {x, w});  // [T, N, G·H]
-    std::string rb;  // a GRU's Rb, added to the recurrent projection
-    if (has_input(node, 3)) {  // biases as [1, G·H] rows (broadcast over the batch)
-      const std::string b = slice(node.input(3), 0, d, d + 1);  // [1, 2·G·H]
-      const std::string wb = slice(b, 1, 0, gates * hidden), rbias = slice(b, 1, gates * hidden, 2 * gates * hidden);
-      if (t == "GRU") {
-        xw = e.op("Add", {xw, wb});
-        rb = rbias;
-      } else {
-        xw = e.op("Add", {xw, e.op("Add", {wb, rbias})});
-      }
-    }
-    // The initial states [D, N, H] (batch first: [N, D, H]) of this direction; "" is zero.
-    const auto initial = [&](int slot) {
-      if (!has_input(node, slot)) return std::string();
-      const std::string v = batch_first ? e.op("Transpose", {node.input(slot)}, {ints_attr("perm", {1, 0, 2})})
-                                        : node.input(slot);
-      return squeeze0(slice(v, 0, d, d + 1));
-    };
-    std::string h = initial(5);
-    std::string c = t == "LSTM" ? initial(6) : "";
-    std::string peep_i, peep_o, peep_f;
-    if (t == "LSTM" && has_input(node, 7)) {
-      const std::string p = slice(node.input(7), 0, d, d + 1);  // [1, 3·H]: i, o, f
-      peep_i = slice(p, 1, 0, hidden);
-      peep_o = slice(p, 1, hidden, 2 * hidden);
-      peep_f = slice(p, 1, 2 * hidden, 3 * hidden);
-    }
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t step = reverse ? steps - 1 - s : s;
-      const std::string in = squeeze0(slice(xw, 0, step, step + 1));  // [N, G·H]
-      // The recurrent projection h · Rᵀ (+ Rb for a GRU) and its gate k; "" while h and Rb are zero.
-      const std::string rec = h.empty() ? "" : rb.empty() ? e.op("MatMul", {h, r}) : e.op("Add", {e.op("MatMul", {h, r}), rb});
-      const auto rec_gate = [&](int k) {
-        if (!rec.empty()) return slice(rec, 1, k * hidden, (k + 1) * hidden);
-        return rb.empty() ? std::string() : slice(rb, 1, k * hidden, (k + 1) * hidden);
-      };
-      const auto gate = [&](int k) { return slice(in, 1, k * hidden, (k + 1) * hidden); };
-      const auto sum = [&](const std::string& a, const std::string& b) { return b.empty() ? a : e.op("Add", {a, b}); };
-      if (t == "RNN") {
-        h = f(0, sum(in, rec));
-      } else if (t == "GRU") {
-        const std::string z = f(0, sum(gate(0), rec_gate(0)));
-        const std::string rg = f(0, sum(gate(1), rec_gate(1)));
-        std::string hh;  // the candidate's recurrent part
-        if (linear_before_reset) {  // r ⊙ (h · Rhᵀ + Rbh)
-          if (const std::string g = rec_gate(2); !g.empty()) hh = e.op("Mul", {rg, g});
-        } else if (!h.empty()) {  // (r ⊙ h) · Rhᵀ + Rbh
-          hh = e.op("MatMul", {e.op("Mul", {rg, h}), slice(r, 1, 2 * hidden, 3 * hidden)});
-          if (!rb.empty()) hh = e.op("Add", {hh, slice(rb, 1, 2 * hidden, 3 * hidden)});
-        } else {
-          hh = rec_gate(2);  // h zero: Rbh
-        }
-        const std::string cand = f(1, sum(gate(2), hh));
-        // H = (1 - z) ⊙ ĥ + z ⊙ H(t-1) = ĥ + z ⊙ (H(t-1) - ĥ)
-        h = e.op("Add", {cand, e.op("Mul", {z, h.empty() ? e.op("Neg", {cand}) : e.op("Sub", {h, cand})})});
-      } else {  // LSTM
-        std::string pre_i = sum(gate(0), rec_gate(0));
-        std::string pre_f = sum(gate(2), rec_gate(2));
-        if (!c.empty() && !peep_i.empty()) {
-          pre_i = e.op("Add", {pre_i, e.op("Mul", {c, peep_i})});
-          pre_f = e.op("Add", {pre_f, e.op("Mul", {c, peep_f})});
-        }
-        const std::string ig = f(0, pre_i);
-        const std::string fg = input_forget ? e.op("Sub", {e.scalar(1.0f), ig}) : f(0, pre_f);
-        const std::string cand = f(1, sum(gate(3), rec_gate(3)));
-        const std::string kept = e.op("Mul", {ig, cand});
-        c = c.empty() ? kept : e.op("Add", {e.op("Mul", {fg, c}), kept});
-        std::string pre_o = sum(gate(1), rec_gate(1));
-        if (!peep_o.empty()) pre_o = e.op("Add", {pre_o, e.op("Mul", {c, peep_o})});
-        h = e.op("Mul", {f(0, pre_o), f(2, c)});
-      }
-      outputs[static_cast<size_t>(step)].push_back(h);  // [N, H]
-    }
-    last_h.push_back(h);
-    if (t == "LSTM") last_c.push_back(c);
+std::string Importer::Recurrence::activation(const std::string& name, const std::string& x, float a, float b) {
+  if (name == "Sigmoid" || name == "Tanh" || name == "Relu" || name == "Softsign" || name == "Softplus") {
+    return e_.op(name.c_str(), {x});
   }
+  if (name == "LeakyRelu" || name == "ThresholdedRelu" || name == "Elu") {
+    return e_.op(name.c_str(), {x}, {float_attr("alpha", a)});
+  }
+  if (name == "HardSigmoid") return e_.op("HardSigmoid", {x}, {float_attr("alpha", a), float_attr("beta", b)});
+  if (name == "Affine") return e_.op("Add", {e_.op("Mul", {x, e_.scalar(a)}), e_.scalar(b)});
+  if (name == "ScaledTanh") return e_.op("Mul", {e_.op("Tanh", {e_.op("Mul", {x, e_.scalar(b)})}), e_.scalar(a)});
+  im_.fail(node_, cat("activation '", name, "' is not an ONNX recurrent activation"));
+}
+
+std::string Importer::Recurrence::slice(const std::string& x, int64_t axis, int64_t begin, int64_t end) {
+  return e_.op("Slice", {x, e_.ints({begin}), e_.ints({end}), e_.ints({axis})});
+}
+
+std::string Importer::Recurrence::clipped(const std::string& x) {
+  return s_.clip > 0 ? e_.op("Clip", {x, e_.scalar(-s_.clip), e_.scalar(s_.clip)}) : x;
+}
+
+std::string Importer::Recurrence::f(int64_t d, int k, const std::string& v) {
+  const auto at = static_cast<size_t>(d * s_.per_direction + k);
+  return activation(s_.names[at], clipped(v), s_.alpha[at], s_.beta[at]);
+}
+
+void Importer::Recurrence::unroll() {
+  const std::string x = s_.batch_first ? e_.op("Transpose", {node_.input(0)}, {ints_attr("perm", {1, 0, 2})})
+                                       : node_.input(0);
+  std::vector<std::vector<std::string>> outputs(static_cast<size_t>(s_.steps));  // Y per step and direction
+  std::vector<std::string> last_h, last_c;
+  for (int64_t d = 0; d < s_.dirs; ++d) {
+    const bool reverse = s_.direction == "reverse" || d == 1;
+    Direction dir = start(d, x);
+    for (int64_t s = 0; s < s_.steps; ++s) {
+      const int64_t step = reverse ? s_.steps - 1 - s : s;
+      Step st;
+      st.in = squeeze0(slice(dir.xw, 0, step, step + 1));  // [N, G·H]
+      st.rec = dir.h.empty() ? "" : dir.rb.empty() ? e_.op("MatMul", {dir.h, dir.r})
+                                                   : e_.op("Add", {e_.op("MatMul", {dir.h, dir.r}), dir.rb});
+      if (s_.type == "RNN") {
+        dir.h = f(d, 0, sum(st.in, st.rec));
+      } else if (s_.type == "GRU") {
+        gru_step(dir, st);
+      } else {
+        lstm_step(dir, st);
+      }
+      outputs[static_cast<size_t>(step)].push_back(dir.h);  // [N, H]
+    }
+    last_h.push_back(dir.h);
+    if (s_.type == "LSTM") last_c.push_back(dir.c);
+  }
+  name_outputs(outputs, last_h, last_c);
+  e_.finish();
+}
+
+Importer::Recurrence::Direction Importer::Recurrence::start(int64_t d, const std::string& x) {
+  Direction dir;
+  dir.d = d;
+  // W [G·H, in] and R [G·H, H] of this direction, transposed for x · Wᵀ.
+  const std::string w = e_.op("Transpose", {squeeze0(slice(node_.input(1), 0, d, d + 1))}, {ints_attr("perm", {1, 0})});
+  dir.r = e_.op("Transpose", {squeeze0(slice(node_.input(2), 0, d, d + 1))}, {ints_attr("perm", {1, 0})});
+  // The input projection of every step at once, with Wb (and Rb except a GRU's).
+  dir.xw = e_.op("MatMul", {x, w});  // [T, N, G·H]
+  if (im_.has_input(node_, 3)) {  // biases as [1, G·H] rows (broadcast over the batch)
+    const std::string b = slice(node_.input(3), 0, d, d + 1);  // [1, 2·G·H]
+    const int64_t gh = s_.gates * s_.hidden;
+    const std::string wb = slice(b, 1, 0, gh), rbias = slice(b, 1, gh, 2 * gh);
+    if (s_.type == "GRU") {
+      dir.xw = e_.op("Add", {dir.xw, wb});
+      dir.rb = rbias;
+    } else {
+      dir.xw = e_.op("Add", {dir.xw, e_.op("Add", {wb, rbias})});
+    }
+  }
+  dir.h = initial(d, 5);
+  dir.c = s_.type == "LSTM" ? initial(d, 6) : "";
+  if (s_.type == "LSTM" && im_.has_input(node_, 7)) {
+    const std::string p = slice(node_.input(7), 0, d, d + 1);  // [1, 3·H]: i, o, f
+    dir.peep_i = slice(p, 1, 0, s_.hidden);
+    dir.peep_o = slice(p, 1, s_.hidden, 2 * s_.hidden);
+    dir.peep_f = slice(p, 1, 2 * s_.hidden, 3 * s_.hidden);
+  }
+  return dir;
+}
+
+std::string Importer::Recurrence::initial(int64_t d, int slot) {
+  if (!im_.has_input(node_, slot)) return std::string();
+  const std::string v = s_.batch_first ? e_.op("Transpose", {node_.input(slot)}, {ints_attr("perm", {1, 0, 2})})
+                                       : node_.input(slot);
+  return squeeze0(slice(v, 0, d, d + 1));
+}
+
+std::string Importer::Recurrence::rec_gate(const Direction& dir, const Step& s, int k) {
+  if (!s.rec.empty()) return slice(s.rec, 1, k * s_.hidden, (k + 1) * s_.hidden);
+  return dir.rb.empty() ? std::string() : slice(dir.rb, 1, k * s_.hidden, (k + 1) * s_.hidden);
+}
+
+void Importer::Recurrence::gru_step(Direction& dir, const Step& s) {
+  const int64_t hidden = s_.hidden;
+  const std::string z = f(dir.d, 0, sum(gate(s, 0), rec_gate(dir, s, 0)));
+  const std::string rg = f(dir.d, 0, sum(gate(s, 1), rec_gate(dir, s, 1)));
+  std::string hh;  // the candidate's recurrent part
+  if (s_.linear_before_reset) {  // r ⊙ (h · Rhᵀ + Rbh)
+    if (const std::string g = rec_gate(dir, s, 2); !g.empty()) hh = e_.op("Mul", {rg, g});
+  } else if (!dir.h.empty()) {  // (r ⊙ h) · Rhᵀ + Rbh
+    hh = e_.op("MatMul", {e_.op("Mul", {rg, dir.h}), slice(dir.r, 1, 2 * hidden, 3 * hidden)});
+    if (!dir.rb.empty()) hh = e_.op("Add", {hh, slice(dir.rb, 1, 2 * hidden, 3 * hidden)});
+  } else {
+    hh = rec_gate(dir, s, 2);  // h zero: Rbh
+  }
+  const std::string cand = f(dir.d, 1, sum(gate(s, 2), hh));
+  // H = (1 - z) ⊙ ĥ + z ⊙ H(t-1) = ĥ + z ⊙ (H(t-1) - ĥ)
+  dir.h = e_.op("Add", {cand, e_.op("Mul", {z, dir.h.empty() ? e_.op("Neg", {cand}) : e_.op("Sub", {dir.h, cand})})});
+}
+
+void Importer::Recurrence::lstm_step(Direction& dir, const Step& s) {
+  std::string pre_i = sum(gate(s, 0), rec_gate(dir, s, 0));
+  std::string pre_f = sum(gate(s, 2), rec_gate(dir, s, 2));
+  if (!dir.c.empty() && !dir.peep_i.empty()) {
+    pre_i = e_.op("Add", {pre_i, e_.op("Mul", {dir.c, dir.peep_i})});
+    pre_f = e_.op("Add", {pre_f, e_.op("Mul", {dir.c, dir.peep_f})});
+  }
+  const std::string ig = f(dir.d, 0, pre_i);
+  const std::string fg = s_.input_forget ? e_.op("Sub", {e_.scalar(1.0f), ig}) : f(dir.d, 0, pre_f);
+  const std::string cand = f(dir.d, 1, sum(gate(s, 3), rec_gate(dir, s, 3)));
+  const std::string kept = e_.op("Mul", {ig, cand});
+  dir.c = dir.c.empty() ? kept : e_.op("Add", {e_.op("Mul", {fg, dir.c}), kept});
+  std::string pre_o = sum(gate(s, 1), rec_gate(dir, s, 1));
+  if (!dir.peep_o.empty()) pre_o = e_.op("Add", {pre_o, e_.op("Mul", {dir.c, dir.peep_o})});
+  dir.h = e_.op("Mul", {f(dir.d, 0, pre_o), f(dir.d, 2, dir.c)});
+}
+
+void Importer::Recurrence::name_outputs(const std::vector<std::vector<std::string>>& outputs,
+                                        const std::vector<std::string>& last_h, const std::vector<std::string>& last_c) {
   // Y [T, D, N, H] (batch first: [N, T, D, H]); Y_h, Y_c [D, N, H] ([N, D, H]); the last op of
   // each writes the output's name.
   const auto stacked = [&](const std::vector<std::string>& parts, const std::string& name) {  // along a new axis 0
-    if (parts.size() == 1) return e.unsqueeze("Unsqueeze", parts[0], {0}, name);
+    if (parts.size() == 1) return e_.unsqueeze("Unsqueeze", parts[0], {0}, name);
     std::vector<std::string> each;
     for (const auto& p : parts) each.push_back(unsqueeze0(p));
-    return e.op("Concat", each, {int_attr("axis", 0)}, name);
+    return e_.op("Concat", each, {int_attr("axis", 0)}, name);
   };
   const auto named = [&](const std::vector<std::string>& parts, const std::vector<int64_t>& perm, int slot) {
     if (output(slot).empty()) return;
-    if (!batch_first) {
+    if (!s_.batch_first) {
       stacked(parts, output(slot));
       return;
     }
-    e.op("Transpose", {stacked(parts, "")}, {ints_attr("perm", perm)}, output(slot));
+    e_.op("Transpose", {stacked(parts, "")}, {ints_attr("perm", perm)}, output(slot));
   };
   if (!output(0).empty()) {
     std::vector<std::string> rows;  // [D, N, H] per step
@@ -207,8 +307,9 @@ void Importer::recurrent(const onnx::NodeProto& node) {
     named(rows, {2, 0, 1, 3}, 0);
   }
   named(last_h, {1, 0, 2}, 1);
-  if (t == "LSTM") named(last_c, {1, 0, 2}, 2);
-  e.finish();
+  if (s_.type == "LSTM") named(last_c, {1, 0, 2}, 2);
 }
+
+void Importer::recurrent(const onnx::NodeProto& node) { Recurrence(*this, node).unroll(); }
 
 }  // namespace stagecraft::graph::onnx_import

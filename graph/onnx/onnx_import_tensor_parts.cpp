@@ -327,6 +327,42 @@ std::vector<int64_t> permutation(const std::string& from, const std::string& to)
   return perm;
 }
 
+// The product of the extents of `letters` in an operand whose letters are `where` and whose
+// dimensions are `dims`.
+int64_t letters_size(const std::string& letters, const std::string& where, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (char c : letters) n *= dims[where.find(c)];
+  return n;
+}
+
+// The extents of `letters` in that operand, in their order.
+std::vector<int64_t> letters_extents(const std::string& letters, const std::string& where,
+                                     const std::vector<int64_t>& dims) {
+  std::vector<int64_t> e;
+  for (char c : letters) e.push_back(dims[where.find(c)]);
+  return e;
+}
+
+// The elements of a constant operand `c` of letters `cl` in the order of `letters` (all of its
+// letters).
+std::vector<float> constant_in_order(const ConstTensor& c, const std::string& cl, const std::string& letters) {
+  const std::vector<int64_t> cperm = permutation(cl, letters);
+  std::vector<int64_t> cstrides(cl.size(), 1);
+  for (size_t d = cl.size(); d-- > 1;) cstrides[d - 1] = cstrides[d] * c.dims[d];
+  const std::vector<float> values = c.floats();
+  std::vector<float> w(values.size());
+  const std::vector<int64_t> pdims = letters_extents(letters, cl, c.dims);
+  for (size_t i = 0; i < w.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), at = 0;
+    for (size_t d = pdims.size(); d-- > 0;) {
+      at += rest % pdims[d] * cstrides[static_cast<size_t>(cperm[d])];
+      rest /= pdims[d];
+    }
+    w[i] = values[static_cast<size_t>(at)];
+  }
+  return w;
+}
+
 }  // namespace
 
 ValueId Importer::permuted(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& perm) {
@@ -365,6 +401,14 @@ void Importer::scatter_row_major(const onnx::NodeProto& node) {
   define(node, 0, mark(reshaped(node, updates, d)));
 }
 
+// The letters of a two-operand Einsum by their role.
+struct Importer::EinsumLetters {
+  std::string a, b, out;       // the operands' and the output's
+  std::string batch;           // in both operands and the output
+  std::string free_a, free_b;  // in one operand and the output
+  std::string contracted;      // in both operands, not in the output (summed over)
+};
+
 void Importer::einsum(const onnx::NodeProto& node) {
   // Contractions of two operands (MaxViT's and MViTv2's relative positions): each operand
   // permuted to [batch, free, contracted] (or [batch, contracted, free]), a matmul of two tensors
@@ -380,118 +424,99 @@ void Importer::einsum(const onnx::NodeProto& node) {
     define(node, 0, mark(permuted(node, row_major(node, 0), permutation(eq->inputs[0], out))));
     return;
   }
-  const std::string &a = eq->inputs[0], &b = eq->inputs[1];
-  std::string batch, free_a, free_b, contracted;
-  for (char c : a) {
-    const bool in_b = b.find(c) != std::string::npos, in_out = out.find(c) != std::string::npos;
-    if (in_b && in_out) batch += c;
-    else if (in_b) contracted += c;
-    else if (in_out) free_a += c;
+  EinsumLetters l;
+  l.a = eq->inputs[0];
+  l.b = eq->inputs[1];
+  l.out = out;
+  for (char c : l.a) {
+    const bool in_b = l.b.find(c) != std::string::npos, in_out = out.find(c) != std::string::npos;
+    if (in_b && in_out) l.batch += c;
+    else if (in_b) l.contracted += c;
+    else if (in_out) l.free_a += c;
     else fail(node, cat("index '", c, "' is summed over one operand alone (not supported)"));
   }
-  for (char c : b) {
-    if (a.find(c) == std::string::npos) {
+  for (char c : l.b) {
+    if (l.a.find(c) == std::string::npos) {
       if (out.find(c) == std::string::npos) fail(node, cat("index '", c, "' is summed over one operand alone (not supported)"));
-      free_b += c;
+      l.free_b += c;
     }
   }
   const bool const_a = constant(node, 0) != nullptr, const_b = constant(node, 1) != nullptr;
   if (const_a && const_b) fail(node, "an Einsum of two constants should have been folded");
-  const auto size_of = [&](const std::string& letters, const std::string& where, const std::vector<int64_t>& dims) {
-    int64_t n = 1;
-    for (char c : letters) n *= dims[where.find(c)];
-    return n;
-  };
-  const auto extents = [&](const std::string& letters, const std::string& where, const std::vector<int64_t>& dims) {
-    std::vector<int64_t> e;
-    for (char c : letters) e.push_back(dims[where.find(c)]);
-    return e;
-  };
   std::string result;  // the letters of the product before the output's permutation
-  ValueId y;
-  if (const_a || const_b) {
-    const int t_slot = const_a ? 1 : 0;
-    const std::string& tl = const_a ? b : a;
-    const std::string& cl = const_a ? a : b;
-    const std::string& t_free = const_a ? free_b : free_a;
-    const std::string& c_free = const_a ? free_a : free_b;
-    const ConstTensor& c = *constant(node, const_a ? 0 : 1);
-    const ValueId x = row_major(node, t_slot);
-    const std::vector<int64_t> tdims = dims_of(shape(x));
-    for (char ch : batch) {
-      if (c.dims[cl.find(ch)] != tdims[tl.find(ch)]) fail(node, cat("index '", ch, "' has different extents in the operands"));
-    }
-    // The constant's elements in the order of `letters` (all of its letters).
-    const auto constant_in = [&](const std::string& letters) {
-      const std::vector<int64_t> cperm = permutation(cl, letters);
-      std::vector<int64_t> cstrides(cl.size(), 1);
-      for (size_t d = cl.size(); d-- > 1;) cstrides[d - 1] = cstrides[d] * c.dims[d];
-      const std::vector<float> values = c.floats();
-      std::vector<float> w(values.size());
-      const std::vector<int64_t> pdims = extents(letters, cl, c.dims);
-      for (size_t i = 0; i < w.size(); ++i) {
-        int64_t rest = static_cast<int64_t>(i), at = 0;
-        for (size_t d = pdims.size(); d-- > 0;) {
-          at += rest % pdims[d] * cstrides[static_cast<size_t>(cperm[d])];
-          rest /= pdims[d];
-        }
-        w[i] = values[static_cast<size_t>(at)];
-      }
-      return w;
-    };
-    const int64_t k = size_of(contracted, tl, tdims), n = size_of(c_free, cl, c.dims);
-    const int64_t rows_n = size_of(t_free, tl, tdims);
-    if (batch.empty()) {
-      // A linear layer over the tensor's contracted letters; the constant's free letters are its
-      // output features: the weight [n, k] is the constant in the order (free, contracted).
-      const ValueId rows = reshaped(node, permuted(node, x, permutation(tl, t_free + contracted)), {rows_n, k});
-      LinearAttrs la;
-      la.in_features = k;
-      la.out_features = n;
-      la.bias = false;
-      y = mark(add_weighted(node, OpKind::kLinear, la, {rows}, constant_in(c_free + contracted)));
-      result = t_free + c_free;
-    } else {
-      // One matrix per index of the shared letters (MViTv2's relative positions, per query row):
-      // a grouped 1x1 convolution over [1, B·k, rows, 1], B groups, weights [B·n, k] = the
-      // constant in the order (batch, free, contracted).
-      const int64_t nb = size_of(batch, tl, tdims);
-      const ValueId flat = reshaped(node, permuted(node, x, permutation(tl, batch + contracted + t_free)),
-                                    {1, nb * k, rows_n, 1});
-      ReshapeAttrs to_maps;  // the row-major [1, B·k, rows, 1] as a tensor of the convolutions
-      to_maps.dims = {nb * k, rows_n, 1};
-      const ValueId maps = add(node, OpKind::kReshape, to_maps, {flat});
-      Conv2dAttrs ca;
-      ca.in_channels = nb * k;
-      ca.out_channels = nb * n;
-      ca.kernel = Hw{1, 1};
-      ca.groups = nb;
-      const std::string conv_out = node.output(0) + "/per_batch";
-      values_[conv_out] = add_weighted(node, OpKind::kConv2d, ca, {maps}, constant_in(batch + c_free + contracted));
-      y = row_major_named(node, conv_out);
-      result = batch + c_free + t_free;
-    }
-    std::vector<int64_t> dims;
-    for (char ch : result) dims.push_back(tl.find(ch) != std::string::npos ? tdims[tl.find(ch)] : c.dims[cl.find(ch)]);
-    y = reshaped(node, y, dims);
-  } else {
-    const ValueId x = row_major(node, 0), z = row_major(node, 1);
-    const std::vector<int64_t> ad = dims_of(shape(x)), bd = dims_of(shape(z));
-    for (char c : batch + contracted) {
-      if (ad[a.find(c)] != bd[b.find(c)]) fail(node, cat("index '", c, "' has different extents in the operands"));
-    }
-    const int64_t nb = size_of(batch, a, ad), m = size_of(free_a, a, ad), k = size_of(contracted, a, ad),
-                  n = size_of(free_b, b, bd);
-    const ValueId lhs = reshaped(node, permuted(node, x, permutation(a, batch + free_a + contracted)), {nb, m, k});
-    const ValueId rhs = reshaped(node, permuted(node, z, permutation(b, batch + contracted + free_b)), {nb, k, n});
-    y = mark(add(node, OpKind::kMatMul, NoAttrs{}, {lhs, rhs}));
-    std::vector<int64_t> dims = extents(batch + free_a, a, ad);
-    const std::vector<int64_t> fb = extents(free_b, b, bd);
-    dims.insert(dims.end(), fb.begin(), fb.end());
-    y = reshaped(node, y, dims);
-    result = batch + free_a + free_b;
-  }
+  const ValueId y = const_a || const_b ? einsum_by_constant(node, l, &result) : einsum_of_tensors(node, l, &result);
   define(node, 0, mark(permuted(node, y, permutation(result, out))));
+}
+
+ValueId Importer::einsum_by_constant(const onnx::NodeProto& node, const EinsumLetters& l, std::string* result) {
+  const bool const_a = constant(node, 0) != nullptr;
+  const int t_slot = const_a ? 1 : 0;
+  const std::string& tl = const_a ? l.b : l.a;
+  const std::string& cl = const_a ? l.a : l.b;
+  const std::string& t_free = const_a ? l.free_b : l.free_a;
+  const std::string& c_free = const_a ? l.free_a : l.free_b;
+  const std::string &batch = l.batch, &contracted = l.contracted;
+  const ConstTensor& c = *constant(node, const_a ? 0 : 1);
+  const ValueId x = row_major(node, t_slot);
+  const std::vector<int64_t> tdims = dims_of(shape(x));
+  for (char ch : batch) {
+    if (c.dims[cl.find(ch)] != tdims[tl.find(ch)]) fail(node, cat("index '", ch, "' has different extents in the operands"));
+  }
+  const int64_t k = letters_size(contracted, tl, tdims), n = letters_size(c_free, cl, c.dims);
+  const int64_t rows_n = letters_size(t_free, tl, tdims);
+  ValueId y;
+  if (batch.empty()) {
+    // A linear layer over the tensor's contracted letters; the constant's free letters are its
+    // output features: the weight [n, k] is the constant in the order (free, contracted).
+    const ValueId rows = reshaped(node, permuted(node, x, permutation(tl, t_free + contracted)), {rows_n, k});
+    LinearAttrs la;
+    la.in_features = k;
+    la.out_features = n;
+    la.bias = false;
+    y = mark(add_weighted(node, OpKind::kLinear, la, {rows}, constant_in_order(c, cl, c_free + contracted)));
+    *result = t_free + c_free;
+  } else {
+    // One matrix per index of the shared letters (MViTv2's relative positions, per query row):
+    // a grouped 1x1 convolution over [1, B·k, rows, 1], B groups, weights [B·n, k] = the
+    // constant in the order (batch, free, contracted).
+    const int64_t nb = letters_size(batch, tl, tdims);
+    const ValueId flat = reshaped(node, permuted(node, x, permutation(tl, batch + contracted + t_free)),
+                                  {1, nb * k, rows_n, 1});
+    ReshapeAttrs to_maps;  // the row-major [1, B·k, rows, 1] as a tensor of the convolutions
+    to_maps.dims = {nb * k, rows_n, 1};
+    const ValueId maps = add(node, OpKind::kReshape, to_maps, {flat});
+    Conv2dAttrs ca;
+    ca.in_channels = nb * k;
+    ca.out_channels = nb * n;
+    ca.kernel = Hw{1, 1};
+    ca.groups = nb;
+    const std::string conv_out = node.output(0) + "/per_batch";
+    values_[conv_out] = add_weighted(node, OpKind::kConv2d, ca, {maps}, constant_in_order(c, cl, batch + c_free + contracted));
+    y = row_major_named(node, conv_out);
+    *result = batch + c_free + t_free;
+  }
+  std::vector<int64_t> dims;
+  for (char ch : *result) dims.push_back(tl.find(ch) != std::string::npos ? tdims[tl.find(ch)] : c.dims[cl.find(ch)]);
+  return reshaped(node, y, dims);
+}
+
+ValueId Importer::einsum_of_tensors(const onnx::NodeProto& node, const EinsumLetters& l, std::string* result) {
+  const std::string &a = l.a, &b = l.b, &batch = l.batch, &free_a = l.free_a, &free_b = l.free_b;
+  const ValueId x = row_major(node, 0), z = row_major(node, 1);
+  const std::vector<int64_t> ad = dims_of(shape(x)), bd = dims_of(shape(z));
+  for (char c : batch + l.contracted) {
+    if (ad[a.find(c)] != bd[b.find(c)]) fail(node, cat("index '", c, "' has different extents in the operands"));
+  }
+  const int64_t nb = letters_size(batch, a, ad), m = letters_size(free_a, a, ad), k = letters_size(l.contracted, a, ad),
+                n = letters_size(free_b, b, bd);
+  const ValueId lhs = reshaped(node, permuted(node, x, permutation(a, batch + free_a + l.contracted)), {nb, m, k});
+  const ValueId rhs = reshaped(node, permuted(node, z, permutation(b, batch + l.contracted + free_b)), {nb, k, n});
+  const ValueId y = mark(add(node, OpKind::kMatMul, NoAttrs{}, {lhs, rhs}));
+  std::vector<int64_t> dims = letters_extents(batch + free_a, a, ad);
+  const std::vector<int64_t> fb = letters_extents(free_b, b, bd);
+  dims.insert(dims.end(), fb.begin(), fb.end());
+  *result = batch + free_a + free_b;
+  return reshaped(node, y, dims);
 }
 
 }  // namespace stagecraft::graph::onnx_import

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to graph/onnx/: the importer. Nodes are visited in their (topological) order; a node
 // whose inputs are all constant once the input shapes are fixed is evaluated (onnx_constants.h),
-// anything else is translated into graph ops (onnx_import_ops.cpp). Patterns that span nodes are
+// anything else is translated into graph ops (import_node picks the translation:
+// onnx_import_dispatch.cpp; the translators are in the files the sections below name). Patterns that span nodes are
 // kept pending until they complete: a zero or -inf Pad is folded into the convolutions or max
 // pools that read it; a tensor reshaped to a rank the graph does not hold (3, 5: x[:, 0],
 // unsqueeze(-1) twice, the 5-D view of a channel shuffle) is a view of a graph value until a
@@ -63,6 +64,10 @@ class Importer {
   };
 
  private:
+  // A member function translating one node: what the tables of translators by op type hold
+  // (translate(), on_row_major()).
+  using Translator = void (Importer::*)(const onnx::NodeProto&);
+
   // A Pad waiting to be folded into its readers.
   struct PendingPad {
     ValueId input;
@@ -77,9 +82,6 @@ class Importer {
   [[noreturn]] void fail_not_constant(const onnx::NodeProto& node, int slot, const std::string& what) const;
   void add_inputs(const onnx::GraphProto& g);
   std::string unique(const std::string& base);
-  void import_node(const onnx::NodeProto& node);
-  // Whether a Resize gives its input's own size (an identity in every mode but crop-and-resize).
-  bool resizes_to_itself(const onnx::NodeProto& node) const;
   void constant_node(const onnx::NodeProto& node);
   std::vector<FoldInput> fold_inputs(const onnx::NodeProto& node);
   const ConstTensor* constant(const onnx::NodeProto& node, int slot) const;
@@ -103,46 +105,77 @@ class Importer {
   OpWeights& weights_of_last();
   const std::set<std::string>& reader_kinds(const onnx::NodeProto& node) const;
 
-  // ---- onnx_import_ops.cpp: one translator per op type
+  // ---- onnx_import_dispatch.cpp: which translation takes each node
+  void import_node(const onnx::NodeProto& node);
+  // Whether a Resize gives its input's own size (an identity in every mode but crop-and-resize).
+  bool resizes_to_itself(const onnx::NodeProto& node) const;
+  // The node as an Identity of its input 0 (its other inputs no longer read).
+  onnx::NodeProto as_identity(const onnx::NodeProto& node);
+  // A CastLike as the Cast to its second input's element type.
+  onnx::NodeProto as_cast(const onnx::NodeProto& node);
+  // Whether the node's inputs are all constant: its outputs are then constants (a FormatError
+  // when they are invalid for the op).
+  bool fold_constant(const onnx::NodeProto& node);
+  // The node to the translator of its op type (a FormatError when there is none).
+  void translate(const onnx::NodeProto& node);
+
+  // ---- onnx_import_ops.cpp: the convolutions' ops, channels, linear layers, grid sampling
   Pads pads_of(const onnx::NodeProto& node, const Hw& kernel, const Hw& stride, const Hw& dilation,
                const Shape& in) const;
   Hw hw(const onnx::NodeProto& node, const char* name, int64_t fallback) const;
-  std::optional<std::vector<int64_t>> axes(const onnx::NodeProto& node, int slot) const;
   void conv(const onnx::NodeProto& node);
   void conv_transpose(const onnx::NodeProto& node);
   void batch_norm(const onnx::NodeProto& node);
-  void clip(const onnx::NodeProto& node);
+  void lrn(const onnx::NodeProto& node);
   void pool(const onnx::NodeProto& node);
-  void reduce(const onnx::NodeProto& node);
-  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum and ReduceLogSumExp as a ReduceSum of x², |x|
-  // or e^x, then sqrt or log where the op takes one: nodes imported in its place.
-  void reduce_via_sum(const onnx::NodeProto& node);
-  void elementwise(const onnx::NodeProto& node);
-  void where(const onnx::NodeProto& node);
+  void pad(const onnx::NodeProto& node);
+  void space_to_depth(const onnx::NodeProto& node);
+  void concat(const onnx::NodeProto& node);
+  void slice(const onnx::NodeProto& node);
+  void split(const onnx::NodeProto& node);
+  void flatten(const onnx::NodeProto& node);
+  void gemm(const onnx::NodeProto& node);
   void grid_sample(const onnx::NodeProto& node);
-  // Whether the tensor `name` is boolean (made by a comparison, a logical op or a cast to bool).
-  bool is_boolean(const std::string& name) const;
-  // Softmax or LogSoftmax of `x` by the node's axis and the opset's rule (one axis from 13; all
-  // the trailing ones flattened before).
-  ValueId softmax_of(const onnx::NodeProto& node, ValueId x);
+  // ---- onnx_import_elementwise.cpp: activations, math functions, binary ops, Where, Cast
+  void clip(const onnx::NodeProto& node);
+  // Relu, Sigmoid, HardSwish, Tanh and Sqrt: the op kind of the same name.
+  void plain_activation(const onnx::NodeProto& node);
+  void leaky_relu(const onnx::NodeProto& node);
+  void hard_sigmoid(const onnx::NodeProto& node);
+  // One of ONNX's math functions (unary_fn_of_onnx) as a unary op.
+  void unary_function(const onnx::NodeProto& node);
+  // Neg and Reciprocal.
+  void unary(const onnx::NodeProto& node);
+  void elementwise(const onnx::NodeProto& node);
   // x [N, C or 1, H or 1, W or 1] broadcast to `to` by exact copies (a 1x1 convolution of weight 1,
   // a nearest resize).
   ValueId expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to);
   void sum(const onnx::NodeProto& node);
-  void concat(const onnx::NodeProto& node);
+  void where(const onnx::NodeProto& node);
+  // Whether the tensor `name` is boolean (made by a comparison, a logical op or a cast to bool).
+  bool is_boolean(const std::string& name) const;
+  void cast(const onnx::NodeProto& node);
+  // Identity and Dropout: the input itself.
+  void identity(const onnx::NodeProto& node);
+  // ---- onnx_import_reductions.cpp: reductions, global pools, softmaxes
+  std::optional<std::vector<int64_t>> axes(const onnx::NodeProto& node, int slot) const;
+  void reduce(const onnx::NodeProto& node);
+  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum and ReduceLogSumExp as a ReduceSum of x², |x|
+  // or e^x, then sqrt or log where the op takes one: nodes imported in its place.
+  void reduce_via_sum(const onnx::NodeProto& node);
+  void global_pool(const onnx::NodeProto& node);
+  void softmax(const onnx::NodeProto& node);
+  // Softmax or LogSoftmax of `x` by the node's axis and the opset's rule (one axis from 13; all
+  // the trailing ones flattened before).
+  ValueId softmax_of(const onnx::NodeProto& node, ValueId x);
+  // ---- onnx_import_views.cpp: reshapes, squeezes, transposes and gathers as views
   void reshape(const onnx::NodeProto& node);
   // The node's input 0 as a view (a graph value, or a pending view of one).
   PendingView view_of(const onnx::NodeProto& node) const;
   void reshape_to(const onnx::NodeProto& node, const PendingView& x, std::vector<int64_t> target);
   void gather(const onnx::NodeProto& node);
-  void unary(const onnx::NodeProto& node);
   void transpose(const onnx::NodeProto& node);
   void squeeze(const onnx::NodeProto& node);
-  void gemm(const onnx::NodeProto& node);
-  void softmax(const onnx::NodeProto& node);
-  void pad(const onnx::NodeProto& node);
-  void slice(const onnx::NodeProto& node);
-  void split(const onnx::NodeProto& node);
   // ---- onnx_import_resize.cpp
   void resize(const onnx::NodeProto& node);
   // ---- onnx_import_channels.cpp: layer normalisation, GELU, channels-last views
@@ -163,11 +196,29 @@ class Importer {
   // ---- onnx_import_expansions.cpp: ops written as other ONNX ops (normalisations, PRelu, Gemm
   // of two tensors, MatMul of a vector, LpPool), imported in the node's place.
   class Expansion;
+  struct ExpandedInput;  // the rank and dimensions of the expanded node's input 0
   // Whether the node is translated by its expansion.
   bool expands(const onnx::NodeProto& node) const;
+  // The node as its expansion: the expand_* function of its op type, or attention().
   void expand(const onnx::NodeProto& node);
+  // Axis `a` of a tensor of `rank` dimensions, made non-negative (fails outside it).
+  int64_t axis_in(const onnx::NodeProto& node, int64_t a, size_t rank) const;
+  void expand_rms_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_layer_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // InstanceNormalization, and BatchNormalization in inference.
+  void expand_channel_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_group_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_mean_variance_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_lp_norm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_prelu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // GlobalAveragePool and GlobalMaxPool of other ranks than 4.
+  void expand_global_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void attention(const onnx::NodeProto& node, Expansion& e);
   // ---- onnx_import_recurrent.cpp: RNN, GRU and LSTM unrolled over the sequence
+  class Recurrence;  // one node's settings and its unrolling
   void recurrent(const onnx::NodeProto& node);
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
   // Whether the node reads a row-major value (made by this part of the importer) or a view of one.
@@ -176,8 +227,36 @@ class Importer {
   // The node's input `slot` as a tensor of the convolutions: itself, or a rank-4 row-major tensor
   // (or view of one) reshaped into one; nullopt when it is none of these.
   std::optional<ValueId> as_convolutions_tensor(const onnx::NodeProto& node, int slot);
-  // Translates a node reading row-major values; false when the ordinary translation applies.
+  // Translates a node reading row-major values (by its op type, with the translators below);
+  // false when the ordinary translation applies.
   bool on_row_major(const onnx::NodeProto& node);
+  // define(node, 0, mark(v)): the node's output as a row-major value.
+  void define_row_major(const onnx::NodeProto& node, ValueId v);
+  // Translators on_row_major always uses for their op types.
+  void transpose_row_major(const onnx::NodeProto& node);
+  void reshape_row_major(const onnx::NodeProto& node);
+  void flatten_row_major(const onnx::NodeProto& node);
+  void squeeze_row_major(const onnx::NodeProto& node);
+  void gemm_row_major(const onnx::NodeProto& node);
+  void softmax_row_major(const onnx::NodeProto& node);
+  void layer_norm_row_major(const onnx::NodeProto& node);
+  // Add, Sub, Mul and Div, the operand of lower rank given leading 1s.
+  void arithmetic_row_major(const onnx::NodeProto& node);
+  void reduce_row_major(const onnx::NodeProto& node);
+  // A ReduceMean or ReduceSum over the stacking axis of the tensors `parts` (stacked_parts).
+  void reduce_stacked(const onnx::NodeProto& node, const std::vector<std::string>& parts);
+  // Tile, and Expand (no copies where the readers broadcast).
+  void tile_row_major(const onnx::NodeProto& node);
+  // DepthToSpace (a pixel shuffle), also of the convolutions' tensors.
+  void depth_to_space(const onnx::NodeProto& node);
+  // Translators that may leave the node to the ordinary translation (false), its row-major input
+  // then a tensor of the convolutions.
+  bool concat_or_convolutions(const onnx::NodeProto& node);
+  bool pad_or_convolutions(const onnx::NodeProto& node);
+  bool batch_norm_or_convolutions(const onnx::NodeProto& node);
+  // A convolution or pool of [N, C, L] as the 1-D op; any other op of the convolutions on its
+  // input as a tensor of the convolutions (false), failing where it is not one.
+  bool back_to_convolutions(const onnx::NodeProto& node);
   // ---- onnx_import_lifts.cpp: 1-D convolutions and pools, and ops of other ranks than 4 that
   // only the row-major translation handles.
   std::optional<size_t> rank_of(const std::string& name) const;
@@ -207,6 +286,11 @@ class Importer {
   void matmul(const onnx::NodeProto& node);
   void instance_norm(const onnx::NodeProto& node);
   void einsum(const onnx::NodeProto& node);
+  struct EinsumLetters;  // the letters of a two-operand equation by their role
+  // A two-operand Einsum with one constant operand (a linear layer, or a grouped 1x1 convolution
+  // per batch index) and of two tensors (a matmul): the product, its letters in `result`.
+  ValueId einsum_by_constant(const onnx::NodeProto& node, const EinsumLetters& l, std::string* result);
+  ValueId einsum_of_tensors(const onnx::NodeProto& node, const EinsumLetters& l, std::string* result);
   // ScatterND of a row-major tensor by constant indices that name each of its elements in order.
   void scatter_row_major(const onnx::NodeProto& node);
   ValueId permuted(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& perm);

@@ -1,0 +1,100 @@
+#pragma once
+/// Typed attributes of the graph IR's ops, part 3: the ops on row-major tensors of any rank
+/// (softmax, transpose, narrow, concatenation with a constant, reductions, grid sampling).
+/// Included by op.h; see op_attrs.h.
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/op_attrs.h"
+
+namespace stagecraft::graph {
+
+/// Softmax over one axis (1: the channels of a rank-4 tensor or the features of a rank-2 one;
+/// any axis of a row-major tensor: attention scores over their keys).
+struct SoftmaxAttrs {
+  int64_t axis = 1;  ///< the axis normalised (non-negative)
+  bool log = false;  ///< log(softmax(x)) computed as x - max - log(sum(exp(x - max))) (ONNX LogSoftmax)
+  /// 1 at the first largest element along the axis, 0 elsewhere (ONNX Hardmax; `log` false)
+  bool hard = false;
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kOptional);
+    v("log", a.log, FieldRule::kOptional);
+    v("hard", a.hard, FieldRule::kOptional);
+  }
+  bool operator==(const SoftmaxAttrs&) const = default;
+};
+
+/// Permutation of the dimensions of a row-major tensor (real data movement): output dimension i
+/// is input dimension perm[i].
+struct TransposeAttrs {
+  std::vector<int64_t> perm;  ///< a permutation of 0 .. rank-1
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("perm", a.perm, FieldRule::kRequired);
+  }
+  bool operator==(const TransposeAttrs&) const = default;
+};
+
+/// The range [begin, end) of one axis of a row-major tensor (PyTorch's narrow; ONNX Slice, Split
+/// and Gather of one index on a transformer's tensors).
+struct NarrowAttrs {
+  int64_t axis = 0;   ///< the axis cut
+  int64_t begin = 0;  ///< first index kept
+  int64_t end = 0;    ///< one past the last
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+    v("begin", a.begin, FieldRule::kRequired);
+    v("end", a.end, FieldRule::kRequired);
+  }
+  bool operator==(const NarrowAttrs&) const = default;
+};
+
+/// The input with a constant block joined before or after it along one axis of a row-major
+/// tensor (a vision transformer's class and distillation tokens: Concat(Expand(token), x)). The
+/// constant (weight) has the input's shape with `count` along `axis` and 1 as the first
+/// dimension (the same for every sample).
+struct ConcatConstantAttrs {
+  int64_t axis = 1;     ///< the axis joined along (>= 1)
+  int64_t count = 1;    ///< the constant's extent along it
+  bool before = true;   ///< the constant comes first
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+    v("count", a.count, FieldRule::kRequired);
+    v("before", a.before, FieldRule::kOptional);
+  }
+  bool operator==(const ConcatConstantAttrs&) const = default;
+};
+
+/// Mean, maximum, sum, minimum or product over `axes` of a tensor of any rank, the reduced
+/// dimensions kept as 1 (ONNX ReduceMean/Max/Sum/Min/Prod with keepdims; CBAM's channel pooling).
+/// The importer makes reductions over H and W alone of a rank-4 tensor global pools.
+struct ReduceAttrs {
+  std::vector<int64_t> axes;  ///< among 0 .. rank - 1, ascending
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axes", a.axes, FieldRule::kRequired);
+  }
+  bool operator==(const ReduceAttrs&) const = default;
+};
+
+/// y[n, c, p] = x[n, c] sampled at grid[n, p] (ONNX GridSample, 2-D and 3-D): x [N, C, spatial...]
+/// and grid [N, out spatial..., k] of normalised coordinates in [-1, 1] (the last spatial axis
+/// first, k = the spatial rank), y [N, C, out spatial...]. Row-major tensors.
+struct GridSampleAttrs {
+  int64_t mode = 1;     ///< 0 nearest (half to even), 1 linear, 2 cubic (Keys, a = -0.75)
+  int64_t padding = 0;  ///< outside the input: 0 zeros, 1 the border's value, 2 reflected
+  bool align_corners = false;  ///< -1 and 1 are the centres of the corner elements (else their edges)
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("mode", a.mode, FieldRule::kOptional);
+    v("padding", a.padding, FieldRule::kOptional);
+    v("align_corners", a.align_corners, FieldRule::kOptional);
+  }
+  bool operator==(const GridSampleAttrs&) const = default;
+};
+
+}  // namespace stagecraft::graph
