@@ -173,6 +173,60 @@ double layout_plan_cost(const graph::Graph& graph, LayoutCostModel& model,
   return total;
 }
 
+namespace {
+
+// Drops the states of `kept` (sorted by cost) that a cheaper state kept before them dominates:
+// its cost plus converting each live value where they differ, once per remaining reader, is at
+// most theirs (each compared with at most `checks` cheaper ones). Returns how many were dropped.
+template <class Conversion>
+size_t drop_dominated(std::vector<State>& kept, const std::vector<ValueId>& live,
+                      const std::vector<double>& remaining, size_t checks, Conversion&& conversion) {
+  std::vector<State> undominated;
+  size_t dropped = 0;
+  for (State& b : kept) {
+    bool dominated = false;
+    const size_t compared = std::min(undominated.size(), checks);
+    for (size_t ai = 0; ai < compared && !dominated; ++ai) {
+      const State& a = undominated[ai];
+      double bound = a.cost;
+      for (size_t k = 0; k < live.size() && bound <= b.cost; ++k) {
+        if (a.layouts[k] != b.layouts[k]) bound += remaining[k] * conversion(live[k], a.layouts[k], b.layouts[k]);
+      }
+      dominated = bound <= b.cost;
+    }
+    if (dominated) {
+      ++dropped;
+    } else {
+      undominated.push_back(std::move(b));
+    }
+  }
+  kept = std::move(undominated);
+  return dropped;
+}
+
+// The layouts of the cheapest final state, read back through the parent links (`pinned` where
+// the search chooses none); its cost goes to `cost`.
+std::vector<Layout> read_back(const graph::Graph& graph, const std::vector<std::vector<State>>& cuts,
+                              const std::vector<Layout>& pinned, double* cost) {
+  const size_t n = graph.num_ops();
+  const auto& last = cuts[n];
+  size_t best_index = 0;
+  for (size_t i = 1; i < last.size(); ++i)
+    if (last[i].cost < last[best_index].cost) best_index = i;
+  *cost = last.empty() ? 0 : last[best_index].cost;
+  std::vector<Layout> layouts = pinned;
+  int index = static_cast<int>(best_index);
+  for (size_t id = n; id-- > 0;) {
+    const State& s = cuts[id + 1][static_cast<size_t>(index)];
+    for (ValueId v : graph.op(static_cast<OpId>(id)).outputs)
+      if (chooses_layout(graph, v)) layouts[v] = s.chosen;
+    index = s.parent;
+  }
+  return layouts;
+}
+
+}  // namespace
+
 LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
                             const LayoutDpOptions& options) {
   if (options.candidates.empty()) throw UsageError("the layout search needs candidate layouts");
@@ -260,27 +314,7 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
         for (size_t k = 0; k < next_live.size(); ++k) {
           for (OpId r : readers[next_live[k]]) remaining[k] += r > id ? 1 : 0;
         }
-        std::vector<State> undominated;
-        for (State& b : kept) {
-          bool dominated = false;
-          const size_t checks = std::min(undominated.size(), options.dominance_checks);
-          for (size_t ai = 0; ai < checks && !dominated; ++ai) {
-            const State& a = undominated[ai];
-            double bound = a.cost;
-            for (size_t k = 0; k < next_live.size() && bound <= b.cost; ++k) {
-              if (a.layouts[k] != b.layouts[k]) {
-                bound += remaining[k] * conversion(next_live[k], a.layouts[k], b.layouts[k]);
-              }
-            }
-            dominated = bound <= b.cost;
-          }
-          if (dominated) {
-            ++plan.dominated;
-          } else {
-            undominated.push_back(std::move(b));
-          }
-        }
-        kept = std::move(undominated);
+        plan.dominated += drop_dominated(kept, next_live, remaining, options.dominance_checks, conversion);
       }
       const double limit = kept.front().cost * options.prune_factor;
       size_t keep = 1;
@@ -291,20 +325,7 @@ LayoutPlan optimize_layouts(const graph::Graph& graph, LayoutCostModel& model,
     live = std::move(next_live);
   }
 
-  // Read back the cheapest final state.
-  const auto& last = cuts[n];
-  size_t best_index = 0;
-  for (size_t i = 1; i < last.size(); ++i)
-    if (last[i].cost < last[best_index].cost) best_index = i;
-  plan.predicted_ms = last.empty() ? 0 : last[best_index].cost;
-  plan.value_layouts = pinned;
-  int index = static_cast<int>(best_index);
-  for (size_t id = n; id-- > 0;) {
-    const State& s = cuts[id + 1][static_cast<size_t>(index)];
-    for (ValueId v : graph.op(static_cast<OpId>(id)).outputs)
-      if (chooses_layout(graph, v)) plan.value_layouts[v] = s.chosen;
-    index = s.parent;
-  }
+  plan.value_layouts = read_back(graph, cuts, pinned, &plan.predicted_ms);
   return plan;
 }
 

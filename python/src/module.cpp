@@ -419,12 +419,11 @@ void translate(std::exception_ptr p) {
 }  // namespace
 }  // namespace stagecraft::python
 
-PYBIND11_MODULE(_stagecraft, m) {
-  using namespace stagecraft;
-  using namespace stagecraft::python;
-  m.doc() = "C++ core of the stagecraft package (use the stagecraft package, not this module)";
-  py::register_exception_translator(&translate);
+namespace stagecraft::python {
+namespace {
 
+// Model and load_model.
+void bind_models(py::module_& m) {
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def_property_readonly("name", [](const PyModel& x) { return x.model.graph.name(); })
       .def_property_readonly("spec", [](const PyModel& x) { return x.source.spec; })
@@ -449,6 +448,10 @@ PYBIND11_MODULE(_stagecraft, m) {
         py::arg("seed"), py::arg("dtype"), py::arg("calibration"), py::arg("calibration_samples"),
         py::arg("input_shapes"), py::arg("constant_inputs"), py::arg("progress"));
 
+}
+
+// Schedule, the search and schedule files.
+void bind_schedules(py::module_& m) {
   py::class_<PySchedule, std::shared_ptr<PySchedule>>(m, "Schedule")
       .def_property_readonly("model", [](const PySchedule& s) { return s.model; })
       .def_property_readonly("meta", [](const PySchedule& s) {
@@ -506,6 +509,10 @@ PYBIND11_MODULE(_stagecraft, m) {
         return meta_dict(meta, layout);
       }, py::arg("path"));
 
+}
+
+// Session.
+void bind_sessions(py::module_& m) {
   py::class_<PySession>(m, "Session")
       .def(py::init([](const std::shared_ptr<PyModel>& model, const std::string& schedule,
                        const std::shared_ptr<PySchedule>& given, const std::string& mode, int r,
@@ -536,6 +543,10 @@ PYBIND11_MODULE(_stagecraft, m) {
       .def_property_readonly("device", &PySession::device)
       .def_property_readonly("description", &PySession::description);
 
+}
+
+// Timing, calibration, the lists of networks and backends, tensor files.
+void bind_tools(py::module_& m) {
   m.def("time_sessions", &time_sessions, py::arg("sessions"), py::arg("warmup"), py::arg("iters"),
         py::arg("progress"));
   m.def("calibrate", &calibrate, py::arg("model"), py::arg("samples"), py::arg("inputs"),
@@ -557,4 +568,18 @@ PYBIND11_MODULE(_stagecraft, m) {
     std::memcpy(a.mutable_data(), f.data.data(), f.data.size() * sizeof(float));
     return a;
   }, py::arg("path"));
+}
+}  // namespace
+}  // namespace stagecraft::python
+
+PYBIND11_MODULE(_stagecraft, m) {
+  using namespace stagecraft;
+  using namespace stagecraft::python;
+  m.doc() = "C++ core of the stagecraft package (use the stagecraft package, not this module)";
+  py::register_exception_translator(&translate);
+
+  bind_models(m);
+  bind_schedules(m);
+  bind_sessions(m);
+  bind_tools(m);
 }
