@@ -43,7 +43,7 @@ void run_schedule(const ScheduleOptions& o) {
   const scheduler::SearchStats& stats = scheduled.stats;
   std::cout << session::schedule_summary(s);
   std::cout << "  " << session::search_stats_text(stats, s) << "\n";
-  if (const auto& cache = pipeline.session().cache) {
+  if (const auto& cache = pipeline.opened().cache) {
     std::cout << "  profile cache " << cache->path() << "\n";
     pipeline.save_cache();
   }

@@ -4,6 +4,8 @@
 #include <cassert>
 
 #include "common/strings.h"
+#include "graph/quantize.h"
+#include "graph/yaml_io.h"
 
 namespace stagecraft::scheduler {
 
@@ -232,6 +234,53 @@ void validate(const graph::Graph& graph, const Schedule& schedule) {
       }
     }
   }
+}
+
+Schedule carry_schedule(const graph::Graph& from, const Schedule& schedule, const graph::Graph& to) {
+  if (graph::graph_hash(from) == graph::graph_hash(to)) return schedule;  // same ids
+  const auto batch_of = [](const graph::Graph& g) {
+    const auto& input = g.value(g.inputs().at(0)).desc;
+    return input.shape.rank() > 0 ? input.shape[0] : 1;
+  };
+  const std::string where = cat("the schedule of '", from.name(), "'");
+  if (from.name() != to.name()) {
+    throw ScheduleError(cat(where, " is for another network than '", to.name(), "'"));
+  }
+  if (batch_of(from) != batch_of(to)) {
+    throw ScheduleError(cat(where, " is for batch ", batch_of(from), " but the graph has batch ",
+                            batch_of(to), "; schedule the graph again"));
+  }
+  if (graph::compute_type(from) != graph::compute_type(to)) {
+    throw ScheduleError(cat(where, " is for dtype ", graph::compute_type(from), " but the graph is ",
+                            graph::compute_type(to), "; schedule it again"));
+  }
+  if (from.num_ops() != to.num_ops()) {
+    throw ScheduleError(cat(where, " has ", from.num_ops(), " ops, the graph ", to.num_ops(),
+                            ": the graph differs; schedule it again"));
+  }
+  Schedule carried = schedule;
+  for (Stage& stage : carried.stages) {
+    for (auto& group : stage.groups) {
+      for (OpId& id : group) {
+        const std::string& name = from.op(id).name;
+        const auto found = to.find_op(name);
+        if (!found) throw ScheduleError(cat(where, " runs op '", name, "', which the graph lacks"));
+        id = *found;
+      }
+    }
+  }
+  if (schedule.layouts.is_per_value()) {
+    std::vector<graph::Layout> layouts(to.num_values(), graph::Layout::kNCHW);
+    for (size_t v = 0; v < to.num_values(); ++v) layouts[v] = to.value(static_cast<graph::ValueId>(v)).desc.layout;
+    for (size_t v = 0; v < from.num_values() && v < schedule.layouts.per_value().size(); ++v) {
+      if (const auto found = to.find_value(from.value(static_cast<graph::ValueId>(v)).name)) {
+        layouts[static_cast<size_t>(*found)] = schedule.layouts.per_value()[v];
+      }
+    }
+    carried.layouts = graph::LayoutAssignment::per_value(to, std::move(layouts));
+  }
+  validate(to, carried);
+  return carried;
 }
 
 }  // namespace stagecraft::scheduler

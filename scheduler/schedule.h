@@ -105,4 +105,10 @@ graph::Conv2dAttrs merged_conv_attrs(const graph::Graph& graph, const std::vecto
 /// sequential scheduler).
 Schedule sequential_schedule(const graph::Graph& graph);
 
+/// `schedule`, made for `from`, for `to`: the same schedule when the graphs are equal in content,
+/// else its stages and per-value layouts carried over by op and value name (another load of the
+/// same model). Throws ScheduleError, as reading its file for `to` would, when `to` is another
+/// network, batch, element type or op set.
+Schedule carry_schedule(const graph::Graph& from, const Schedule& schedule, const graph::Graph& to);
+
 }  // namespace stagecraft::scheduler

@@ -23,20 +23,19 @@ constexpr double kCpuTinyStageMs = 0.03;  // ops faster than this alone are "tin
 // profile cache.
 scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::LayoutAssignment& layouts,
                                      scheduler::SearchOptions options, scheduler::SearchStats* stats) {
-  session_.open_cost_model(options_);
-  BackendSession& session = session_;
+  opened_.open_cost_model(options_);
   // On a CPU the streams share the cores: stages of tiny ops gain nothing from running
   // concurrently (measured on 2 cores: concurrent stages whose ops sum to < 0.1 ms ran 0.9-3.7x
   // the sum of their ops alone), so they are judged from their ops without measuring.
-  if (session.backend && session.backend->capabilities().streams_share_cores &&
+  if (opened_.backend && opened_.backend->capabilities().streams_share_cores &&
       !options.budget.exhaustive) {
     options.budget.tiny_ms = kCpuTinyStageMs;
   }
   std::optional<ScheduleCache> cache;
   std::string key;
-  if (options.strategy == scheduler::Strategy::kDp && session.measured && session.cache) {
-    cache.emplace(ScheduleCache::dir_beside(session.cache->path()));
-    key = ScheduleCache::key(graph, *session.cost_model, session.measured->settings_key(graph, layouts),
+  if (options.strategy == scheduler::Strategy::kDp && opened_.measured && opened_.cache) {
+    cache.emplace(ScheduleCache::dir_beside(opened_.cache->path()));
+    key = ScheduleCache::key(graph, *opened_.cost_model, opened_.measured->settings_key(graph, layouts),
                              options);
     if (auto cached = cache->find(key, graph, options.budget.seconds)) {
       if (stats) {
@@ -47,7 +46,7 @@ scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::Lay
     }
   }
   scheduler::Schedule schedule =
-      scheduler::make_scheduler(options)->schedule(graph, layouts, *session.cost_model, stats);
+      scheduler::make_scheduler(options)->schedule(graph, layouts, *opened_.cost_model, stats);
   if (cache) cache->store(key, graph, schedule);
   return schedule;
 }
@@ -56,17 +55,17 @@ Pipeline::Pipeline(SessionOptions options, scheduler::SearchOptions search)
     : options_(std::move(options)),
       forced_layout_(options_.forced_layout()),
       search_(std::move(search)),
-      session_(BackendSession::open(options_)) {
+      opened_(OpenedBackend::open(options_)) {
   // A cost model the options name is opened now (its errors before any work); the default one
   // when a search first needs it (a pipeline that only loads or calibrates never opens it).
-  if (!options_.cost_model.empty()) session_.open_cost_model(options_);
+  if (!options_.cost_model.empty()) opened_.open_cost_model(options_);
 }
 
 executor::Backend& Pipeline::backend(const std::string& what) {
-  if (!session_.backend) {
+  if (!opened_.backend) {
     throw UsageError(cat(what, " needs a backend (--backend cpu; in Python backend='cpu')"));
   }
-  return *session_.backend;
+  return *opened_.backend;
 }
 
 Model Pipeline::load(const GraphSource& source) {
@@ -84,7 +83,7 @@ graph::Graph Pipeline::load_graph(const GraphSource& source) {
 }
 
 graph::Calibration Pipeline::calibrate(const Model& f32, const quant::CalibrationOptions& options) {
-  executor::Backend* cpu = session_.backend && session_.backend->name() == "cpu" ? session_.backend.get()
+  executor::Backend* cpu = opened_.backend && opened_.backend->name() == "cpu" ? opened_.backend.get()
                                                                                  : calibration_cpu_.get();
   if (!cpu) {
     calibration_cpu_ = executor::make_backend("cpu");
@@ -108,14 +107,14 @@ executor::PlanOptions Pipeline::plan_options(const graph::LayoutAssignment& layo
 
 layouts::LayoutSearch& Pipeline::layout_search() {
   if (layout_search_) return *layout_search_;
-  if (!session_.backend) {
+  if (!opened_.backend) {
     throw UsageError("--layout auto measures layouts on a backend: add --backend cpu (or cuda)");
   }
-  session_.open_cost_model(options_);  // its profile cache keeps the layout measurements too
-  profiler::ProfileCache* cache = session_.cache.get();
+  opened_.open_cost_model(options_);  // its profile cache keeps the layout measurements too
+  profiler::ProfileCache* cache = opened_.cache.get();
   if (!cache) {  // the analytic cost model: the layout measurements still go to the cache file
     layout_cache_ = std::make_unique<profiler::ProfileCache>(options_.cache_dir_or_default(),
-                                                             session_.backend->device().device_fingerprint());
+                                                             opened_.backend->device().device_fingerprint());
     cache = layout_cache_.get();
   }
   layouts::LayoutSearchOptions search;
@@ -124,10 +123,10 @@ layouts::LayoutSearch& Pipeline::layout_search() {
   search.log = options_.log;
   search.on_progress = options_.on_layout_progress;
   layout_verdicts_ = std::make_unique<VerdictCache>(options_.cache_dir_or_default(),
-                                                    session_.backend->device().device_fingerprint(),
+                                                    opened_.backend->device().device_fingerprint(),
                                                     std::function<void(const std::string&)>{},
                                                     "layout-verdicts");
-  layout_search_ = std::make_unique<layouts::LayoutSearch>(*session_.backend, *cache, *layout_verdicts_,
+  layout_search_ = std::make_unique<layouts::LayoutSearch>(*opened_.backend, *cache, *layout_verdicts_,
                                                            std::move(search));
   return *layout_search_;
 }
@@ -228,7 +227,7 @@ std::unique_ptr<executor::Executor> Pipeline::executor(executor::ExecutionPlan& 
 }
 
 void Pipeline::save_cache() {
-  if (session_.cache) session_.cache->save();
+  if (opened_.cache) opened_.cache->save();
 }
 
 }  // namespace stagecraft::session

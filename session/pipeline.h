@@ -30,7 +30,7 @@
 #include "quant/calibration.h"
 #include "layouts/layout_search.h"
 #include "scheduler/search.h"
-#include "session/backend_session.h"
+#include "session/opened_backend.h"
 #include "session/schedule_source.h"
 #include "session/source.h"
 
@@ -62,7 +62,7 @@ class Pipeline {
 
   const SessionOptions& options() const { return options_; }
   const scheduler::SearchOptions& search_options() const { return search_; }
-  BackendSession& session() { return session_; }
+  OpenedBackend& opened() { return opened_; }
   /// The backend; throws UsageError naming `what` ("run", "a session") when there is none.
   executor::Backend& backend(const std::string& what);
 
@@ -106,7 +106,7 @@ class Pipeline {
   /// Writes the profile cache (when measuring) to its file.
   void save_cache();
   /// Whether the cost model measures (its known stages are cache hits; a cheap model knows all).
-  bool measures() const { return session_.measured != nullptr; }
+  bool measures() const { return opened_.measured != nullptr; }
 
  private:
   // A validated schedule in the layouts it records, or in the options' forced layout.
@@ -124,7 +124,7 @@ class Pipeline {
   SessionOptions options_;
   std::optional<graph::Layout> forced_layout_;  // options_.layout parsed once
   scheduler::SearchOptions search_;
-  BackendSession session_;
+  OpenedBackend opened_;
   std::set<std::string> warned_layouts_;        // layouts whose fallbacks were reported
   std::mutex warned_mutex_;                     // plans may be built on several threads
   std::unique_ptr<executor::Backend> calibration_cpu_;   // when the backend is not the CPU

@@ -33,7 +33,7 @@
 #include "profiler/timing.h"
 #include "scheduler/schedule.h"
 #include "scheduler/schedule_yaml.h"
-#include "session/backend_session.h"
+#include "session/opened_backend.h"
 #include "session/report.h"
 #include "session/pipeline.h"
 #include "session/source.h"
@@ -208,11 +208,10 @@ SchedulePtr schedule_from_text(const std::string& text, const ModelPtr& model,
 }
 
 // The schedule of `s` for the graph of `model`: the same object when made for it, else carried
-// over by op name through YAML (which checks that the graph is the one it was made for).
+// over (scheduler::carry_schedule checks that the graph is one it fits).
 scheduler::Schedule schedule_for(const PySchedule& s, const ModelPtr& model) {
   if (s.model == model) return s.schedule;
-  return scheduler::schedule_from_yaml(scheduler::schedule_to_yaml(s.model->model.graph, s.schedule),
-                                       model->model.graph, "<schedule of " + s.schedule.meta.network + ">");
+  return scheduler::carry_schedule(s.model->model.graph, s.schedule, model->model.graph);
 }
 
 // ---- Sessions ---------------------------------------------------------------------------------

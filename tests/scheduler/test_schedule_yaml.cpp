@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common/strings.h"
+#include "graph/graph.h"
 #include "graph/passes.h"
+#include "graph/yaml_io.h"
 #include "networks/registry.h"
 #include "scheduler/schedule_yaml.h"
 #include "scheduler/search.h"
@@ -39,6 +42,70 @@ void replace(std::string& text, const std::string& from, const std::string& to) 
   const auto pos = text.find(from);
   ASSERT_NE(pos, std::string::npos) << from;
   text.replace(pos, from.size(), to);
+}
+
+// A schedule moves between loads of a model without a file: the same when the graphs are equal,
+// its ops and per-value layouts by name when the ids differ, an error for another batch.
+TEST(CarrySchedule, FollowsOpsByNameAndRefusesAnotherGraph) {
+  const graph::Graph g = squeeze();
+  Schedule s = dp_schedule(g);
+  std::vector<graph::Layout> layouts(g.num_values(), graph::Layout::kNHWC);
+  for (size_t v = 0; v < g.num_values(); ++v) {
+    const auto& value = g.value(static_cast<graph::ValueId>(v));
+    if (value.producer == graph::kNoOp || value.desc.shape.rank() != 4) layouts[v] = value.desc.layout;
+  }
+  layouts[g.op(1).outputs[0]] = graph::Layout::kNChw16c;
+  s.layouts = graph::LayoutAssignment::per_value(g, layouts);
+  const Schedule same = carry_schedule(g, s, squeeze());
+  EXPECT_EQ(schedule_to_yaml(g, same), schedule_to_yaml(g, s));
+  // The same ops added in another order: other ids, the same names.
+  graph::Graph shuffled(g.name());
+  std::map<graph::ValueId, graph::ValueId> mapped;
+  for (graph::ValueId v : g.inputs()) mapped[v] = shuffled.add_input(g.value(v).name, g.value(v).desc);
+  // A topological order other than the ids': the ready op of the largest id first.
+  std::vector<graph::OpId> order;
+  std::vector<bool> done(g.num_ops(), false);
+  while (order.size() < g.num_ops()) {
+    for (size_t k = g.num_ops(); k-- > 0;) {
+      if (done[k]) continue;
+      bool ready = true;
+      for (graph::ValueId v : g.op(static_cast<graph::OpId>(k)).inputs) {
+        ready = ready && (g.value(v).producer == graph::kNoOp || done[g.value(v).producer]);
+      }
+      if (!ready) continue;
+      done[k] = true;
+      order.push_back(static_cast<graph::OpId>(k));
+      break;
+    }
+  }
+  ASSERT_NE(order, g.topological_order());
+  for (graph::OpId id : order) {
+    std::vector<graph::ValueId> inputs;
+    for (graph::ValueId v : g.op(id).inputs) inputs.push_back(mapped.at(v));
+    const graph::OpId nid = graph::copy_op(shuffled, g, id, inputs);
+    for (size_t k = 0; k < g.op(id).outputs.size(); ++k) mapped[g.op(id).outputs[k]] = shuffled.op(nid).outputs[k];
+  }
+  for (graph::ValueId v : g.outputs()) shuffled.add_output(mapped.at(v));
+  ASSERT_NE(graph::graph_hash(shuffled), graph::graph_hash(g));
+  const Schedule carried = carry_schedule(g, s, shuffled);
+  ASSERT_EQ(carried.stages.size(), s.stages.size());
+  for (size_t k = 0; k < s.stages.size(); ++k) {
+    for (size_t i = 0; i < s.stages[k].groups.size(); ++i) {
+      for (size_t j = 0; j < s.stages[k].groups[i].size(); ++j) {
+        EXPECT_EQ(shuffled.op(carried.stages[k].groups[i][j]).name, g.op(s.stages[k].groups[i][j]).name);
+      }
+    }
+  }
+  ASSERT_TRUE(carried.layouts.is_per_value());
+  EXPECT_EQ(carried.layouts.per_value()[static_cast<size_t>(mapped.at(g.op(1).outputs[0]))],
+            graph::Layout::kNChw16c);
+  EXPECT_NO_THROW(carried.layouts.check_fits(shuffled));
+  try {
+    carry_schedule(g, s, squeeze(2));
+    FAIL() << "a schedule for batch 1 must not fit batch 2";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ScheduleYaml, LayoutsPerValueRoundTripAndErrors) {

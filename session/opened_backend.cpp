@@ -1,4 +1,4 @@
-#include "session/backend_session.h"
+#include "session/opened_backend.h"
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -19,8 +19,8 @@ std::optional<graph::Layout> SessionOptions::forced_layout() const {
   return parsed;
 }
 
-BackendSession BackendSession::open(const SessionOptions& options) {
-  BackendSession session;
+OpenedBackend OpenedBackend::open(const SessionOptions& options) {
+  OpenedBackend session;
   if (!options.backend.empty()) {
     executor::BackendConfig config = options.backend_config;
     config.cache_dir = options.cache_dir;
@@ -29,9 +29,9 @@ BackendSession BackendSession::open(const SessionOptions& options) {
   return session;
 }
 
-void BackendSession::open_cost_model(const SessionOptions& options) {
+void OpenedBackend::open_cost_model(const SessionOptions& options) {
   if (cost_model) return;
-  BackendSession& session = *this;
+  OpenedBackend& session = *this;
   const std::string& spec = options.cost_model;
   const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
                                          : spec;

@@ -5,8 +5,8 @@
 /// Example:
 ///   SessionOptions options;
 ///   options.backend = "cpu";
-///   BackendSession session = BackendSession::open(options);   // the CPU
-///   session.open_cost_model(options);                          // measured on it
+///   OpenedBackend opened = OpenedBackend::open(options);   // the CPU
+///   opened.open_cost_model(options);                          // measured on it
 
 #include <functional>
 #include <iosfwd>
@@ -52,14 +52,14 @@ struct SessionOptions {
 };
 
 /// A backend and, once opened, its cost model (and profile cache when measuring).
-struct BackendSession {
+struct OpenedBackend {
   std::unique_ptr<executor::Backend> backend;
   std::unique_ptr<profiler::ProfileCache> cache;
   std::unique_ptr<scheduler::CostModel> cost_model;  ///< prices stages for the schedule search
   profiler::MeasuredCostModel* measured = nullptr;   ///< cost_model when it measures
 
   /// Opens the backend (if any).
-  static BackendSession open(const SessionOptions& options);
+  static OpenedBackend open(const SessionOptions& options);
   /// Opens the cost model options.cost_model (and its profile cache) unless open.
   void open_cost_model(const SessionOptions& options);
 };
