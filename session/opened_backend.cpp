@@ -31,22 +31,21 @@ OpenedBackend OpenedBackend::open(const SessionOptions& options) {
 
 void OpenedBackend::open_cost_model(const SessionOptions& options) {
   if (cost_model) return;
-  OpenedBackend& session = *this;
   const std::string& spec = options.cost_model;
   const std::string model = spec.empty() ? (options.backend.empty() ? "analytic:v100" : "measured")
                                          : spec;
   profiler::CostModelContext context;
-  context.backend = session.backend.get();
+  context.backend = backend.get();
   context.measure.max_streams = options.max_streams;
   context.measure.executor = options.executor;
-  if (model.rfind("measured", 0) == 0 && session.backend) {
-    session.cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
-                                                             session.backend->device().device_fingerprint());
-    context.cache = session.cache.get();
+  if (model.rfind("measured", 0) == 0 && backend) {
+    cache = std::make_unique<profiler::ProfileCache>(options.cache_dir_or_default(),
+                                                     backend->device().device_fingerprint());
+    context.cache = cache.get();
   }
   profiler::OpenedCostModel opened = profiler::open_cost_model(model, context);
-  session.cost_model = std::move(opened.model);
-  session.measured = opened.measured;
+  cost_model = std::move(opened.model);
+  measured = opened.measured;
 }
 
 }  // namespace stagecraft::session
