@@ -19,6 +19,8 @@
 #                        STAGECRAFT_GPU_VARIANTS, ';'-separated LABEL=FLAGS with '=' for ':')
 #   baseline[:NETS[:ENGINES[:PRECISIONS]]]  bench/pytorch_baseline.py (PyTorch eager and
 #                        torch.compile; each list '/'-separated)
+#   onnx[:MODELS]        bench/gpu_onnx_check.py: the committed ONNX pattern models and torchvision
+#                        exports (MODELS '/'-separated, '-' for none) through `stagecraft run --backend cuda`
 # Environment: STAGECRAFT_PASS_BENCH_EXTRA (default "--search-budget 15") goes to every
 # `stagecraft bench`, STAGECRAFT_GPU_ITERS (default 30) is its timed rounds;
 # STAGECRAFT_PASS_ENGINES the baseline's engines.
@@ -146,6 +148,18 @@ for step in "${step_list[@]}"; do
       [ -n "$b_precisions" ] && b_args+=" --precisions ${b_precisions//\//,}"
       step_no=$((step_no + 1))
       phase baseline@baseline$step_no "$cap" STAGECRAFT_GPU_BASELINE_ARGS="$b_args"
+      ;;
+    onnx)
+      step_no=$((step_no + 1))
+      models=()
+      [ -n "$args" ] && models=(--models "${args//\//,}")
+      [ "$args" = "-" ] && models=(--models "")
+      say "onnx@onnx$step_no: up to ${cap}s"
+      # The check starts no new model after its budget; the timeout catches one that hangs.
+      (source "$bundle/gpu_env.sh" && timeout -k 10 $((cap + 60)) "${STAGECRAFT_PYTHON:-python3}" \
+        "$root/bench/gpu_onnx_check.py" --stagecraft "$bundle/bin/stagecraft" --backend "${STAGECRAFT_GPU_BACKEND:-cuda}" --out "$results/onnx$step_no" \
+        --budget "$((cap * 2 / 3))" "${models[@]}")
+      say "onnx@onnx$step_no: exit $?"
       ;;
     *) say "unknown step $name"; exit 64 ;;
   esac
