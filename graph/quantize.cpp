@@ -255,6 +255,12 @@ std::string compute_type(const Graph& graph) {
   return std::string(to_string(graph.value(graph.inputs()[0]).desc.dtype));
 }
 
+DataType compute_dtype(const Graph& graph) {
+  if (is_quantised(graph)) return DataType::kU8;
+  const bool f16 = !graph.inputs().empty() && graph.value(graph.inputs()[0]).desc.dtype == DataType::kF16;
+  return f16 ? DataType::kF16 : DataType::kF32;
+}
+
 Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report) {
   return Quantizer(graph, calibration).run(report);
 }

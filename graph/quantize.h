@@ -79,6 +79,9 @@ bool is_quantised(const Graph& graph);
 /// The precision a graph computes in, as `--dtype` names it: "int8" for quantised graphs, else
 /// the element type of its first input ("f32", "f16").
 std::string compute_type(const Graph& graph);
+/// The element type a graph's activations compute in, as a backend's preferred layout is asked
+/// for it: u8 for quantised graphs, f16 when the first input is f16 (`--dtype f16`), else f32.
+DataType compute_dtype(const Graph& graph);
 
 /// The int8 graph of an f32 inference graph (see the file comment). Op names are kept, so the f32
 /// weights apply; graph outputs are f32. Throws GraphError when the calibration lacks a value

@@ -71,7 +71,8 @@ double time_probe(executor::Backend& backend, executor::StreamPool& streams, con
 
 std::vector<Layout> default_layout_candidates(const executor::Backend& backend,
                                               const graph::Graph& graph) {
-  const Layout preferred = executor::activation_layout(backend, graph, executor::PlanOptions{});
+  // executor::activation_layout without a uniform layout: the backend's for the compute type.
+  const Layout preferred = backend.preferred_layout(graph::compute_dtype(graph));
   std::vector<Layout> candidates{preferred};
   if (graph::is_quantised(graph)) return candidates;
   for (Layout l : backend.capabilities().layouts)

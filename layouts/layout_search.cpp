@@ -71,8 +71,8 @@ LayoutSearch::LayoutSearch(executor::Backend& backend, ProfileCache& cache, Verd
 LayoutChoice LayoutSearch::choose(const graph::Graph& graph) {
   const LayoutPrediction prediction = predict(graph);
   if (prediction.remembered) return chosen_.at(prediction.graph_key);
-  const LayoutVerdict verdict = verify(graph, prediction);
-  if (options_.log) *options_.log << report(prediction, verdict);
+  if (options_.log) *options_.log << describe(prediction);  // before the end-to-end runs
+  const LayoutVerdict verdict = verify(graph, prediction);   // its lines too
   const LayoutCandidate& winner = prediction.options[verdict.winner];
   LayoutChoice choice;
   choice.layouts = winner.layouts;
@@ -139,43 +139,58 @@ LayoutPrediction LayoutSearch::predict(const graph::Graph& graph) {
 LayoutVerdict LayoutSearch::verify(const graph::Graph& graph, const LayoutPrediction& prediction) {
   LayoutVerdict verdict;
   const size_t n = prediction.options.size();
-  if (n == 1) {
-    verdict.cached = true;  // nothing to choose between
-    return verdict;
-  }
-  if (const std::optional<std::string> known = verdicts_.find(prediction.verdict_key)) {
-    for (size_t k = 0; k < n; ++k) {
-      if (prediction.options[k].name != *known) continue;
-      verdict.cached = true;
-      verdict.winner = k;
-      return verdict;
+  verdict.cached = n == 1;  // nothing to choose between
+  if (const std::optional<std::string> known = n > 1 ? verdicts_.find(prediction.verdict_key) : std::nullopt) {
+    for (size_t k = 0; k < n && !verdict.cached; ++k) {
+      verdict.cached = prediction.options[k].name == *known;
+      if (verdict.cached) verdict.winner = k;
     }  // a name no option has (other candidates now): decide again
   }
-  std::vector<graph::LayoutAssignment> assignments;
-  for (const LayoutCandidate& o : prediction.options) assignments.push_back(o.layouts);
-  for (int b = 0; b < kBlocks; ++b) {
-    verdict.blocks.push_back(end_to_end_ms(backend_, graph, options_.measure, assignments, options_.rounds));
-  }
-  double best_total = std::numeric_limits<double>::infinity();
-  for (size_t k = 1; k < n; ++k) {
-    bool clearly = true;
-    double total = 0;
-    for (const auto& ms : verdict.blocks) {
-      clearly = clearly && ms[k] < (1.0 - options_.margin) * ms[0];
-      total += ms[k];
+  if (!verdict.cached) {
+    std::vector<graph::LayoutAssignment> assignments;
+    for (const LayoutCandidate& o : prediction.options) assignments.push_back(o.layouts);
+    for (int b = 0; b < kBlocks; ++b) {
+      verdict.blocks.push_back(end_to_end_ms(backend_, graph, options_.measure, assignments, options_.rounds));
     }
-    if (clearly && total < best_total) {
-      verdict.winner = k;
-      best_total = total;
+    double best_total = std::numeric_limits<double>::infinity();
+    for (size_t k = 1; k < n; ++k) {
+      bool clearly = true;
+      double total = 0;
+      for (const auto& ms : verdict.blocks) {
+        clearly = clearly && ms[k] < (1.0 - options_.margin) * ms[0];
+        total += ms[k];
+      }
+      if (clearly && total < best_total) {
+        verdict.winner = k;
+        best_total = total;
+      }
     }
+    verdicts_.insert(prediction.verdict_key, prediction.options[verdict.winner].name);
+    verdicts_.save();
   }
-  verdicts_.insert(prediction.verdict_key, prediction.options[verdict.winner].name);
-  verdicts_.save();
+  if (!options_.log) return verdict;
+  std::ostringstream out;  // the end-to-end medians (when run now) and the choice
+  if (!verdict.blocks.empty()) {
+    out << "layouts: end to end (sequential, medians of " << options_.rounds << " interleaved runs, "
+        << verdict.blocks.size() << " blocks):";
+    for (size_t k = 0; k < n; ++k) {
+      out << " " << prediction.options[k].name;
+      for (size_t b = 0; b < verdict.blocks.size(); ++b) {
+        out << (b == 0 ? " " : "/") << fixed(verdict.blocks[b][k], 2);
+      }
+    }
+    out << " ms\n";
+  }
+  out << "layouts: using " << prediction.options[verdict.winner].name
+      << (verdict.winner == 0 && n > 1
+              ? cat(" (nothing beat it by ", fixed(100 * options_.margin, 0), "% in both blocks)")
+              : std::string())
+      << "\n";
+  *options_.log << out.str();
   return verdict;
 }
 
-std::string LayoutSearch::report(const LayoutPrediction& prediction, const LayoutVerdict& verdict) const {
-  const LayoutSearchOptions& options = options_;
+std::string LayoutSearch::describe(const LayoutPrediction& prediction) const {
   std::ostringstream out;
   out << "layouts: predicted " << fixed(prediction.dp_ms, 3) << " ms (sum of ops) with";
   for (const auto& [layout, n] : prediction.dp_counts) out << " " << n << " " << graph::to_string(layout);
@@ -187,22 +202,6 @@ std::string LayoutSearch::report(const LayoutPrediction& prediction, const Layou
   out << " (" << prediction.measurements << " measured, " << prediction.cache_hits << " cached, "
       << fixed(prediction.measuring_s, 1) << " s; " << prediction.dp_states << " DP states, "
       << prediction.dp_dominated << " dominated)\n";
-  if (!verdict.blocks.empty()) {
-    out << "layouts: end to end (sequential, medians of " << options.rounds << " interleaved runs, "
-        << verdict.blocks.size() << " blocks):";
-    for (size_t k = 0; k < prediction.options.size(); ++k) {
-      out << " " << prediction.options[k].name;
-      for (size_t b = 0; b < verdict.blocks.size(); ++b) {
-        out << (b == 0 ? " " : "/") << fixed(verdict.blocks[b][k], 2);
-      }
-    }
-    out << " ms\n";
-  }
-  out << "layouts: using " << prediction.options[verdict.winner].name
-      << (verdict.winner == 0 && prediction.options.size() > 1
-              ? cat(" (nothing beat it by ", fixed(100 * options.margin, 0), "% in both blocks)")
-              : std::string())
-      << "\n";
   return out.str();
 }
 

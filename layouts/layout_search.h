@@ -12,7 +12,8 @@
 ///              runs); the backend's preferred uniform layout stays unless another option beats
 ///              it by `margin` in both blocks. The verdict (the winner's name) is kept in a
 ///              VerdictCache beside the measurements;
-///   report  -> the lines for people.
+///   report  -> the lines for people: the prediction (describe) before the end-to-end runs, the
+///              measured medians and the choice (written by verify).
 /// Complexity: the probes' measurements when the cache is cold, none when warm, plus the
 /// end-to-end runs (once per graph and settings); a LayoutSearch answers a graph it has chosen
 /// for before from memory.
@@ -119,11 +120,11 @@ class LayoutSearch {
   LayoutPrediction predict(const graph::Graph& graph);
   /// Step 2: runs the predicted options end to end (sequential schedule, interleaved, two
   /// blocks) unless the cache holds the verdict; the preferred uniform layout (option 0) stays
-  /// unless another beats it by options.margin in both blocks. The verdict goes to the cache.
+  /// unless another beats it by options.margin in both blocks. The verdict goes to the cache;
+  /// the end-to-end medians (when run now) and the choice go to options.log.
   LayoutVerdict verify(const graph::Graph& graph, const LayoutPrediction& prediction);
-  /// Step 3: the lines the search prints: the prediction, the end-to-end medians (when run now)
-  /// and the choice.
-  std::string report(const LayoutPrediction& prediction, const LayoutVerdict& verdict) const;
+  /// The line the search prints before step 2: the DP's prediction and every uniform option's.
+  std::string describe(const LayoutPrediction& prediction) const;
 
  private:
   executor::Backend& backend_;

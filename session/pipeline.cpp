@@ -138,19 +138,22 @@ ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSourc
 
 ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSource& source,
                                   scheduler::DpMode mode, SearchProgressCallback on_progress) {
-  if (source.is_file()) {
-    scheduler::Schedule loaded = scheduler::load_schedule(source.path(), graph);  // validated
-    return in_its_layouts(graph, std::move(loaded));
-  }
-  // Layouts first: the search measures stages in them, and the schedule records them.
+  // Layouts first: a search measures stages in them and records them; over a schedule file's own
+  // layouts only a layout the user gives (--layout) wins.
   const graph::LayoutAssignment graph_layouts = layouts(graph);
-  scheduler::SearchOptions options = search_;
-  options.strategy = source.strategy();
-  options.mode = mode;
-  options.on_progress = std::move(on_progress);
   ScheduledGraph result;
-  result.schedule = search(graph, graph_layouts, std::move(options), &result.stats);
-  result.searched = true;
+  if (!source.is_file()) {
+    scheduler::SearchOptions options = search_;
+    options.strategy = source.strategy();
+    options.mode = mode;
+    options.on_progress = std::move(on_progress);
+    result.schedule = search(graph, graph_layouts, std::move(options), &result.stats);
+    result.searched = true;
+    return result;
+  }
+  result.schedule = scheduler::load_schedule(source.path(), graph);  // validated
+  if (!options_.layout.empty()) result.schedule.layouts = graph_layouts;
+  result.schedule.layouts.check_fits(graph);
   return result;
 }
 

@@ -210,11 +210,8 @@ class PlanBuilder {
 graph::Layout activation_layout(const Backend& backend, const graph::Graph& graph,
                                 const PlanOptions& options) {
   if (const auto uniform = options.layouts.uniform_layout()) return *uniform;
-  if (graph::is_quantised(graph)) return backend.preferred_layout(graph::DataType::kU8);
   // f16 graphs carry f16 values from the input on (cli --dtype f16): NHWC suits tensor cores.
-  const bool f16 = !graph.inputs().empty() &&
-                   graph.value(graph.inputs()[0]).desc.dtype == graph::DataType::kF16;
-  return backend.preferred_layout(f16 ? graph::DataType::kF16 : graph::DataType::kF32);
+  return backend.preferred_layout(graph::compute_dtype(graph));
 }
 
 ExecutionPlan::ExecutionPlan(const graph::Graph& graph, const scheduler::Schedule& schedule,
