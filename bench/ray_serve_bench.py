@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
 from plot_bench import plot_served  # noqa: E402
-from servers import free_port  # noqa: E402
+from servers import export_dynamic_batch, free_port, request_inputs  # noqa: E402
 
 reexec_in_venv("ray_serve_bench", __file__,
                ["numpy", "onnx", "onnxruntime", "ray[serve]", "aiohttp", "matplotlib"],
@@ -46,23 +45,6 @@ import numpy as np  # noqa: E402
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep Ray on 127.0.0.1
 BUILD = Path(os.environ.get("STAGECRAFT_BUILD_DIR", ROOT / "build"))
-SIZES = {"inception_v3": 299}
-
-
-def export(cli: str, net: str, work: Path) -> Path:
-    """The network as ONNX with stagecraft's weights, batch dimension dynamic."""
-    import onnx
-    path = work / f"{net}.onnx"
-    subprocess.run([cli, "graph", net, "--onnx", str(path)], check=True, stdout=subprocess.DEVNULL)
-    m = onnx.load(str(path))
-    for v in list(m.graph.input) + list(m.graph.output):
-        v.type.tensor_type.shape.dim[0].dim_param = "N"
-    del m.graph.value_info[:]
-    dyn = work / f"{net}_dyn.onnx"
-    onnx.save(m, str(dyn))
-    return dyn
-
-
 class OrtModel:
     """ONNX Runtime in stagecraft's deployment shape: @serve.batch up to max_batch samples, the
     same Answer/Refusal protocol towards the ingress."""
@@ -166,10 +148,8 @@ def main() -> None:
     from stagecraft import ray_serve as rs
 
     work = Path(tempfile.mkdtemp(prefix="ray_serve_bench_"))
-    rng = np.random.default_rng(0)
-    inputs = {n: rng.standard_normal((1, 3, SIZES.get(n, 224), SIZES.get(n, 224)), dtype=np.float32)
-              for n in nets}
-    onnx_files = {n: export(args.cli, n, work) for n in nets}
+    inputs = request_inputs(nets)
+    onnx_files = {n: export_dynamic_batch(args.cli, n, work) for n in nets}
     # Both engines and every model stay deployed (only one is sent requests at a time): the node
     # offers Ray CPUs for all of them, not the cores that one of them uses.
     cpus = 2 * len(nets) * args.replicas * args.threads

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
 from plot_bench import plot_served  # noqa: E402
-from servers import free_port, stop_group  # noqa: E402
+from servers import export_dynamic_batch, free_port, request_inputs, stop_group  # noqa: E402
 
 reexec_in_venv("serve_bench", __file__,
                ["numpy", "onnx", "onnxruntime", "nvidia-pytriton", "tritonclient[http,grpc]", "matplotlib"],
@@ -44,24 +44,6 @@ reexec_in_venv("serve_bench", __file__,
 import numpy as np  # noqa: E402
 
 BUILD = Path(os.environ.get("STAGECRAFT_BUILD_DIR", ROOT / "build"))
-SIZES = {"inception_v3": 299}
-
-
-def export(net: str, work: Path) -> Path:
-    """The network as ONNX with the stagecraft's weights, batch dimension dynamic."""
-    import onnx
-    path = work / f"{net}.onnx"
-    subprocess.run([str(BUILD / "cli" / "stagecraft"), "graph", net, "--onnx", str(path)], check=True,
-                   stdout=subprocess.DEVNULL)
-    m = onnx.load(str(path))
-    for v in list(m.graph.input) + list(m.graph.output):
-        v.type.tensor_type.shape.dim[0].dim_param = "N"
-    del m.graph.value_info[:]
-    dyn = work / f"{net}_dyn.onnx"
-    onnx.save(m, str(dyn))
-    return dyn
-
-
 # ---- The ONNX Runtime server (this script again, with --ort-server) ---------------------------
 
 def serve_ort(args) -> None:
@@ -249,10 +231,8 @@ def main() -> None:
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     nets = args.models.split(",")
     work = Path(tempfile.mkdtemp(prefix="serve_bench_"))
-    rng = np.random.default_rng(0)
-    inputs = {n: rng.standard_normal((1, 3, SIZES.get(n, 224), SIZES.get(n, 224)), dtype=np.float32)
-              for n in nets}
-    onnx_files = {n: export(n, work) for n in nets}
+    inputs = request_inputs(nets)
+    onnx_files = {n: export_dynamic_batch(str(BUILD / "cli" / "stagecraft"), n, work) for n in nets}
     ours_ports = [free_port() for _ in range(3)]
     ort_ports = [free_port() for _ in range(3)]
     ours_url, ort_url = f"127.0.0.1:{ours_ports[1]}", f"127.0.0.1:{ort_ports[1]}"

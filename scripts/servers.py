@@ -1,12 +1,39 @@
-"""What the Python tools that start servers share (bench/serve_bench.py, tests/serve/
-triton_test.py): a free loopback port, and stopping a server started in a process group of its
-own (start_new_session=True), so that what serve.sh execs goes with it."""
+"""What the Python tools that start servers share (bench/serve_bench.py, bench/ray_serve_bench.py,
+tests/serve/triton_test.py): a free loopback port, stopping a server started in a process group
+of its own (start_new_session=True), so that what serve.sh execs goes with it, and the benches'
+models and requests."""
 from __future__ import annotations
 
 import os
 import signal
 import socket
 import subprocess
+from pathlib import Path
+
+SIZES = {"inception_v3": 299}  # input height = width of the benches' networks (default 224)
+
+
+def export_dynamic_batch(cli: str, net: str, work: Path) -> Path:
+    """A built-in network as ONNX with stagecraft's weights (`stagecraft graph NET --onnx`), its
+    batch dimension made dynamic ("N")."""
+    import onnx
+    path = work / f"{net}.onnx"
+    subprocess.run([cli, "graph", net, "--onnx", str(path)], check=True, stdout=subprocess.DEVNULL)
+    m = onnx.load(str(path))
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "N"
+    del m.graph.value_info[:]
+    dyn = work / f"{net}_dyn.onnx"
+    onnx.save(m, str(dyn))
+    return dyn
+
+
+def request_inputs(nets: list[str]) -> dict:
+    """One seeded random float32 image of each network's size, batch 1, by network."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    return {n: rng.standard_normal((1, 3, SIZES.get(n, 224), SIZES.get(n, 224)), dtype=np.float32)
+            for n in nets}
 
 
 def free_port() -> int:

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _stagecraft as _core
 from ._errors import FormatError, InputError, UsageError
+from ._inputs import in_input_order
 from ._models import Model, ModelLike, PathLike, TensorInfo, _fspath, _model
 from ._progress import ProgressArg, progress_for
 from ._schedules import STRATEGIES, Schedule, ScheduleLike, _cost_model
@@ -156,28 +157,7 @@ class Session:
 
     def _arrays(self, x: InputsArg) -> List[np.ndarray]:
         infos = self._inputs
-        if isinstance(x, np.ndarray):
-            items = [x]
-            if len(infos) != 1:
-                raise InputError(f"the graph takes {len(infos)} inputs "
-                                 f"({', '.join(t.name for t in infos)}): pass a list or a dict")
-        elif isinstance(x, Mapping):
-            names = [t.name for t in infos]
-            unknown = [k for k in x if k not in names]
-            if unknown:
-                raise InputError(f"unknown input '{unknown[0]}' (the graph's inputs: "
-                                 f"{', '.join(names)})")
-            missing = [n for n in names if n not in x]
-            if missing:
-                raise InputError(f"missing input '{missing[0]}'")
-            items = [x[n] for n in names]
-        elif isinstance(x, (list, tuple)):
-            items = list(x)
-            if len(items) != len(infos):
-                raise InputError(f"the graph takes {len(infos)} input(s), got {len(items)}")
-        else:
-            raise InputError(f"inputs: expected a numpy.ndarray, a list or a dict of them, got "
-                             f"{type(x).__name__}")
+        items = in_input_order(x, [t.name for t in infos], InputError, "the graph")
         arrays = []
         for a, info in zip(items, infos):
             if not isinstance(a, np.ndarray):

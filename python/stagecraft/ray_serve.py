@@ -51,6 +51,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ._inputs import in_input_order
+
 DEFAULT_APP = "stagecraft"
 # Ray's resource that only the head node has: where the ingress goes, beside the HTTP proxy.
 HEAD_RESOURCE = "node:__internal_head__"
@@ -257,25 +259,7 @@ def _check_request(config: ModelConfig, inputs: Sequence[Tuple[str, Tuple[int, .
                    x: Any) -> List[np.ndarray]:
     """The request's arrays in input order for a model of `config` whose inputs are `inputs` (name,
     shape without the batch); RequestError (one line) when it is wrong."""
-    names = [n for n, _ in inputs]
-    if isinstance(x, np.ndarray):
-        if len(names) != 1:
-            raise RequestError(f"model '{config.name}' takes {len(names)} inputs "
-                               f"({', '.join(names)}): send them by name")
-        items = [x]
-    elif isinstance(x, Mapping):
-        unknown = [k for k in x if k not in names]
-        if unknown:
-            raise RequestError(f"unknown input '{unknown[0]}' (model "
-                               f"'{config.name}' takes {', '.join(names)})")
-        missing = [n for n in names if n not in x]
-        if missing:
-            raise RequestError(f"missing input '{missing[0]}'")
-        items = [x[n] for n in names]
-    elif isinstance(x, (list, tuple)) and len(x) == len(names):
-        items = list(x)
-    else:
-        raise RequestError(f"inputs: expected {len(names)} array(s) ({', '.join(names)})")
+    items = in_input_order(x, [n for n, _ in inputs], RequestError, f"model '{config.name}'")
     batch = None
     arrays = []
     for a, (name, shape) in zip(items, inputs):
@@ -342,7 +326,6 @@ def _model_class() -> type:
             self.node_id = ray.get_runtime_context().get_node_id()
 
         def metadata(self) -> Dict[str, Any]:
-            import ray
             c = self.config
             return {"name": c.name, "model": c.model, "max_batch": c.max_batch,
                     "batch_sizes": list(c.batch_sizes), "schedule": c.schedule,
@@ -451,7 +434,7 @@ def _ingress_class() -> type:
             return {"retried": self.retried}
 
         async def __call__(self, request: Any) -> Any:
-            from starlette.responses import JSONResponse, PlainTextResponse, Response
+            from starlette.responses import JSONResponse, PlainTextResponse
             parts = [p for p in request.url.path.split("/") if p]
             if "v2" in parts:  # the path after the application's route prefix
                 parts = parts[parts.index("v2"):]
