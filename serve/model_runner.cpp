@@ -55,14 +55,17 @@ int64_t TensorSpec::numel() const {
   return n;
 }
 
+ModelIo describe_graph(const graph::Graph& g, const ServeOptions& options) {
+  const bool batching = options.max_batch_size > 0;
+  return {tensor_specs(g, g.inputs(), batching, options.source.spec, "input"),
+          tensor_specs(g, g.outputs(), batching, options.source.spec, "output")};
+}
+
 ModelIo describe_model(const ServeOptions& options) {
   session::GraphSource source = options.source;
   source.batch = options.max_batch_size > 0 ? 1 : 0;
   source.dtype = "f32";  // the inputs and outputs are f32 whatever the graph computes in
-  const graph::Graph g = session::load_source(source);
-  const bool batching = options.max_batch_size > 0;
-  return {tensor_specs(g, g.inputs(), batching, source.spec, "input"),
-          tensor_specs(g, g.outputs(), batching, source.spec, "output")};
+  return describe_graph(session::load_source(source), options);
 }
 
 struct ModelRunner::Planned {
@@ -75,9 +78,24 @@ ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
                          std::shared_ptr<CorePool::Reservation> reservation)
     : options_(std::move(options)), pool_(pool), reservation_(std::move(reservation)) {
   if (options_.session.backend.empty()) options_.session.backend = "cpu";
-  io_ = describe_model(options_);
   pipeline_ = std::make_unique<session::Pipeline>(options_.session, options_.search);
   pipeline_->backend("a served model");
+  // The model at batch 1, loaded once: its inputs and outputs are the runner's, and the plan of
+  // batch 1 uses it (an int8 model is calibrated here, with a grant of cores as a run would).
+  const std::lock_guard<std::mutex> lock(mutex_);
+  CorePool::Grant cores = grant();
+  const OmpThreads threads(cores.cores());
+  io_ = describe_graph(model_at(1).graph, options_);
+}
+
+const session::Model& ModelRunner::model_at(int64_t batch) {
+  std::shared_ptr<const session::Model>& model = models_[batch];
+  if (!model) {
+    session::GraphSource source = options_.source;
+    source.batch = options_.max_batch_size > 0 ? batch : 0;
+    model = std::make_shared<const session::Model>(pipeline_->load(source));
+  }
+  return *model;
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -87,13 +105,8 @@ CorePool::Grant ModelRunner::grant() { return pool_.acquire(options_.cores, rese
 ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   if (auto it = plans_.find({batch, threads}); it != plans_.end()) return *it->second;
   auto planned = std::make_unique<Planned>();
-  std::shared_ptr<const session::Model>& model = models_[batch];
-  if (!model) {
-    session::GraphSource source = options_.source;
-    source.batch = options_.max_batch_size > 0 ? batch : 0;
-    model = std::make_shared<const session::Model>(pipeline_->load(source));
-  }
-  planned->model = model;
+  model_at(batch);
+  planned->model = models_.at(batch);
   planned->prepared = pipeline_->prepare(*planned->model, options_.schedule);
   {
     // Instances of a process save the same cache files (a fixed temporary name each): one at a

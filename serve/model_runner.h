@@ -69,6 +69,8 @@ struct ModelIo {
 /// The inputs and outputs of the model of `options` (loaded at batch 1 with batching); throws
 /// UsageError when batching is asked for a tensor whose first dimension is not the batch.
 ModelIo describe_model(const ServeOptions& options);
+/// The same for `g`, the model of `options` already loaded at batch 1 (0 without batching).
+ModelIo describe_graph(const graph::Graph& g, const ServeOptions& options);
 
 /// One instance's plans and executors of a model; see the file comment. Thread-safe (one run at a
 /// time).
@@ -102,6 +104,7 @@ class ModelRunner {
  private:
   struct Planned;
   Planned& plan_for(int64_t batch, int threads);  // with mutex_ held and a grant of `threads`
+  const session::Model& model_at(int64_t batch);  // loaded on first use (with mutex_ held)
   CorePool::Grant grant();
 
   ServeOptions options_;

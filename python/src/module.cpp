@@ -154,13 +154,6 @@ session::SessionOptions session_options(const std::string& backend, const std::s
   return options;
 }
 
-// Hooks `progress` into the layout search of `options`.
-void watch_layouts(session::SessionOptions& options, Progress& progress) {
-  options.on_layout_progress = [&progress](size_t measured, double seconds) {
-    progress.report("layouts", static_cast<double>(measured), 0, seconds, "");
-  };
-}
-
 std::function<void(const scheduler::SearchProgress&)> watch_search(Progress& progress) {
   return [&progress](const scheduler::SearchProgress& p) {
     progress.report("search", static_cast<double>(p.block), static_cast<double>(p.num_blocks),
@@ -168,24 +161,55 @@ std::function<void(const scheduler::SearchProgress&)> watch_search(Progress& pro
   };
 }
 
-SchedulePtr search(const ModelPtr& model, const std::string& strategy,
-                   const scheduler::SearchOptions& search_options, session::SessionOptions options,
+// ---- Pipelines --------------------------------------------------------------------------------
+
+// One session::Pipeline (backend, cost model, caches, layout search) opened once and shared: a
+// Python Session makes the plan of every input shape on it, and search() uses one. One call at a
+// time uses it; layout-search progress goes to that call's Progress.
+class PyPipeline {
+ public:
+  PyPipeline(session::SessionOptions options, const scheduler::SearchOptions& search) {
+    options.on_layout_progress = [this](size_t measured, double seconds) {
+      if (progress_) progress_->report("layouts", static_cast<double>(measured), 0, seconds, "");
+    };
+    py::gil_scoped_release release;
+    pipeline_ = std::make_unique<session::Pipeline>(std::move(options), search);
+  }
+
+  // fn(pipeline) with the GIL released, alone on this pipeline, reporting to `progress`.
+  template <class Fn>
+  auto use(Progress& progress, Fn&& fn) {
+    py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    progress_ = &progress;
+    struct Reset {
+      Progress*& p;
+      ~Reset() { p = nullptr; }
+    } reset{progress_};
+    return fn(*pipeline_);
+  }
+
+ private:
+  std::mutex mutex_;
+  Progress* progress_ = nullptr;
+  std::unique_ptr<session::Pipeline> pipeline_;
+};
+using PipelinePtr = std::shared_ptr<PyPipeline>;
+
+SchedulePtr search(const ModelPtr& model, const std::string& strategy, const PipelinePtr& pipeline,
                    py::object progress_callback) {
   Progress progress(std::move(progress_callback));
   auto result = std::make_shared<PySchedule>();
   result->model = model;
-  session::ScheduledGraph scheduled;
+  // Only strategy names here: parse_strategy throws the UsageError listing them.
+  const auto source = session::ScheduleSource::search(scheduler::parse_strategy(strategy));
   bool measures = false;
-  {
-    py::gil_scoped_release release;
-    // Only strategy names here: parse_strategy throws the UsageError listing them.
-    const auto source = session::ScheduleSource::search(scheduler::parse_strategy(strategy));
-    watch_layouts(options, progress);
-    session::Pipeline pipeline(std::move(options), search_options);
-    scheduled = pipeline.schedule(model->model.graph, source, watch_search(progress));
-    pipeline.save_cache();
-    measures = pipeline.measures();
-  }
+  session::ScheduledGraph scheduled = pipeline->use(progress, [&](session::Pipeline& p) {
+    session::ScheduledGraph found = p.schedule(model->model.graph, source, watch_search(progress));
+    p.save_cache();
+    measures = p.measures();
+    return found;
+  });
   result->schedule = std::move(scheduled.schedule);
   result->stats = stats_dict(scheduled.stats, result->schedule, measures);
   return result;
@@ -219,27 +243,24 @@ scheduler::Schedule schedule_for(const PySchedule& s, const ModelPtr& model) {
 // A model compiled for a backend with a schedule: plan and executor, ready to run.
 class PySession {
  public:
-  // `schedule` is a strategy name or a schedule file when `given` is null.
-  PySession(ModelPtr model, const std::string& schedule, SchedulePtr given,
-            const scheduler::SearchOptions& search_options, session::SessionOptions options,
+  // `schedule` is a strategy name or a schedule file when `given` is null; made on `pipeline`,
+  // which it keeps (its backend runs the plan).
+  PySession(ModelPtr model, const std::string& schedule, SchedulePtr given, PipelinePtr pipeline,
             py::object progress_callback)
-      : model_(std::move(model)) {
+      : model_(std::move(model)), pipeline_(std::move(pipeline)) {
     Progress progress(std::move(progress_callback));
     auto result = std::make_shared<PySchedule>();
     result->model = model_;
-    {
-      py::gil_scoped_release release;
-      watch_layouts(options, progress);
-      pipeline_ = std::make_unique<session::Pipeline>(std::move(options), search_options);
-      pipeline_->backend("a session");
-      prepared_ = given ? pipeline_->plan(model_->model,
-                                          pipeline_->adopt(model_->model.graph, schedule_for(*given, model_)))
-                        : pipeline_->prepare(model_->model, session::ScheduleSource::parse(schedule),
-                                             watch_search(progress));
-      executor_ = pipeline_->executor(*prepared_.plan);
-    }
+    bool measures = false;
+    pipeline_->use(progress, [&](session::Pipeline& p) {
+      p.backend("a session");
+      prepared_ = given ? p.plan(model_->model, p.adopt(model_->model.graph, schedule_for(*given, model_)))
+                        : p.prepare(model_->model, session::ScheduleSource::parse(schedule), watch_search(progress));
+      executor_ = p.executor(*prepared_.plan);
+      measures = p.measures();
+    });
     result->schedule = prepared_.scheduled.schedule;
-    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule, pipeline_->measures());
+    result->stats = stats_dict(prepared_.scheduled.stats, result->schedule, measures);
     schedule_ = result;
   }
 
@@ -276,6 +297,7 @@ class PySession {
   }
 
   const ModelPtr& model() const { return model_; }
+  const PipelinePtr& pipeline() const { return pipeline_; }
   const SchedulePtr& schedule() const { return schedule_; }
   std::string plan_summary() const {
     return session::plan_summary(*prepared_.plan, prepared_.fallback_note);
@@ -291,7 +313,7 @@ class PySession {
 
  private:
   ModelPtr model_;
-  std::unique_ptr<session::Pipeline> pipeline_;
+  PipelinePtr pipeline_;  // before the plan and executor: they use its backend
   SchedulePtr schedule_;
   session::PreparedPlan prepared_;
   std::unique_ptr<executor::Executor> executor_;
@@ -479,22 +501,7 @@ void bind_schedules(py::module_& m) {
         return scheduler::schedule_to_dot(s.model->model.graph, s.schedule);
       });
 
-  m.def("search", [](const std::shared_ptr<PyModel>& model, const std::string& strategy,
-                     const std::string& mode, int r, int s, bool unpruned,
-                     double max_part_transitions, double search_budget, bool exhaustive,
-                     const std::string& cost_model, const std::string& backend,
-                     const std::string& cache_dir, const std::string& layout, int streams,
-                     py::object progress) {
-        return search(model, strategy,
-                      search_options(mode, r, s, unpruned, max_part_transitions, search_budget,
-                                     exhaustive),
-                      session_options(backend, cache_dir, cost_model, layout, streams),
-                      std::move(progress));
-      },
-      py::arg("model"), py::arg("strategy"), py::arg("mode"), py::arg("r"), py::arg("s"),
-      py::arg("unpruned"), py::arg("max_part_transitions"), py::arg("search_budget"),
-      py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"),
-      py::arg("layout"), py::arg("streams"), py::arg("progress"));
+  m.def("search", &search, py::arg("model"), py::arg("strategy"), py::arg("pipeline"), py::arg("progress"));
   m.def("load_schedule", [](const std::string& path, const std::shared_ptr<PyModel>& model) {
         return load_schedule(path, model);
       }, py::arg("path"), py::arg("model"));
@@ -512,29 +519,26 @@ void bind_schedules(py::module_& m) {
 
 // Session.
 void bind_sessions(py::module_& m) {
-  py::class_<PySession>(m, "Session")
-      .def(py::init([](const std::shared_ptr<PyModel>& model, const std::string& schedule,
-                       const std::shared_ptr<PySchedule>& given, const std::string& mode, int r,
-                       int s, bool unpruned, double max_part_transitions, double search_budget,
-                       bool exhaustive, const std::string& cost_model, const std::string& backend,
-                       const std::string& cache_dir, const std::string& layout, int streams,
-                       bool tf32, bool stream_mode, bool winograd, bool fast_winograd,
-                       py::object progress) {
-             return std::make_unique<PySession>(
-                 model, schedule, given,
-                 search_options(mode, r, s, unpruned, max_part_transitions, search_budget,
-                                exhaustive),
+  py::class_<PyPipeline, std::shared_ptr<PyPipeline>>(m, "Pipeline")
+      .def(py::init([](const std::string& mode, int r, int s, bool unpruned, double max_part_transitions,
+                       double search_budget, bool exhaustive, const std::string& cost_model,
+                       const std::string& backend, const std::string& cache_dir, const std::string& layout,
+                       int streams, bool tf32, bool stream_mode, bool winograd, bool fast_winograd) {
+             return std::make_shared<PyPipeline>(
                  session_options(backend, cache_dir, cost_model, layout, streams, tf32, stream_mode,
                                  winograd, fast_winograd),
-                 std::move(progress));
+                 search_options(mode, r, s, unpruned, max_part_transitions, search_budget, exhaustive));
            }),
-           py::arg("model"), py::arg("schedule"), py::arg("given"), py::arg("mode"), py::arg("r"),
-           py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
-           py::arg("search_budget"), py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"), py::arg("cache_dir"), py::arg("layout"),
-           py::arg("streams"), py::arg("tf32"), py::arg("stream_mode"), py::arg("winograd"),
-           py::arg("fast_winograd"), py::arg("progress"))
+           py::arg("mode"), py::arg("r"), py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
+           py::arg("search_budget"), py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"),
+           py::arg("cache_dir"), py::arg("layout"), py::arg("streams"), py::arg("tf32") = false,
+           py::arg("stream_mode") = false, py::arg("winograd") = true, py::arg("fast_winograd") = false);
+  py::class_<PySession>(m, "Session")
+      .def(py::init<ModelPtr, const std::string&, SchedulePtr, PipelinePtr, py::object>(), py::arg("model"),
+           py::arg("schedule"), py::arg("given"), py::arg("pipeline"), py::arg("progress"))
       .def("run", &PySession::run, py::arg("inputs"))
       .def_property_readonly("model", [](const PySession& x) { return x.model(); })
+      .def_property_readonly("pipeline", &PySession::pipeline)
       .def_property_readonly("schedule", &PySession::schedule)
       .def_property_readonly("plan_summary", &PySession::plan_summary)
       .def("plan_listing", &PySession::plan_listing)

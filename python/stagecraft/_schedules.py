@@ -196,11 +196,11 @@ def schedule(model: ModelLike, strategy: str = "dp", *, mode: str = "both", r: i
     m = _model(model, dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
                            calibration=calibration, calibration_samples=calibration_samples,
                            progress=progress))
+    pipeline = _core.Pipeline(mode, int(r), int(s), bool(unpruned), float(max_part_transitions),
+                              float(search_budget), bool(exhaustive), _cost_model(cost_model),
+                              backend or "", _fspath(cache_dir) if cache_dir else "", layout or "",
+                              int(streams))
     with progress_for(progress) as callback:
-        core = _core.search(m._core, strategy, mode, int(r), int(s), bool(unpruned),
-                            float(max_part_transitions), float(search_budget), bool(exhaustive),
-                            _cost_model(cost_model), backend or "",
-                            _fspath(cache_dir) if cache_dir else "", layout or "", int(streams),
-                            callback)
+        core = _core.search(m._core, strategy, pipeline, callback)
     return Schedule(core)
 

@@ -87,13 +87,15 @@ class Session:
                             f"{type(schedule).__name__}")
         if winograd not in (True, False, "fast"):
             raise UsageError(f"winograd: expected True, False or 'fast', got {winograd!r}")
+        # One pipeline (backend, cost model, caches) for the plans of every input shape.
+        pipeline = _core.Pipeline(mode, int(r), int(s), bool(unpruned), float(max_part_transitions),
+                                  float(search_budget), bool(exhaustive), _cost_model(cost_model),
+                                  backend, _fspath(cache_dir) if cache_dir else "", layout or "",
+                                  int(streams), bool(tf32), bool(stream_mode), winograd is not False,
+                                  winograd == "fast")
+
         def make(model: Model, callback: Any) -> Any:
-            return _core.Session(model._core, name, given, mode, int(r), int(s), bool(unpruned),
-                                 float(max_part_transitions), float(search_budget),
-                                 bool(exhaustive), _cost_model(cost_model),
-                                 backend, _fspath(cache_dir) if cache_dir else "",
-                                 layout or "", int(streams), bool(tf32), bool(stream_mode),
-                                 winograd is not False, winograd == "fast", callback)
+            return _core.Session(model._core, name, given, pipeline, callback)
 
         with progress_for(progress) as callback:
             self._core = make(m, callback)

@@ -157,6 +157,9 @@ def test_a_session_answers_every_shape_a_dynamic_model_allows(tmp_path):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert sess.shapes == [((1, 3, 9, 33),), ((2, 3, 20, 12),)]  # the oldest dropped
+    # One pipeline (backend, cost model, caches) made the plans of every shape.
+    pipelines = [sess._core.pipeline] + [core.pipeline for core in sess._by_shapes.values()]
+    assert all(p is pipelines[0] for p in pipelines)
     with pytest.raises(stagecraft.InputError) as info:
         sess.run(np.zeros((1, 4, 16, 16), np.float32))
     message = str(info.value)
