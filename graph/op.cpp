@@ -385,4 +385,14 @@ int64_t op_params(const Op& op, const std::vector<TensorDesc>& inputs) {
   }
 }
 
+int64_t pool_nd_extent(const PoolNdAttrs& a, size_t axis, int64_t in) {
+  const int64_t window = (a.kernel[axis] - 1) * a.dilation[axis] + 1;
+  const int64_t span = in + a.pad_begin[axis] + a.pad_end[axis] - window;
+  if (span < 0) return 0;
+  int64_t extent = (a.ceil_mode ? (span + a.stride[axis] - 1) / a.stride[axis] : span / a.stride[axis]) + 1;
+  // The last window must start inside the input or its begin padding.
+  if (a.ceil_mode && (extent - 1) * a.stride[axis] >= in + a.pad_begin[axis]) --extent;
+  return extent;
+}
+
 }  // namespace stagecraft::graph

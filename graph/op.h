@@ -83,7 +83,8 @@ inline constexpr OpId kNoOp = -1;
   X(kLrn, "lrn", LrnAttrs)                              \
   X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs) \
   X(kWhere, "where", WhereAttrs)                        \
-  X(kGridSample, "grid_sample", GridSampleAttrs)
+  X(kGridSample, "grid_sample", GridSampleAttrs)      \
+  X(kPoolNd, "pool_nd", PoolNdAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -103,7 +104,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
                              ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
-                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs>;
+                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

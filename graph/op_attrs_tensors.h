@@ -97,4 +97,37 @@ struct GridSampleAttrs {
   bool operator==(const GridSampleAttrs&) const = default;
 };
 
+/// Max or average pooling over the spatial axes of a row-major tensor [N, C, spatial...] of any
+/// spatial rank (ONNX MaxPool / AveragePool in 1-D to 3-D and beyond, with dilations). Output
+/// element o of an axis pools the taps o · stride - pad_begin + j · dilation (j < kernel) that lie
+/// in the input; the output extent is floor (ceil with ceil_mode, the last window starting inside
+/// the input or its begin padding) of (in + pads - (kernel - 1) · dilation - 1) / stride, plus 1.
+/// An average divides by the taps inside the input, or with count_include_pad by the taps inside
+/// the padded extent [-pad_begin, in + pad_end).
+struct PoolNdAttrs {
+  bool max = true;                  ///< max, else average
+  std::vector<int64_t> kernel;      ///< per spatial axis (outermost first)
+  std::vector<int64_t> stride;      ///< per spatial axis
+  std::vector<int64_t> dilation;    ///< per spatial axis
+  std::vector<int64_t> pad_begin;   ///< per spatial axis
+  std::vector<int64_t> pad_end;     ///< per spatial axis
+  bool ceil_mode = false;           ///< round the output extent up
+  bool count_include_pad = false;   ///< an average counts the padding
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("max", a.max, FieldRule::kRequired);
+    v("kernel", a.kernel, FieldRule::kRequired);
+    v("stride", a.stride, FieldRule::kRequired);
+    v("dilation", a.dilation, FieldRule::kRequired);
+    v("pad_begin", a.pad_begin, FieldRule::kRequired);
+    v("pad_end", a.pad_end, FieldRule::kRequired);
+    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
+    v("count_include_pad", a.count_include_pad, FieldRule::kOptional);
+  }
+  bool operator==(const PoolNdAttrs&) const = default;
+};
+
+/// The output extent of one spatial axis of a pool_nd (see PoolNdAttrs).
+int64_t pool_nd_extent(const PoolNdAttrs& a, size_t axis, int64_t in);
+
 }  // namespace stagecraft::graph

@@ -113,6 +113,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kReduceMin:
     case OpKind::kReduceProd:
     case OpKind::kGridSample:
+    case OpKind::kPoolNd:
       return shape_rules::infer_tensor_op(check, op, inputs);
   }
   check.fail("unhandled op kind");

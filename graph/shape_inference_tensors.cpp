@@ -1,6 +1,6 @@
 // Shape inference of the ops over an axis of a tensor of any rank (linear layers over the last,
 // softmax, layer normalisation) and of the ops of row-major tensors (transformers): matmul,
-// transpose, narrow, concat_constant, the reductions and grid_sample.
+// transpose, narrow, concat_constant, the reductions, grid_sample and pool_nd.
 #include <algorithm>
 
 #include "graph/shape_rules.h"
@@ -149,6 +149,34 @@ std::vector<TensorDesc> infer_grid_sample(const Checker& check, const GridSample
   return {y};
 }
 
+std::vector<TensorDesc> infer_pool_nd(const Checker& check, const PoolNdAttrs& a,
+                                      const std::vector<TensorDesc>& inputs) {
+  check.arity(inputs, 1, 1);
+  check.require(inputs[0].dtype == DataType::kF32, "pool_nd runs in f32");
+  const Shape& x = inputs[0].shape;
+  check.require(x.rank() >= 3, cat("the input must be [N, C, spatial...] (rank 3 or more), got ", x.to_string()));
+  const size_t axes = x.rank() - 2;
+  for (const auto* v : {&a.kernel, &a.stride, &a.dilation, &a.pad_begin, &a.pad_end}) {
+    check.require(v->size() == axes, cat("kernel, stride, dilation and pads need one value per spatial axis (", axes, ")"));
+  }
+  std::vector<int64_t> out = {x[0], x[1]};
+  for (size_t d = 0; d < axes; ++d) {
+    check.require(a.kernel[d] >= 1 && a.stride[d] >= 1 && a.dilation[d] >= 1,
+                  "kernel, stride and dilation must be >= 1");
+    check.require(a.pad_begin[d] >= 0 && a.pad_end[d] >= 0, "pads must be >= 0");
+    check.require(a.pad_begin[d] < (a.kernel[d] - 1) * a.dilation[d] + 1 &&
+                      a.pad_end[d] < (a.kernel[d] - 1) * a.dilation[d] + 1,
+                  "each pad must be smaller than the window");
+    const int64_t extent = pool_nd_extent(a, d, x[d + 2]);
+    check.require(extent >= 1, cat("the window (", (a.kernel[d] - 1) * a.dilation[d] + 1,
+                                   ") is larger than the padded input along spatial axis ", d));
+    out.push_back(extent);
+  }
+  TensorDesc y = with_shape(inputs[0], Shape(out));
+  y.layout = row_major_layout(out.size());
+  return {y};
+}
+
 }  // namespace
 
 std::vector<TensorDesc> infer_tensor_op(const Checker& check, const Op& op,
@@ -179,6 +207,8 @@ std::vector<TensorDesc> infer_tensor_op(const Checker& check, const Op& op,
       return infer_reduce(check, op.attrs_as<ReduceAttrs>(), inputs);
     case OpKind::kGridSample:
       return infer_grid_sample(check, op.attrs_as<GridSampleAttrs>(), inputs);
+    case OpKind::kPoolNd:
+      return infer_pool_nd(check, op.attrs_as<PoolNdAttrs>(), inputs);
     default:
       check.fail("not an op of tensors of any rank");
   }

@@ -133,19 +133,7 @@ void run(const HostGridSample& g, const float* x, const float* grid, float* y) {
   }
 }
 
-bool row_major(const graph::TensorDesc& d) {
-  return d.layout == graph::Layout::kRowMajor || d.layout == graph::Layout::kNC || d.layout == graph::Layout::kNCHW;
-}
-
-KernelDesc check(const KernelSpec& spec, DnnlContext&) {
-  for (const auto* list : {&spec.srcs, &spec.dsts}) {
-    for (const auto& d : *list) {
-      if (d.dtype != graph::DataType::kF32) return Support::unsupported(SupportReason::kDataType, "grid_sample runs in f32");
-      if (!row_major(d)) return Support::unsupported(SupportReason::kLayout, "grid_sample reads and writes nchw or plain");
-    }
-  }
-  return described(kGridSampleImpl, "", 0);
-}
+KernelDesc check(const KernelSpec& spec, DnnlContext&) { return host_row_major_desc(spec, kGridSampleImpl); }
 
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, DnnlContext&) {
   auto g = std::make_shared<HostGridSample>();

@@ -40,6 +40,9 @@ struct OpFamily {
 /// f32 in and out, in layouts they know (nchw, nhwc, nChw8c, nChw16c; nc for rank 2 and
 /// row-major plain tensors where `rank2` allows it); the description `impl` with no workspace, or why not.
 KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, bool rank2 = false);
+/// f32 row-major tensors in and out (row_major, nc, nchw: the same order), every source and
+/// destination; the description `impl`, or why not.
+KernelDesc host_row_major_desc(const KernelSpec& spec, const std::string& impl);
 
 /// The family that builds `kind`.
 const OpFamily& family_of(graph::OpKind kind);
@@ -61,6 +64,7 @@ extern const OpFamily kTensorFamily;         // matmul, transpose, narrow, conca
 extern const OpFamily kUnaryFamily;          // unary (our own host loop)
 extern const OpFamily kWhereFamily;          // where (our own host loop)
 extern const OpFamily kGridSampleFamily;     // grid_sample (our own host loop)
+extern const OpFamily kPoolNdFamily;         // pool_nd (our own host loop)
 
 /// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN
 /// runs only by reference: whether it applies (f32, row-major layouts, the first operand full),

@@ -90,6 +90,25 @@ KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, boo
   return described(impl, "", 0);
 }
 
+KernelDesc host_row_major_desc(const KernelSpec& spec, const std::string& impl) {
+  const auto row_major = [](graph::Layout l) {
+    return l == graph::Layout::kRowMajor || l == graph::Layout::kNC || l == graph::Layout::kNCHW;
+  };
+  for (const auto* list : {&spec.srcs, &spec.dsts}) {
+    for (const auto& d : *list) {
+      if (d.dtype != graph::DataType::kF32) {
+        return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32"));
+      }
+      if (!row_major(d.layout)) {
+        return Support::unsupported(SupportReason::kLayout,
+                                    cat(graph::to_string(spec.kind), " reads and writes row-major tensors (nchw or plain), not ",
+                                        graph::to_string(d.layout)));
+      }
+    }
+  }
+  return described(impl, "", 0);
+}
+
 std::string add_reflect_pad(DnnlKernel& k, const KernelSpec& spec) {
   auto r = std::make_shared<ReflectPad>();
   r->src = host_layout(spec.srcs[0]);

@@ -18,7 +18,6 @@ namespace onnx_export {
 
 namespace {
 
-constexpr int64_t kExportOpset = 17;
 constexpr int64_t kExportIrVersion = 8;
 constexpr float kRelu6Max = 6.0f;
 
@@ -280,6 +279,8 @@ void Exporter::export_op(const Op& op) {
       return export_concat_constant(op, std::move(in), out);
     case OpKind::kGridSample:
       return export_grid_sample(op, in, out);
+    case OpKind::kPoolNd:
+      return export_pool_nd(op, in, out);
   }
 }
 

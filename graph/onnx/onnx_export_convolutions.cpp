@@ -2,9 +2,13 @@
 // (weights back to ONNX's order), BatchNormalization, LRN, the pools, Resize (scales or sizes),
 // Pad, and the channel ops: Split, Slice, Reshape, and a channel shuffle as Reshape -> Transpose
 // -> Reshape.
+#include <algorithm>
 #include <cmath>
 
 #include "graph/onnx/onnx_exporter.h"
+
+#include "common/strings.h"
+#include "graph/errors.h"
 
 namespace stagecraft::graph::onnx_export {
 
@@ -91,6 +95,24 @@ void Exporter::export_pool(const Op& op, const Names& in, const std::string& out
   ints(n, "strides", {s.h, s.w});
   ints(n, "pads", {p.top, p.left, p.bottom, p.right});
   integer(n, "ceil_mode", ceil ? 1 : 0);
+}
+
+void Exporter::export_pool_nd(const Op& op, const Names& in, const std::string& out) {
+  const auto& a = op.attrs_as<PoolNdAttrs>();
+  auto* n = node(a.max ? "MaxPool" : "AveragePool", op.name, in, {out});
+  if (!a.max) integer(n, "count_include_pad", a.count_include_pad ? 1 : 0);
+  ints(n, "kernel_shape", a.kernel);
+  ints(n, "strides", a.stride);
+  const bool dilated = std::any_of(a.dilation.begin(), a.dilation.end(), [](int64_t d) { return d != 1; });
+  if (dilated && !a.max) {
+    throw FormatError(cat("cannot export op '", op.name, "': AveragePool has dilations from opset 19, the export writes opset ",
+                          kExportOpset));
+  }
+  if (dilated) ints(n, "dilations", a.dilation);
+  std::vector<int64_t> pads = a.pad_begin;
+  pads.insert(pads.end(), a.pad_end.begin(), a.pad_end.end());
+  ints(n, "pads", pads);
+  integer(n, "ceil_mode", a.ceil_mode ? 1 : 0);
 }
 
 void Exporter::export_resize(const Op& op, Names in, const std::string& out) {

@@ -21,6 +21,9 @@
 
 namespace stagecraft::graph::onnx_export {
 
+/// The opset the export writes.
+inline constexpr int64_t kExportOpset = 17;
+
 /// Writes one graph and its weights as an ONNX model; see the file comment.
 class Exporter {
  public:
@@ -65,6 +68,7 @@ class Exporter {
   void export_batch_norm(const Op& op, Names in, const std::string& out);
   void export_lrn(const Op& op, const Names& in, const std::string& out);
   void export_pool(const Op& op, const Names& in, const std::string& out);
+  void export_pool_nd(const Op& op, const Names& in, const std::string& out);
   void export_resize(const Op& op, Names in, const std::string& out);
   void export_pad(const Op& op, Names in, const std::string& out);
   void export_split(const Op& op, Names in);

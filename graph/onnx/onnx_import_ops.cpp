@@ -206,7 +206,7 @@ void Importer::pool(const onnx::NodeProto& node) {
   const Hw k = hw(node, "kernel_shape", 0);
   if (k.h < 1) fail(node, "kernel_shape is required");
   const Hw s = hw(node, "strides", 1);
-  if (hw(node, "dilations", 1) != Hw{1, 1}) fail(node, "dilated pooling is not supported");
+  if (hw(node, "dilations", 1) != Hw{1, 1}) return pool_nd(node);  // oneDNN's pooling has no dilations
   if (attr_int(node, "storage_order", 0) != 0) fail(node, "storage_order 1 is not supported");
   const Pads p = plus(pads_of(node, k, s, Hw{1, 1}, shape(x)), extra);
   const bool ceil = attr_int(node, "ceil_mode", 0) != 0;
@@ -220,6 +220,48 @@ void Importer::pool(const onnx::NodeProto& node) {
     a.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
     define(node, 0, add(node, OpKind::kAvgPool, a, {x}));
   }
+}
+
+void Importer::pool_nd(const onnx::NodeProto& node) {
+  if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "the indices output is not supported");
+  if (attr_int(node, "storage_order", 0) != 0) fail(node, "storage_order 1 is not supported");
+  const ValueId x = row_major(node, 0);
+  const std::vector<int64_t> dims = dims_of(shape(x));
+  if (dims.size() < 3) fail(node, cat("the input must be [N, C, spatial...], got ", shape(x).to_string()));
+  const size_t axes = dims.size() - 2;
+  PoolNdAttrs a;
+  a.max = node.op_type() == "MaxPool";
+  const auto per_axis = [&](const char* name, int64_t fallback) {
+    std::vector<int64_t> v = attr_ints(node, name);
+    if (v.empty()) v.assign(axes, fallback);
+    if (v.size() != axes) fail(node, cat(name, " must have one value per spatial axis (", axes, "), got ", v.size()));
+    return v;
+  };
+  a.kernel = per_axis("kernel_shape", 0);
+  if (std::any_of(a.kernel.begin(), a.kernel.end(), [](int64_t k) { return k < 1; })) fail(node, "kernel_shape is required");
+  a.stride = per_axis("strides", 1);
+  a.dilation = per_axis("dilations", 1);
+  const std::string auto_pad = attr_string(node, "auto_pad");
+  if (auto_pad.empty() || auto_pad == "NOTSET" || auto_pad == "VALID") {
+    std::vector<int64_t> p = auto_pad == "VALID" ? std::vector<int64_t>{} : attr_ints(node, "pads");
+    if (p.empty()) p.assign(2 * axes, 0);
+    if (p.size() != 2 * axes) fail(node, cat("pads must have two values per spatial axis (", 2 * axes, ")"));
+    a.pad_begin.assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(axes));
+    a.pad_end.assign(p.begin() + static_cast<std::ptrdiff_t>(axes), p.end());
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < axes; ++d) {  // the output extent ceil(in / stride), the padding split
+      const int64_t in = dims[d + 2], s = a.stride[d];
+      const int64_t total = std::max<int64_t>(0, ((in + s - 1) / s - 1) * s + (a.kernel[d] - 1) * a.dilation[d] + 1 - in);
+      const int64_t small = total / 2;
+      a.pad_begin.push_back(auto_pad == "SAME_UPPER" ? small : total - small);
+      a.pad_end.push_back(total - a.pad_begin.back());
+    }
+  } else {
+    fail(node, cat("auto_pad=", auto_pad, " is not supported"));
+  }
+  a.ceil_mode = attr_int(node, "ceil_mode", 0) != 0;
+  a.count_include_pad = !a.max && attr_int(node, "count_include_pad", 0) != 0;
+  define_row_major(node, add(node, OpKind::kPoolNd, a, {x}));
 }
 
 void Importer::grid_sample(const onnx::NodeProto& node) {

@@ -128,6 +128,8 @@ class Importer {
   void batch_norm(const onnx::NodeProto& node);
   void lrn(const onnx::NodeProto& node);
   void pool(const onnx::NodeProto& node);
+  /// MaxPool / AveragePool of any spatial rank or with dilations: pool_nd on a row-major tensor.
+  void pool_nd(const onnx::NodeProto& node);
   void pad(const onnx::NodeProto& node);
   void space_to_depth(const onnx::NodeProto& node);
   void concat(const onnx::NodeProto& node);

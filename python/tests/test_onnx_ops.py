@@ -373,3 +373,28 @@ def test_grid_sample_of_a_convolutions_output_agrees_with_onnx_runtime(mode, pad
              "g": rng.standard_normal([2, 5, 6, 2]).astype(np.float32) * 1.5}
     got = agrees_with_ort(model, feeds, rtol=1e-4, atol=1e-4)
     assert got.shape == (2, 4, 5, 6)
+
+
+@pytest.mark.parametrize("op,x,attrs", [
+    ("MaxPool", [1, 2, 6, 7, 8], dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1])),
+    ("AveragePool", [2, 2, 5, 6, 7], dict(kernel_shape=[3, 2, 2], strides=[2, 2, 3], pads=[1, 0, 1, 1, 1, 1],
+                                         ceil_mode=1, count_include_pad=1)),
+    ("AveragePool", [1, 3, 8, 7, 6], dict(kernel_shape=[2, 2, 3], strides=[3, 2, 2], dilations=[2, 3, 1],
+                                         pads=[1, 1, 0, 0, 1, 2], ceil_mode=1)),
+    ("MaxPool", [1, 2, 7, 9, 5], dict(kernel_shape=[3, 3, 2], auto_pad="SAME_UPPER", strides=[2, 2, 1])),
+    ("MaxPool", [2, 3, 9, 11], dict(kernel_shape=[3, 2], strides=[2, 1], dilations=[2, 3], pads=[1, 0, 1, 1])),
+    ("AveragePool", [2, 3, 10], dict(kernel_shape=[3], strides=[2], dilations=[2], pads=[1, 2], count_include_pad=1)),
+])
+def test_pooling_of_any_rank_with_dilations_agrees_with_onnx_runtime(op, x, attrs):
+    """MaxPool / AveragePool in 3-D (a video model's tensors), and dilated in 1-D and 2-D behind a
+    convolution (its output in the convolutions' layouts), with pads, ceil_mode, auto_pad and
+    count_include_pad."""
+    rng = np.random.default_rng(31)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r"], ["y"], **attrs)]
+    inits = {}
+    if len(x) == 4:  # behind a convolution: a tensor of the convolutions' layouts
+        inits = {"w": rng.standard_normal([x[1], x[1], 3, 3]).astype(np.float32)}
+        nodes = [helper.make_node("Conv", ["x", "w"], ["r"], pads=[1, 1, 1, 1]),
+                 helper.make_node(op, ["r"], ["y"], **attrs)]
+    model = model_of(nodes, {"x": x}, inits, opset=19)
+    agrees_with_ort(model, {"x": rng.standard_normal(x).astype(np.float32)})

@@ -407,6 +407,57 @@ double grid_value(const float* data, const std::vector<int64_t>& dims, const std
   return sum;
 }
 
+// pool_nd as ONNX's MaxPool / AveragePool define it, written out: every output point visits every
+// tap of its window (o * stride - pad_begin + j * dilation per axis), counting the taps inside
+// the input and those inside the padded extent.
+HostTensor pool_nd(const HostTensor& x, const graph::PoolNdAttrs& a) {
+  const size_t axes = x.shape.rank() - 2;
+  std::vector<int64_t> out = {x.shape[0], x.shape[1]};
+  for (size_t d = 0; d < axes; ++d) out.push_back(graph::pool_nd_extent(a, d, x.shape[d + 2]));
+  HostTensor y = zeros(Shape(out));
+  int64_t in_plane = 1, out_plane = 1, taps = 1;
+  for (size_t d = 0; d < axes; ++d) {
+    in_plane *= x.shape[d + 2];
+    out_plane *= out[d + 2];
+    taps *= a.kernel[d];
+  }
+  for (int64_t plane = 0; plane < x.shape[0] * x.shape[1]; ++plane) {
+    for (int64_t p = 0; p < out_plane; ++p) {
+      std::vector<int64_t> o(axes);
+      for (size_t d = axes, rest = static_cast<size_t>(p); d-- > 0;) {
+        o[d] = static_cast<int64_t>(rest) % out[d + 2];
+        rest /= static_cast<size_t>(out[d + 2]);
+      }
+      double sum = 0, best = -INFINITY;
+      int64_t inside = 0, padded = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        int64_t offset = 0, rest = t;
+        bool in = true, in_pad = true;
+        for (size_t d = axes; d-- > 0;) {
+          const int64_t j = rest % a.kernel[d];
+          rest /= a.kernel[d];
+          const int64_t at = o[d] * a.stride[d] - a.pad_begin[d] + j * a.dilation[d];
+          in = in && at >= 0 && at < x.shape[d + 2];
+          in_pad = in_pad && at >= -a.pad_begin[d] && at < x.shape[d + 2] + a.pad_end[d];
+          int64_t step = 1;
+          for (size_t e = d + 1; e < axes; ++e) step *= x.shape[e + 2];
+          offset += at * step;
+        }
+        padded += in_pad ? 1 : 0;
+        if (!in) continue;
+        const double v = x.data[static_cast<size_t>(plane * in_plane + offset)];
+        ++inside;
+        sum += v;
+        best = std::isnan(v) || std::isnan(best) ? NAN : std::max(best, v);
+      }
+      const int64_t divisor = a.count_include_pad ? padded : inside;
+      y.data[static_cast<size_t>(plane * out_plane + p)] =
+          static_cast<float>(a.max ? best : divisor > 0 ? sum / static_cast<double>(divisor) : 0.0);
+    }
+  }
+  return y;
+}
+
 HostTensor grid_sample(const HostTensor& x, const HostTensor& grid, const graph::GridSampleAttrs& a) {
   const size_t axes = x.shape.rank() - 2;
   std::vector<int64_t> out = {x.shape[0], x.shape[1]}, dims;
@@ -914,6 +965,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {where(srcs, op.attrs_as<graph::WhereAttrs>(), weights, op)};
     case OpKind::kGridSample:
       return {grid_sample(x, *srcs[1], op.attrs_as<graph::GridSampleAttrs>())};
+    case OpKind::kPoolNd:
+      return {pool_nd(x, op.attrs_as<graph::PoolNdAttrs>())};
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {

@@ -424,9 +424,29 @@ TEST(ShapeInference, GridSampleTakesTheGridsPointsAndTheInputsChannels) {
   EXPECT_NE(error_of(make_op(OpKind::kGridSample, a), {x, make_desc(Shape{2, 5, 6, 2})}).find("padding"), std::string::npos);
 }
 
+TEST(ShapeInference, PoolNdPoolsEverySpatialAxisOfARowMajorTensor) {
+  PoolNdAttrs a;
+  a.kernel = {3, 2, 2}, a.stride = {2, 1, 2}, a.dilation = {1, 2, 1};
+  a.pad_begin = {1, 0, 0}, a.pad_end = {1, 1, 0};
+  // (7 + 2 - 3) / 2 + 1 = 4; (6 + 1 - 3) / 1 + 1 = 5; (5 - 2) / 2 + 1 = 2, ceil 3 (starts at 4 < 5)
+  const TensorDesc x = make_desc(Shape{2, 3, 7, 6, 5});
+  const TensorDesc y = infer_output_descs(make_op(OpKind::kPoolNd, a), {x}).at(0);
+  EXPECT_EQ(y.shape, (Shape{2, 3, 4, 5, 2}));
+  EXPECT_EQ(y.layout, Layout::kRowMajor);
+  a.ceil_mode = true;
+  EXPECT_EQ(infer1(make_op(OpKind::kPoolNd, a), {x}), (Shape{2, 3, 4, 5, 3}));
+  EXPECT_NE(error_of(make_op(OpKind::kPoolNd, a), {make_desc(Shape{2, 3, 7, 6})}).find("one value per spatial axis"),
+            std::string::npos);
+  a.pad_begin = {3, 0, 0};  // as large as the window
+  EXPECT_NE(error_of(make_op(OpKind::kPoolNd, a), {x}).find("smaller than the window"), std::string::npos);
+  a.pad_begin = {1, 0, 0};
+  a.stride = {0, 1, 2};
+  EXPECT_NE(error_of(make_op(OpKind::kPoolNd, a), {x}).find(">= 1"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 48u);
+  EXPECT_EQ(all_op_kinds().size(), 49u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

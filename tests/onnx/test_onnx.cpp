@@ -197,6 +197,31 @@ TEST(Onnx, UnaryFunctionsRoundTripAndRunTheSame) {
   }
 }
 
+// pool_nd (a 3-D max pool with dilations and pads, a 3-D average with ceil_mode and the padding
+// counted) exports as MaxPool / AveragePool with every attribute and imports back to the same ops.
+TEST(Onnx, PoolNdRoundTripsAndRunsTheSame) {
+  Graph raw("pool_nd");
+  const ValueId x = raw.add_input("x", make_desc(Shape{1, 2, 6, 7, 8}));
+  PoolNdAttrs m;
+  m.kernel = {2, 3, 2}, m.stride = {1, 2, 2}, m.dilation = {2, 1, 1}, m.pad_begin = {1, 1, 0}, m.pad_end = {0, 1, 1};
+  PoolNdAttrs a = m;
+  a.max = false, a.ceil_mode = true, a.count_include_pad = true, a.dilation = {1, 1, 1};
+  raw.add_output(raw.op(raw.add_op("max3d", OpKind::kPoolNd, m, {x})).outputs[0]);
+  raw.add_output(raw.op(raw.add_op("avg3d", OpKind::kPoolNd, a, {x})).outputs[0]);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, {}), "pool_nd", {});
+  ASSERT_EQ(count_ops(back.graph, OpKind::kPoolNd), 2u);
+  for (const Op& op : back.graph.ops()) {
+    if (op.kind == OpKind::kPoolNd) EXPECT_TRUE(op.attrs_as<PoolNdAttrs>() == (op.name == "max3d" ? m : a)) << op.name;
+  }
+  const auto want = run_cpu(Model{raw, {}});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape, want[i].shape);
+    EXPECT_LT(stagecraft::testing::max_relative_error(got[i].data, want[i].data), 1e-6) << i;
+  }
+}
+
 // Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant, and ReduceMin and
 // ReduceProd over the batch and another axis, export as their ONNX ops and import back to the same
 // ops and values.
