@@ -24,7 +24,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
-      "Attention"};
+      "Attention", "SwiGLU"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -90,6 +90,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"MeanVarianceNormalization", &Importer::expand_mean_variance_norm},
       {"LpNormalization", &Importer::expand_lp_norm},
       {"PRelu", &Importer::expand_prelu},
+      {"SwiGLU", &Importer::expand_swiglu},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
       {"LpPool", &Importer::expand_lp_pool},
@@ -216,6 +217,18 @@ void Importer::expand_prelu(const onnx::NodeProto& node, Expansion& e, const Exp
   }
   const std::string zero = e.scalar(0.0f);
   e.op("Add", {e.op("Max", {x, zero}), e.op("Mul", {e.op("Min", {x, zero}), node.input(1)})}, {}, output_of(node, 0));
+}
+
+void Importer::expand_swiglu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // Swish_alpha(A) · B, A and B of one shape (ONNX's own function body).
+  if (!rank_of(node.input(1)) || dims_of(shape(input(node, 1))) != in.dims) {
+    fail(node, "the gate A and the value B must have the same shape (SwiGLU does not broadcast)");
+  }
+  onnx::AttributeProto alpha;
+  alpha.set_name("alpha");
+  alpha.set_type(onnx::AttributeProto::FLOAT);
+  alpha.set_f(attr_float(node, "alpha", 1.0f));
+  e.op("Mul", {e.op("Swish", {node.input(0)}, {alpha}), node.input(1)}, {}, output_of(node, 0));
 }
 
 void Importer::expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {

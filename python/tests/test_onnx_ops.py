@@ -398,3 +398,21 @@ def test_pooling_of_any_rank_with_dilations_agrees_with_onnx_runtime(op, x, attr
                  helper.make_node(op, ["r"], ["y"], **attrs)]
     model = model_of(nodes, {"x": x}, inits, opset=19)
     agrees_with_ort(model, {"x": rng.standard_normal(x).astype(np.float32)})
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.702])
+def test_swiglu_is_the_swish_of_the_gate_times_the_value(alpha):
+    """SwiGLU (opset 28): Swish_alpha(A) * B by its definition (ONNX Runtime 1.32 has no opset 28);
+    a B of another shape is refused in one line (SwiGLU does not broadcast)."""
+    import stagecraft
+    rng = np.random.default_rng(37)
+    a, b = rng.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    node = helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=alpha)
+    model = model_of([node], {"a": [2, 5, 8], "b": [2, 5, 8]}, {}, opset=28)
+    (got,) = Backend.prepare(model).run([a, b])
+    want = a.astype(np.float64) / (1 + np.exp(-alpha * a.astype(np.float64))) * b
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    bad = model_of([node], {"a": [2, 5, 8], "b": [2, 1, 8]}, {}, opset=28)
+    with pytest.raises(stagecraft.Error) as info:
+        Backend.prepare(bad)
+    assert "same shape" in str(info.value) and "\n" not in str(info.value).strip()
