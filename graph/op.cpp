@@ -313,6 +313,16 @@ struct SignatureWriter {
     }
     put(name, text);
   }
+  void operator()(const char* name, const std::vector<double>& v, FieldRule) {
+    std::string text;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) text += ',';
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", v[i]);
+      text += buffer;
+    }
+    put(name, text);
+  }
   void put(const char* name, const std::string& value) {
     if (!out.empty()) out += ' ';
     out += name;

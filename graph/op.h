@@ -84,7 +84,8 @@ inline constexpr OpId kNoOp = -1;
   X(kConvTranspose2d, "conv_transpose2d", ConvTranspose2dAttrs) \
   X(kWhere, "where", WhereAttrs)                        \
   X(kGridSample, "grid_sample", GridSampleAttrs)      \
-  X(kPoolNd, "pool_nd", PoolNdAttrs)
+  X(kPoolNd, "pool_nd", PoolNdAttrs)                  \
+  X(kResizeNd, "resize_nd", ResizeNdAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -104,7 +105,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
                              ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
-                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs>;
+                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs, ResizeNdAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

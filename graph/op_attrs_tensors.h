@@ -130,4 +130,52 @@ struct PoolNdAttrs {
 /// The output extent of one spatial axis of a pool_nd (see PoolNdAttrs).
 int64_t pool_nd_extent(const PoolNdAttrs& a, size_t axis, int64_t in);
 
+/// ONNX Resize in full, on a row-major tensor of any rank: each axis resampled by its own scale
+/// (nearest, linear or cubic), any coordinate rule, nearest rounding, cubic coefficient,
+/// exclude_outside, antialias (a stretched filter when downsampling) and tf_crop_and_resize's
+/// region and extrapolation. Axes are resampled one after another, separably, as ONNX's reference
+/// does; an axis whose scale is 1, extent unchanged and region whole is left alone. The resize op
+/// keeps PyTorch's modes on the convolutions' layouts; this op takes the rest.
+struct ResizeNdAttrs {
+  std::vector<int64_t> sizes;   ///< the output extent of every axis
+  std::vector<double> scales;   ///< per axis, the scale the coordinates use (output / input when sizes were given)
+  std::vector<double> roi;      ///< tf_crop_and_resize: the region's starts, then its ends, per axis (fractions)
+  int64_t mode = 0;             ///< 0 nearest, 1 linear, 2 cubic
+  /// 0 half_pixel, 1 half_pixel_symmetric, 2 pytorch_half_pixel, 3 align_corners, 4 asymmetric,
+  /// 5 tf_crop_and_resize
+  int64_t transform = 0;
+  int64_t nearest = 0;          ///< 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+  double cubic_a = -0.75;       ///< Keys' coefficient
+  bool exclude_outside = false;  ///< taps outside the input weigh 0 (the others renormalised)
+  bool antialias = false;       ///< linear and cubic: the filter stretched by 1 / scale when downsampling
+  double extrapolation = 0;     ///< tf_crop_and_resize: the value where the region leaves the input
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("sizes", a.sizes, FieldRule::kRequired);
+    v("scales", a.scales, FieldRule::kRequired);
+    v("roi", a.roi, FieldRule::kOptional);
+    v("mode", a.mode, FieldRule::kOptional);
+    v("transform", a.transform, FieldRule::kOptional);
+    v("nearest", a.nearest, FieldRule::kOptional);
+    v("cubic_a", a.cubic_a, FieldRule::kOptional);
+    v("exclude_outside", a.exclude_outside, FieldRule::kOptional);
+    v("antialias", a.antialias, FieldRule::kOptional);
+    v("extrapolation", a.extrapolation, FieldRule::kOptional);
+  }
+  bool operator==(const ResizeNdAttrs&) const = default;
+};
+
+/// One axis of a resize_nd: for every output index, the input indices its value reads (clamped
+/// into the input: edge values repeat) and their weights, and whether tf_crop_and_resize's region
+/// left the input there (the value is then the extrapolation value).
+struct ResizeTaps {
+  std::vector<std::vector<int64_t>> index;
+  std::vector<std::vector<double>> weight;
+  std::vector<bool> outside;
+  bool identity = false;  ///< the axis is left alone (scale 1, same extent, whole region)
+};
+
+/// The taps of `axis` of a resize_nd of an input extent `in` (ONNX's reference rules).
+ResizeTaps resize_taps(const ResizeNdAttrs& a, size_t axis, int64_t in);
+
 }  // namespace stagecraft::graph

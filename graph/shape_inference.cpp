@@ -114,6 +114,7 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kReduceProd:
     case OpKind::kGridSample:
     case OpKind::kPoolNd:
+    case OpKind::kResizeNd:
       return shape_rules::infer_tensor_op(check, op, inputs);
   }
   check.fail("unhandled op kind");

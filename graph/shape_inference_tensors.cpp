@@ -177,6 +177,28 @@ std::vector<TensorDesc> infer_pool_nd(const Checker& check, const PoolNdAttrs& a
   return {y};
 }
 
+std::vector<TensorDesc> infer_resize_nd(const Checker& check, const ResizeNdAttrs& a,
+                                        const std::vector<TensorDesc>& inputs) {
+  check.arity(inputs, 1, 1);
+  check.require(inputs[0].dtype == DataType::kF32, "resize_nd runs in f32");
+  const Shape& x = inputs[0].shape;
+  check.require(a.sizes.size() == x.rank() && a.scales.size() == x.rank(),
+                cat("sizes and scales need one value per axis (", x.rank(), ")"));
+  check.require(a.mode >= 0 && a.mode <= 2, "mode must be 0 (nearest), 1 (linear) or 2 (cubic)");
+  check.require(a.transform >= 0 && a.transform <= 5, "transform must be 0 to 5 (half_pixel ... tf_crop_and_resize)");
+  check.require(a.nearest >= 0 && a.nearest <= 3, "nearest must be 0 to 3 (round_prefer_floor ... ceil)");
+  check.require(a.transform != 5 || a.roi.size() == 2 * x.rank(),
+                cat("tf_crop_and_resize needs a region of two values per axis (", 2 * x.rank(), ")"));
+  check.require(!(a.antialias && a.mode == 0), "antialias applies to linear and cubic resizing");
+  for (size_t d = 0; d < x.rank(); ++d) {
+    check.require(a.sizes[d] >= 1, "every output extent must be >= 1");
+    check.require(a.scales[d] > 0, "every scale must be > 0");
+  }
+  TensorDesc y = with_shape(inputs[0], Shape(a.sizes));
+  y.layout = row_major_layout(a.sizes.size());
+  return {y};
+}
+
 }  // namespace
 
 std::vector<TensorDesc> infer_tensor_op(const Checker& check, const Op& op,
@@ -209,6 +231,8 @@ std::vector<TensorDesc> infer_tensor_op(const Checker& check, const Op& op,
       return infer_grid_sample(check, op.attrs_as<GridSampleAttrs>(), inputs);
     case OpKind::kPoolNd:
       return infer_pool_nd(check, op.attrs_as<PoolNdAttrs>(), inputs);
+    case OpKind::kResizeNd:
+      return infer_resize_nd(check, op.attrs_as<ResizeNdAttrs>(), inputs);
     default:
       check.fail("not an op of tensors of any rank");
   }

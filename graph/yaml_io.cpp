@@ -26,7 +26,7 @@ constexpr int kFormatVersion = 1;
 // ---- Generic attribute field access ------------------------------------------------------------
 
 using FieldPtr = std::variant<int64_t*, bool*, double*, Activation*, BinaryOp*, UnaryFn*, Hw*, Pads*,
-                              std::vector<int64_t>*>;
+                              std::vector<int64_t>*, std::vector<double>*>;
 
 struct Field {
   const char* name;
@@ -83,6 +83,10 @@ void emit_field(YAML::Emitter& out, const FieldPtr& ptr) {
           if (*p == Pads::same(p->top)) out << p->top;
           else if (*p == Pads::symmetric(p->top, p->left)) emit_int_list(out, {p->top, p->left});
           else emit_int_list(out, {p->top, p->left, p->bottom, p->right});
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          out << YAML::Flow << YAML::BeginSeq;
+          for (double v : *p) out << format_double(v);
+          out << YAML::EndSeq;
         } else {
           out << YAML::Flow << YAML::BeginSeq;
           for (int64_t v : *p) out << v;
@@ -213,6 +217,10 @@ class Reader {
               else if (v.size() == 4) *p = Pads{v[0], v[1], v[2], v[3]};
               else fail(node, cat(what, " must be one integer, [h, w] or [top, left, bottom, right]"));
             }
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            if (!node.IsSequence()) fail(node, cat(what, " must be a list of numbers"));
+            p->clear();
+            for (const auto& item : node) p->push_back(real(item, what));
           } else {
             *p = integers(node, what);
           }

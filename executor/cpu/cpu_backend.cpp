@@ -134,7 +134,8 @@ const OpFamily& family_of(graph::OpKind kind) {
                                               &kNormalisationFamily, &kRearrangeFamily,
                                               &kReductionFamily, &kTensorFamily, &kUnaryFamily,
                                               &kDeconvolutionFamily, &kWhereFamily,
-                                              &kGridSampleFamily, &kPoolNdFamily};
+                                              &kGridSampleFamily, &kPoolNdFamily,
+                                              &kResizeNdFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)
       if (k == kind) return *f;

@@ -281,6 +281,8 @@ void Exporter::export_op(const Op& op) {
       return export_grid_sample(op, in, out);
     case OpKind::kPoolNd:
       return export_pool_nd(op, in, out);
+    case OpKind::kResizeNd:
+      return export_resize_nd(op, in, out);
   }
 }
 

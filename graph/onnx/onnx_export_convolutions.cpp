@@ -136,6 +136,47 @@ void Exporter::export_resize(const Op& op, Names in, const std::string& out) {
   if (!interpolated) text(n, "nearest_mode", "floor");
 }
 
+void Exporter::export_resize_nd(const Op& op, Names in, const std::string& out) {
+  // As export_resize: scales when float32 holds them and they give back the sizes, else sizes
+  // (which the importer divides by the input again: refused where that is another scale).
+  const auto& a = op.attrs_as<ResizeNdAttrs>();
+  const Shape& s = g_.value(op.inputs[0]).desc.shape;
+  if (a.antialias || a.transform == 1) {
+    throw FormatError(cat("cannot export op '", op.name, "': ", a.antialias ? "antialias" : "half_pixel_symmetric",
+                          " needs a later opset than the export's ", kExportOpset));
+  }
+  std::vector<float> scales;
+  bool scales_fit = true, sizes_fit = true;
+  for (size_t d = 0; d < s.rank(); ++d) {
+    const auto f = static_cast<float>(a.scales[d]);
+    scales.push_back(f);
+    scales_fit = scales_fit && static_cast<double>(f) == a.scales[d] &&
+                 static_cast<int64_t>(std::floor(static_cast<float>(s[d]) * f)) == a.sizes[d];
+    sizes_fit = sizes_fit && static_cast<double>(a.sizes[d]) / static_cast<double>(s[d]) == a.scales[d];
+  }
+  if (!scales_fit && !sizes_fit) {
+    throw FormatError(cat("cannot export op '", op.name, "': neither its scales nor its sizes give both back in ONNX"));
+  }
+  std::vector<float> roi(a.roi.begin(), a.roi.end());
+  in.push_back(a.transform == 5 ? floats(op.name + "/roi", roi, {static_cast<int64_t>(roi.size())}) : std::string());
+  if (scales_fit) {
+    in.push_back(floats(op.name + "/scales", scales, {static_cast<int64_t>(scales.size())}));
+  } else {
+    in.insert(in.end(), {"", int64s(op.name + "/sizes", a.sizes)});
+  }
+  auto* n = node("Resize", op.name, in, {out});
+  static const char* const kModes[] = {"nearest", "linear", "cubic"};
+  static const char* const kTransforms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                            "align_corners", "asymmetric", "tf_crop_and_resize"};
+  static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  text(n, "mode", kModes[a.mode]);
+  text(n, "coordinate_transformation_mode", kTransforms[a.transform]);
+  text(n, "nearest_mode", kNearest[a.nearest]);
+  real(n, "cubic_coeff_a", static_cast<float>(a.cubic_a));
+  integer(n, "exclude_outside", a.exclude_outside ? 1 : 0);
+  real(n, "extrapolation_value", static_cast<float>(a.extrapolation));
+}
+
 void Exporter::export_pad(const Op& op, Names in, const std::string& out) {
   const auto& a = op.attrs_as<PadAttrs>();
   in.push_back(int64s(op.name + "/pads", {0, 0, a.pads.top, a.pads.left, 0, 0, a.pads.bottom, a.pads.right}));

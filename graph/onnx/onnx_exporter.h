@@ -69,6 +69,7 @@ class Exporter {
   void export_lrn(const Op& op, const Names& in, const std::string& out);
   void export_pool(const Op& op, const Names& in, const std::string& out);
   void export_pool_nd(const Op& op, const Names& in, const std::string& out);
+  void export_resize_nd(const Op& op, Names in, const std::string& out);
   void export_resize(const Op& op, Names in, const std::string& out);
   void export_pad(const Op& op, Names in, const std::string& out);
   void export_split(const Op& op, Names in);

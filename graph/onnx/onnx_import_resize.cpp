@@ -1,6 +1,9 @@
-// The ONNX importer's Resize translator (the importer reads opsets 11+): the spatial resamplings
-// PyTorch exports (interpolate / nn.Upsample, "nearest" and "bilinear" without
-// align_corners) become a resize op; other coordinate rules are refused, naming the attribute.
+// The ONNX importer's Resize translator (the importer reads opsets 11+). The spatial resamplings
+// PyTorch exports (interpolate / nn.Upsample: nearest, bilinear with or without align_corners,
+// bicubic) of a 4-D tensor become a resize op, which runs on the convolutions' layouts; every
+// other Resize (any rank and axes, coordinate rule, nearest rounding, cubic coefficient,
+// exclude_outside, antialias, keep_aspect_ratio_policy, tf_crop_and_resize's region) becomes a
+// resize_nd of a row-major tensor, ONNX's definition in full.
 #include <cmath>
 
 #include "common/strings.h"
@@ -12,90 +15,127 @@ namespace {
 
 bool whole(double v) { return v >= 1 && std::floor(v) == v; }
 
+// The index of `value` in `names`, or -1.
+int64_t index_of(const std::string& value, std::initializer_list<const char*> names) {
+  int64_t i = 0;
+  for (const char* n : names) {
+    if (value == n) return i;
+    ++i;
+  }
+  return -1;
+}
+
+// Whether the resize op (PyTorch's modes on the convolutions' layouts) computes `a` on a 4-D
+// tensor `dims`: N and C unchanged, and the rules ResizeAttrs implements.
+bool pytorch_resize(const ResizeNdAttrs& a, const std::vector<int64_t>& dims) {
+  if (dims.size() != 4 || a.sizes[0] != dims[0] || a.sizes[1] != dims[1] || a.scales[0] != 1 || a.scales[1] != 1) return false;
+  if (a.antialias || a.exclude_outside || a.transform == 5) return false;
+  const bool half_pixel = a.transform == 0 || a.transform == 2;
+  if (a.transform == 2 && (a.sizes[2] == 1 || a.sizes[3] == 1)) return false;
+  if (a.mode == 1) return half_pixel || a.transform == 3;  // bilinear, with or without align_corners
+  if (a.mode == 2) return half_pixel && a.cubic_a == -0.75;  // PyTorch's bicubic
+  // nearest: floor(y / scale), which asymmetric + floor computes, and half_pixel with any rounding
+  // when both scales are whole numbers (the offset stays inside (-0.5, 0.5)).
+  return (a.transform == 4 && a.nearest == 2) || (half_pixel && whole(a.scales[2]) && whole(a.scales[3]));
+}
+
 }  // namespace
 
 void Importer::resize(const onnx::NodeProto& node) {
-  const ValueId x = input(node, 0);
-  const Shape& in = shape(x);
-  if (in.rank() != 4) fail(node, "only resizing of a 4-D (N, C, H, W) tensor is supported");
+  const bool rank4 = rank_of(node.input(0)) == 4u && !is_row_major(input(node, 0));
+  const ValueId x = rank4 ? input(node, 0) : row_major(node, 0);
+  const std::vector<int64_t> dims = dims_of(shape(x));
+  const auto rank = static_cast<int64_t>(dims.size());
+  ResizeNdAttrs a;
   std::string mode = attr_string(node, "mode");
-  if (mode.empty()) mode = "nearest";
-  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
-    fail(node, cat("mode '", mode, "' is not supported (nearest, linear, cubic)"));
-  }
-  if (mode == "cubic" && (attr_float(node, "cubic_coeff_a", -0.75f) != -0.75f || attr_int(node, "exclude_outside", 0) != 0)) {
-    fail(node, "cubic resizing is supported with cubic_coeff_a -0.75 and exclude_outside 0 (PyTorch's bicubic)");
-  }
+  a.mode = index_of(mode.empty() ? "nearest" : mode, {"nearest", "linear", "cubic"});
+  if (a.mode < 0) fail(node, cat("mode '", mode, "' is not nearest, linear or cubic"));
   std::string transform = attr_string(node, "coordinate_transformation_mode");
   if (transform.empty()) transform = "half_pixel";
+  a.transform = index_of(transform, {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_crop_and_resize"});
+  if (a.transform < 0) fail(node, cat("coordinate_transformation_mode '", transform, "' is not supported"));
   std::string nearest = attr_string(node, "nearest_mode");
-  if (nearest.empty()) nearest = "round_prefer_floor";
-  if (attr_int(node, "antialias", 0) != 0) fail(node, "antialias is not supported");
-  const std::string policy = attr_string(node, "keep_aspect_ratio_policy");
-  if (!policy.empty() && policy != "stretch") fail(node, cat("keep_aspect_ratio_policy '", policy, "' is not supported"));
+  a.nearest = index_of(nearest.empty() ? "round_prefer_floor" : nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
+  if (a.nearest < 0) fail(node, cat("nearest_mode '", nearest, "' is not supported"));
+  a.cubic_a = attr_float(node, "cubic_coeff_a", -0.75f);
+  a.exclude_outside = attr_int(node, "exclude_outside", 0) != 0;
+  a.antialias = attr_int(node, "antialias", 0) != 0;
+  if (a.antialias && a.mode == 0) fail(node, "antialias applies to linear and cubic resizing, not nearest");
+  a.extrapolation = attr_float(node, "extrapolation_value", 0.0f);
+  std::string policy = attr_string(node, "keep_aspect_ratio_policy");
+  if (policy.empty()) policy = "stretch";
+  if (index_of(policy, {"stretch", "not_larger", "not_smaller"}) < 0) {
+    fail(node, cat("keep_aspect_ratio_policy '", policy, "' is not stretch, not_larger or not_smaller"));
+  }
 
-  // Scales (input 2) or sizes (input 3) per axis: all four, or H and W when `axes` says so.
+  // The axes that scales, sizes and the region name (every axis when `axes` is absent).
+  std::vector<int64_t> axes = attr_ints(node, "axes");
+  for (int64_t& ax : axes) ax = ax < 0 ? ax + rank : ax;
+  if (axes.empty()) {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  for (int64_t ax : axes) {
+    if (ax < 0 || ax >= rank) fail(node, cat("axes: ", ax, " is outside the input's ", rank, " axes"));
+  }
+  const size_t n = axes.size();
   std::vector<float> scales;
   std::vector<int64_t> sizes;
   if (has_input(node, 2) && !constant_floats(node, 2, "scales").empty()) {
     scales = constant_floats(node, 2, "scales");
+    if (scales.size() != n) fail(node, cat("scales has ", scales.size(), " values for ", n, " axes"));
   } else if (has_input(node, 3)) {
     sizes = constant_ints(node, 3, "sizes");
+    if (sizes.size() != n) fail(node, cat("sizes has ", sizes.size(), " values for ", n, " axes"));
   } else {
     fail(node, "neither scales nor sizes are given");
   }
-  const std::vector<int64_t> axes = attr_ints(node, "axes");
-  if (!axes.empty()) {
-    const bool hw = axes.size() == 2 && (axes[0] == 2 || axes[0] == -2) && (axes[1] == 3 || axes[1] == -1);
-    if (!hw) fail(node, "only axes [2, 3] (H and W) are supported");
-    if (!scales.empty()) scales = {1, 1, scales.at(0), scales.at(1)};
-    if (!sizes.empty()) sizes = {in[0], in[1], sizes.at(0), sizes.at(1)};
-  }
-  if (!scales.empty() && (scales.size() != 4 || scales[0] != 1 || scales[1] != 1)) {
-    fail(node, "only H and W may be scaled (scales of N and C must be 1)");
-  }
-  if (!sizes.empty() && (sizes.size() != 4 || sizes[0] != in[0] || sizes[1] != in[1])) {
-    fail(node, "only H and W may be resized (sizes of N and C must be the input's)");
-  }
-  ResizeAttrs a;
+  a.sizes = dims;
+  a.scales.assign(dims.size(), 1.0);
   if (!scales.empty()) {  // the output size in float arithmetic, as ONNX Runtime computes it
-    a.size = {static_cast<int64_t>(std::floor(static_cast<float>(in[2]) * scales[2])),
-              static_cast<int64_t>(std::floor(static_cast<float>(in[3]) * scales[3]))};
-    a.scale_h = scales[2];
-    a.scale_w = scales[3];
-  } else {
-    a.size = {sizes[2], sizes[3]};
-    a.scale_h = static_cast<double>(sizes[2]) / static_cast<double>(in[2]);
-    a.scale_w = static_cast<double>(sizes[3]) / static_cast<double>(in[3]);
-  }
-  if (a.size.h <= 0 || a.size.w <= 0) fail(node, "the output would be empty");
-
-  // The coordinate rules the resize op computes (see ResizeAttrs).
-  const bool half_pixel = transform == "half_pixel" || transform == "pytorch_half_pixel";
-  if (mode == "linear" && transform == "align_corners") {
-    a.linear = a.align_corners = true;
-  } else if (mode == "linear" || mode == "cubic") {
-    if (!half_pixel) {
-      fail(node, cat(mode, " resizing with coordinate_transformation_mode '", transform,
-                     "' is not supported (half_pixel or pytorch_half_pixel: PyTorch's align_corners=False; linear also align_corners)"));
+    for (size_t i = 0; i < n; ++i) {
+      const auto ax = static_cast<size_t>(axes[i]);
+      a.scales[ax] = scales[i];
+      a.sizes[ax] = static_cast<int64_t>(std::floor(static_cast<float>(dims[ax]) * scales[i]));
     }
-    if (transform == "pytorch_half_pixel" && (a.size.h == 1 || a.size.w == 1)) {
-      fail(node, "pytorch_half_pixel resizing to a size of 1 is not supported");
-    }
-    a.linear = mode == "linear";
-    a.cubic = mode == "cubic";
   } else {
-    // floor(y / scale) is what asymmetric + floor computes, and what half_pixel computes with
-    // any rounding when both scales are whole numbers (the offset stays inside (-0.5, 0.5)).
-    const bool floor_rule = transform == "asymmetric" && nearest == "floor";
-    const bool whole_upsampling = half_pixel && whole(a.scale_h) && whole(a.scale_w);
-    if (!floor_rule && !whole_upsampling) {
-      fail(node, cat("nearest resizing with coordinate_transformation_mode '", transform, "' and nearest_mode '",
-                     nearest, "' is not supported (asymmetric with floor, as PyTorch exports, or whole "
-                     "upsampling factors)"));
+    double keep = policy == "not_larger" ? 1e300 : 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double s = static_cast<double>(sizes[i]) / static_cast<double>(dims[static_cast<size_t>(axes[i])]);
+      keep = policy == "not_larger" ? std::min(keep, s) : std::max(keep, s);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const auto ax = static_cast<size_t>(axes[i]);
+      const double s = policy == "stretch" ? static_cast<double>(sizes[i]) / static_cast<double>(dims[ax]) : keep;
+      a.scales[ax] = s;
+      a.sizes[ax] = policy == "stretch" ? sizes[i] : static_cast<int64_t>(s * static_cast<double>(dims[ax]) + 0.5);
     }
   }
-  define(node, 0, add(node, OpKind::kResize, a, {x}));
+  for (int64_t s : a.sizes) {
+    if (s <= 0) fail(node, "the output would be empty");
+  }
+  if (a.transform == 5) {  // the region, starts then ends, of the axes named; whole elsewhere
+    const std::vector<float> roi = has_input(node, 1) ? constant_floats(node, 1, "roi") : std::vector<float>{};
+    if (roi.size() != 2 * n) fail(node, cat("tf_crop_and_resize needs a region (roi) of ", 2 * n, " values"));
+    a.roi.assign(dims.size(), 0.0);
+    a.roi.resize(2 * dims.size(), 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      a.roi[static_cast<size_t>(axes[i])] = roi[i];
+      a.roi[dims.size() + static_cast<size_t>(axes[i])] = roi[n + i];
+    }
+  }
+  if (rank4 && pytorch_resize(a, dims)) {
+    ResizeAttrs r;
+    r.size = {a.sizes[2], a.sizes[3]};
+    r.scale_h = a.scales[2];
+    r.scale_w = a.scales[3];
+    r.linear = a.mode == 1;
+    r.cubic = a.mode == 2;
+    r.align_corners = a.mode == 1 && a.transform == 3;
+    return define(node, 0, add(node, OpKind::kResize, r, {x}));
+  }
+  const ValueId rows = rank4 ? row_major(node, 0) : x;
+  define_row_major(node, add(node, OpKind::kResizeNd, a, {rows}));
 }
 
 }  // namespace stagecraft::graph::onnx_import

@@ -446,6 +446,7 @@ bool Importer::back_to_convolutions(const onnx::NodeProto& node) {
     return one_dimensional(node), true;
   }
   if ((t == "MaxPool" || t == "AveragePool") && rank_of(node.input(0)) >= 5u) return pool_nd(node), true;
+  if (t == "Resize" && rank_of(node.input(0)) != 4u) return resize(node), true;  // a resize_nd
   // Back among the convolutions' tensors (Swin's [N, C, H, W] before its pooling): a rank-4
   // tensor in the layout the plan chooses.
   if (!as_convolutions_tensor(node, 0)) {

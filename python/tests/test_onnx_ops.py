@@ -416,3 +416,43 @@ def test_swiglu_is_the_swish_of_the_gate_times_the_value(alpha):
     with pytest.raises(stagecraft.Error) as info:
         Backend.prepare(bad)
     assert "same shape" in str(info.value) and "\n" not in str(info.value).strip()
+
+
+@pytest.mark.parametrize("x,attrs,inputs", [
+    ([1, 2, 12, 10], dict(mode="linear", antialias=1), dict(scales=[1, 1, 0.4, 0.55])),
+    ([1, 2, 9, 8], dict(mode="cubic", antialias=1, cubic_coeff_a=-0.5), dict(sizes=[1, 2, 4, 5])),
+    ([1, 3, 5, 6], dict(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1), dict(scales=[1, 1, 1.6, 0.7])),
+    ([2, 3, 6, 9], dict(mode="linear", coordinate_transformation_mode="half_pixel_symmetric"), dict(scales=[1, 1, 0.7, 1.5])),
+    ([2, 3, 7], dict(mode="nearest", nearest_mode="round_prefer_ceil"), dict(sizes=[2, 3, 11])),
+    ([1, 2, 5, 6], dict(mode="nearest", nearest_mode="ceil", coordinate_transformation_mode="align_corners"),
+     dict(scales=[1, 1, 2.2, 1.5])),
+    ([1, 2, 6, 8], dict(mode="linear", axes=[3, 2], keep_aspect_ratio_policy="not_larger"), dict(sizes=[5, 4])),
+    ([1, 2, 4, 5, 6], dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.5),
+     dict(roi=[0, 0, 0.2, -0.1, 0.3, 1, 1, 0.9, 1.2, 0.8], sizes=[1, 2, 3, 7, 4])),
+])
+def test_resize_in_every_mode_agrees_with_onnx_runtime(x, attrs, inputs):
+    """Resize beyond PyTorch's modes (a resize_nd of a row-major tensor): antialias, cubic
+    coefficients with exclude_outside, half_pixel_symmetric, nearest roundings, axes with
+    keep_aspect_ratio_policy, tf_crop_and_resize's region and extrapolation; of a convolution's
+    output where the input is 4-D."""
+    rng = np.random.default_rng(41)
+    inits, names = {}, ["r"]
+    for slot in ("roi", "scales", "sizes"):
+        if slot in inputs:
+            inits[slot] = np.asarray(inputs[slot], dtype=np.float32 if slot != "sizes" else np.int64)
+            names.append(slot)
+        else:
+            names.append("")
+    nodes = [helper.make_node("Relu", ["x"], ["r"])]
+    if len(x) == 4:
+        nodes = [helper.make_node("Conv", ["x", "w"], ["r"], pads=[1, 1, 1, 1])]
+    graph_inits = [helper.make_tensor(n, TensorProto.INT64 if n == "sizes" else TensorProto.FLOAT, a.shape, a.ravel())
+                   for n, a in inits.items()]
+    if len(x) == 4:
+        w = rng.standard_normal([x[1], x[1], 3, 3]).astype(np.float32)
+        graph_inits.append(helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()))
+    nodes.append(helper.make_node("Resize", names, ["y"], **attrs))
+    graph = helper.make_graph(nodes, "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=graph_inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    agrees_with_ort(model, {"x": rng.standard_normal(x).astype(np.float32)})

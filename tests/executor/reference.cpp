@@ -458,6 +458,57 @@ HostTensor pool_nd(const HostTensor& x, const graph::PoolNdAttrs& a) {
   return y;
 }
 
+// resize_nd: every output point as the tensor product of its axes' taps (graph::resize_taps
+// gives ONNX's per-axis rules), not pass by pass as the kernel does.
+HostTensor resize_nd(const HostTensor& x, const graph::ResizeNdAttrs& a) {
+  const size_t rank = x.shape.rank();
+  std::vector<graph::ResizeTaps> taps;
+  for (size_t d = 0; d < rank; ++d) {
+    taps.push_back(graph::resize_taps(a, d, x.shape[d]));
+    if (taps.back().identity) {  // one tap of weight 1 per index
+      for (int64_t i = 0; i < x.shape[d]; ++i) {
+        taps.back().index.push_back({i});
+        taps.back().weight.push_back({1.0});
+        taps.back().outside.push_back(false);
+      }
+    }
+  }
+  HostTensor y = zeros(Shape(a.sizes));
+  std::vector<int64_t> o(rank, 0), k(rank, 0);
+  for (size_t p = 0; p < y.data.size(); ++p) {
+    for (size_t d = rank, rest = p; d-- > 0;) {
+      o[d] = static_cast<int64_t>(rest % static_cast<size_t>(a.sizes[d]));
+      rest /= static_cast<size_t>(a.sizes[d]);
+    }
+    bool outside = false;
+    for (size_t d = 0; d < rank; ++d) outside = outside || taps[d].outside[static_cast<size_t>(o[d])];
+    if (outside) {
+      y.data[p] = static_cast<float>(a.extrapolation);
+      continue;
+    }
+    double sum = 0;
+    std::fill(k.begin(), k.end(), 0);
+    while (true) {
+      double w = 1;
+      int64_t at = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        const auto od = static_cast<size_t>(o[d]), kd = static_cast<size_t>(k[d]);
+        w *= taps[d].weight[od][kd];
+        at = at * x.shape[d] + taps[d].index[od][kd];
+      }
+      sum += w * x.data[static_cast<size_t>(at)];
+      size_t d = rank;
+      while (d-- > 0) {
+        if (static_cast<size_t>(++k[d]) < taps[d].index[static_cast<size_t>(o[d])].size()) break;
+        k[d] = 0;
+      }
+      if (d == static_cast<size_t>(-1)) break;
+    }
+    y.data[p] = static_cast<float>(sum);
+  }
+  return y;
+}
+
 HostTensor grid_sample(const HostTensor& x, const HostTensor& grid, const graph::GridSampleAttrs& a) {
   const size_t axes = x.shape.rank() - 2;
   std::vector<int64_t> out = {x.shape[0], x.shape[1]}, dims;
@@ -967,6 +1018,8 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {grid_sample(x, *srcs[1], op.attrs_as<graph::GridSampleAttrs>())};
     case OpKind::kPoolNd:
       return {pool_nd(x, op.attrs_as<graph::PoolNdAttrs>())};
+    case OpKind::kResizeNd:
+      return {resize_nd(x, op.attrs_as<graph::ResizeNdAttrs>())};
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {

@@ -444,9 +444,27 @@ TEST(ShapeInference, PoolNdPoolsEverySpatialAxisOfARowMajorTensor) {
   EXPECT_NE(error_of(make_op(OpKind::kPoolNd, a), {x}).find(">= 1"), std::string::npos);
 }
 
+TEST(ShapeInference, ResizeNdTakesItsSizesAndChecksItsRules) {
+  ResizeNdAttrs a;
+  a.sizes = {2, 3, 9, 4};
+  a.scales = {1, 1, 1.5, 0.5};
+  const TensorDesc y = infer_output_descs(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6, 8})}).at(0);
+  EXPECT_EQ(y.shape, (Shape{2, 3, 9, 4}));
+  EXPECT_EQ(y.layout, Layout::kRowMajor);
+  EXPECT_NE(error_of(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6})}).find("one value per axis"), std::string::npos);
+  a.transform = 5;  // tf_crop_and_resize without a region
+  EXPECT_NE(error_of(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6, 8})}).find("region"), std::string::npos);
+  a.transform = 0;
+  a.antialias = true;  // nearest
+  EXPECT_NE(error_of(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6, 8})}).find("antialias"), std::string::npos);
+  a.antialias = false;
+  a.sizes[3] = 0;
+  EXPECT_NE(error_of(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6, 8})}).find(">= 1"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 49u);
+  EXPECT_EQ(all_op_kinds().size(), 50u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));
