@@ -328,8 +328,7 @@ ValueId Importer::input(const onnx::NodeProto& node, int slot) const {
     fail(node, cat("input '", name, "' is a constant where a tensor is expected (unsupported)"));
   }
   if (empty_values_.count(name)) {
-    fail(node, cat("reads '", name, "', a slice with no channels (supported only as a part of a "
-                   "concatenation)"));
+    fail(node, cat("reads '", name, "', an empty slice (supported only as a part of a concatenation)"));
   }
   if (auto v = pending_views_.find(name); v != pending_views_.end()) {
     fail(node, cat("reads '", name, "' of shape [", join(v->second.shape, ", "), "]: tensors of rank ",

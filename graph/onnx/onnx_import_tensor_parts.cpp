@@ -134,8 +134,13 @@ ValueId Importer::padded(const onnx::NodeProto& node, ValueId x) {
 
 void Importer::concat_row_major(const onnx::NodeProto& node) {
   std::vector<int> tensors, constants;
-  for (int i = 0; i < node.input_size(); ++i) (constant(node, i) ? constants : tensors).push_back(i);
-  if (tensors.empty()) fail(node, "has no tensor input");
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (empty_values_.count(node.input(i))) continue;  // an empty part adds nothing
+    const ConstTensor* c = constant(node, i);
+    if (c && c->numel() == 0) continue;
+    (c ? constants : tensors).push_back(i);
+  }
+  if (tensors.empty()) fail(node, "has no tensor input (or only empty ones)");
   const ValueId first = row_major(node, tensors[0]);
   const auto rank = static_cast<int64_t>(shape(first).rank());
   int64_t axis = attr_int(node, "axis", 0);
@@ -244,6 +249,12 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
     }
     int64_t begin = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == 0) {  // an empty part (a rotation over the whole head leaves nothing unrotated)
+        std::vector<int64_t> dims = s;
+        dims[static_cast<size_t>(axis)] = 0;
+        empty_values_[node.output(static_cast<int>(i))] = dims;
+        continue;
+      }
       define(node, static_cast<int>(i), mark(narrowed(node, x, axis, begin, begin + sizes[i])));
       begin += sizes[i];
     }

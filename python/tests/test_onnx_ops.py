@@ -456,3 +456,27 @@ def test_resize_in_every_mode_agrees_with_onnx_runtime(x, attrs, inputs):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=graph_inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     agrees_with_ort(model, {"x": rng.standard_normal(x).astype(np.float32)})
+
+
+def test_empty_parts_of_splits_and_concatenations_add_nothing():
+    """A Split with an empty part (a rotary embedding over the whole head leaves nothing unrotated)
+    and a Concat of it, and of an empty constant (a causal convolution without past state), give
+    the other parts as ONNX Runtime does; an op other than Concat reading the empty part is refused
+    in one line."""
+    import stagecraft
+    rng = np.random.default_rng(43)
+    graph_inits = [helper.make_tensor("sizes", TensorProto.INT64, [2], [8, 0]),
+                   helper.make_tensor("none", TensorProto.FLOAT, [2, 3, 0], [])]
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=2),
+             helper.make_node("Tanh", ["a"], ["t"]),
+             helper.make_node("Concat", ["none", "t", "b"], ["y"], axis=2)]
+    graph = helper.make_graph(nodes, "empty", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=graph_inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    agrees_with_ort(model, {"x": rng.standard_normal([2, 3, 8]).astype(np.float32)})
+    nodes[2] = helper.make_node("Relu", ["b"], ["y"])
+    graph = helper.make_graph(nodes, "empty", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=graph_inits)
+    with pytest.raises(stagecraft.Error) as info:
+        Backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert "empty slice" in str(info.value) and "\n" not in str(info.value).strip()
