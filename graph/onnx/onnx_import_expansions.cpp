@@ -24,7 +24,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
-      "Attention", "SwiGLU"};
+      "Attention", "SwiGLU", "RotaryEmbedding"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -91,6 +91,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"LpNormalization", &Importer::expand_lp_norm},
       {"PRelu", &Importer::expand_prelu},
       {"SwiGLU", &Importer::expand_swiglu},
+      {"RotaryEmbedding", &Importer::expand_rotary},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
       {"LpPool", &Importer::expand_lp_pool},
@@ -229,6 +230,60 @@ void Importer::expand_swiglu(const onnx::NodeProto& node, Expansion& e, const Ex
   alpha.set_type(onnx::AttributeProto::FLOAT);
   alpha.set_f(attr_float(node, "alpha", 1.0f));
   e.op("Mul", {e.op("Swish", {node.input(0)}, {alpha}), node.input(1)}, {}, output_of(node, 0));
+}
+
+void Importer::expand_rotary(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // ONNX's definition (opset 23): x as [B, S, heads, D] (4-D [B, heads, S, D] transposed, 3-D
+  // [B, S, heads * D] reshaped); its first rotary_embedding_dim features rotated by the caches
+  // ([B, S, dim / 2], or rows of [positions, dim / 2] picked by constant position ids): halves, or
+  // even and odd features with `interleaved`, as (x1 cos - x2 sin, x1 sin + x2 cos); the rest kept.
+  if (in.rank != 3 && in.rank != 4) fail(node, cat("the input must be 3-D or 4-D, got rank ", in.rank));
+  const int64_t b = in.dims[0];
+  int64_t s = in.dims[1], heads = 0, d = 0;
+  std::string x = node.input(0);
+  if (in.rank == 4) {
+    heads = in.dims[1], s = in.dims[2], d = in.dims[3];
+    x = e.op("Transpose", {x}, {ints_attr("perm", {0, 2, 1, 3})});
+  } else {
+    heads = attr_int(node, "num_heads", 0);
+    if (heads < 1 || in.dims[2] % heads != 0) fail(node, cat("num_heads (", heads, ") must divide the hidden size ", in.dims[2]));
+    d = in.dims[2] / heads;
+    x = e.reshape(x, {b, s, heads, d});
+  }
+  int64_t dim = attr_int(node, "rotary_embedding_dim", 0);
+  if (dim == 0) dim = d;
+  if (dim < 2 || dim > d || dim % 2 != 0) fail(node, cat("rotary_embedding_dim ", dim, " must be even and at most the head size ", d));
+  const bool interleaved = attr_int(node, "interleaved", 0) != 0;
+  std::string cos = node.input(1), sin = node.input(2);
+  if (has_input(node, 3)) {  // rows of the caches at the positions
+    if (!constant(node, 3)) fail_not_constant(node, 3, "the position ids must be constant");
+    cos = e.op("Gather", {cos, node.input(3)}, {int_attr("axis", 0)});
+    sin = e.op("Gather", {sin, node.input(3)}, {int_attr("axis", 0)});
+  }
+  cos = e.unsqueeze("Unsqueeze", cos, {2});
+  sin = e.unsqueeze("Unsqueeze", sin, {2});
+  const auto slice = [&](const std::string& t, int64_t begin, int64_t end, int64_t step) {
+    return e.op("Slice", {t, e.ints({begin}), e.ints({end}), e.ints({3}), e.ints({step})});
+  };
+  const std::string rotated = dim == d ? x : slice(x, 0, dim, 1);
+  const std::string x1 = interleaved ? slice(rotated, 0, dim, 2) : slice(rotated, 0, dim / 2, 1);
+  const std::string x2 = interleaved ? slice(rotated, 1, dim, 2) : slice(rotated, dim / 2, dim, 1);
+  const std::string real = e.op("Sub", {e.op("Mul", {x1, cos}), e.op("Mul", {x2, sin})});
+  const std::string imag = e.op("Add", {e.op("Mul", {x1, sin}), e.op("Mul", {x2, cos})});
+  std::string y;
+  if (interleaved) {  // (real, imag) pairs back in place: [.., dim / 2, 2] -> [.., dim]
+    const std::string pairs = e.op("Concat", {e.unsqueeze("Unsqueeze", real, {4}), e.unsqueeze("Unsqueeze", imag, {4})},
+                                   {int_attr("axis", 4)});
+    y = e.reshape(pairs, {b, s, heads, dim});
+  } else {
+    y = e.op("Concat", {real, imag}, {int_attr("axis", 3)});
+  }
+  if (dim < d) y = e.op("Concat", {y, slice(x, dim, d, 1)}, {int_attr("axis", 3)});
+  if (in.rank == 4) {
+    e.op("Transpose", {y}, {ints_attr("perm", {0, 2, 1, 3})}, output_of(node, 0));
+  } else {
+    e.reshape(y, {b, s, heads * d}, output_of(node, 0));
+  }
 }
 
 void Importer::expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {

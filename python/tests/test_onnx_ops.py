@@ -480,3 +480,56 @@ def test_empty_parts_of_splits_and_concatenations_add_nothing():
     with pytest.raises(stagecraft.Error) as info:
         Backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     assert "empty slice" in str(info.value) and "\n" not in str(info.value).strip()
+
+
+def rotary_reference(x, cos, sin, interleaved, dim, heads=None):
+    """ONNX's RotaryEmbedding by its definition (opset 23), in float64."""
+    x = x.astype(np.float64)
+    shape = x.shape
+    x = x.transpose(0, 2, 1, 3) if x.ndim == 4 else x.reshape(shape[0], shape[1], heads, -1)
+    dim = dim or x.shape[3]
+    rot, rest = x[..., :dim], x[..., dim:]
+    c, s = cos[:, :, None, :], sin[:, :, None, :]
+    x1, x2 = (rot[..., 0::2], rot[..., 1::2]) if interleaved else (rot[..., :dim // 2], rot[..., dim // 2:])
+    real, imag = c * x1 - s * x2, s * x1 + c * x2
+    out = np.stack([real, imag], -1).reshape(rot.shape) if interleaved else np.concatenate([real, imag], -1)
+    y = np.concatenate([out, rest], -1)
+    return y.transpose(0, 2, 1, 3) if len(shape) == 4 else y.reshape(shape)
+
+
+@pytest.mark.parametrize("rank,interleaved,dim,positions", [
+    (4, 0, 0, False), (4, 1, 6, False), (3, 1, 0, True), (3, 0, 4, True),
+])
+def test_rotary_embedding_follows_its_definition(rank, interleaved, dim, positions):
+    """RotaryEmbedding (opset 23) as its ONNX expansion: 4-D [B, heads, S, D] or 3-D with num_heads,
+    halves or interleaved, the whole head or rotary_embedding_dim of it, caches per position or
+    picked by constant position ids."""
+    rng = np.random.default_rng(47)
+    b, heads, s, d = 2, 3, 5, 8
+    half = (dim or d) // 2
+    x = rng.standard_normal([b, heads, s, d] if rank == 4 else [b, s, heads * d]).astype(np.float32)
+    inits, inputs = [], ["x", "cos", "sin"]
+    if positions:
+        table_cos = rng.standard_normal([9, half]).astype(np.float32)
+        table_sin = rng.standard_normal([9, half]).astype(np.float32)
+        ids = rng.integers(0, 9, [b, s])
+        cos, sin = table_cos[ids], table_sin[ids]
+        inits = [helper.make_tensor("cos", TensorProto.FLOAT, table_cos.shape, table_cos.ravel()),
+                 helper.make_tensor("sin", TensorProto.FLOAT, table_sin.shape, table_sin.ravel()),
+                 helper.make_tensor("ids", TensorProto.INT64, ids.shape, ids.ravel())]
+        inputs.append("ids")
+    else:
+        cos = rng.standard_normal([b, s, half]).astype(np.float32)
+        sin = rng.standard_normal([b, s, half]).astype(np.float32)
+        inits = [helper.make_tensor("cos", TensorProto.FLOAT, cos.shape, cos.ravel()),
+                 helper.make_tensor("sin", TensorProto.FLOAT, sin.shape, sin.ravel())]
+    attrs = dict(interleaved=interleaved, rotary_embedding_dim=dim)
+    if rank == 3:
+        attrs["num_heads"] = heads
+    node = helper.make_node("RotaryEmbedding", inputs, ["y"], **attrs)
+    graph = helper.make_graph([node], "rope", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    (got,) = Backend.prepare(model).run([x])
+    want = rotary_reference(x, cos.astype(np.float64), sin.astype(np.float64), interleaved, dim, heads)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
