@@ -24,7 +24,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
-      "Attention", "SwiGLU", "RotaryEmbedding"};
+      "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -92,6 +92,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"PRelu", &Importer::expand_prelu},
       {"SwiGLU", &Importer::expand_swiglu},
       {"RotaryEmbedding", &Importer::expand_rotary},
+      {"CausalConvWithState", &Importer::expand_causal_conv},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
       {"LpPool", &Importer::expand_lp_pool},
@@ -283,6 +284,41 @@ void Importer::expand_rotary(const onnx::NodeProto& node, Expansion& e, const Ex
     e.op("Transpose", {y}, {ints_attr("perm", {0, 2, 1, 3})}, output_of(node, 0));
   } else {
     e.reshape(y, {b, s, heads * d}, output_of(node, 0));
+  }
+}
+
+void Importer::expand_causal_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // ONNX's definition (opset 27, Mamba's and Gated DeltaNet's): the past state (k - 1 positions,
+  // zeros when absent) joined before the input [B, C, L], a depthwise convolution of width k
+  // without padding, the optional SiLU; the present state is the last k - 1 positions joined.
+  if (in.rank != 3) fail(node, cat("the input must be [batch, channels, length], got rank ", in.rank));
+  const ConstTensor* w = constant(node, 1);
+  if (!w) fail_not_constant(node, 1, "the weight must be constant");
+  if (w->dims.size() != 3 || w->dims[0] != in.dims[1] || w->dims[1] != 1) {
+    fail(node, cat("the weight must be [channels, 1, k] = [", in.dims[1], ", 1, k], got [", join(w->dims, ", "), "]"));
+  }
+  const int64_t k = w->dims[2];
+  const std::string activation = attr_string(node, "activation").empty() ? "none" : attr_string(node, "activation");
+  if (activation != "none" && activation != "silu" && activation != "swish") {
+    fail(node, cat("activation '", activation, "' is not none, silu or swish"));
+  }
+  std::string padded = node.input(0);
+  if (k > 1) {
+    const std::string past = has_input(node, 3) ? node.input(3)
+                                                : e.floats(std::vector<float>(static_cast<size_t>(in.dims[0] * in.dims[1] * (k - 1)), 0.0f),
+                                                           {in.dims[0], in.dims[1], k - 1});
+    padded = e.op("Concat", {past, node.input(0)}, {int_attr("axis", 2)});
+  }
+  std::vector<std::string> conv_inputs = {padded, node.input(1)};
+  if (has_input(node, 2)) conv_inputs.push_back(node.input(2));
+  const bool silu = activation != "none";
+  const std::string y = e.op("Conv", conv_inputs, {int_attr("group", in.dims[1]), ints_attr("kernel_shape", {k})},
+                             silu ? "" : output_of(node, 0));
+  if (silu) e.op("Mul", {y, e.op("Sigmoid", {y})}, {}, output_of(node, 0));
+  if (!output_of(node, 1).empty()) {
+    if (k == 1) fail(node, "the present state of a width-1 convolution is empty (an empty graph output)");
+    const int64_t length = in.dims[2] + k - 1;
+    e.op("Slice", {padded, e.ints({length - (k - 1)}), e.ints({length}), e.ints({2})}, {}, output_of(node, 1));
   }
 }
 

@@ -533,3 +533,38 @@ def test_rotary_embedding_follows_its_definition(rank, interleaved, dim, positio
     (got,) = Backend.prepare(model).run([x])
     want = rotary_reference(x, cos.astype(np.float64), sin.astype(np.float64), interleaved, dim, heads)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("past,bias,activation", [(False, False, "none"), (True, True, "silu"), (True, False, "swish")])
+def test_causal_conv_with_state_follows_its_definition(past, bias, activation):
+    """CausalConvWithState (opset 27, Mamba's): the past state (or zeros) joined before the input,
+    a depthwise convolution of width k, the optional SiLU; the present state is the last k - 1
+    positions. Against the definition written out in numpy."""
+    rng = np.random.default_rng(53)
+    b, c, length, k = 2, 4, 7, 3
+    x = rng.standard_normal([b, c, length]).astype(np.float32)
+    w = rng.standard_normal([c, 1, k]).astype(np.float32)
+    bias_v = rng.standard_normal([c]).astype(np.float32)
+    state = rng.standard_normal([b, c, k - 1]).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())]
+    if bias:
+        inits.append(helper.make_tensor("bias", TensorProto.FLOAT, bias_v.shape, bias_v))
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))]
+    names = ["x", "w", "bias" if bias else ""]
+    if past:
+        names.append("state")
+        ins.append(helper.make_tensor_value_info("state", TensorProto.FLOAT, list(state.shape)))
+    node = helper.make_node("CausalConvWithState", names, ["y", "present"], activation=activation)
+    graph = helper.make_graph([node], "causal", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                                      helper.make_tensor_value_info("present", TensorProto.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
+    got_y, got_state = Backend.prepare(model).run([x, state] if past else [x])
+    padded = np.concatenate([state if past else np.zeros_like(state), x], axis=2).astype(np.float64)
+    want = np.stack([sum(padded[:, :, t + j] * w[:, 0, j] for j in range(k)) for t in range(length)], axis=2)
+    if bias:
+        want += bias_v[None, :, None]
+    if activation != "none":
+        want = want / (1 + np.exp(-want))
+    np.testing.assert_allclose(got_y, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got_state, padded[:, :, -(k - 1):].astype(np.float32))
