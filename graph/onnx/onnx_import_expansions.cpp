@@ -36,6 +36,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
     return named(1) || named(2) || tensor(1) || tensor(2) || axis != static_cast<int64_t>(*rank) - 1;
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
+  if (t == "Mod") return attr_int(node, "fmod", 0) == 0;  // Python's remainder, from C's
   if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return rank && *rank != 4;  // Swin's pooler over [N, C, L]
   if (t == "BatchNormalization") {
     return attr_int(node, "training_mode", 0) == 0 && (tensor(1) || tensor(2) || tensor(3) || tensor(4));
@@ -93,6 +94,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"SwiGLU", &Importer::expand_swiglu},
       {"RotaryEmbedding", &Importer::expand_rotary},
       {"CausalConvWithState", &Importer::expand_causal_conv},
+      {"Mod", &Importer::expand_mod},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
       {"LpPool", &Importer::expand_lp_pool},
@@ -320,6 +322,19 @@ void Importer::expand_causal_conv(const onnx::NodeProto& node, Expansion& e, con
     const int64_t length = in.dims[2] + k - 1;
     e.op("Slice", {padded, e.ints({length - (k - 1)}), e.ints({length}), e.ints({2})}, {}, output_of(node, 1));
   }
+}
+
+void Importer::expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {
+  // fmod 0 (the sign of the divisor, as Python's % and numpy.mod): C's remainder r, plus the
+  // divisor where r is not 0 and its sign differs from the divisor's. NaN, infinities and zeros
+  // come out as numpy.mod gives them (x mod inf: x, or inf for a negative x; x mod 0: NaN).
+  const std::string& x = node.input(0);
+  const std::string& y = node.input(1);
+  const std::string r = e.op("Mod", {x, y}, {int_attr("fmod", 1)});
+  const std::string zero = e.scalar(0.0f);
+  const std::string differs = e.op("Xor", {e.op("Less", {r, zero}), e.op("Less", {y, zero})});
+  const std::string shift = e.op("And", {e.op("Not", {e.op("Equal", {r, zero})}), differs});
+  e.op("Where", {shift, e.op("Add", {r, y}), r}, {}, output_of(node, 0));
 }
 
 void Importer::expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {

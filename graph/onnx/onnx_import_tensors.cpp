@@ -212,8 +212,11 @@ bool Importer::on_row_major(const onnx::NodeProto& node) {
 
 void Importer::transpose_row_major(const onnx::NodeProto& node) {
   const ValueId x = row_major(node, 0);
-  const std::vector<int64_t> perm = attr_ints(node, "perm");
   const Shape& s = shape(x);
+  std::vector<int64_t> perm = attr_ints(node, "perm");
+  if (perm.empty()) {  // ONNX's default: the axes reversed
+    for (size_t i = s.rank(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
   if (perm.size() != s.rank()) fail(node, cat("perm [", join(perm, ", "), "] does not fit ", s.to_string()));
   // A permutation keeping the order of the dimensions larger than 1 moves no element.
   std::vector<int64_t> moved, target;

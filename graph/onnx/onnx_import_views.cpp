@@ -80,8 +80,11 @@ void Importer::reshape_to(const onnx::NodeProto& node, const PendingView& x, std
 }
 
 void Importer::transpose(const onnx::NodeProto& node) {
-  const std::vector<int64_t> perm = attr_ints(node, "perm");
   const PendingView x = view_of(node);
+  std::vector<int64_t> perm = attr_ints(node, "perm");
+  if (perm.empty()) {  // ONNX's default: the axes reversed
+    for (size_t i = x.shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
   bool identity = !perm.empty();
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
   if (identity && x.shape.size() == perm.size()) {

@@ -216,6 +216,7 @@ class Importer {
   void expand_swiglu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_rotary(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_causal_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

@@ -568,3 +568,20 @@ def test_causal_conv_with_state_follows_its_definition(past, bias, activation):
         want = want / (1 + np.exp(-want))
     np.testing.assert_allclose(got_y, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got_state, padded[:, :, -(k - 1):].astype(np.float32))
+
+
+def test_mod_with_the_divisors_sign_and_transpose_by_default_agree_with_numpy():
+    """Mod with fmod 0 on floats (Python's %: the divisor's sign) at mixed signs, zeros, NaN and
+    infinities, as numpy.mod gives them; Transpose without perm reverses the axes."""
+    x = np.asarray([[5.5, -5.5, 5.5, -5.5, 0.0, 3.0, -3.0, np.inf, np.nan, 4.0, -2.0, 7.0]], np.float32)
+    y = np.asarray([[2.0, 2.0, -2.0, -2.0, 3.0, np.inf, np.inf, 2.0, 1.0, 0.0, 0.5, -np.inf]], np.float32)
+    nodes = [helper.make_node("Mod", ["x", "y"], ["m"], fmod=0), helper.make_node("Transpose", ["m"], ["y2"])]
+    graph = helper.make_graph(nodes, "mod", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 12]) for n in "xy"],
+                              [helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (got,) = Backend.prepare(model).run([x, y])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(x, y).T
+    assert got.shape == (12, 1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
