@@ -85,17 +85,17 @@ ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  io_ = describe_graph(model_at(1).graph, options_);
+  io_ = describe_graph(model_at(1)->graph, options_);
 }
 
-const session::Model& ModelRunner::model_at(int64_t batch) {
+std::shared_ptr<const session::Model> ModelRunner::model_at(int64_t batch) {
   std::shared_ptr<const session::Model>& model = models_[batch];
   if (!model) {
     session::GraphSource source = options_.source;
     source.batch = options_.max_batch_size > 0 ? batch : 0;
     model = std::make_shared<const session::Model>(pipeline_->load(source));
   }
-  return *model;
+  return model;
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -105,8 +105,7 @@ CorePool::Grant ModelRunner::grant() { return pool_.acquire(options_.cores, rese
 ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
   if (auto it = plans_.find({batch, threads}); it != plans_.end()) return *it->second;
   auto planned = std::make_unique<Planned>();
-  model_at(batch);
-  planned->model = models_.at(batch);
+  planned->model = model_at(batch);
   planned->prepared = pipeline_->prepare(*planned->model, options_.schedule);
   {
     // Instances of a process save the same cache files (a fixed temporary name each): one at a

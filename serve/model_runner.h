@@ -104,7 +104,7 @@ class ModelRunner {
  private:
   struct Planned;
   Planned& plan_for(int64_t batch, int threads);  // with mutex_ held and a grant of `threads`
-  const session::Model& model_at(int64_t batch);  // loaded on first use (with mutex_ held)
+  std::shared_ptr<const session::Model> model_at(int64_t batch);  // loaded on first use (mutex_ held)
   CorePool::Grant grant();
 
   ServeOptions options_;
