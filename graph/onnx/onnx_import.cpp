@@ -87,6 +87,11 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
       reader_nodes_[in].push_back(node);
       ++readers_[in];
     }
+    for (const std::string& in : outer_reads(*node)) {
+      reader_kinds_[in].insert(node->op_type());
+      reader_nodes_[in].push_back(node);
+      ++readers_[in];
+    }
     for (const auto& out : node->output()) {
       produced_.insert(out);
       producers_[out] = node;
@@ -318,6 +323,14 @@ std::optional<float> Importer::constant_scalar(const onnx::NodeProto& node, int 
   const auto v = constant_floats(node, slot, "the value");
   if (v.size() != 1) fail(node, cat("input ", slot, " must be a scalar"));
   return v[0];
+}
+
+std::vector<int64_t> Importer::dims_at(const onnx::NodeProto& node, int slot) const {
+  if (const ConstTensor* c = constant(node, slot)) return c->dims;
+  if (has_input(node, slot)) {
+    if (auto v = pending_views_.find(node.input(slot)); v != pending_views_.end()) return v->second.shape;
+  }
+  return dims_of(shape(input(node, slot)));
 }
 
 ValueId Importer::input(const onnx::NodeProto& node, int slot) const {

@@ -27,6 +27,7 @@ void Importer::import_node(const onnx::NodeProto& node) {
   if (t == "CastLike") return import_node(as_cast(node));
   // Anything computable now is a constant: shape arithmetic, casts and identities of constants.
   if (fold_constant(node)) return;
+  if (t == "Scan") return scan(node);
   if (expands(node)) return expand(node);
   if (t == "ReduceSumSquare" || t == "ReduceL2" || t == "ReduceL1" || t == "ReduceLogSum" || t == "ReduceLogSumExp") {
     return reduce_via_sum(node);

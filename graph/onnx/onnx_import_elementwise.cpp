@@ -133,8 +133,8 @@ void Importer::elementwise(const onnx::NodeProto& node) {
   const bool commutative = is_commutative(op);
   const ConstTensor* c0 = constant(node, 0);
   const ConstTensor* c1 = constant(node, 1);
-  if (!c0 && !c1) {
-    ValueId a = input(node, 0), b = input(node, 1);
+  // The operation of two tensors.
+  const auto of_tensors = [&](ValueId a, ValueId b) {
     // NumPy aligns the trailing dimensions: the operand of lower rank gets leading 1s.
     if (shape(a).rank() < shape(b).rank()) {
       std::vector<int64_t> dims = shape(a).dims();
@@ -145,10 +145,7 @@ void Importer::elementwise(const onnx::NodeProto& node) {
       dims.insert(dims.begin(), shape(a).rank() - dims.size(), 1);
       b = reshaped(node, b, dims);
     }
-    if (shape(a) == shape(b) && op == BinaryOp::kAdd) {
-      define(node, 0, add(node, OpKind::kAdd, AddAttrs{}, {a, b}));
-      return;
-    }
+    if (shape(a) == shape(b) && op == BinaryOp::kAdd) return define(node, 0, add(node, OpKind::kAdd, AddAttrs{}, {a, b}));
     // The broadcast operand second (the backends broadcast their second source).
     const auto out = broadcast(shape(a).dims(),
                                shape(b).dims());
@@ -158,11 +155,17 @@ void Importer::elementwise(const onnx::NodeProto& node) {
     BinaryAttrs attrs;
     attrs.op = op;
     define(node, 0, add(node, OpKind::kBinary, attrs, {a, b}));
-    return;
-  }
+  };
+  if (!c0 && !c1) return of_tensors(input(node, 0), input(node, 1));
   const int slot = c0 ? 1 : 0;  // the tensor operand
   const ConstTensor& c = c0 ? *c0 : *c1;
   const ValueId x = input(node, slot);
+  if (const auto out = broadcast(shape(x).dims(), c.dims); out && product(*out, 0, out->size()) > shape(x).numel()) {
+    // The tensor broadcast to the constant's extent (a recurrence's zero state times a gate): the
+    // constant as a tensor of the output's shape, then the operation of two tensors.
+    const ValueId whole = materialized(node, c, x);
+    return slot == 1 ? of_tensors(whole, x) : of_tensors(x, whole);
+  }
   if (c.numel() == 1 && (op == BinaryOp::kMul || (op == BinaryOp::kDiv && slot == 0))) {
     ScaleAttrs a;
     a.factor = op == BinaryOp::kMul ? c.values[0] : 1.0 / c.values[0];
@@ -181,6 +184,22 @@ void Importer::elementwise(const onnx::NodeProto& node) {
   attrs.constant = dims;
   attrs.constant_first = slot == 1 && !commutative;
   define(node, 0, add_weighted(node, OpKind::kBinary, attrs, {x}, c.floats()));
+}
+
+ValueId Importer::materialized(const onnx::NodeProto& node, const ConstTensor& c, ValueId like) {
+  // Where(like, c, c) is c wherever the condition is; its shape is the broadcast of the two.
+  std::vector<int64_t> dims = c.dims;
+  if (dims.empty()) dims = {1};
+  WhereAttrs a;
+  a.x_constant = a.y_constant = true;
+  a.x_shape = a.y_shape = dims;
+  std::vector<float> values = c.floats();
+  OpWeights w;
+  w.weight = values;
+  w.bias = std::move(values);
+  const ValueId v = add(node, OpKind::kWhere, a, {like});
+  weights_of_last() = std::move(w);
+  return is_row_major(like) ? mark(v) : v;
 }
 
 ValueId Importer::expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to) {

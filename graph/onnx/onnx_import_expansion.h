@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "graph/onnx/onnx_importer.h"
+#include "graph/onnx/onnx_patterns.h"
 
 namespace stagecraft::graph::onnx_import {
 
@@ -33,6 +34,11 @@ inline onnx::AttributeProto float_attr(const char* name, float v) {
   a.set_type(onnx::AttributeProto::FLOAT);
   a.set_f(v);
   return a;
+}
+
+// The name of the node's output `slot` ("" when it has none).
+inline std::string output_of(const onnx::NodeProto& node, int slot) {
+  return slot < node.output_size() ? node.output(slot) : std::string();
 }
 
 // The axes from `axis` to the last of a tensor of `rank` dimensions.
@@ -74,6 +80,31 @@ class Importer::Expansion {
     nodes_.push_back(n.get());
     im_.expanded_.push_back(std::move(n));
     return output;
+  }
+
+  // A node given whole (its inputs and outputs already named: a copy of a subgraph's node),
+  // imported with the others.
+  void node(const onnx::NodeProto& given) {
+    auto n = std::make_unique<onnx::NodeProto>(given);
+    for (const auto& in : n->input()) {
+      if (in.empty()) continue;
+      ++im_.readers_[in];
+      im_.reader_kinds_[in].insert(n->op_type());
+      im_.reader_nodes_[in].push_back(n.get());
+    }
+    for (const std::string& name : outer_reads(*n)) ++im_.readers_[name];
+    for (const auto& out : n->output()) {
+      if (out.empty()) continue;
+      im_.produced_.insert(out);
+      im_.producers_[out] = n.get();
+    }
+    nodes_.push_back(n.get());
+    im_.expanded_.push_back(std::move(n));
+  }
+  // A slice [begin, begin + 1) of `axis`, the axis removed.
+  std::string element(const std::string& x, int64_t axis, int64_t at) {
+    // (Slice-10's inputs at any opset: the translations read them where a node has them.)
+    return unsqueeze("Squeeze", op("Slice", {x, ints({at}), ints({at + 1}), ints({axis})}), {axis});
   }
 
   // A constant: int64 values of `dims` (1-D when empty), or one float.

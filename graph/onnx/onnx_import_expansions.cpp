@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <tuple>
 
 #include "common/strings.h"
 #include "graph/onnx/onnx_import_expansion.h"
@@ -24,7 +25,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
-      "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState"};
+      "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState", "Upsample", "LinearAttention"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -62,14 +63,6 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   return false;
 }
 
-namespace {
-
-// The name of the node's output `slot` ("" when it has none).
-std::string output_of(const onnx::NodeProto& node, int slot) {
-  return slot < node.output_size() ? node.output(slot) : std::string();
-}
-
-}  // namespace
 
 // Input 0 of a node being expanded: its rank and dimensions, and the shape [C, 1, ...] of a
 // per-channel parameter broadcast over [N, C, ...].
@@ -95,6 +88,8 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"RotaryEmbedding", &Importer::expand_rotary},
       {"CausalConvWithState", &Importer::expand_causal_conv},
       {"Mod", &Importer::expand_mod},
+      {"Upsample", &Importer::expand_upsample},
+      {"LinearAttention", &Importer::expand_linear_attention},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
       {"LpPool", &Importer::expand_lp_pool},
@@ -322,6 +317,31 @@ void Importer::expand_causal_conv(const onnx::NodeProto& node, Expansion& e, con
     const int64_t length = in.dims[2] + k - 1;
     e.op("Slice", {padded, e.ints({length - (k - 1)}), e.ints({length}), e.ints({2})}, {}, output_of(node, 1));
   }
+}
+
+void Importer::expand_upsample(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // Upsample (deprecated at opset 10) is Resize by scales with asymmetric coordinates (an output
+  // index i reads i / scale), nearest rounding down; its scales an attribute before version 9.
+  std::string mode = attr_string(node, "mode");
+  if (mode.empty()) mode = "nearest";
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear") fail(node, cat("mode '", mode, "' is not supported (nearest, linear)"));
+  std::string scales;
+  if (has_input(node, 1)) {
+    scales = node.input(1);
+  } else {
+    const std::vector<float> given = attr_floats(node, "scales");
+    if (given.size() != in.rank) fail(node, cat("scales has ", given.size(), " values for a tensor of rank ", in.rank));
+    scales = e.floats(given, {static_cast<int64_t>(given.size())});
+  }
+  onnx::AttributeProto m, transform, rounding;
+  for (auto [a, name, value] : {std::tuple{&m, "mode", mode}, std::tuple{&transform, "coordinate_transformation_mode", std::string("asymmetric")},
+                                std::tuple{&rounding, "nearest_mode", std::string("floor")}}) {
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+  e.op("Resize", {node.input(0), "", scales}, {m, transform, rounding}, output_of(node, 0));
 }
 
 void Importer::expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {

@@ -25,7 +25,15 @@ bool Importer::needs_row_major(const onnx::NodeProto& node) const {
   if (t == "BatchNormalization") return *rank != 4;
   if (t == "Conv" || t == "ConvTranspose" || t == "MaxPool" || t == "AveragePool" || t == "Softmax") return *rank == 3;
   if (t == "Expand" || t == "Tile") return true;  // the row-major translation repeats along any axis
-  if (t == "Slice") return *rank != 4;  // the row-major translation cuts any axis of any rank
+  if (t == "Slice") {
+    // The row-major translation cuts any axis of any rank; the convolutions' slice cuts C, H, W.
+    if (*rank != 4) return true;
+    const ConstTensor* axes = node.input_size() > 3 && !node.input(3).empty() ? constant(node, 3) : nullptr;
+    if (!axes) return false;
+    for (int64_t a : axes->ints()) {
+      if (a == 0 || a == -4) return true;
+    }
+  }
   if (t == "Concat" || t == "Split") {
     // The convolutions' concat and split join and cut the channels of rank-4 tensors; along any
     // other axis or rank, the row-major translation does it.

@@ -410,7 +410,7 @@ void Importer::slice(const onnx::NodeProto& node) {
   const ValueId x = input(node, 0);
   const Shape& s = shape(x);
   const auto values = [&](int slot, const char* attr_name) -> std::vector<int64_t> {
-    if (opset_ < 10) return attr_ints(node, attr_name);
+    if (opset_ < 10 && node.input_size() == 1) return attr_ints(node, attr_name);  // Slice-1 (and an expansion's Slice-10)
     if (!has_input(node, slot)) return {};
     return constant_ints(node, slot, attr_name);
   };

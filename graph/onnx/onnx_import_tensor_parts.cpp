@@ -52,10 +52,10 @@ void Importer::instance_norm(const onnx::NodeProto& node) {
 
 void Importer::matmul(const onnx::NodeProto& node) {
   const ConstTensor* b = constant(node, 1);
-  if (b) {  // by constant weights [K, N] (leading 1s allowed): a linear layer over the last axis
-    std::vector<int64_t> dims = b->dims;
-    while (dims.size() > 2 && dims.front() == 1) dims.erase(dims.begin());
-    if (dims.size() != 2) fail(node, cat("the constant second input must be 2-D, got [", join(b->dims, ", "), "]"));
+  std::vector<int64_t> b_dims = b ? b->dims : std::vector<int64_t>{};
+  while (b_dims.size() > 2 && b_dims.front() == 1) b_dims.erase(b_dims.begin());
+  if (b && b_dims.size() == 2 && !constant(node, 0)) {  // by constant weights [K, N] (leading 1s allowed): a linear layer over the last axis
+    const std::vector<int64_t>& dims = b_dims;
     const ValueId x = row_major(node, 0);
     const int64_t in = dims[0], out = dims[1];
     if (shape(x)[shape(x).rank() - 1] != in) {
@@ -72,8 +72,19 @@ void Importer::matmul(const onnx::NodeProto& node) {
     define(node, 0, mark(add_weighted(node, OpKind::kLinear, a, {x}, std::move(wt))));
     return;
   }
-  if (constant(node, 0)) fail(node, "a constant first input is not supported");
-  ValueId x = row_major(node, 0), y = row_major(node, 1);
+  // A constant first operand or a batch of constant matrices (a recurrence's zero state): the
+  // constant as a tensor, then the product of two tensors.
+  const auto operand = [&](int slot, int other) {
+    const ConstTensor* c = constant(node, slot);
+    if (!c) return row_major(node, slot);
+    if (constant(node, other)) fail(node, "both operands are constants (the product folds)");
+    ValueId like = row_major(node, other);
+    std::vector<int64_t> one = dims_of(shape(like));
+    for (size_t d = 0; d < one.size(); ++d) like = narrowed(node, like, static_cast<int64_t>(d), 0, 1);
+    one.assign(std::max<size_t>(c->dims.size(), 1), 1);
+    return mark(materialized(node, *c, reshaped(node, like, one)));
+  };
+  ValueId x = operand(0, 1), y = operand(1, 0);
   std::vector<int64_t> sx = dims_of(shape(x)), sy = dims_of(shape(y));
   if (sx.size() < 2 || sy.size() < 2) fail(node, "1-D operands are not supported");
   // Equal ranks of at least 3: leading dimensions of 1 where they are missing.

@@ -93,6 +93,8 @@ class Importer {
   std::vector<float> constant_floats(const onnx::NodeProto& node, int slot, const char* what) const;
   std::optional<float> constant_scalar(const onnx::NodeProto& node, int slot) const;
   ValueId input(const onnx::NodeProto& node, int slot) const;
+  /// The dimensions of input `slot`: a constant's, a pending view's or a graph value's.
+  std::vector<int64_t> dims_at(const onnx::NodeProto& node, int slot) const;
   std::string unknown_input(const std::string& name) const;
   // A copy: adding ops may move the graph's values.
   Shape shape(ValueId v) const;
@@ -152,6 +154,9 @@ class Importer {
   // x [N, C or 1, H or 1, W or 1] broadcast to `to` by exact copies (a 1x1 convolution of weight 1,
   // a nearest resize).
   ValueId expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to);
+  // The constant `c` as a tensor of the graph, of the shape `like` and `c` broadcast to (Where of
+  // `like` choosing c either way): where an op needs a tensor operand it cannot take as a constant.
+  ValueId materialized(const onnx::NodeProto& node, const ConstTensor& c, ValueId like);
   void sum(const onnx::NodeProto& node);
   void where(const onnx::NodeProto& node);
   // Whether the tensor `name` is boolean (made by a comparison, a logical op or a cast to bool).
@@ -217,6 +222,7 @@ class Importer {
   void expand_rotary(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_causal_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_upsample(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
@@ -226,6 +232,9 @@ class Importer {
   // ---- onnx_import_recurrent.cpp: RNN, GRU and LSTM unrolled over the sequence
   class Recurrence;  // one node's settings and its unrolling
   void recurrent(const onnx::NodeProto& node);
+  // ---- onnx_import_scan.cpp: Scan and LinearAttention unrolled over their sequences
+  void scan(const onnx::NodeProto& node);
+  void expand_linear_attention(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
   // Whether the node reads a row-major value (made by this part of the importer) or a view of one.
   bool reads_row_major(const onnx::NodeProto& node) const;

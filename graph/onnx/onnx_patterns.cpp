@@ -22,6 +22,7 @@ class Matcher {
       index_[&n] = i;  // (a repeated field's elements are not contiguous)
       for (const auto& out : n.output()) producer_[out] = i;
       for (const auto& in : n.input()) ++readers_[in];
+      for (const std::string& in : outer_reads(n)) ++readers_[in];
     }
     for (const auto& out : g.output()) ++readers_[out.name()];
   }
@@ -329,7 +330,43 @@ class Matcher {
   std::map<std::string, int> readers_;
 };
 
+// The names `g` reads that it does not define, into `reads` (in order, once each).
+void free_names(const onnx::GraphProto& g, std::set<std::string>& seen, std::vector<std::string>& reads) {
+  std::set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  const auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) reads.push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) read(in);
+    for (const auto& a : n.attribute()) {
+      std::vector<const onnx::GraphProto*> subgraphs;
+      if (a.has_g()) subgraphs.push_back(&a.g());
+      for (const auto& sub : a.graphs()) subgraphs.push_back(&sub);
+      for (const onnx::GraphProto* sub : subgraphs) {
+        std::vector<std::string> inner;
+        std::set<std::string> inner_seen;
+        free_names(*sub, inner_seen, inner);
+        for (const std::string& name : inner) read(name);
+      }
+    }
+    for (const auto& out : n.output()) defined.insert(out);
+  }
+  for (const auto& out : g.output()) read(out.name());
+}
+
 }  // namespace
+
+std::vector<std::string> outer_reads(const onnx::NodeProto& node) {
+  std::set<std::string> seen;
+  std::vector<std::string> reads;
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) free_names(a.g(), seen, reads);
+    for (const auto& sub : a.graphs()) free_names(sub, seen, reads);
+  }
+  return reads;
+}
 
 std::vector<const onnx::NodeProto*> fuse_patterns(const onnx::GraphProto& g,
                                                   std::vector<std::unique_ptr<onnx::NodeProto>>& owned) {

@@ -13,6 +13,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace stagecraft::graph::onnx_import {
@@ -20,6 +21,10 @@ namespace stagecraft::graph::onnx_import {
 /// The attribute that marks a LayerNormalization made from a written-out channel normalisation
 /// over axis 1: the channels alone (ONNX's axis 1 would normalise C, H and W together).
 inline constexpr const char* kChannelsOnly = "stagecraft_channels_only";
+
+/// The values a node's subgraphs (Scan's body, If's branches) read from the scopes around them,
+/// once each: what the node reads besides its inputs.
+std::vector<std::string> outer_reads(const onnx::NodeProto& node);
 
 /// The nodes of `g` in order, each pattern's nodes replaced by one node (owned by `owned`) at
 /// the position of the pattern's last node.

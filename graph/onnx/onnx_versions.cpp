@@ -60,14 +60,21 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     // The expansions (onnx_import_expansions.cpp).
     {"Attention", 25}, {"GatherElements", 13}, {"GroupNormalization", 21}, {"ScatterElements", 18}, {"IsInf", 20}, {"IsNaN", 20}, {"Xor", 7}, {"LpNormalization", 22}, {"LpPool", 22},
     {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"SwiGLU", 28}, {"RotaryEmbedding", 23}, {"CausalConvWithState", 27}, {"RMSNormalization", 23},
-    // The recurrent layers (onnx_import_recurrent.cpp) and Hardmax (a softmax op kind's mode).
-    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Hardmax", 13}, {"GridSample", 22},
+    // The recurrent layers (onnx_import_recurrent.cpp), Scan (onnx_import_scan.cpp) and Hardmax (a softmax op kind's mode).
+    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"LinearAttention", 27}, {"Hardmax", 13}, {"GridSample", 22},
     // The unary functions (UnaryFn).
     {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},
     {"Celu", 28}, {"Cosh", 22}, {"Elu", 22}, {"Mish", 22}, {"Selu", 22}, {"Shrink", 9},
     {"Sinh", 22}, {"Softplus", 22}, {"Softsign", 22}, {"Swish", 24}, {"Tan", 22},
     {"ThresholdedRelu", 22},
     {"LogSoftmax", 13}, {"LRN", 13}, {"Mean", 13}, {"ReduceL1", 18}, {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18},
+};
+
+// The oldest version of the op types whose translators also implement versions older than the one
+// opset kBaseOpset selects (Scan-9: positive axes only; Upsample-7 and -9: Resize's asymmetric
+// coordinates, scales as an attribute and as an input).
+const std::map<std::string_view, int64_t, std::less<>> kOldestTranslated = {
+    {"Scan", 9}, {"Upsample", 7},
 };
 
 const OpVersions* find(std::string_view type) {
@@ -105,6 +112,14 @@ std::string version_problem(std::string_view type, int64_t opset) {
   if (*version > *translated) {
     return cat("version ", *version, " of ", type, " (opset ", opset, ") is not supported: this build "
                "translates ", type, " up to version ", *translated);
+  }
+  if (opset < kBaseOpset && version != op_version(type, kBaseOpset)) {
+    const auto oldest = kOldestTranslated.find(type);
+    if (oldest == kOldestTranslated.end() || *version < oldest->second) {
+      return cat("version ", *version, " of ", type, " (opset ", opset, ") is not supported: this build "
+                 "translates ", type, " from version ",
+                 oldest == kOldestTranslated.end() ? op_version(type, kBaseOpset).value_or(0) : oldest->second);
+    }
   }
   return "";
 }

@@ -14,8 +14,11 @@
 
 namespace stagecraft::graph::onnx_import {
 
-/// The oldest model opset the importer reads.
-inline constexpr int64_t kOldestOpset = 11;
+/// The oldest model opset the importer reads. Below kBaseOpset, a node is read only where its op's
+/// version is the one opset kBaseOpset selects (the same schema) or one its translator also
+/// implements (Scan-9, Upsample-7 and -9); any other is refused by name.
+inline constexpr int64_t kOldestOpset = 7;
+inline constexpr int64_t kBaseOpset = 11;
 /// The newest opset of the generated table.
 int64_t newest_opset();
 /// The version of op `type` (default domain) in a model of `opset`: the newest since_version
@@ -25,7 +28,8 @@ std::optional<int64_t> op_version(std::string_view type, int64_t opset);
 /// changelog); nullopt for op types it does not translate at all.
 std::optional<int64_t> translated_version(std::string_view type);
 /// "" when the importer may read a node of `type` in a model of `opset`; otherwise the one-line
-/// reason (an op ONNX did not have at that opset, or a version newer than its translation).
+/// reason (an op ONNX did not have at that opset, a version newer than its translation, or an
+/// older one it does not implement).
 std::string version_problem(std::string_view type, int64_t opset);
 
 }  // namespace stagecraft::graph::onnx_import

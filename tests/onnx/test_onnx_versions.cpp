@@ -75,10 +75,26 @@ TEST(OnnxVersions, ModelsOfEveryOpsetToTheNewestLoadAndNewerOnesAreRefused) {
   for (int64_t opset = kOldestOpset; opset <= newest_opset(); ++opset) {
     EXPECT_EQ(import_error(one_node("Relu", opset, {1, 3, 4, 4})), "<imported>") << opset;
   }
-  EXPECT_NE(import_error(one_node("Relu", newest_opset() + 1, {1, 3, 4, 4})).find("is not supported (supported: 11 to "),
+  EXPECT_NE(import_error(one_node("Relu", newest_opset() + 1, {1, 3, 4, 4})).find("is not supported (supported: 7 to "),
             std::string::npos);
   const std::string e = import_error(one_node("LayerNormalization", 16, {2, 8}));
   EXPECT_EQ(e, "m.onnx: node 'n' (LayerNormalization): ONNX has no LayerNormalization at opset 16");
+}
+
+// Below opset 11 a node loads where its op's version is the one opset 11 selects (Relu-6) or one
+// its translator also implements (Scan-9, Upsample-7 and -9); any other is refused by name
+// (Scan-8's batch axis, BatchNormalization-7's spatial attribute, Slice-1's attributes).
+TEST(OnnxVersions, OldOpsetsLoadOnlyTheVersionsTranslated) {
+  EXPECT_EQ(version_problem("Relu", 7), "");
+  EXPECT_EQ(version_problem("Scan", 9), "");
+  EXPECT_EQ(version_problem("Upsample", 7), "");
+  EXPECT_EQ(version_problem("Upsample", 9), "");
+  EXPECT_EQ(version_problem("Scan", 8), "version 8 of Scan (opset 8) is not supported: this build translates Scan from version 9");
+  EXPECT_EQ(version_problem("BatchNormalization", 8),
+            "version 7 of BatchNormalization (opset 8) is not supported: this build translates BatchNormalization from version 9");
+  EXPECT_EQ(version_problem("Slice", 10), "version 10 of Slice (opset 10) is not supported: this build translates Slice from version 11");
+  EXPECT_EQ(import_error(one_node("Relu", 7, {1, 3, 4, 4})), "<imported>");
+  EXPECT_NE(import_error(one_node("Relu", 6, {1, 3, 4, 4})).find("opset 6 is not supported (supported: 7 to "), std::string::npos);
 }
 
 // SpaceToDepth-28 added the order of the blocks: DCR (the old meaning) loads, CRD is refused.
