@@ -85,7 +85,9 @@ inline constexpr OpId kNoOp = -1;
   X(kWhere, "where", WhereAttrs)                        \
   X(kGridSample, "grid_sample", GridSampleAttrs)      \
   X(kPoolNd, "pool_nd", PoolNdAttrs)                  \
-  X(kResizeNd, "resize_nd", ResizeNdAttrs)
+  X(kResizeNd, "resize_nd", ResizeNdAttrs)          \
+  X(kTopK, "top_k", TopKAttrs)                        \
+  X(kGatherElements, "gather_elements", GatherElementsAttrs)
 
 /// Kind of an operator.
 enum class OpKind : uint8_t {
@@ -105,7 +107,8 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
                              ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
-                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs, ResizeNdAttrs>;
+                             ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs, ResizeNdAttrs,
+                             TopKAttrs, GatherElementsAttrs>;
 
 /// Name used in files ("conv2d").
 std::string_view to_string(OpKind kind);

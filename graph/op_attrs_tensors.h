@@ -178,4 +178,34 @@ struct ResizeTaps {
 /// The taps of `axis` of a resize_nd of an input extent `in` (ONNX's reference rules).
 ResizeTaps resize_taps(const ResizeNdAttrs& a, size_t axis, int64_t in);
 
+/// The k largest (or smallest) elements along `axis` of a row-major tensor, in order (ONNX TopK,
+/// sorted; equal values by lower index first): outputs the values and their indices along the
+/// axis. Indices are float32 integers (exact below 2^24, which shape inference requires of the
+/// axis), as every tensor of the graph is floating-point; a NaN counts as larger than any number.
+struct TopKAttrs {
+  int64_t axis = -1;     ///< among 0 .. rank - 1 once imported
+  int64_t k = 1;         ///< 1 .. the axis's extent
+  bool largest = true;   ///< the largest first, else the smallest first
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+    v("k", a.k, FieldRule::kRequired);
+    v("largest", a.largest, FieldRule::kOptional);
+  }
+  bool operator==(const TopKAttrs&) const = default;
+};
+
+/// y[p] = data[p with its `axis` coordinate replaced by indices[p]] (ONNX GatherElements): data
+/// and indices row-major of one rank, y of the indices' shape; indices are float32 integers
+/// (top_k's), a negative one counting from the end of the axis; one outside the axis is a run
+/// error naming the op.
+struct GatherElementsAttrs {
+  int64_t axis = 0;  ///< among 0 .. rank - 1
+  template <class Self, class Visitor>
+  static void fields(Self& a, Visitor&& v) {
+    v("axis", a.axis, FieldRule::kRequired);
+  }
+  bool operator==(const GatherElementsAttrs&) const = default;
+};
+
 }  // namespace stagecraft::graph

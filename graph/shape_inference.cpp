@@ -114,6 +114,8 @@ std::vector<TensorDesc> infer_output_descs(const Op& op, const std::vector<Tenso
     case OpKind::kReduceProd:
     case OpKind::kGridSample:
     case OpKind::kPoolNd:
+    case OpKind::kTopK:
+    case OpKind::kGatherElements:
     case OpKind::kResizeNd:
       return shape_rules::infer_tensor_op(check, op, inputs);
   }

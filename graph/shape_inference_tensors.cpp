@@ -1,6 +1,6 @@
 // Shape inference of the ops over an axis of a tensor of any rank (linear layers over the last,
 // softmax, layer normalisation) and of the ops of row-major tensors (transformers): matmul,
-// transpose, narrow, concat_constant, the reductions, grid_sample and pool_nd.
+// transpose, narrow, concat_constant, the reductions, grid_sample, pool_nd, top_k and gather_elements.
 #include <algorithm>
 
 #include "graph/shape_rules.h"
@@ -149,6 +149,43 @@ std::vector<TensorDesc> infer_grid_sample(const Checker& check, const GridSample
   return {y};
 }
 
+// An index as a float32 integer is exact below 2^24.
+constexpr int64_t kExactIndices = int64_t{1} << 24;
+
+std::vector<TensorDesc> infer_top_k(const Checker& check, const TopKAttrs& a, const std::vector<TensorDesc>& inputs) {
+  check.arity(inputs, 1, 1);
+  check.require(inputs[0].dtype == DataType::kF32, "top_k runs in f32");
+  const Shape& x = inputs[0].shape;
+  check.require(a.axis >= 0 && a.axis < static_cast<int64_t>(x.rank()), cat("axis ", a.axis, " is outside ", x.to_string()));
+  const int64_t extent = x[static_cast<size_t>(a.axis)];
+  check.require(a.k >= 1 && a.k <= extent, cat("k ", a.k, " must be between 1 and the axis's extent ", extent));
+  check.require(extent <= kExactIndices, cat("the axis has ", extent, " elements: indices are exact float32 integers below 2^24"));
+  std::vector<int64_t> out = x.dims();
+  out[static_cast<size_t>(a.axis)] = a.k;
+  TensorDesc y = with_shape(inputs[0], Shape(out));
+  y.layout = row_major_layout(out.size());
+  return {y, y};
+}
+
+std::vector<TensorDesc> infer_gather_elements(const Checker& check, const GatherElementsAttrs& a,
+                                              const std::vector<TensorDesc>& inputs) {
+  check.arity(inputs, 2, 2);
+  check_same_dtype(check, inputs);
+  check.require(inputs[0].dtype == DataType::kF32, "gather_elements runs in f32");
+  const Shape &x = inputs[0].shape, &idx = inputs[1].shape;
+  check.require(idx.rank() == x.rank(), cat("the indices ", idx.to_string(), " must have the data's rank (", x.to_string(), ")"));
+  check.require(a.axis >= 0 && a.axis < static_cast<int64_t>(x.rank()), cat("axis ", a.axis, " is outside ", x.to_string()));
+  check.require(x[static_cast<size_t>(a.axis)] <= kExactIndices,
+                cat("the axis has ", x[static_cast<size_t>(a.axis)], " elements: indices are exact float32 integers below 2^24"));
+  for (size_t d = 0; d < x.rank(); ++d) {
+    check.require(static_cast<int64_t>(d) == a.axis || idx[d] <= x[d],
+                  cat("the indices ", idx.to_string(), " exceed the data ", x.to_string(), " off the axis"));
+  }
+  TensorDesc y = with_shape(inputs[0], idx);
+  y.layout = row_major_layout(idx.rank());
+  return {y};
+}
+
 std::vector<TensorDesc> infer_pool_nd(const Checker& check, const PoolNdAttrs& a,
                                       const std::vector<TensorDesc>& inputs) {
   check.arity(inputs, 1, 1);
@@ -231,6 +268,10 @@ std::vector<TensorDesc> infer_tensor_op(const Checker& check, const Op& op,
       return infer_grid_sample(check, op.attrs_as<GridSampleAttrs>(), inputs);
     case OpKind::kPoolNd:
       return infer_pool_nd(check, op.attrs_as<PoolNdAttrs>(), inputs);
+    case OpKind::kTopK:
+      return infer_top_k(check, op.attrs_as<TopKAttrs>(), inputs);
+    case OpKind::kGatherElements:
+      return infer_gather_elements(check, op.attrs_as<GatherElementsAttrs>(), inputs);
     case OpKind::kResizeNd:
       return infer_resize_nd(check, op.attrs_as<ResizeNdAttrs>(), inputs);
     default:

@@ -134,7 +134,7 @@ const OpFamily& family_of(graph::OpKind kind) {
                                               &kNormalisationFamily, &kRearrangeFamily,
                                               &kReductionFamily, &kTensorFamily, &kUnaryFamily,
                                               &kDeconvolutionFamily, &kWhereFamily,
-                                              &kGridSampleFamily, &kPoolNdFamily,
+                                              &kGridSampleFamily, &kPoolNdFamily, &kIndexFamily,
                                               &kResizeNdFamily};
   for (const OpFamily* f : kFamilies) {
     for (graph::OpKind k : f->kinds)

@@ -65,6 +65,7 @@ extern const OpFamily kUnaryFamily;          // unary (our own host loop)
 extern const OpFamily kWhereFamily;          // where (our own host loop)
 extern const OpFamily kGridSampleFamily;     // grid_sample (our own host loop)
 extern const OpFamily kPoolNdFamily;         // pool_nd (our own host loop)
+extern const OpFamily kIndexFamily;          // top_k, gather_elements (our own host loops)
 extern const OpFamily kResizeNdFamily;       // resize_nd (our own host loop)
 
 /// A binary op with broadcasting on our own host loop (host_binary.cpp), for broadcasts oneDNN

@@ -281,6 +281,10 @@ void Exporter::export_op(const Op& op) {
       return export_grid_sample(op, in, out);
     case OpKind::kPoolNd:
       return export_pool_nd(op, in, out);
+    case OpKind::kTopK:
+      return export_top_k(op, std::move(in));
+    case OpKind::kGatherElements:
+      return export_gather_elements(op, std::move(in), out);
     case OpKind::kResizeNd:
       return export_resize_nd(op, in, out);
   }

@@ -190,6 +190,23 @@ void Exporter::export_narrow(const Op& op, Names in, const std::string& out) {
   node("Slice", op.name, in, {out});
 }
 
+void Exporter::export_top_k(const Op& op, Names in) {
+  const auto& a = op.attrs_as<TopKAttrs>();
+  in.push_back(int64s(op.name + "/k", {a.k}));
+  const std::string indices = op.name + "/indices";
+  onnx::NodeProto* n = node("TopK", op.name, in, {g_.value(op.outputs[0]).name, indices});
+  integer(n, "axis", a.axis);
+  integer(n, "largest", a.largest ? 1 : 0);
+  integer(node("Cast", op.name + "/to_float", {indices}, {g_.value(op.outputs[1]).name}), "to", onnx::TensorProto::FLOAT);
+}
+
+void Exporter::export_gather_elements(const Op& op, Names in, const std::string& out) {
+  const std::string indices = op.name + "/indices";
+  integer(node("Cast", op.name + "/to_int64", {in[1]}, {indices}), "to", onnx::TensorProto::INT64);
+  in[1] = indices;
+  integer(node("GatherElements", op.name, in, {out}), "axis", op.attrs_as<GatherElementsAttrs>().axis);
+}
+
 void Exporter::export_concat_constant(const Op& op, Names in, const std::string& out) {
   // The constant repeated for every sample.
   const auto& a = op.attrs_as<ConcatConstantAttrs>();

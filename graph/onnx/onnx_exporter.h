@@ -69,6 +69,9 @@ class Exporter {
   void export_lrn(const Op& op, const Names& in, const std::string& out);
   void export_pool(const Op& op, const Names& in, const std::string& out);
   void export_pool_nd(const Op& op, const Names& in, const std::string& out);
+  // TopK, its indices cast to float (the graph's index tensors); GatherElements of such indices.
+  void export_top_k(const Op& op, Names in);
+  void export_gather_elements(const Op& op, Names in, const std::string& out);
   void export_resize_nd(const Op& op, Names in, const std::string& out);
   void export_resize(const Op& op, Names in, const std::string& out);
   void export_pad(const Op& op, Names in, const std::string& out);

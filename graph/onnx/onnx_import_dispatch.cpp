@@ -138,6 +138,9 @@ void Importer::translate(const onnx::NodeProto& node) {
       {"LayerNormalization", &Importer::layer_norm},
       {"InstanceNormalization", &Importer::instance_norm},
       {"Einsum", &Importer::einsum},
+      {"TopK", &Importer::top_k},
+      {"ArgMax", &Importer::arg_extreme}, {"ArgMin", &Importer::arg_extreme},
+      {"GatherElements", &Importer::gather_elements},
   };
   if (const auto translator = kTranslators.find(node.op_type()); translator != kTranslators.end()) {
     return (this->*translator->second)(node);

@@ -126,6 +126,15 @@ void Importer::unary(const onnx::NodeProto& node) {
 
 void Importer::elementwise(const onnx::NodeProto& node) {
   const std::string& t = node.op_type();
+  if (t == "Div" && (is_integer(node.input(0)) || is_integer(node.input(1))) && !integer_division_) {
+    // ONNX's division of integers truncates: the float quotient (exact division, no reciprocal)
+    // truncated, exact while the operands are below 2^24.
+    integer_division_ = true;
+    elementwise(node);
+    integer_division_ = false;
+    const ValueId q = values_.at(node.output(0));
+    return define(node, 0, truncated(node, q));
+  }
   const auto found = binary_op_of(t);
   if (!found) fail(node, "not a binary operation");
   const BinaryOp op = *found;
@@ -166,7 +175,7 @@ void Importer::elementwise(const onnx::NodeProto& node) {
     const ValueId whole = materialized(node, c, x);
     return slot == 1 ? of_tensors(whole, x) : of_tensors(x, whole);
   }
-  if (c.numel() == 1 && (op == BinaryOp::kMul || (op == BinaryOp::kDiv && slot == 0))) {
+  if (c.numel() == 1 && (op == BinaryOp::kMul || (op == BinaryOp::kDiv && slot == 0 && !integer_division_))) {
     ScaleAttrs a;
     a.factor = op == BinaryOp::kMul ? c.values[0] : 1.0 / c.values[0];
     define(node, 0, add(node, OpKind::kScale, a, {x}));
@@ -200,6 +209,14 @@ ValueId Importer::materialized(const onnx::NodeProto& node, const ConstTensor& c
   const ValueId v = add(node, OpKind::kWhere, a, {like});
   weights_of_last() = std::move(w);
   return is_row_major(like) ? mark(v) : v;
+}
+
+ValueId Importer::constant_tensor(const onnx::NodeProto& node, const ConstTensor& c, ValueId any) {
+  // Where of one element of `any` (every axis narrowed to its first), of c's rank.
+  ValueId like = any;
+  const size_t rank = shape(like).rank();
+  for (size_t d = 0; d < rank; ++d) like = narrowed(node, like, static_cast<int64_t>(d), 0, 1);
+  return mark(materialized(node, c, reshaped(node, like, std::vector<int64_t>(std::max<size_t>(c.dims.size(), 1), 1))));
 }
 
 ValueId Importer::expanded(const onnx::NodeProto& node, ValueId x, const std::vector<int64_t>& to) {
@@ -306,9 +323,20 @@ void Importer::cast(const onnx::NodeProto& node) {
                                         (rt == "Where" && r->input(0) == node.output(0) && r->input(1) != node.output(0) &&
                                          r->input(2) != node.output(0)));
   }
+  // Integer values (an integer tensor, or a cast of one to float: our export of top_k's indices).
+  const auto integer_valued = [&](std::string name) {
+    for (;;) {
+      if (is_integer(name)) return true;
+      const auto p = producers_.find(name);
+      if (p == producers_.end() || p->second->op_type() != "Cast") return false;
+      name = p->second->input(0);
+    }
+  };
   if (to == onnx::TensorProto::FLOAT || is_boolean(node.input(0)) ||
-      (to == onnx::TensorProto::BOOL && truthy_readers)) {
+      (to == onnx::TensorProto::BOOL && truthy_readers) || (is_integer(node.output(0)) && integer_valued(node.input(0)))) {
     define(node, 0, x);
+  } else if (is_integer(node.output(0))) {  // float to an integer type: toward zero
+    define(node, 0, truncated(node, x));
   } else if (to == onnx::TensorProto::BOOL) {
     UnaryAttrs n;
     n.fn = UnaryFn::kNot;

@@ -78,11 +78,7 @@ void Importer::matmul(const onnx::NodeProto& node) {
     const ConstTensor* c = constant(node, slot);
     if (!c) return row_major(node, slot);
     if (constant(node, other)) fail(node, "both operands are constants (the product folds)");
-    ValueId like = row_major(node, other);
-    std::vector<int64_t> one = dims_of(shape(like));
-    for (size_t d = 0; d < one.size(); ++d) like = narrowed(node, like, static_cast<int64_t>(d), 0, 1);
-    one.assign(std::max<size_t>(c->dims.size(), 1), 1);
-    return mark(materialized(node, *c, reshaped(node, like, one)));
+    return constant_tensor(node, *c, row_major(node, other));
   };
   ValueId x = operand(0, 1), y = operand(1, 0);
   std::vector<int64_t> sx = dims_of(shape(x)), sy = dims_of(shape(y));

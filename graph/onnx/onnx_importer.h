@@ -157,6 +157,17 @@ class Importer {
   // The constant `c` as a tensor of the graph, of the shape `like` and `c` broadcast to (Where of
   // `like` choosing c either way): where an op needs a tensor operand it cannot take as a constant.
   ValueId materialized(const onnx::NodeProto& node, const ConstTensor& c, ValueId like);
+  // The constant `c` as a tensor of its own shape (materialized() of one element of `any`, a
+  // row-major tensor of the graph).
+  ValueId constant_tensor(const onnx::NodeProto& node, const ConstTensor& c, ValueId any);
+  // ---- onnx_import_indices.cpp: TopK, ArgMax / ArgMin, GatherElements, integer arithmetic
+  // Whether the tensor `name` has an ONNX integer type (its values are float32 integers here).
+  bool is_integer(const std::string& name) const;
+  // x truncated toward zero (an integer division's or a cast's rounding).
+  ValueId truncated(const onnx::NodeProto& node, ValueId x);
+  void top_k(const onnx::NodeProto& node);
+  void arg_extreme(const onnx::NodeProto& node);
+  void gather_elements(const onnx::NodeProto& node);
   void sum(const onnx::NodeProto& node);
   void where(const onnx::NodeProto& node);
   // Whether the tensor `name` is boolean (made by a comparison, a logical op or a cast to bool).
@@ -342,6 +353,8 @@ class Importer {
   std::vector<std::unique_ptr<onnx::NodeProto>> expanded_;  // nodes a node was expanded into
   std::map<std::string, std::vector<const onnx::NodeProto*>> reader_nodes_;  // the nodes reading each value
   std::set<std::string> graph_outputs_;
+  mutable std::map<std::string, bool> integer_;  // is_integer() of each name asked about
+  bool integer_division_ = false;  // elementwise() of a Div of integers: no reciprocal
   std::map<std::string, const onnx::NodeProto*> producers_;  // the node writing each value
 };
 

@@ -60,8 +60,10 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     // The expansions (onnx_import_expansions.cpp).
     {"Attention", 25}, {"GatherElements", 13}, {"GroupNormalization", 21}, {"ScatterElements", 18}, {"IsInf", 20}, {"IsNaN", 20}, {"Xor", 7}, {"LpNormalization", 22}, {"LpPool", 22},
     {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"SwiGLU", 28}, {"RotaryEmbedding", 23}, {"CausalConvWithState", 27}, {"RMSNormalization", 23},
-    // The recurrent layers (onnx_import_recurrent.cpp), Scan (onnx_import_scan.cpp) and Hardmax (a softmax op kind's mode).
-    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"LinearAttention", 27}, {"Hardmax", 13}, {"GridSample", 22},
+    // The recurrent layers (onnx_import_recurrent.cpp), Scan and LinearAttention (onnx_import_scan.cpp),
+    // Upsample (a Resize), the index ops (onnx_import_indices.cpp) and Hardmax (a softmax op kind's mode).
+    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"LinearAttention", 27},
+    {"TopK", 24}, {"ArgMax", 13}, {"ArgMin", 13}, {"Hardmax", 13}, {"GridSample", 22},
     // The unary functions (UnaryFn).
     {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},
     {"Celu", 28}, {"Cosh", 22}, {"Elu", 22}, {"Mish", 22}, {"Selu", 22}, {"Shrink", 9},

@@ -64,6 +64,9 @@ class BackendRep(_OnnxBackendRep):
         graph = onnx.load_from_string(data).graph
         initializers = {t.name for t in graph.initializer}
         self._inputs = [v.name for v in graph.input if v.name not in initializers]
+        # The element type each output has in the model: stagecraft computes in float32, an
+        # integer or boolean output (TopK's indices, a mask) is cast back to its type.
+        self._output_types = [_integer_dtype(v.type.tensor_type.elem_type) for v in graph.output]
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:  # noqa: D102 (onnx's signature)
         if isinstance(inputs, dict):
@@ -71,14 +74,17 @@ class BackendRep(_OnnxBackendRep):
         else:
             arrays = [inputs] if isinstance(inputs, np.ndarray) else [np.asarray(v) for v in inputs]
             if not self._bound:
-                return tuple(self.session.run(arrays))
+                return self._typed(self.session.run(arrays))
             if len(arrays) != len(self._inputs):
                 raise Error(f"the model takes {len(self._inputs)} input(s), got {len(arrays)}")
             named = dict(zip(self._inputs, arrays))
         if self._bound:
             self._plan_for(named)
             named = {k: v for k, v in named.items() if k not in self._bound}
-        return tuple(self.session.run(named))
+        return self._typed(self.session.run(named))
+
+    def _typed(self, outputs: Any) -> tuple:
+        return tuple(o if t is None else np.asarray(o).astype(t) for o, t in zip(outputs, self._output_types))
 
     def _plan_for(self, named: Dict[str, Any]) -> None:
         """Plans the model with the bound inputs' values in `named` (again when they changed)."""
@@ -99,6 +105,16 @@ class BackendRep(_OnnxBackendRep):
                 if not more:
                     raise
                 self._bound += more
+
+
+def _integer_dtype(elem_type: int) -> Optional[Any]:
+    """The numpy type of an ONNX integer or boolean element type; None for any other."""
+    from onnx import TensorProto
+
+    types = {TensorProto.INT64: np.int64, TensorProto.INT32: np.int32, TensorProto.INT16: np.int16,
+             TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.UINT16: np.uint16,
+             TensorProto.UINT32: np.uint32, TensorProto.UINT64: np.uint64, TensorProto.BOOL: np.bool_}
+    return types.get(elem_type)
 
 
 def _load(data: bytes, device: str, kwargs: Dict[str, Any],

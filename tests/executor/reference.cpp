@@ -83,6 +83,8 @@ using detail::Nchw;
 using detail::binary;
 using detail::grid_sample;
 using detail::pool_nd;
+using detail::top_k;
+using detail::gather_elements;
 using detail::resize_nd;
 using detail::where;
 using detail::zeros;
@@ -373,6 +375,10 @@ std::vector<HostTensor> evaluate(const Op& op, const std::vector<const HostTenso
       return {pool_nd(x, op.attrs_as<graph::PoolNdAttrs>())};
     case OpKind::kResizeNd:
       return {resize_nd(x, op.attrs_as<graph::ResizeNdAttrs>())};
+    case OpKind::kTopK:
+      return top_k(x, op.attrs_as<graph::TopKAttrs>());
+    case OpKind::kGatherElements:
+      return {gather_elements(x, *srcs[1], op.attrs_as<graph::GatherElementsAttrs>())};
     case OpKind::kGlobalMaxPool:
       return {global_max_pool(x)};
     case OpKind::kReshape: {

@@ -44,6 +44,8 @@ HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::Binar
 HostTensor grid_sample(const HostTensor& x, const HostTensor& grid, const graph::GridSampleAttrs& a);
 HostTensor pool_nd(const HostTensor& x, const graph::PoolNdAttrs& a);
 HostTensor resize_nd(const HostTensor& x, const graph::ResizeNdAttrs& a);
+std::vector<HostTensor> top_k(const HostTensor& x, const graph::TopKAttrs& a);
+HostTensor gather_elements(const HostTensor& x, const HostTensor& indices, const graph::GatherElementsAttrs& a);
 
 // reference_conv.cpp
 HostTensor activate_all(const HostTensor& src, graph::Activation activation);

@@ -285,4 +285,62 @@ HostTensor binary(const std::vector<const HostTensor*>& srcs, const graph::Binar
   return dst;
 }
 
+// top_k by selection: the j-th output is the best element not yet taken, found by a scan (the
+// larger, NaN above every number, or the smaller; the lower index among equals).
+std::vector<HostTensor> top_k(const HostTensor& x, const graph::TopKAttrs& a) {
+  const AxisView v(x.shape, static_cast<size_t>(a.axis));
+  std::vector<int64_t> out = x.shape.dims();
+  out[static_cast<size_t>(a.axis)] = a.k;
+  HostTensor values = zeros(graph::Shape(out)), indices = zeros(graph::Shape(out));
+  const auto better = [&](float p, float q) {  // p strictly before q
+    if (std::isnan(p) || std::isnan(q)) return std::isnan(p) && !std::isnan(q) ? a.largest : !std::isnan(p) && std::isnan(q) && !a.largest;
+    return a.largest ? p > q : p < q;
+  };
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      std::vector<bool> taken(static_cast<size_t>(v.extent), false);
+      for (int64_t j = 0; j < a.k; ++j) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < v.extent; ++e) {
+          if (taken[static_cast<size_t>(e)]) continue;
+          const float val = x.data[static_cast<size_t>((o * v.extent + e) * v.inner + i)];
+          if (best < 0 || better(val, x.data[static_cast<size_t>((o * v.extent + best) * v.inner + i)])) best = e;
+        }
+        taken[static_cast<size_t>(best)] = true;
+        const auto at = static_cast<size_t>((o * a.k + j) * v.inner + i);
+        values.data[at] = x.data[static_cast<size_t>((o * v.extent + best) * v.inner + i)];
+        indices.data[at] = static_cast<float>(best);
+      }
+    }
+  return {values, indices};
+}
+
+// gather_elements by its definition: the index tensor's coordinates, the axis's replaced by the
+// index (negative from the end); NaN for an index outside the axis or not an integer.
+HostTensor gather_elements(const HostTensor& x, const HostTensor& indices, const graph::GatherElementsAttrs& a) {
+  HostTensor y = zeros(indices.shape);
+  const size_t rank = x.shape.rank();
+  for (int64_t p = 0; p < indices.shape.numel(); ++p) {
+    std::vector<int64_t> c(rank);
+    int64_t rest = p;
+    for (size_t d = rank; d-- > 0;) {
+      c[d] = rest % indices.shape[d];
+      rest /= indices.shape[d];
+    }
+    const int64_t extent = x.shape[static_cast<size_t>(a.axis)];
+    const float f = indices.data[static_cast<size_t>(p)];
+    int64_t j = std::isfinite(f) && std::floor(f) == f ? static_cast<int64_t>(f) : extent;  // not an index: outside
+    if (j < 0) j += extent;
+    if (j < 0 || j >= extent) {
+      y.data[static_cast<size_t>(p)] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    c[static_cast<size_t>(a.axis)] = j;
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) at = at * x.shape[d] + c[d];
+    y.data[static_cast<size_t>(p)] = x.data[static_cast<size_t>(at)];
+  }
+  return y;
+}
+
 }  // namespace stagecraft::executor::testing::detail

@@ -462,9 +462,38 @@ TEST(ShapeInference, ResizeNdTakesItsSizesAndChecksItsRules) {
   EXPECT_NE(error_of(make_op(OpKind::kResizeNd, a), {make_desc(Shape{2, 3, 6, 8})}).find(">= 1"), std::string::npos);
 }
 
+TEST(ShapeInference, TopKGivesValuesAndIndicesOfKAlongItsAxis) {
+  TopKAttrs a;
+  a.axis = 1, a.k = 3;
+  const TensorDesc x = make_desc(Shape{2, 8400, 4});
+  const std::vector<TensorDesc> out = infer_output_descs(make_op(OpKind::kTopK, a), {x});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(out[1].shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(out[1].layout, Layout::kRowMajor);
+  a.k = 8401;
+  EXPECT_NE(error_of(make_op(OpKind::kTopK, a), {x}).find("between 1 and the axis's extent 8400"), std::string::npos);
+  a.k = 1, a.axis = 3;
+  EXPECT_NE(error_of(make_op(OpKind::kTopK, a), {x}).find("outside"), std::string::npos);
+  a.axis = 1;
+  EXPECT_NE(error_of(make_op(OpKind::kTopK, a), {make_desc(Shape{1, (int64_t{1} << 24) + 1})}).find("below 2^24"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, GatherElementsTakesTheIndicesShape) {
+  GatherElementsAttrs a;
+  a.axis = 1;
+  EXPECT_EQ(infer1(make_op(OpKind::kGatherElements, a), {make_desc(Shape{1, 8400, 80}), make_desc(Shape{1, 300, 80})}),
+            (Shape{1, 300, 80}));
+  EXPECT_NE(error_of(make_op(OpKind::kGatherElements, a), {make_desc(Shape{1, 8400, 80}), make_desc(Shape{300, 80})})
+                .find("must have the data's rank"), std::string::npos);
+  EXPECT_NE(error_of(make_op(OpKind::kGatherElements, a), {make_desc(Shape{1, 8400, 4}), make_desc(Shape{1, 300, 80})})
+                .find("exceed the data"), std::string::npos);
+}
+
 TEST(ShapeInference, EveryKindHasATestedRule) {
   // Guards the list above: a new op kind must get shape inference and a test here.
-  EXPECT_EQ(all_op_kinds().size(), 50u);
+  EXPECT_EQ(all_op_kinds().size(), 52u);
   for (OpKind kind : all_op_kinds()) {
     EXPECT_EQ(parse_op_kind(to_string(kind)), kind);
     EXPECT_TRUE(attrs_match(kind, default_attrs(kind)));

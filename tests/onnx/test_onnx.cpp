@@ -222,6 +222,33 @@ TEST(Onnx, PoolNdRoundTripsAndRunsTheSame) {
   }
 }
 
+// top_k exports as TopK with its indices cast to float, gather_elements as GatherElements of
+// indices cast to int64; both import back to the same ops and values (the casts of integers vanish).
+TEST(Onnx, TopKAndGatherElementsRoundTripAndRunTheSame) {
+  Graph raw("indices");
+  const ValueId x = raw.add_input("x", make_desc(Shape{2, 30, 4}));
+  TopKAttrs t;
+  t.axis = 1, t.k = 5, t.largest = false;
+  const Op& top = raw.op(raw.add_op("top", OpKind::kTopK, t, {x}));
+  const ValueId values = top.outputs[0], indices = top.outputs[1];
+  GatherElementsAttrs g;
+  g.axis = 1;
+  raw.add_output(values);
+  raw.add_output(indices);
+  raw.add_output(raw.op(raw.add_op("gather", OpKind::kGatherElements, g, {x, indices})).outputs[0]);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, {}), "indices", {});
+  EXPECT_EQ(count_ops(back.graph, OpKind::kTopK), 1u);
+  EXPECT_EQ(count_ops(back.graph, OpKind::kGatherElements), 1u);
+  EXPECT_EQ(count_ops(back.graph, OpKind::kBinary), 0u);  // no truncation of integer indices
+  const auto want = run_cpu(Model{raw, {}});
+  const auto got = run_cpu(Model{back.graph, back.weights});
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape, want[i].shape);
+    EXPECT_EQ(got[i].data, want[i].data) << i;
+  }
+}
+
 // Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant, and ReduceMin and
 // ReduceProd over the batch and another axis, export as their ONNX ops and import back to the same
 // ops and values.

@@ -1,0 +1,112 @@
+"""Index tensors through stagecraft against ONNX Runtime on random data: TopK (largest and
+smallest, any axis), ArgMax / ArgMin, GatherElements of runtime indices, the integer arithmetic
+on indices (a Div of integers truncates, a Cast to int64 truncates), and the end-to-end head of
+YOLOv10 / YOLO26 (the best boxes picked by two TopKs and three GatherElements)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from stagecraft.onnx_backend import Backend  # noqa: E402
+
+
+def model_of(nodes, inputs, outputs, initializers=None, opset=18):
+    graph = helper.make_graph(
+        nodes, "idx", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
+        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def agrees(model, feeds):
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = Backend.prepare(model).run(list(feeds.values()))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert g.dtype == w.dtype  # integer outputs come back as their ONNX type
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("shape,axis,k,largest", [([2, 50], 1, 7, 1), ([3, 6, 4], 1, 6, 0), ([2, 3, 9], -1, 2, 1),
+                                                  ([5, 4], 0, 3, 0)])
+def test_top_k_agrees_with_onnx_runtime(shape, axis, k, largest):
+    rng = np.random.default_rng(31)
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
+    model = model_of([node], {"x": shape}, {"v": TensorProto.FLOAT, "i": TensorProto.INT64},
+                     {"k": np.array([k], np.int64)})
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.flat[3] = x.flat[5]  # a tie
+    agrees(model, {"x": x})
+
+
+@pytest.mark.parametrize("op,keepdims,axis", [("ArgMax", 1, 1), ("ArgMin", 0, -1), ("ArgMax", 0, 0)])
+def test_arg_max_and_min_agree_with_onnx_runtime(op, keepdims, axis):
+    rng = np.random.default_rng(32)
+    node = helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=keepdims)
+    model = model_of([node], {"x": [3, 7, 5]}, {"y": TensorProto.INT64})
+    agrees(model, {"x": rng.standard_normal([3, 7, 5]).astype(np.float32)})
+
+
+def test_gather_elements_of_constant_indices_and_of_a_constant_table():
+    rng = np.random.default_rng(33)
+    idx = rng.integers(-4, 4, [2, 3, 5]).astype(np.int64)
+    table = rng.standard_normal([2, 4, 5]).astype(np.float32)
+    nodes = [helper.make_node("GatherElements", ["x", "idx"], ["a"], axis=1),
+             helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+             helper.make_node("GatherElements", ["table", "i"], ["b"], axis=1)]
+    model = model_of(nodes, {"x": [2, 4, 5]}, {"a": TensorProto.FLOAT, "b": TensorProto.FLOAT},
+                     {"idx": idx, "table": table, "k": np.array([3], np.int64)})
+    agrees(model, {"x": rng.standard_normal([2, 4, 5]).astype(np.float32)})
+
+
+def test_integer_division_and_casts_of_indices_truncate():
+    """i // 7 and i % 7 of TopK's indices, and a Cast of float values to int64, as ONNX Runtime
+    computes them in integers."""
+    rng = np.random.default_rng(34)
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+             helper.make_node("Div", ["i", "seven"], ["q"]),
+             helper.make_node("Mod", ["i", "seven"], ["r"]),
+             helper.make_node("Cast", ["q"], ["qf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x", "ten"], ["xt"]),
+             helper.make_node("Cast", ["xt"], ["xi"], to=TensorProto.INT64)]
+    model = model_of(nodes, {"x": [2, 60]}, {"qf": TensorProto.FLOAT, "r": TensorProto.INT64, "xi": TensorProto.INT64},
+                     {"k": np.array([20], np.int64), "seven": np.array(7, np.int64), "ten": np.array(10, np.float32)})
+    agrees(model, {"x": rng.standard_normal([2, 60]).astype(np.float32)})
+
+
+def test_a_yolo_end_to_end_head_agrees_with_onnx_runtime():
+    """YOLOv10's one-to-one head as Ultralytics exports it: per anchor the best class score, the
+    top anchors, their class scores gathered, the top (anchor, class) pairs of those, and their
+    boxes; output [1, top, 6] = box, score, class."""
+    rng = np.random.default_rng(35)
+    anchors, classes, top = 400, 8, 30
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("ReduceMax", ["scores", "last"], ["best"], keepdims=0),
+        helper.make_node("TopK", ["best", "top"], ["_", "anchor"], axis=1),
+        helper.make_node("Unsqueeze", ["anchor", "last"], ["anchor3"]),
+        helper.make_node("Expand", ["anchor3", "wide"], ["anchor_c"]),
+        helper.make_node("GatherElements", ["scores", "anchor_c"], ["picked"], axis=1),
+        helper.make_node("Flatten", ["picked"], ["flat"], axis=1),
+        helper.make_node("TopK", ["flat", "top"], ["score", "pair"], axis=1),
+        helper.make_node("Mod", ["pair", "nc"], ["cls"], fmod=0),
+        helper.make_node("Div", ["pair", "nc"], ["row"]),
+        helper.make_node("GatherElements", ["anchor", "row"], ["which"], axis=1),
+        helper.make_node("Unsqueeze", ["which", "last"], ["which3"]),
+        helper.make_node("Expand", ["which3", "four"], ["which4"]),
+        helper.make_node("GatherElements", ["boxes", "which4"], ["box"], axis=1),
+        helper.make_node("Unsqueeze", ["score", "last"], ["score3"]),
+        helper.make_node("Unsqueeze", ["cls", "last"], ["cls3"]),
+        helper.make_node("Cast", ["cls3"], ["clsf"], to=TensorProto.FLOAT),
+        helper.make_node("Concat", ["box", "score3", "clsf"], ["y"], axis=-1),
+    ]
+    model = model_of(nodes, {"scores": [1, anchors, classes], "boxes": [1, anchors, 4]}, {"y": TensorProto.FLOAT},
+                     {"last": i64(-1), "top": i64(top), "wide": i64(1, top, classes), "four": i64(1, top, 4),
+                      "nc": i64(classes)})
+    agrees(model, {"scores": rng.random([1, anchors, classes], np.float32),
+                   "boxes": rng.standard_normal([1, anchors, 4]).astype(np.float32) * 100})
