@@ -55,21 +55,24 @@ void over_channels(const HostLayout& g, const float* image, int64_t p0, int64_t 
 void run_layer_norm(const LayerNorm& ln, const float* in, float* out) {
   const HostLayout &s = ln.src, &d = ln.dst;
   const int64_t tiles = (s.pixels + kTile - 1) / kTile;
-  const float inv_c = 1.0f / static_cast<float>(s.channels);
+  const double inv_c = 1.0 / static_cast<double>(s.channels);
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < s.images * tiles; ++t) {
     const int64_t n = t / tiles, p0 = t % tiles * kTile, count = std::min(kTile, s.pixels - p0);
     const float* image = in + n * s.batch_stride;
     float* result = out + n * d.batch_stride;
-    float mean[kTile] = {}, var[kTile] = {};
-    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) { mean[p] += v; });
-    for (int64_t p = 0; p < count; ++p) mean[p] *= inv_c;
+    // Sums in double: a row of 200k elements (GroupNorm(1, C) over a whole feature map) loses
+    // 1e-4 of its normalised values to float accumulation.
+    double sum[kTile] = {}, var[kTile] = {};
+    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) { sum[p] += v; });
+    float mean[kTile];
+    for (int64_t p = 0; p < count; ++p) mean[p] = static_cast<float>(sum[p] * inv_c);
     over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) {
-      const float c = v - mean[p];
+      const double c = static_cast<double>(v) - sum[p] * inv_c;
       var[p] += c * c;
     });
     float inv_std[kTile];
-    for (int64_t p = 0; p < count; ++p) inv_std[p] = 1.0f / std::sqrt(var[p] * inv_c + ln.eps);
+    for (int64_t p = 0; p < count; ++p) inv_std[p] = static_cast<float>(1.0 / std::sqrt(var[p] * inv_c + ln.eps));
     // The output, channel group by group in the destination's layout (the source is read at the
     // same logical element, wherever its layout keeps it).
     const int64_t group = d.group();

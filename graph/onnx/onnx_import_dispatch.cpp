@@ -5,6 +5,7 @@
 // node to the translator of its op type.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "common/strings.h"
@@ -29,6 +30,22 @@ void Importer::import_node(const onnx::NodeProto& node) {
   if (fold_constant(node)) return;
   if (t == "Scan") return scan(node);
   if (expands(node)) return expand(node);
+  if (t == "Resize" && constant(node, 0)) return resize(node);  // folded
+  if (reads_only_constants(node)) {
+    // A node of constants no fold computes (a Resize of a constant mask): its input 0 made a
+    // tensor of the graph (from one element of a graph input), the node run at inference.
+    const std::string name = cat(node.input(0), "/as_tensor");
+    if (!values_.count(name)) {
+      values_[name] = constant_tensor(node, *constant(node, 0), row_major_named(node, *graph_inputs_.begin()));
+    }
+    auto rewritten = std::make_unique<onnx::NodeProto>(node);
+    rewritten->set_input(0, name);
+    --readers_[node.input(0)];
+    ++readers_[name];
+    const onnx::NodeProto& n = *rewritten;
+    expanded_.push_back(std::move(rewritten));
+    return import_node(n);
+  }
   if (t == "ReduceSumSquare" || t == "ReduceL2" || t == "ReduceL1" || t == "ReduceLogSum" || t == "ReduceLogSumExp") {
     return reduce_via_sum(node);
   }
@@ -44,6 +61,14 @@ void Importer::import_node(const onnx::NodeProto& node) {
     if (on_row_major(node)) return;
   }
   translate(node);
+}
+
+bool Importer::reads_only_constants(const onnx::NodeProto& node) const {
+  if (graph_inputs_.empty() || !has_input(node, 0) || !constant(node, 0)) return false;
+  for (int i = 1; i < node.input_size(); ++i) {
+    if (has_input(node, i) && !constant(node, i)) return false;
+  }
+  return true;
 }
 
 onnx::NodeProto Importer::as_identity(const onnx::NodeProto& node) {

@@ -25,7 +25,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   const std::string& t = node.op_type();
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
-      "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState", "Upsample", "LinearAttention"};
+      "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState", "Upsample", "LinearAttention", "Col2Im"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -89,6 +89,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"CausalConvWithState", &Importer::expand_causal_conv},
       {"Mod", &Importer::expand_mod},
       {"Upsample", &Importer::expand_upsample},
+      {"Col2Im", &Importer::expand_col2im},
       {"LinearAttention", &Importer::expand_linear_attention},
       {"Gemm", &Importer::expand_gemm},
       {"MatMul", &Importer::expand_matmul},
@@ -342,6 +343,44 @@ void Importer::expand_upsample(const onnx::NodeProto& node, Expansion& e, const 
     a->set_s(value);
   }
   e.op("Resize", {node.input(0), "", scales}, {m, transform, rounding}, output_of(node, 0));
+}
+
+void Importer::expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // Col2Im sums every column's block back into the image: a transposed convolution over the
+  // columns [N, C·kh·kw, Lh, Lw], grouped by channel, whose weight puts input channel (c, i, j) at
+  // position (i, j) of output channel c (MobileViT's folding).
+  const std::vector<int64_t> image = constant_ints(node, 1, "image_shape");
+  const std::vector<int64_t> block = constant_ints(node, 2, "block_shape");
+  if (image.size() != 2 || block.size() != 2) fail(node, cat("only 2-D images are supported, got ", image.size(), "-D"));
+  if (in.rank != 3) fail(node, cat("the input must be [N, C · block, L], got rank ", in.rank));
+  std::vector<int64_t> strides = attr_ints(node, "strides"), dilations = attr_ints(node, "dilations"), pads = attr_ints(node, "pads");
+  if (strides.empty()) strides = {1, 1};
+  if (dilations.empty()) dilations = {1, 1};
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  const int64_t taps = block[0] * block[1];
+  if (in.dims[1] % taps != 0) fail(node, cat("the input's ", in.dims[1], " rows are not a multiple of the block's ", taps, " taps"));
+  const int64_t channels = in.dims[1] / taps;
+  std::vector<int64_t> grid(2);
+  for (size_t d = 0; d < 2; ++d) {
+    grid[d] = (image[d] + pads[d] + pads[d + 2] - dilations[d] * (block[d] - 1) - 1) / strides[d] + 1;
+  }
+  if (grid[0] < 1 || grid[1] < 1 || grid[0] * grid[1] != in.dims[2]) {
+    fail(node, cat("the input's ", in.dims[2], " columns are not the ", grid[0], " x ", grid[1], " blocks of the image"));
+  }
+  std::vector<float> weight(static_cast<size_t>(channels * taps * taps), 0.0f);  // [C·taps, 1, kh, kw]
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t t = 0; t < taps; ++t) weight[static_cast<size_t>((c * taps + t) * taps + t)] = 1.0f;
+  // The rows and columns of the image no block reaches (a stride that does not divide it): the
+  // transposed convolution's output_padding.
+  std::vector<int64_t> extra(2);
+  for (size_t d = 0; d < 2; ++d) {
+    extra[d] = image[d] - ((grid[d] - 1) * strides[d] + dilations[d] * (block[d] - 1) + 1 - pads[d] - pads[d + 2]);
+  }
+  const std::string columns = e.reshape(node.input(0), {in.dims[0], in.dims[1], grid[0], grid[1]});
+  e.op("ConvTranspose", {columns, e.floats(weight, {channels * taps, 1, block[0], block[1]})},
+       {ints_attr("strides", strides), ints_attr("dilations", dilations), ints_attr("pads", pads),
+        int_attr("group", channels), ints_attr("output_padding", extra)},
+       output_of(node, 0));
 }
 
 void Importer::expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput&) {

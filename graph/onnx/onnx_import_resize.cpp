@@ -41,10 +41,7 @@ bool pytorch_resize(const ResizeNdAttrs& a, const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-void Importer::resize(const onnx::NodeProto& node) {
-  const bool rank4 = rank_of(node.input(0)) == 4u && !is_row_major(input(node, 0));
-  const ValueId x = rank4 ? input(node, 0) : row_major(node, 0);
-  const std::vector<int64_t> dims = dims_of(shape(x));
+ResizeNdAttrs Importer::resize_attrs(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const {
   const auto rank = static_cast<int64_t>(dims.size());
   ResizeNdAttrs a;
   std::string mode = attr_string(node, "mode");
@@ -124,6 +121,42 @@ void Importer::resize(const onnx::NodeProto& node) {
       a.roi[dims.size() + static_cast<size_t>(axes[i])] = roi[n + i];
     }
   }
+  return a;
+}
+
+void Importer::resize(const onnx::NodeProto& node) {
+  if (const ConstTensor* c = constant(node, 0)) {
+    // A constant resized (DETR's padding mask to each feature map's size): a constant.
+    const ResizeNdAttrs a = resize_attrs(node, c->dims);
+    const std::vector<float> given = c->floats();
+    std::vector<double> v(given.begin(), given.end());
+    std::vector<int64_t> dims = c->dims;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      const ResizeTaps taps = resize_taps(a, axis, dims[axis]);
+      if (taps.identity) continue;
+      const int64_t outer = product(dims, 0, axis), inner = product(dims, axis + 1, dims.size());
+      const int64_t out = a.sizes[axis];
+      std::vector<double> next(static_cast<size_t>(outer * out * inner));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < out; ++j)
+          for (int64_t i = 0; i < inner; ++i) {
+            double sum = 0;
+            const auto& index = taps.index[static_cast<size_t>(j)];
+            for (size_t t = 0; t < index.size(); ++t) {
+              sum += taps.weight[static_cast<size_t>(j)][t] * v[static_cast<size_t>((o * dims[axis] + index[t]) * inner + i)];
+            }
+            next[static_cast<size_t>((o * out + j) * inner + i)] = taps.outside[static_cast<size_t>(j)] ? a.extrapolation : sum;
+          }
+      v = std::move(next);
+      dims[axis] = out;
+    }
+    constants_[node.output(0)] = ConstTensor::of_floats(std::vector<float>(v.begin(), v.end()), dims);
+    return;
+  }
+  const bool rank4 = rank_of(node.input(0)) == 4u && !is_row_major(input(node, 0));
+  const ValueId x = rank4 ? input(node, 0) : row_major(node, 0);
+  const std::vector<int64_t> dims = dims_of(shape(x));
+  const ResizeNdAttrs a = resize_attrs(node, dims);
   if (rank4 && pytorch_resize(a, dims)) {
     ResizeAttrs r;
     r.size = {a.sizes[2], a.sizes[3]};

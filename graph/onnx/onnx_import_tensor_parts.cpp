@@ -228,11 +228,22 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
     const ConstTensor* idx = constant(node, 1);
     if (!idx) fail_not_constant(node, 1, "the indices must be constant");
     std::vector<int64_t> ids = idx->ints();
-    for (int64_t& i : ids) i = i < 0 ? i + s[static_cast<size_t>(axis)] : i;
-    bool range = !ids.empty();
-    for (size_t i = 1; range && i < ids.size(); ++i) range = ids[i] == ids[i - 1] + 1;
-    if (!range) fail(node, "only gathers of one index or of consecutive indices are supported");
-    const ValueId y = narrowed(node, x, axis, ids.front(), ids.back() + 1);
+    if (ids.empty()) fail(node, "the indices are empty");
+    const int64_t extent = s[static_cast<size_t>(axis)];
+    for (int64_t& i : ids) {
+      i = i < 0 ? i + extent : i;
+      if (i < 0 || i >= extent) fail(node, cat("index ", i, " is outside axis ", axis, " of ", shape(x).to_string()));
+    }
+    // Runs of consecutive indices, each a narrow, joined along the axis (MobileViT's unfolding
+    // gathers every other pixel).
+    std::vector<ValueId> parts;
+    for (size_t begin = 0; begin < ids.size();) {
+      size_t end = begin + 1;
+      while (end < ids.size() && ids[end] == ids[end - 1] + 1) ++end;
+      parts.push_back(narrowed(node, x, axis, ids[begin], ids[end - 1] + 1));
+      begin = end;
+    }
+    const ValueId y = parts.size() == 1 ? parts[0] : concatenated(node, parts, axis);
     // ONNX: data dimensions before the axis, the indices' dimensions, the data dimensions after.
     std::vector<int64_t> target(s.begin(), s.begin() + axis);
     target.insert(target.end(), idx->dims.begin(), idx->dims.end());

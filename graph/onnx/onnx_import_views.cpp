@@ -177,7 +177,9 @@ void Importer::gather(const onnx::NodeProto& node) {
   int64_t axis = attr_int(node, "axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(shape(x).rank());
   if (!idx || axis != 1 || shape(x).rank() != 4 || idx->dims.size() > 1) {
-    fail(node, "only the selection of channels of a 4-D tensor by constant indices is supported");
+    // Along another axis (a mask's batch), or by indices of more dimensions: the row-major gather.
+    values_[node.input(0)] = row_major(node, 0);
+    return narrow_row_major(node);
   }
   const int64_t channels = shape(x)[1];
   std::vector<std::pair<int64_t, int64_t>> runs;  // [begin, end) of consecutive indices

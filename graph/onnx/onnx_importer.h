@@ -118,6 +118,9 @@ class Importer {
   // Whether the node's inputs are all constant: its outputs are then constants (a FormatError
   // when they are invalid for the op).
   bool fold_constant(const onnx::NodeProto& node);
+  // Whether every input of the node is a constant (or absent), input 0 among them, and the model
+  // has a graph input to make a tensor from.
+  bool reads_only_constants(const onnx::NodeProto& node) const;
   // The node to the translator of its op type (a FormatError when there is none).
   void translate(const onnx::NodeProto& node);
 
@@ -195,6 +198,9 @@ class Importer {
   void transpose(const onnx::NodeProto& node);
   void squeeze(const onnx::NodeProto& node);
   // ---- onnx_import_resize.cpp
+  // The resize_nd attributes of a Resize of an input of `dims` (ONNX's rules in full).
+  ResizeNdAttrs resize_attrs(const onnx::NodeProto& node, const std::vector<int64_t>& dims) const;
+  // A Resize: of a constant, folded; PyTorch's modes on a 4-D tensor, a resize op; else resize_nd.
   void resize(const onnx::NodeProto& node);
   // ---- onnx_import_channels.cpp: layer normalisation, GELU, channels-last views
   void layer_norm(const onnx::NodeProto& node);
@@ -234,6 +240,7 @@ class Importer {
   void expand_causal_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_upsample(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

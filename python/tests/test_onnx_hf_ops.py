@@ -1,0 +1,91 @@
+"""What the Hugging Face vision exports need, through stagecraft against ONNX Runtime on random
+data: Col2Im (MobileViT V2's folding) in every stride / pad / dilation case, a Resize of a
+constant (DETR's padding mask) folded, a node of constants no fold computes run on a tensor, a
+Gather along the batch axis of a 4-D tensor and of non-consecutive indices (MobileViT's
+unfolding), and a normalisation over a whole feature map as accurate as float64 allows."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from stagecraft.onnx_backend import Backend  # noqa: E402
+
+
+def model_of(nodes, inputs, initializers=None, opset=18):
+    graph = helper.make_graph(
+        nodes, "hf", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def agrees(model, feeds, atol=1e-5):
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = Backend.prepare(model).run(list(feeds.values()))[0]
+    assert got.shape == want.shape
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("image,block,strides,pads,dilations", [
+    ([6, 8], [2, 2], [2, 2], [0, 0, 0, 0], [1, 1]),      # MobileViT's non-overlapping patches
+    ([5, 7], [3, 2], [1, 2], [1, 0, 1, 1], [1, 1]),      # overlapping blocks summed, pads
+    ([9, 9], [2, 3], [2, 1], [0, 1, 0, 1], [2, 1]),      # dilated
+    ([7, 8], [2, 2], [2, 3], [0, 0, 0, 0], [1, 1]),      # a stride leaving the last rows / columns
+])
+def test_col2im_agrees_with_onnx_runtime(image, block, strides, pads, dilations):
+    rng = np.random.default_rng(41)
+    grid = [(image[d] + pads[d] + pads[d + 2] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(2)]
+    shape = [2, 3 * block[0] * block[1], grid[0] * grid[1]]
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=strides, pads=pads, dilations=dilations)
+    model = model_of([node], {"x": shape}, {"image": np.array(image, np.int64), "block": np.array(block, np.int64)})
+    agrees(model, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
+def test_a_resize_of_a_constant_mask_folds():
+    """DETR: a padding mask resized to a feature map's size, inverted, and applied."""
+    mask = np.ones([1, 1, 8, 12], np.float32)
+    mask[..., 6:, :] = 0
+    nodes = [helper.make_node("Resize", ["mask", "", "", "size"], ["m"], mode="nearest"),
+             helper.make_node("Cast", ["m"], ["b"], to=TensorProto.BOOL),
+             helper.make_node("Not", ["b"], ["nb"]),
+             helper.make_node("Cast", ["nb"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x", "f"], ["y"])]
+    model = model_of(nodes, {"x": [1, 4, 4, 3]}, {"mask": mask, "size": np.array([1, 1, 4, 3], np.int64)})
+    agrees(model, {"x": np.random.default_rng(42).standard_normal([1, 4, 4, 3]).astype(np.float32)})
+
+
+def test_a_node_of_constants_no_fold_computes_runs_on_a_tensor():
+    """A convolution of a constant image (no fold computes convolutions) added to the input."""
+    rng = np.random.default_rng(43)
+    nodes = [helper.make_node("Conv", ["c", "w"], ["k"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["x", "k"], ["y"])]
+    model = model_of(nodes, {"x": [1, 2, 5, 5]}, {"c": rng.standard_normal([1, 3, 5, 5]).astype(np.float32),
+                                                  "w": rng.standard_normal([2, 3, 3, 3]).astype(np.float32)})
+    agrees(model, {"x": rng.standard_normal([1, 2, 5, 5]).astype(np.float32)})
+
+
+@pytest.mark.parametrize("axis,indices", [(0, np.array(1, np.int64)), (2, np.array([0, 2, 4, 1], np.int64)),
+                                          (-1, np.array([[5, 3], [0, 0]], np.int64))])
+def test_gathers_along_any_axis_by_any_constant_indices(axis, indices):
+    rng = np.random.default_rng(44)
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)
+    model = model_of([node], {"x": [2, 3, 5, 6]}, {"i": indices})
+    agrees(model, {"x": rng.standard_normal([2, 3, 5, 6]).astype(np.float32)})
+
+
+def test_a_normalisation_over_a_whole_feature_map_keeps_float64s_accuracy():
+    """GroupNorm(1, C) as exported: InstanceNormalization of [N, 1, C·H·W], 200k elements of mean
+    2 and deviation 0.5 (float sums lost 1.2e-4 of the normalised values; ONNX Runtime 6e-6)."""
+    rng = np.random.default_rng(45)
+    n = 256 * 28 * 28
+    node = helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-5)
+    model = model_of([node], {"x": [1, 1, n]}, {"s": np.ones(1, np.float32), "b": np.zeros(1, np.float32)})
+    x = (2.0 + 0.5 * rng.standard_normal([1, 1, n])).astype(np.float32)
+    got = Backend.prepare(model).run([x])[0]
+    x64 = x.astype(np.float64)
+    exact = (x64 - x64.mean()) / np.sqrt(x64.var() + 1e-5)
+    assert np.abs(got - exact).max() < 2e-5
