@@ -13,7 +13,19 @@ namespace {
 bool element_wise(const std::string& t) {
   return t == "Relu" || t == "Sigmoid" || t == "HardSwish" || t == "LeakyRelu" || t == "HardSigmoid" ||
          t == "Gelu" || t == "Clip" || t == "Dropout" || t == "Identity" || t == "Neg" || t == "Add" ||
-         t == "Sub" || t == "Mul" || t == "Div";
+         t == "Sub" || t == "Mul" || t == "Div" || t == "Sqrt" || t == "Tanh" || t == "Reciprocal" ||
+         unary_fn_of_onnx(t).has_value();
+}
+
+// The reductions a channels-last view carries (its axes mapped to the tensor's, dimensions kept).
+bool reduction(const std::string& t) {
+  return t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin";
+}
+
+// Axis a of [N, H, W, C] as an axis of [N, C, H, W].
+int64_t nchw_axis(int64_t a) {
+  a = a < 0 ? a + 4 : a;
+  return a == 0 ? 0 : a == 3 ? 1 : a + 1;
 }
 
 std::vector<int64_t> channels_last_dims(const Shape& s) { return {s[0], s[2], s[3], s[1]}; }
@@ -88,6 +100,13 @@ bool Importer::stays_channels_last(const onnx::NodeProto& node) const {
     return axis == -1 || axis == 3;
   }
   if (t == "MatMul") return constant(node, 1) && constant(node, 1)->dims.size() == 2;
+  if (reduction(t)) {
+    // With the reduced dimensions kept and the axes known: a reduction of the tensor itself
+    // (ConvNeXt V2's response normalisation over H and W, then over the channels).
+    if (attr_int(node, "keepdims", 1) == 0) return false;
+    const bool by_input = t == "ReduceSum" ? opset_ >= 13 : opset_ >= 18;
+    return by_input ? !has_input(node, 1) || constant(node, 1) != nullptr : true;
+  }
   return element_wise(t);
 }
 
@@ -139,6 +158,25 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
     return;
   }
   for (int i = 0; i < own.output_size(); ++i) own.set_output(i, node.output(i) + "@nchw");
+  if (reduction(t)) {  // the axes as the tensor's (every axis when none are given)
+    const bool by_input = t == "ReduceSum" ? opset_ >= 13 : opset_ >= 18;
+    std::vector<int64_t> given = by_input ? (has_input(node, 1) ? constant(node, 1)->ints() : std::vector<int64_t>{})
+                                          : attr_ints(node, "axes");
+    if (given.empty() && attr_int(node, "noop_with_empty_axes", 0) == 0) given = {0, 1, 2, 3};
+    for (int64_t& a : given) a = nchw_axis(a);
+    if (by_input) {
+      const std::string alias = cat(node.output(0), "@nchw_axes");
+      constants_[alias] = ConstTensor::of_ints(given, {static_cast<int64_t>(given.size())});
+      if (own.input_size() > 1) own.set_input(1, alias); else own.add_input(alias);
+      ++readers_[alias];
+    } else {
+      for (auto& at : *own.mutable_attribute()) {
+        if (at.name() != "axes") continue;
+        at.clear_ints();
+        for (int64_t a : given) at.add_ints(a);
+      }
+    }
+  }
   if (t == "LayerNormalization") {
     // Over the last axis (checked): over channels of the tensor itself: a layer norm of [N, C, H, W] over C.
     values_[own.output(0)] = add_layer_norm(node, view->base);

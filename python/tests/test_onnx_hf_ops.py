@@ -89,3 +89,30 @@ def test_a_normalisation_over_a_whole_feature_map_keeps_float64s_accuracy():
     x64 = x.astype(np.float64)
     exact = (x64 - x64.mean()) / np.sqrt(x64.var() + 1e-5)
     assert np.abs(got - exact).max() < 2e-5
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_convnext_v2s_response_normalisation_on_a_channels_last_view(opset):
+    """GRN as ConvNeXt V2 exports it: the L2 norm over H and W of a channels-last view, its mean
+    over the channels, x · (norm / mean) · gamma + beta + x, back to channels first: reductions of
+    the tensor itself (the axes mapped), no row-major copy."""
+    rng = np.random.default_rng(46)
+    c = 8
+    axes_hw = [helper.make_node("ReduceL2", ["g", "hw"] if opset >= 18 else ["g"], ["n"], keepdims=1,
+                                **({} if opset >= 18 else {"axes": [1, 2]}))]
+    mean = [helper.make_node("ReduceMean", ["n", "last"] if opset >= 18 else ["n"], ["m"], keepdims=1,
+                             **({} if opset >= 18 else {"axes": [-1]}))]
+    nodes = [helper.make_node("Transpose", ["x"], ["g"], perm=[0, 2, 3, 1])] + axes_hw + mean + [
+        helper.make_node("Add", ["m", "eps"], ["me"]),
+        helper.make_node("Div", ["n", "me"], ["r"]),
+        helper.make_node("Mul", ["g", "r"], ["gr"]),
+        helper.make_node("Mul", ["gamma", "gr"], ["s"]),
+        helper.make_node("Add", ["s", "beta"], ["sb"]),
+        helper.make_node("Add", ["sb", "g"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["y"], perm=[0, 3, 1, 2])]
+    inits = {"eps": np.array(1e-6, np.float32), "gamma": rng.standard_normal([1, 1, 1, c]).astype(np.float32),
+             "beta": rng.standard_normal([1, 1, 1, c]).astype(np.float32)}
+    if opset >= 18:
+        inits.update(hw=np.array([1, 2], np.int64), last=np.array([-1], np.int64))
+    model = model_of(nodes, {"x": [2, c, 6, 5]}, inits, opset=opset)
+    agrees(model, {"x": rng.standard_normal([2, c, 6, 5]).astype(np.float32)})
