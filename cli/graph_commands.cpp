@@ -8,7 +8,7 @@
 #include "common/strings.h"
 #include "graph/blocks.h"
 #include "graph/dot.h"
-#include "graph/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_io.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
 #include "graph/yaml_io.h"

@@ -8,7 +8,7 @@
 #include "cli/options.h"
 #include "common/strings.h"
 #include "executor/executor.h"
-#include "graph/onnx/tensor_files.h"
+#include "frontend/onnx/tensor_files.h"
 #include "graph/quantize.h"
 #include "quant/calibration.h"
 #include "scheduler/schedule.h"

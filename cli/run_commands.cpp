@@ -16,7 +16,7 @@
 #include "common/strings.h"
 #include "executor/executor.h"
 #include "executor/trace.h"
-#include "graph/onnx/tensor_files.h"
+#include "frontend/onnx/tensor_files.h"
 #include "graph/quantize.h"
 #include "profiler/timing.h"
 #include "scheduler/schedule_yaml.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "graph/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_io.h"
 #include "graph/yaml_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

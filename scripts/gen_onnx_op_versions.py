@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes graph/onnx/onnx_op_versions.inc: every op of ONNX's default domain with the opset
+"""Writes frontend/onnx/onnx_op_versions.inc: every op of ONNX's default domain with the opset
 versions that changed it (its schemas' since_version), from the installed `onnx` package. The
 importer resolves the version of an op a model uses from it (the newest since_version <= the
 model's opset), whatever opset the libonnx it links knows.
@@ -24,7 +24,7 @@ reexec_in_venv("gen_onnx_op_versions", __file__, ["onnx"], ["onnx"])
 import onnx  # noqa: E402
 from onnx import defs  # noqa: E402
 
-TARGET = ROOT / "graph" / "onnx" / "onnx_op_versions.inc"
+TARGET = ROOT / "frontend" / "onnx" / "onnx_op_versions.inc"
 
 
 def table() -> str:

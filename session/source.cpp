@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "graph/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_io.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
 #include "graph/yaml_io.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "graph/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_io.h"
 #include "graph/quantize.h"
 #include "graph/weights.h"
 

@@ -24,7 +24,7 @@
 #include "executor/executor.h"
 #include "executor/tensor.h"
 #include "graph/errors.h"
-#include "graph/onnx/tensor_files.h"
+#include "frontend/onnx/tensor_files.h"
 #include "graph/quantize.h"
 #include "graph/yaml_io.h"
 #include "networks/registry.h"

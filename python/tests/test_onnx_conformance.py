@@ -114,10 +114,10 @@ def test_the_exclusion_list_fails_when_a_listed_case_passes_or_an_unlisted_one_i
 
 
 def test_the_op_version_table_of_the_importer_matches_the_onnx_package():
-    """graph/onnx/onnx_op_versions.inc (which version of each op a model's opset selects) is the
+    """frontend/onnx/onnx_op_versions.inc (which version of each op a model's opset selects) is the
     installed onnx's schemas; with another onnx version the difference is printed, not failed."""
     root = Path(__file__).resolve().parents[2]
-    table = root / "graph" / "onnx" / "onnx_op_versions.inc"
+    table = root / "frontend" / "onnx" / "onnx_op_versions.inc"
     made_with = table.read_text().splitlines()[0].split("from onnx ")[1].split(":")[0]
     import subprocess
     import sys

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "executor/executor.h"
-#include "graph/onnx/onnx_io.h"
-#include "graph/onnx/tensor_files.h"
+#include "frontend/onnx/onnx_io.h"
+#include "frontend/onnx/tensor_files.h"
 #include "graph/passes.h"
 #include "support/models.h"
 

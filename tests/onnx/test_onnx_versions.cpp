@@ -4,8 +4,8 @@
 #include <onnx/onnx_pb.h>
 
 #include "common/error.h"
-#include "graph/onnx/onnx_io.h"
-#include "graph/onnx/onnx_versions.h"
+#include "frontend/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_versions.h"
 
 namespace stagecraft::graph::onnx_import {
 namespace {

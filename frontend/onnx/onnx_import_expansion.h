@@ -1,0 +1,167 @@
+#pragma once
+// Internal to frontend/onnx/: Importer::Expansion, the nodes one ONNX node is written as (its
+// expansions: onnx_import_expansions.cpp, the recurrent layers: onnx_import_recurrent.cpp).
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "frontend/onnx/onnx_importer.h"
+#include "frontend/onnx/onnx_patterns.h"
+
+namespace stagecraft::graph::onnx_import {
+
+inline onnx::AttributeProto int_attr(const char* name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
+inline onnx::AttributeProto ints_attr(const char* name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+inline onnx::AttributeProto float_attr(const char* name, float v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(v);
+  return a;
+}
+
+// The name of the node's output `slot` ("" when it has none).
+inline std::string output_of(const onnx::NodeProto& node, int slot) {
+  return slot < node.output_size() ? node.output(slot) : std::string();
+}
+
+// The axes from `axis` to the last of a tensor of `rank` dimensions.
+inline std::vector<int64_t> trailing_axes(int64_t axis, size_t rank) {
+  std::vector<int64_t> axes(rank - static_cast<size_t>(axis));
+  std::iota(axes.begin(), axes.end(), axis);
+  return axes;
+}
+
+// The nodes one node is written as: made in order (each reading earlier ones, the node's inputs
+// and constants), then imported in that order once all exist, so that every reader is known
+// when its producer is translated.
+class Importer::Expansion {
+ public:
+  Expansion(Importer& im, const onnx::NodeProto& node) : im_(im), node_(node) {
+    for (const auto& in : node.input()) {
+      if (!in.empty()) --im_.readers_[in];  // read by the nodes below instead
+    }
+  }
+
+  // A node of `type` reading `inputs` with `attrs`, writing `output` (a new name when empty).
+  std::string op(const char* type, const std::vector<std::string>& inputs,
+                 const std::vector<onnx::AttributeProto>& attrs = {}, std::string output = "") {
+    auto n = std::make_unique<onnx::NodeProto>();
+    n->set_op_type(type);
+    n->set_name(cat(node_name(node_), "/", type, "_", nodes_.size()));
+    if (output.empty()) output = cat(node_.output(0), "/", type, "_", nodes_.size());
+    for (const auto& in : inputs) {
+      n->add_input(in);
+      if (in.empty()) continue;
+      ++im_.readers_[in];
+      im_.reader_kinds_[in].insert(type);
+      im_.reader_nodes_[in].push_back(n.get());
+    }
+    for (const auto& a : attrs) *n->add_attribute() = a;
+    n->add_output(output);
+    im_.produced_.insert(output);
+    im_.producers_[output] = n.get();
+    nodes_.push_back(n.get());
+    im_.expanded_.push_back(std::move(n));
+    return output;
+  }
+
+  // A node given whole (its inputs and outputs already named: a copy of a subgraph's node),
+  // imported with the others.
+  void node(const onnx::NodeProto& given) {
+    auto n = std::make_unique<onnx::NodeProto>(given);
+    for (const auto& in : n->input()) {
+      if (in.empty()) continue;
+      ++im_.readers_[in];
+      im_.reader_kinds_[in].insert(n->op_type());
+      im_.reader_nodes_[in].push_back(n.get());
+    }
+    for (const std::string& name : outer_reads(*n)) ++im_.readers_[name];
+    for (const auto& out : n->output()) {
+      if (out.empty()) continue;
+      im_.produced_.insert(out);
+      im_.producers_[out] = n.get();
+    }
+    nodes_.push_back(n.get());
+    im_.expanded_.push_back(std::move(n));
+  }
+  // A slice [begin, begin + 1) of `axis`, the axis removed.
+  std::string element(const std::string& x, int64_t axis, int64_t at) {
+    // (Slice-10's inputs at any opset: the translations read them where a node has them.)
+    return unsqueeze("Squeeze", op("Slice", {x, ints({at}), ints({at + 1}), ints({axis})}), {axis});
+  }
+
+  // A constant: int64 values of `dims` (1-D when empty), or one float.
+  std::string ints(const std::vector<int64_t>& values) {
+    const std::string name = cat(node_.output(0), "/ints_", constants_++);
+    im_.constants_[name] = ConstTensor::of_ints(values, {static_cast<int64_t>(values.size())});
+    return name;
+  }
+  std::string floats(const std::vector<float>& values, const std::vector<int64_t>& dims) {
+    const std::string name = cat(node_.output(0), "/floats_", constants_++);
+    im_.constants_[name] = ConstTensor::of_floats(values, dims);
+    return name;
+  }
+  std::string scalar(float value) {
+    const std::string name = cat(node_.output(0), "/scalar_", constants_++);
+    im_.constants_[name] = ConstTensor::of_floats({value}, {});
+    return name;
+  }
+
+  // Mean or sum over `axes`, the reduced dimensions kept (axes an input from the opset that made
+  // them one).
+  std::string reduce(const char* type, const std::string& x, const std::vector<int64_t>& axes,
+                     const std::string& output = "") {
+    const bool input = std::string(type) == "ReduceSum" ? im_.opset_ >= 13 : im_.opset_ >= 18;
+    if (input) return op(type, {x, ints(axes)}, {int_attr("keepdims", 1)}, output);
+    return op(type, {x}, {ints_attr("axes", axes), int_attr("keepdims", 1)}, output);
+  }
+  std::string unsqueeze(const char* type, const std::string& x, const std::vector<int64_t>& axes,
+                        const std::string& output = "") {
+    if (im_.opset_ >= 13) return op(type, {x, ints(axes)}, {}, output);
+    return op(type, {x}, {ints_attr("axes", axes)}, output);
+  }
+  std::string reshape(const std::string& x, const std::vector<int64_t>& dims, const std::string& output = "") {
+    return op("Reshape", {x, ints(dims)}, {}, output);
+  }
+
+  // (x - mean) / sqrt(var + eps) over `axes`: the normalised tensor; the mean and 1 / sqrt(var +
+  // eps) under the names given (none when empty).
+  std::string normalised(const std::string& x, const std::vector<int64_t>& axes, float eps,
+                         const std::string& mean_out = "", const std::string& inv_out = "") {
+    const std::string mean = reduce("ReduceMean", x, axes, mean_out);
+    const std::string d = op("Sub", {x, mean});
+    const std::string var = reduce("ReduceMean", op("Mul", {d, d}), axes);
+    const std::string inv = op("Reciprocal", {op("Sqrt", {op("Add", {var, scalar(eps)})})}, {}, inv_out);
+    return op("Mul", {d, inv});
+  }
+
+  // Imports the nodes made.
+  void finish() {
+    for (const onnx::NodeProto* n : nodes_) im_.import_node(*n);
+  }
+
+ private:
+  Importer& im_;
+  const onnx::NodeProto& node_;
+  std::vector<const onnx::NodeProto*> nodes_;
+  int constants_ = 0;
+};
+
+}  // namespace stagecraft::graph::onnx_import

@@ -1,0 +1,120 @@
+// Index tensors: TopK, ArgMax / ArgMin (a top_k of one), GatherElements of tensors, and the
+// integer arithmetic around them. The graph's tensors are float32, so an ONNX integer tensor the
+// model computes (TopK's indices, a Cast to an integer type, arithmetic on those) is a float32
+// tensor of integer values, exact below 2^24 (shape inference holds top_k's and gather_elements'
+// axes to it): a Div of integers and a Cast of a float tensor to an integer type truncate toward
+// zero (x - fmod(x, 1)), as ONNX's integer division and casts do.
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/strings.h"
+#include "frontend/onnx/onnx_importer.h"
+
+namespace stagecraft::graph::onnx_import {
+
+namespace {
+
+bool integer_type(int64_t onnx_type) {
+  switch (onnx_type) {
+    case onnx::TensorProto::INT8: case onnx::TensorProto::INT16: case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT64: case onnx::TensorProto::UINT8: case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT32: case onnx::TensorProto::UINT64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool Importer::is_integer(const std::string& name) const {
+  if (name.empty()) return false;
+  if (auto c = constants_.find(name); c != constants_.end()) return integer_type(c->second.onnx_type);
+  if (auto known = integer_.find(name); known != integer_.end()) return known->second;
+  const auto it = producers_.find(name);
+  bool integer = false;
+  if (it != producers_.end()) {
+    const onnx::NodeProto& p = *it->second;
+    const std::string& t = p.op_type();
+    // Ops whose output has the element type of their input 0 (or of either operand).
+    static const std::set<std::string, std::less<>> kSameType = {
+        "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile", "Transpose", "Slice",
+        "Gather", "GatherElements", "GatherND", "Concat", "Split", "Neg", "Abs", "ReduceMax", "ReduceMin",
+        "ReduceSum", "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min"};
+    if (t == "TopK") {
+      integer = p.output_size() > 1 && p.output(1) == name;
+    } else if (t == "ArgMax" || t == "ArgMin") {
+      integer = true;
+    } else if (t == "Cast") {
+      integer = integer_type(attr_int(p, "to", onnx::TensorProto::FLOAT));
+    } else if (t == "Where") {
+      integer = p.input_size() > 2 && (is_integer(p.input(1)) || is_integer(p.input(2)));
+    } else if (kSameType.count(t)) {
+      const bool binary = t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Mod" || t == "Max" || t == "Min";
+      integer = p.input_size() > 0 && (is_integer(p.input(0)) || (binary && p.input_size() > 1 && is_integer(p.input(1))));
+    }
+  }
+  integer_[name] = integer;
+  return integer;
+}
+
+ValueId Importer::truncated(const onnx::NodeProto& node, ValueId x) {
+  // x - fmod(x, 1): toward zero, exact for every float.
+  BinaryAttrs mod;
+  mod.op = BinaryOp::kMod;
+  mod.constant = std::vector<int64_t>(shape(x).rank(), 1);
+  const ValueId fraction = add_weighted(node, OpKind::kBinary, mod, {x}, {1.0f});
+  BinaryAttrs sub;
+  sub.op = BinaryOp::kSub;
+  const ValueId y = add(node, OpKind::kBinary, sub, {x, fraction});
+  return is_row_major(x) ? mark(y) : y;
+}
+
+void Importer::top_k(const onnx::NodeProto& node) {
+  const ValueId x = row_major(node, 0);
+  const size_t rank = shape(x).rank();
+  TopKAttrs a;
+  a.axis = axis_in(node, attr_int(node, "axis", -1), rank);
+  const std::vector<int64_t> k = constant_ints(node, 1, "K");
+  if (k.size() != 1) fail(node, cat("K must hold one value, got ", k.size()));
+  a.k = k[0];
+  a.largest = attr_int(node, "largest", 1) != 0;
+  const ValueId values = mark(add(node, OpKind::kTopK, a, {x}));
+  define(node, 0, values);
+  if (node.output_size() > 1 && !node.output(1).empty()) define(node, 1, mark(graph_.op(last_op_).outputs[1]));
+}
+
+void Importer::arg_extreme(const onnx::NodeProto& node) {
+  // The index of the first largest (smallest) element: a top_k of one's indices.
+  if (attr_int(node, "select_last_index", 0) != 0) fail(node, "select_last_index 1 is not supported (the first index of equal values is)");
+  const ValueId x = row_major(node, 0);
+  const std::vector<int64_t> dims = dims_of(shape(x));
+  TopKAttrs a;
+  a.axis = axis_in(node, attr_int(node, "axis", 0), dims.size());
+  a.k = 1;
+  a.largest = node.op_type() == "ArgMax";
+  add(node, OpKind::kTopK, a, {x});
+  ValueId indices = mark(graph_.op(last_op_).outputs[1]);
+  if (attr_int(node, "keepdims", 1) == 0) {
+    std::vector<int64_t> kept = dims;
+    kept.erase(kept.begin() + a.axis);
+    if (kept.empty()) fail(node, "the result is a scalar (rank 0): not supported");
+    indices = reshaped(node, indices, kept);
+  }
+  define(node, 0, mark(indices));
+}
+
+void Importer::gather_elements(const onnx::NodeProto& node) {
+  // Of two tensors; a constant operand (the data of a lookup table, or fixed indices) as a tensor.
+  const ConstTensor* data = constant(node, 0);
+  const ConstTensor* idx = constant(node, 1);
+  if (data && idx) fail(node, "both inputs are constants (the gather folds)");
+  const ValueId x = data ? constant_tensor(node, *data, row_major(node, 1)) : row_major(node, 0);
+  const ValueId i = idx ? constant_tensor(node, *idx, x) : row_major(node, 1);
+  GatherElementsAttrs a;
+  a.axis = axis_in(node, attr_int(node, "axis", 0), shape(x).rank());
+  define(node, 0, mark(add(node, OpKind::kGatherElements, a, {mark(x), mark(i)})));
+}
+
+}  // namespace stagecraft::graph::onnx_import
