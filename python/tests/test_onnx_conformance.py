@@ -68,12 +68,14 @@ def test_backend_runs_a_model_as_the_onnx_reference_does():
 
 
 def test_a_model_outside_the_supported_set_is_one_line_naming_the_node():
-    graph = helper.make_graph([helper.make_node("DFT", ["x"], ["y"], name="fourier")], "dft",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 2])])
+    graph = helper.make_graph([helper.make_node("STFT", ["x", "step"], ["y"], name="spectrogram")], "stft",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[helper.make_tensor("step", TensorProto.INT64, [], [8])])
     with pytest.raises(stagecraft.Error) as info:
         Backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert "\n" not in str(info.value).strip(), str(info.value)
+    assert "'spectrogram' (STFT)" in str(info.value), str(info.value)
 
 
 def test_every_float32_node_test_passes_or_is_refused_as_listed():

@@ -1,0 +1,77 @@
+"""ONNX ops beyond the vision exports, through stagecraft against ONNX's reference evaluator and
+ONNX Runtime on random data: DFT (forward, inverse, one-sided both ways, any signal axis, a
+dft_length that pads or truncates; opsets 17 and 20) and BatchNormalization in training mode
+(batch statistics, the running mean and variance as outputs)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from stagecraft.onnx_backend import Backend  # noqa: E402
+
+
+def model_of(nodes, inputs, outputs, initializers=None, opset=17):
+    graph = helper.make_graph(
+        nodes, "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def agrees(model, feeds, atol=1e-4):
+    want = ReferenceEvaluator(model).run(None, feeds)
+    got = Backend.prepare(model).run(list(feeds.values()))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("shape,axis,inverse,onesided,length,opset", [
+    ([2, 12, 3, 1], 1, 0, 0, None, 17),    # real, forward
+    ([2, 5, 8, 2], 2, 0, 0, None, 17),     # complex, another axis
+    ([1, 10, 4, 2], 1, 1, 0, None, 17),    # inverse
+    ([1, 10, 4, 1], 1, 0, 1, None, 17),    # rfft
+    ([1, 6, 4, 2], 1, 1, 1, None, 17),     # irfft (even length 10)
+    ([1, 6, 4, 2], 1, 1, 1, 9, 17),        # irfft of odd length
+    ([2, 7, 3, 1], 1, 0, 0, 10, 20),       # zero-padded, opset 20 (axis an input)
+    ([2, 3, 9, 2], -2, 0, 0, 6, 20),       # truncated, the default axis
+])
+def test_dft_follows_onnxs_reference(shape, axis, inverse, onesided, length, opset):
+    rng = np.random.default_rng(51)
+    inputs = ["x", "n" if length else ""]
+    inits = {"n": np.array(length, np.int64)} if length else {}
+    attrs = {"inverse": inverse, "onesided": onesided}
+    if opset >= 20:
+        inputs.append("axis")
+        inits["axis"] = np.array(axis, np.int64)
+    else:
+        attrs["axis"] = axis
+    while inputs[-1] == "":
+        inputs.pop()
+    model = model_of([helper.make_node("DFT", inputs, ["y"], **attrs)], {"x": shape}, ["y"], inits, opset=opset)
+    agrees(model, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("momentum,shape", [(0.8, [4, 3, 5, 6]), (0.9, [4, 3, 7])])
+def test_batch_normalization_in_training_mode_agrees_with_onnx_runtime(momentum, shape):
+    rng = np.random.default_rng(52)
+    outputs = ["y", "running_mean", "running_var"]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], outputs, training_mode=1,
+                            momentum=momentum, epsilon=1e-3)
+    inits = {"s": rng.uniform(0.5, 1.5, 3).astype(np.float32), "b": rng.standard_normal(3).astype(np.float32),
+             "mean": rng.standard_normal(3).astype(np.float32), "var": rng.uniform(0.5, 2, 3).astype(np.float32)}
+    model = model_of([node], {"x": shape}, outputs, inits, opset=15)
+    x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = Backend.prepare(model).run([x])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
