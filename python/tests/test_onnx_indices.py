@@ -9,27 +9,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
-from stagecraft.onnx_backend import Backend  # noqa: E402
-
-
-def model_of(nodes, inputs, outputs, initializers=None, opset=18):
-    graph = helper.make_graph(
-        nodes, "idx", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
-        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_cases import agrees as agrees_with  # noqa: E402
+from onnx_cases import model_of  # noqa: E402
 
 
 def agrees(model, feeds):
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = Backend.prepare(model).run(list(feeds.values()))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        assert g.dtype == w.dtype  # integer outputs come back as their ONNX type
-        np.testing.assert_array_equal(g, w)
+    agrees_with(model, feeds, exact=True)
 
 
 @pytest.mark.parametrize("shape,axis,k,largest", [([2, 50], 1, 7, 1), ([3, 6, 4], 1, 6, 0), ([2, 3, 9], -1, 2, 1),
@@ -107,6 +93,6 @@ def test_a_yolo_end_to_end_head_agrees_with_onnx_runtime():
     ]
     model = model_of(nodes, {"scores": [1, anchors, classes], "boxes": [1, anchors, 4]}, {"y": TensorProto.FLOAT},
                      {"last": i64(-1), "top": i64(top), "wide": i64(1, top, classes), "four": i64(1, top, 4),
-                      "nc": i64(classes)})
+                      "nc": i64(classes)}, opset=18)
     agrees(model, {"scores": rng.random([1, anchors, classes], np.float32),
                    "boxes": rng.standard_normal([1, anchors, 4]).astype(np.float32) * 100})

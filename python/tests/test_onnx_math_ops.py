@@ -9,28 +9,8 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
-
-from stagecraft.onnx_backend import Backend  # noqa: E402
-
-
-def model_of(nodes, inputs, outputs, initializers=None, opset=17):
-    graph = helper.make_graph(
-        nodes, "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def agrees(model, feeds, atol=1e-4):
-    want = ReferenceEvaluator(model).run(None, feeds)
-    got = Backend.prepare(model).run(list(feeds.values()))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        assert np.all(np.isfinite(g))
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=atol)
+from onnx import helper  # noqa: E402
+from onnx_cases import agrees, model_of  # noqa: E402
 
 
 @pytest.mark.parametrize("shape,axis,inverse,onesided,length,opset", [
@@ -56,7 +36,7 @@ def test_dft_follows_onnxs_reference(shape, axis, inverse, onesided, length, ops
     while inputs[-1] == "":
         inputs.pop()
     model = model_of([helper.make_node("DFT", inputs, ["y"], **attrs)], {"x": shape}, ["y"], inits, opset=opset)
-    agrees(model, {"x": rng.standard_normal(shape).astype(np.float32)})
+    agrees(model, {"x": rng.standard_normal(shape).astype(np.float32)}, reference=True, atol=1e-4)
 
 
 @pytest.mark.parametrize("momentum,shape", [(0.8, [4, 3, 5, 6]), (0.9, [4, 3, 7])])
@@ -68,10 +48,4 @@ def test_batch_normalization_in_training_mode_agrees_with_onnx_runtime(momentum,
     inits = {"s": rng.uniform(0.5, 1.5, 3).astype(np.float32), "b": rng.standard_normal(3).astype(np.float32),
              "mean": rng.standard_normal(3).astype(np.float32), "var": rng.uniform(0.5, 2, 3).astype(np.float32)}
     model = model_of([node], {"x": shape}, outputs, inits, opset=15)
-    x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
-    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    got = Backend.prepare(model).run([x])
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    agrees(model, {"x": (rng.standard_normal(shape) * 2 + 1).astype(np.float32)})

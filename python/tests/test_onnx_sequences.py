@@ -10,31 +10,10 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.sh installs it)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_cases import agrees, model_of  # noqa: E402
 
 from stagecraft.onnx_backend import Backend  # noqa: E402
-
-
-def model_of(nodes, inputs, outputs, initializers=None, opset=17):
-    graph = helper.make_graph(
-        nodes, "seq", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
-        initializer=[numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def run_both(model, feeds, reference=False):
-    if reference:
-        want = ReferenceEvaluator(model).run(None, feeds)
-    else:
-        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = Backend.prepare(model).run(list(feeds.values()))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        assert np.all(np.isfinite(g))
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("in_axis,in_reversed,out_axis,out_reversed", [
@@ -61,7 +40,7 @@ def test_scan_in_either_direction_along_any_axis_agrees_with_onnx_runtime(in_axi
                             scan_input_axes=[in_axis], scan_input_directions=[in_reversed],
                             scan_output_axes=[out_axis], scan_output_directions=[out_reversed])
     model = model_of([scan], {"s0": [3, 4], "x": x_shape}, ["s_final", "ys"], {"W": w, "bias": bias})
-    run_both(model, {"s0": rng.standard_normal([3, 4]).astype(np.float32),
+    agrees(model, {"s0": rng.standard_normal([3, 4]).astype(np.float32),
                      "x": rng.standard_normal(x_shape).astype(np.float32)})
 
 
@@ -80,7 +59,7 @@ def test_a_scan_of_a_constant_initial_state_agrees_with_onnx_runtime():
     scan = helper.make_node("Scan", ["s0", "x", "g"], ["y"], num_scan_inputs=2, body=body)
     s0 = (np.eye(3, dtype=np.float32) + rng.standard_normal([2, 3, 3]).astype(np.float32) * 0.1)
     model = model_of([scan], {"x": [4, 2, 3, 3], "g": [4, 2, 3, 1]}, ["y"], {"s0": s0})
-    run_both(model, {"x": rng.standard_normal([4, 2, 3, 3]).astype(np.float32) * 0.5,
+    agrees(model, {"x": rng.standard_normal([4, 2, 3, 3]).astype(np.float32) * 0.5,
                      "g": rng.standard_normal([4, 2, 3, 1]).astype(np.float32)})
 
 
@@ -115,7 +94,7 @@ def test_linear_attention_follows_its_definition(rule, hq, hkv, decay_last, beta
     node = helper.make_node("LinearAttention", names, ["y", "state"], q_num_heads=hq, kv_num_heads=hkv,
                             update_rule=rule)
     model = model_of([node], {n: list(a.shape) for n, a in feeds.items()}, ["y", "state"], opset=27)
-    run_both(model, feeds, reference=True)
+    agrees(model, feeds, reference=True)
 
 
 def test_linear_attention_refuses_a_rule_without_its_inputs_in_one_line():
@@ -137,7 +116,7 @@ def test_upsample_of_the_old_opsets_agrees_with_onnx_runtime(opset, mode):
         node = helper.make_node("Upsample", ["x"], ["y"], mode=mode, scales=scales)
         inits = {}
     model = model_of([node], {"x": [1, 2, 3, 4]}, ["y"], inits, opset=opset)
-    run_both(model, {"x": rng.standard_normal([1, 2, 3, 4]).astype(np.float32)})
+    agrees(model, {"x": rng.standard_normal([1, 2, 3, 4]).astype(np.float32)})
 
 
 def test_an_old_version_the_importer_does_not_translate_is_refused_by_name():
