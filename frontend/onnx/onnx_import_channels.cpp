@@ -104,7 +104,7 @@ bool Importer::stays_channels_last(const onnx::NodeProto& node) const {
     // With the reduced dimensions kept and the axes known: a reduction of the tensor itself
     // (ConvNeXt V2's response normalisation over H and W, then over the channels).
     if (attr_int(node, "keepdims", 1) == 0) return false;
-    const bool by_input = t == "ReduceSum" ? opset_ >= 13 : opset_ >= 18;
+    const bool by_input = reduce_axes_are_input(t, opset_);
     return by_input ? !has_input(node, 1) || constant(node, 1) != nullptr : true;
   }
   return element_wise(t);
@@ -159,7 +159,7 @@ void Importer::on_channels_last(const onnx::NodeProto& node) {
   }
   for (int i = 0; i < own.output_size(); ++i) own.set_output(i, node.output(i) + "@nchw");
   if (reduction(t)) {  // the axes as the tensor's (every axis when none are given)
-    const bool by_input = t == "ReduceSum" ? opset_ >= 13 : opset_ >= 18;
+    const bool by_input = reduce_axes_are_input(t, opset_);
     std::vector<int64_t> given = by_input ? (has_input(node, 1) ? constant(node, 1)->ints() : std::vector<int64_t>{})
                                           : attr_ints(node, "axes");
     if (given.empty() && attr_int(node, "noop_with_empty_axes", 0) == 0) given = {0, 1, 2, 3};

@@ -36,6 +36,14 @@ inline onnx::AttributeProto float_attr(const char* name, float v) {
   return a;
 }
 
+inline onnx::AttributeProto string_attr(const char* name, const std::string& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(v);
+  return a;
+}
+
 // The name of the node's output `slot` ("" when it has none).
 inline std::string output_of(const onnx::NodeProto& node, int slot) {
   return slot < node.output_size() ? node.output(slot) : std::string();
@@ -128,7 +136,7 @@ class Importer::Expansion {
   // them one).
   std::string reduce(const char* type, const std::string& x, const std::vector<int64_t>& axes,
                      const std::string& output = "") {
-    const bool input = std::string(type) == "ReduceSum" ? im_.opset_ >= 13 : im_.opset_ >= 18;
+    const bool input = reduce_axes_are_input(type, im_.opset_);
     if (input) return op(type, {x, ints(axes)}, {int_attr("keepdims", 1)}, output);
     return op(type, {x}, {ints_attr("axes", axes), int_attr("keepdims", 1)}, output);
   }

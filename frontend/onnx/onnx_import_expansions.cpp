@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <numeric>
-#include <tuple>
 
 #include "common/strings.h"
 #include "frontend/onnx/onnx_import_expansion.h"
@@ -355,14 +354,10 @@ void Importer::expand_upsample(const onnx::NodeProto& node, Expansion& e, const 
     if (given.size() != in.rank) fail(node, cat("scales has ", given.size(), " values for a tensor of rank ", in.rank));
     scales = e.floats(given, {static_cast<int64_t>(given.size())});
   }
-  onnx::AttributeProto m, transform, rounding;
-  for (auto [a, name, value] : {std::tuple{&m, "mode", mode}, std::tuple{&transform, "coordinate_transformation_mode", std::string("asymmetric")},
-                                std::tuple{&rounding, "nearest_mode", std::string("floor")}}) {
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(value);
-  }
-  e.op("Resize", {node.input(0), "", scales}, {m, transform, rounding}, output_of(node, 0));
+  e.op("Resize", {node.input(0), "", scales},
+       {string_attr("mode", mode), string_attr("coordinate_transformation_mode", "asymmetric"),
+        string_attr("nearest_mode", "floor")},
+       output_of(node, 0));
 }
 
 void Importer::expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontend/onnx/onnx_constants.h"
@@ -37,6 +38,12 @@ inline int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to)
 
 /// The node's name, or its first output's where it has none (for messages).
 std::string node_name(const onnx::NodeProto& node);
+
+/// Whether a Reduce* node of `type` takes its axes as input 1 in a model of `opset` (ReduceSum
+/// from 13, the others from 18), else as the attribute `axes`.
+inline bool reduce_axes_are_input(std::string_view type, int64_t opset) {
+  return type == "ReduceSum" ? opset >= 13 : opset >= 18;
+}
 
 /// Axes made non-negative for a tensor of `rank` dimensions, sorted.
 std::vector<int64_t> normalised_axes(std::vector<int64_t> axes, size_t rank);
