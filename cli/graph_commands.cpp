@@ -70,7 +70,8 @@ struct GraphOptions {
 };
 
 void run_graph(const GraphOptions& options) {
-  const graph::Graph g = load_source(options.source);
+  std::shared_ptr<const graph::OnnxTail> tail;
+  const graph::Graph g = load_source(options.source, &tail);
   const auto blocks = graph::partition_blocks(g);
   const GraphStats s = stats_of(g, blocks);
   const auto& input = g.value(g.inputs().at(0)).desc;
@@ -79,6 +80,7 @@ void run_graph(const GraphOptions& options) {
             << " MACs, " << si_count(static_cast<double>(s.params)) << " params\n";
   std::cout << s.blocks << " blocks, largest " << s.largest_block << " ops, max width "
             << s.max_width << "\n";
+  if (tail) std::cout << "tail: " << tail->summary() << " (their output shapes depend on the data)\n";
   if (graph::is_quantised(g)) {
     size_t int8_values = 0;
     for (size_t v = 0; v < g.num_values(); ++v) {
@@ -101,6 +103,11 @@ void run_graph(const GraphOptions& options) {
     std::cout << "wrote " << options.yaml_path << "\n";
   }
   if (!options.onnx_path.empty()) {
+    if (tail) {
+      throw UsageError(cat("--onnx: ", options.source.spec, " ends in ", tail->summary(),
+                           "; the export writes the graph only, so it would lose them: keep the model's "
+                           "own ONNX file"));
+    }
     const Model model = load_model(options.source);
     graph::export_onnx(model.graph, model.weights, options.onnx_path);
     std::cout << "wrote " << options.onnx_path << " (ONNX opset 13, checked; weights seeded with "

@@ -61,11 +61,28 @@ ModelIo describe_graph(const graph::Graph& g, const ServeOptions& options) {
           tensor_specs(g, g.outputs(), batching, options.source.spec, "output")};
 }
 
+namespace {
+
+// The server's outputs are the graph's, of fixed shapes: a model whose last nodes run on the host
+// after the plan (their shapes depend on the data) is refused.
+void refuse_tail(const std::string& spec, const std::shared_ptr<const graph::OnnxTail>& tail) {
+  if (!tail) return;
+  throw UsageError(cat(spec, ": its outputs come from ", tail->summary(), ", whose shapes depend on "
+                       "the data; the Triton backend serves fixed-shape outputs only: run it with the "
+                       "Python Session (or its Ray Serve deployment), or export the model without "
+                       "in-graph NMS (Ultralytics: nms=False)"));
+}
+
+}  // namespace
+
 ModelIo describe_model(const ServeOptions& options) {
   session::GraphSource source = options.source;
   source.batch = options.max_batch_size > 0 ? 1 : 0;
   source.dtype = "f32";  // the inputs and outputs are f32 whatever the graph computes in
-  return describe_graph(session::load_source(source), options);
+  std::shared_ptr<const graph::OnnxTail> tail;
+  const graph::Graph g = session::load_source(source, &tail);
+  refuse_tail(options.source.spec, tail);
+  return describe_graph(g, options);
 }
 
 struct ModelRunner::Planned {
@@ -85,6 +102,7 @@ ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
+  refuse_tail(options_.source.spec, model_at(1)->tail);
   io_ = describe_graph(model_at(1)->graph, options_);
 }
 

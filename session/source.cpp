@@ -35,7 +35,8 @@ void check_int8(const GraphSource& source) {
 }
 
 // The raw graph, and the ONNX file's weights when the source is an ONNX model.
-graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weights = nullptr) {
+graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weights = nullptr,
+                      std::shared_ptr<const graph::OnnxTail>* tail = nullptr) {
   if (source.spec.empty()) throw UsageError("name a network, a graph file or an ONNX model");
   graph::Graph g;
   if (is_onnx_model(source.spec)) {
@@ -49,6 +50,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
     graph::OnnxModel m = graph::import_onnx(source.spec, options);
     g = std::move(m.graph);
     if (onnx_weights) *onnx_weights = std::move(m.weights);
+    if (tail) *tail = std::move(m.tail);
   } else if (is_graph_file(source.spec)) {
     if (source.input_size != 0) {
       throw UsageError(cat("--input-size applies to built-in networks only, not to the graph file '",
@@ -73,7 +75,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
 
 }  // namespace
 
-graph::Graph load_source(const GraphSource& source) {
+graph::Graph load_source(const GraphSource& source, std::shared_ptr<const graph::OnnxTail>* tail) {
   if (source.dtype == "int8" || !source.calibration.empty()) {
     check_int8(source);
     if (source.calibration.empty()) {
@@ -83,11 +85,11 @@ graph::Graph load_source(const GraphSource& source) {
     GraphSource f32 = source;
     f32.dtype = "f32";
     f32.calibration.clear();
-    const graph::Graph g = graph::prepare_for_inference(load_raw(f32), nullptr,
+    const graph::Graph g = graph::prepare_for_inference(load_raw(f32, nullptr, tail), nullptr,
                                                         graph::InferenceOptions{.fuse_residual_adds = false});
     return graph::quantize(g, graph::load_calibration(source.calibration));
   }
-  graph::Graph g = load_raw(source);
+  graph::Graph g = load_raw(source, nullptr, tail);
   return source.raw ? g : graph::prepare_for_inference(g);
 }
 
@@ -96,13 +98,14 @@ namespace {
 // The f32 (or f16) model after the inference passes with `passes`.
 Model load_float_model(const GraphSource& source, const graph::InferenceOptions& passes) {
   graph::WeightStore onnx_weights;
-  const graph::Graph raw = load_raw(source, &onnx_weights);
+  std::shared_ptr<const graph::OnnxTail> tail;
+  const graph::Graph raw = load_raw(source, &onnx_weights, &tail);
   graph::WeightStore weights =
       is_onnx_model(source.spec) ? std::move(onnx_weights) : graph::random_weights(raw, source.seed);
-  if (source.raw) return Model{raw, std::move(weights)};
+  if (source.raw) return Model{raw, std::move(weights), tail};
   graph::PassLog log;
   graph::Graph g = graph::prepare_for_inference(raw, &log, passes);
-  return Model{std::move(g), graph::fold_weights(raw, std::move(weights), log)};
+  return Model{std::move(g), graph::fold_weights(raw, std::move(weights), log), tail};
 }
 
 }  // namespace
@@ -140,6 +143,34 @@ Model load_model(const GraphSource& source, const Calibrate& calibrate) {
     return model;
   }
   return load_float_model(source, graph::InferenceOptions{});
+}
+
+std::vector<graph::ModelOutput> model_outputs(const Model& model,
+                                              const std::vector<executor::HostTensor>& graph_outputs) {
+  if (model.tail) {
+    std::vector<std::vector<int64_t>> dims;
+    std::vector<std::span<const float>> values;
+    for (const auto& t : graph_outputs) {
+      dims.push_back(t.shape.dims());
+      values.emplace_back(t.data);
+    }
+    return model.tail->outputs(dims, values);
+  }
+  std::vector<graph::ModelOutput> result;
+  for (size_t i = 0; i < graph_outputs.size(); ++i) {
+    const std::string name = i < model.graph.outputs().size() ? model.graph.value(model.graph.outputs()[i]).name : "";
+    result.push_back({name, graph_outputs[i].shape.dims(), graph_outputs[i].data});
+  }
+  return result;
+}
+
+std::vector<graph::DeclaredOutput> declared_outputs(const Model& model) {
+  if (model.tail) return model.tail->declared();
+  std::vector<graph::DeclaredOutput> result;
+  for (graph::ValueId v : model.graph.outputs()) {
+    result.push_back({model.graph.value(v).name, 1, model.graph.value(v).desc.shape.dims()});
+  }
+  return result;
 }
 
 }  // namespace stagecraft::session

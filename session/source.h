@@ -13,8 +13,10 @@
 #include <iosfwd>
 #include <string>
 #include <map>
+#include <memory>
 #include <vector>
 
+#include "executor/tensor.h"
 #include "graph/graph.h"
 #include "frontend/onnx/onnx_io.h"
 #include "graph/quantize.h"
@@ -57,12 +59,25 @@ bool is_onnx_model(const std::string& spec);
 struct Model {
   graph::Graph graph;           ///< after the inference passes
   graph::WeightStore weights;   ///< seeded random weights (or the ONNX file's), BN folded
+  /// An ONNX model's nodes evaluated on the host after each run (frontend/onnx/onnx_tail.h); null
+  /// when the graph's outputs are the model's. model_outputs() applies it.
+  std::shared_ptr<const graph::OnnxTail> tail;
 };
+
+/// The model's outputs of one run from its graph's (`graph_outputs` in Graph::outputs() order):
+/// those, named after their values, or with a tail the tail's evaluation of them.
+std::vector<graph::ModelOutput> model_outputs(const Model& model,
+                                              const std::vector<executor::HostTensor>& graph_outputs);
+
+/// The model's outputs as it declares them: the graph's outputs (f32), or the tail's declared
+/// outputs (dimensions the data decides are -1).
+std::vector<graph::DeclaredOutput> declared_outputs(const Model& model);
 
 /// Builds or loads the graph and runs the inference passes unless `raw`, without weights. An int8
 /// source needs its calibration file here (a calibration now needs the weights: Pipeline::load).
 /// Throws the library's errors (unknown network, bad file, bad option) with clear messages.
-graph::Graph load_source(const GraphSource& source);
+/// With `tail`, an ONNX model's data-dependent tail is stored there (null when it has none).
+graph::Graph load_source(const GraphSource& source, std::shared_ptr<const graph::OnnxTail>* tail = nullptr);
 
 /// Loads the graph like load_source and gives it deterministic random weights (seeded by
 /// `source.seed`), folded like the graph. With dtype int8 the graph is quantised (graph/quantize.h)

@@ -38,6 +38,12 @@ VARIANTS = {
     # extras
     "yolov8n_det_dynamic": ("yolov8n.yaml", {"dynamic": True}),
     "yolov8n_det_nms": ("yolov8n.yaml", {"nms": True}),
+    # in-graph NMS of the other tasks, and with dynamic axes
+    "yolo11n_seg_nms": ("yolo11n-seg.yaml", {"nms": True}),
+    "yolo11n_pose_nms": ("yolo11n-pose.yaml", {"nms": True}),
+    "yolov8n_seg_nms": ("yolov8n-seg.yaml", {"nms": True}),
+    "yolov8n_pose_nms": ("yolov8n-pose.yaml", {"nms": True}),
+    "yolo11n_det_nms_dynamic": ("yolo11n.yaml", {"nms": True, "dynamic": True}),
     "yolo11n_cls_static": ("yolo11n-cls.yaml", {}),
     "yolo11n_obb_static": ("yolo11n-obb.yaml", {}),
     "yolo26n_det_static": ("yolo26n.yaml", {}),

@@ -140,8 +140,14 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.srcs[0].dtype != graph::DataType::kF32 || spec.dsts[0].dtype != graph::DataType::kF32) {
     return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32 only"));
   }
-  dnnl::reduction::desc d(algorithm_of(spec.kind), md(spec.srcs[0]), md(spec.dsts[0]), 0.0f, 0.0f);
-  dnnl::reduction::primitive_desc pd(d, make_attr(), ctx.engine, /*allow_empty=*/true);
+  dnnl::reduction::primitive_desc pd;
+  try {
+    dnnl::reduction::desc d(algorithm_of(spec.kind), md(spec.srcs[0]), md(spec.dsts[0]), 0.0f, 0.0f);
+    pd = dnnl::reduction::primitive_desc(d, make_attr(), ctx.engine, /*allow_empty=*/true);
+  } catch (const dnnl::error&) {
+    // oneDNN refuses a reduction that reduces nothing (its axes of extent 1: the one class score of
+    // a pose model); the host loop copies it.
+  }
   if (!pd || is_reference(pd.impl_info_str())) {
     // oneDNN has none, or only its reference kernel: our host loop where the tensors are row-major.
     if (KernelDesc host = host_row_major_desc(spec, kHostReduceImpl); host.runnable()) return host;

@@ -102,9 +102,18 @@ std::optional<ConstTensor> fold_shapes(const onnx::NodeProto& node, const std::v
 std::optional<ConstTensor> fold_tables(const onnx::NodeProto& node, const ConstTensor& x,
                                        const ConstTensor* second, const ConstTensor* third);
 
+/// The folds of onnx_fold_selection.cpp (NonZero and NonMaxSuppression, whose output shapes depend
+/// on the values; Pad in every mode); nullopt for other op types. Throws std::runtime_error on
+/// invalid inputs.
+std::optional<ConstTensor> fold_selection(const onnx::NodeProto& node, const std::vector<FoldInput>& inputs,
+                                          int64_t opset);
+
 /// NumPy broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a,
                                               const std::vector<int64_t>& b);
+
+/// The node's name, or its first output's where it has none (for messages).
+std::string node_name(const onnx::NodeProto& node);
 
 /// An attribute of `node`, or nullptr.
 const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const char* name);

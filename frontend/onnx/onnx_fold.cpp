@@ -2,7 +2,8 @@
 // values, in double precision. This file: the element-wise folds (the unary and binary functions,
 // Cast, Div, Mod, Max, Min, Clip, Where, Expand, Identity), BatchNormalization, and the dispatch
 // by op type; the folds that move or reduce elements are in onnx_fold_shapes.cpp, those of tables
-// and products in onnx_fold_tables.cpp.
+// and products in onnx_fold_tables.cpp, those that select by value (and Pad) in
+// onnx_fold_selection.cpp.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -25,6 +26,7 @@ using onnx::TensorProto;
 double broadcast_at(const ConstTensor& t, const std::vector<int64_t>& out_dims,
                     const std::vector<int64_t>& out_strides, int64_t i) {
   if (t.values.size() == 1) return t.values[0];
+  if (t.dims == out_dims) return t.values[static_cast<size_t>(i)];
   const size_t offset = out_dims.size() - t.dims.size();
   const std::vector<int64_t> ts = strides_of(t.dims);
   int64_t index = 0;
@@ -288,6 +290,7 @@ std::optional<std::vector<ConstTensor>> fold(const onnx::NodeProto& node,
   if (op == "BatchNormalization") return batch_norm(node, in, x);
   if (const auto f = kFolds.find(op); f != kFolds.end()) return std::vector<ConstTensor>{f->second(node, in, opset)};
   if (auto moved = fold_shapes(node, in, opset)) return std::vector<ConstTensor>{std::move(*moved)};
+  if (auto selected = fold_selection(node, in, opset)) return std::vector<ConstTensor>{std::move(*selected)};
   if (auto more = fold_tables(node, x, constant_at(in, 1), constant_at(in, 2))) {
     return std::vector<ConstTensor>{std::move(*more)};
   }

@@ -101,6 +101,12 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
   add_inputs(g);
   for (const onnx::NodeProto* node : nodes) import_node(*node);
   for (const auto& out : g.output()) {
+    if (tail_values_.count(out.name())) continue;  // the tail's (finish_tail)
+    if (!values_.count(out.name()) && !pending_views_.count(out.name()) && constants_.count(out.name()) &&
+        !graph_inputs_.empty()) {
+      constant_output(out.name());  // given by the tail (an empty state, a constant beside outputs)
+      continue;
+    }
     if (!values_.count(out.name()) && pending_views_.count(out.name())) {
       // A view as the model's output (a reshape last): its tensor in that shape.
       onnx::NodeProto reader;
@@ -117,8 +123,15 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
     }
     graph_.add_output(it->second);
   }
+  if (graph_.outputs().empty() && !tail_values_.empty() && boundary_values_.empty()) {
+    throw FormatError(cat(source_, ": every output is a constant (none depends on the input)"));
+  }
+  const bool tail_used = std::any_of(g.output().begin(), g.output().end(),
+                                     [&](const auto& out) { return tail_values_.count(out.name()) > 0; });
+  if (tail_used) finish_tail(g);
   if (graph_.outputs().empty()) throw FormatError(cat(source_, ": the model has no outputs"));
-  return OnnxModel{std::move(graph_), std::move(weights_), opset_};
+  return OnnxModel{std::move(graph_), std::move(weights_), opset_,
+                   tail_used ? std::make_shared<const OnnxTail>(tail_) : nullptr};
 }
 
 void Importer::fail(const onnx::NodeProto& node, const std::string& what) const {

@@ -26,8 +26,11 @@ void Importer::import_node(const onnx::NodeProto& node) {
     return import_node(as_identity(node));
   }
   if (t == "CastLike") return import_node(as_cast(node));
+  // After a node whose output shape depends on the data, what reads it is evaluated on the host.
+  if (reads_tail(node)) return to_tail(node);
   // Anything computable now is a constant: shape arithmetic, casts and identities of constants.
   if (fold_constant(node)) return;
+  if (t == "NonZero" || t == "NonMaxSuppression") return to_tail(node);
   if (t == "Scan") return scan(node);
   if (expands(node)) return expand(node);
   if (t == "Resize" && constant(node, 0)) return resize(node);  // folded

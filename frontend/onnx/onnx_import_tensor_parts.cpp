@@ -285,6 +285,26 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
   if (ax.empty()) for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
   const std::vector<int64_t> steps =
       has_input(node, 4) ? constant_ints(node, 4, "steps") : std::vector<int64_t>(ax.size(), 1);
+  {
+    // A slice with no elements is a constant (Ultralytics' NMS head slices the extra columns of
+    // a detect model, none, and gathers from them).
+    std::vector<int64_t> out = dims_of(shape(x));
+    bool empty = false;
+    for (size_t i = 0; i < ax.size(); ++i) {
+      const int64_t axis = axis_of(ax[i]), extent = out[static_cast<size_t>(axis)], step = steps.at(i);
+      const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + extent : v, int64_t{0}, extent); };
+      if (step < 1) continue;
+      const int64_t b = clamp(starts[i]), e = clamp(ends[i]);
+      out[static_cast<size_t>(axis)] = e > b ? (e - b + step - 1) / step : 0;
+      empty = empty || e <= b;
+    }
+    if (empty) {
+      ConstTensor none = ConstTensor::of_floats({}, out);
+      if (is_integer(node.input(0))) none.kind = ElemKind::kInt, none.onnx_type = onnx::TensorProto::INT64;
+      constants_[node.output(0)] = std::move(none);
+      return;
+    }
+  }
   ValueId y = x;
   for (size_t i = 0; i < ax.size(); ++i) {
     const int64_t axis = axis_of(ax[i]), extent = shape(y)[static_cast<size_t>(axis)];

@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include "frontend/onnx/onnx_constants.h"
 #include "frontend/onnx/onnx_io.h"
+#include "frontend/onnx/onnx_tail_impl.h"
 
 namespace stagecraft::graph::onnx_import {
 
@@ -35,9 +37,6 @@ inline int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to)
   for (size_t i = from; i < to && i < dims.size(); ++i) n *= dims[i];
   return n;
 }
-
-/// The node's name, or its first output's where it has none (for messages).
-std::string node_name(const onnx::NodeProto& node);
 
 /// Whether a Reduce* node of `type` takes its axes as input 1 in a model of `opset` (ReduceSum
 /// from 13, the others from 18), else as the attribute `axes`.
@@ -130,6 +129,18 @@ class Importer {
   bool reads_only_constants(const onnx::NodeProto& node) const;
   // The node to the translator of its op type (a FormatError when there is none).
   void translate(const onnx::NodeProto& node);
+  // ---- onnx_import_tail.cpp: the data-dependent tail (onnx_tail.h)
+  // Whether the node reads a value of the tail.
+  bool reads_tail(const onnx::NodeProto& node) const;
+  // tail_, made on first use.
+  void started_tail();
+  // The node kept for the tail: its constants copied, the graph values it reads made boundaries.
+  void to_tail(const onnx::NodeProto& node);
+  // A graph output that is a constant: a value of the tail (which holds the constant).
+  void constant_output(const std::string& name);
+  // The model's outputs with the tail: graph outputs (the static outputs, then the boundaries) and
+  // the tail checked by one evaluation on zeros.
+  void finish_tail(const onnx::GraphProto& g);
 
   // ---- onnx_import_ops.cpp: the convolutions' ops, channels, linear layers, grid sampling
   Pads pads_of(const onnx::NodeProto& node, const Hw& kernel, const Hw& stride, const Hw& dilation,
@@ -371,6 +382,9 @@ class Importer {
   mutable std::map<std::string, bool> integer_;  // is_integer() of each name asked about
   bool integer_division_ = false;  // elementwise() of a Div of integers: no reciprocal
   std::map<std::string, const onnx::NodeProto*> producers_;  // the node writing each value
+  std::shared_ptr<OnnxTail::Impl> tail_;  // null until a node's output shape depends on the data
+  std::set<std::string> tail_values_;     // the values the tail computes
+  std::map<std::string, ValueId> boundary_values_;  // the graph values the tail reads, by name
 };
 
 }  // namespace stagecraft::graph::onnx_import

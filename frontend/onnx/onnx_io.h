@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "frontend/onnx/onnx_tail.h"
 #include "graph/graph.h"
 #include "graph/weights.h"
 
@@ -42,6 +44,10 @@ struct OnnxModel {
   Graph graph;          ///< structure (batch norms kept; run prepare_for_inference to fold)
   WeightStore weights;  ///< initializers by op name
   int64_t opset = 0;    ///< the model's default-domain opset
+  /// The nodes evaluated on the host after each run (onnx_tail.h); null when every output is the
+  /// graph's. With a tail, the graph's outputs are the model's static outputs followed by the
+  /// values the tail reads, and the tail gives the model's outputs.
+  std::shared_ptr<const OnnxTail> tail;
 };
 
 /// Imports an ONNX file. Throws IoError (unreadable), FormatError (malformed or unsupported).

@@ -64,6 +64,8 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     // Upsample (a Resize), the index ops (onnx_import_indices.cpp) and Hardmax (a softmax op kind's mode).
     {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"Col2Im", 18}, {"DFT", 20}, {"LinearAttention", 27},
     {"TopK", 24}, {"ArgMax", 13}, {"ArgMin", 13}, {"Hardmax", 13}, {"GridSample", 22},
+    // The ops of a data-dependent tail, evaluated on the host after the plan (onnx_import_tail.cpp).
+    {"NonZero", 13}, {"NonMaxSuppression", 11},
     // The unary functions (UnaryFn).
     {"Acos", 22}, {"Acosh", 22}, {"Asin", 22}, {"Asinh", 22}, {"Atan", 22}, {"Atanh", 22},
     {"Celu", 28}, {"Cosh", 22}, {"Elu", 22}, {"Mish", 22}, {"Selu", 22}, {"Shrink", 9},

@@ -280,6 +280,7 @@ class PySession {
                              shape.numel()));
       }
     }
+    if (model_->model.tail) return run_with_tail(xs);
     std::vector<py::array_t<float>> result;
     for (const executor::TensorRef& ref : prepared_.plan->outputs()) result.emplace_back(ref.desc.shape.dims());
     std::vector<std::span<float>> out_data;
@@ -292,6 +293,28 @@ class PySession {
       }
       executor_->execute();
       for (size_t i = 0; i < out_data.size(); ++i) executor_->output_into(i, out_data[i]);
+    }
+    return result;
+  }
+
+  // run() of a model with a data-dependent tail: the graph's outputs downloaded, the tail
+  // evaluated on them (the shapes of its outputs are known only then).
+  std::vector<py::array_t<float>> run_with_tail(const std::vector<py::array_t<float, py::array::c_style>>& xs) {
+    std::vector<graph::ModelOutput> outputs;
+    {
+      py::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        executor_->set_input(i, std::span<const float>(xs[i].data(), static_cast<size_t>(xs[i].size())));
+      }
+      executor_->execute();
+      outputs = session::model_outputs(model_->model, executor_->outputs());
+    }
+    std::vector<py::array_t<float>> result;
+    for (const auto& o : outputs) {
+      py::array_t<float> a(o.dims);
+      std::copy(o.data.begin(), o.data.end(), a.mutable_data());
+      result.push_back(std::move(a));
     }
     return result;
   }
@@ -460,7 +483,16 @@ void bind_models(py::module_& m) {
         return tensor_infos(x.model.graph, x.model.graph.inputs());
       })
       .def_property_readonly("outputs", [](const PyModel& x) {
-        return tensor_infos(x.model.graph, x.model.graph.outputs());
+        if (!x.model.tail) return tensor_infos(x.model.graph, x.model.graph.outputs());
+        // After a data-dependent tail: the model's declared outputs (-1: decided by the data).
+        py::list infos;
+        for (const auto& d : x.model.tail->declared()) {
+          infos.append(py::make_tuple(d.name, py::tuple(py::cast(d.dims)), "f32"));
+        }
+        return infos;
+      })
+      .def_property_readonly("tail", [](const PyModel& x) {
+        return x.model.tail ? x.model.tail->summary() : std::string();
       })
       .def("save_yaml", [](const PyModel& x, const std::string& path) {
         graph::save_graph(x.model.graph, path);

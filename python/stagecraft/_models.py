@@ -145,8 +145,16 @@ class Model:
 
     @property
     def outputs(self) -> List[TensorInfo]:
-        """Graph outputs, in the order run() returns them."""
+        """Outputs, in the order run() returns them: the graph's, or for an ONNX model ending in a
+        data-dependent tail (``tail``) the model's own, -1 where the data decides a dimension."""
         return _infos(self._core.outputs)
+
+    @property
+    def tail(self) -> str:
+        """An ONNX model's nodes evaluated on the host after each run because their output shapes
+        depend on the data (NonZero, NonMaxSuppression and what reads them), in one line; ``""``
+        when there are none."""
+        return self._core.tail
 
     def to_yaml(self, path: PathLike) -> None:
         """Writes the inference graph as a stagecraft graph file."""

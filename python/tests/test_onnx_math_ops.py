@@ -1,7 +1,7 @@
 """ONNX ops beyond the vision exports, through stagecraft against ONNX's reference evaluator and
 ONNX Runtime on random data: DFT (forward, inverse, one-sided both ways, any signal axis, a
 dft_length that pads or truncates; opsets 17 and 20) and BatchNormalization in training mode
-(batch statistics, the running mean and variance as outputs)."""
+(batch statistics, the running mean and variance as outputs); reductions over an axis of one element."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,3 +49,13 @@ def test_batch_normalization_in_training_mode_agrees_with_onnx_runtime(momentum,
              "mean": rng.standard_normal(3).astype(np.float32), "var": rng.uniform(0.5, 2, 3).astype(np.float32)}
     model = model_of([node], {"x": shape}, outputs, inits, opset=15)
     agrees(model, {"x": (rng.standard_normal(shape) * 2 + 1).astype(np.float32)})
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduction_over_an_axis_of_one_element(op, keepdims):
+    # The class score of a one-class (pose) YOLO head: oneDNN refuses a reduction that reduces
+    # nothing; it runs as a copy.
+    m = model_of([helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r", "ax"], ["y"], keepdims=keepdims)],
+                 {"x": [1, 50, 1]}, initializers={"ax": np.array([-1], np.int64)}, opset=18)
+    agrees(m, {"x": np.random.default_rng(0).standard_normal((1, 50, 1)).astype(np.float32)}, rtol=0, atol=0)
