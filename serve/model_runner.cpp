@@ -65,6 +65,27 @@ namespace {
 
 // The server's outputs are the graph's, of fixed shapes: a model whose last nodes run on the host
 // after the plan (their shapes depend on the data) is refused.
+// Marks the dimensions an ONNX model leaves symbolic (besides the batch) -1 in `io`, and then
+// every output dimension; returns whether there were any.
+bool mark_dynamic(ModelIo& io, const ServeOptions& options) {
+  if (!session::is_onnx_model(options.source.spec)) return false;
+  const auto declared = graph::onnx_input_dims(options.source.spec);
+  const size_t skip = options.max_batch_size > 0 ? 1 : 0;  // the batch is the server's
+  bool dynamic = false;
+  for (size_t i = 0; i < io.inputs.size() && i < declared.size(); ++i) {
+    for (size_t d = skip; d < declared[i].size() && d - skip < io.inputs[i].dims.size(); ++d) {
+      if (declared[i][d] < 0 && !(d == 0 && skip == 0)) {
+        io.inputs[i].dims[d - skip] = -1;
+        dynamic = true;
+      }
+    }
+  }
+  if (dynamic) {
+    for (TensorSpec& t : io.outputs) std::fill(t.dims.begin(), t.dims.end(), -1);
+  }
+  return dynamic;
+}
+
 void refuse_tail(const std::string& spec, const std::shared_ptr<const graph::OnnxTail>& tail) {
   if (!tail) return;
   throw UsageError(cat(spec, ": its outputs come from ", tail->summary(), ", whose shapes depend on "
@@ -82,7 +103,9 @@ ModelIo describe_model(const ServeOptions& options) {
   std::shared_ptr<const graph::OnnxTail> tail;
   const graph::Graph g = session::load_source(source, &tail);
   refuse_tail(options.source.spec, tail);
-  return describe_graph(g, options);
+  ModelIo io = describe_graph(g, options);
+  mark_dynamic(io, options);
+  return io;
 }
 
 struct ModelRunner::Planned {
@@ -102,28 +125,75 @@ ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  refuse_tail(options_.source.spec, model_at(1)->tail);
-  io_ = describe_graph(model_at(1)->graph, options_);
+  refuse_tail(options_.source.spec, model_at(1, {})->tail);
+  default_io_ = describe_graph(model_at(1, {})->graph, options_);
+  for (const TensorSpec& t : default_io_.inputs) default_shapes_.push_back(t.dims);
+  io_ = default_io_;
+  dynamic_ = mark_dynamic(io_, options_);
 }
 
-std::shared_ptr<const session::Model> ModelRunner::model_at(int64_t batch) {
-  std::shared_ptr<const session::Model>& model = models_[batch];
+std::shared_ptr<const session::Model> ModelRunner::model_at(int64_t batch, const SampleShapes& shapes) {
+  std::shared_ptr<const session::Model>& model = models_[{batch, shapes}];
   if (!model) {
     session::GraphSource source = options_.source;
     source.batch = options_.max_batch_size > 0 ? batch : 0;
-    model = std::make_shared<const session::Model>(pipeline_->load(source));
+    if (!shapes.empty()) {  // the shapes decide every dimension
+      source.input_size = 0;
+      source.input_shapes.clear();
+      for (std::vector<int64_t> dims : shapes) {
+        if (options_.max_batch_size > 0) dims.insert(dims.begin(), batch);
+        source.input_shapes.push_back(std::move(dims));
+      }
+    }
+    try {
+      model = std::make_shared<const session::Model>(pipeline_->load(source));
+    } catch (...) {
+      models_.erase({batch, shapes});
+      throw;
+    }
   }
   return model;
+}
+
+SampleShapes ModelRunner::key_of(const SampleShapes& shapes) const {
+  return !dynamic_ || shapes == default_shapes_ ? SampleShapes{} : shapes;
+}
+
+void ModelRunner::touch(const SampleShapes& key) {
+  if (key.empty()) return;  // the configured shape stays
+  recent_shapes_.erase(std::remove(recent_shapes_.begin(), recent_shapes_.end(), key), recent_shapes_.end());
+  recent_shapes_.push_back(key);
+  while (recent_shapes_.size() > std::max<size_t>(1, options_.max_shapes)) {
+    const SampleShapes old = recent_shapes_.front();
+    recent_shapes_.erase(recent_shapes_.begin());
+    std::erase_if(models_, [&](const auto& m) { return m.first.second == old; });
+    std::erase_if(plans_, [&](const auto& p) { return std::get<2>(p.first) == old; });
+  }
+}
+
+ModelIo ModelRunner::io_locked(const SampleShapes& key) {
+  if (key.empty()) return default_io_;
+  if (key.size() != io_.inputs.size()) {
+    throw UsageError(cat(options_.source.spec, ": shapes of ", key.size(), " input(s) given, the model has ",
+                         io_.inputs.size()));
+  }
+  touch(key);
+  return describe_graph(model_at(1, key)->graph, options_);
+}
+
+ModelIo ModelRunner::io_for(const SampleShapes& shapes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return io_locked(key_of(shapes));
 }
 
 ModelRunner::~ModelRunner() = default;
 
 CorePool::Grant ModelRunner::grant() { return pool_.acquire(options_.cores, reservation_.get()); }
 
-ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
-  if (auto it = plans_.find({batch, threads}); it != plans_.end()) return *it->second;
+ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads, const SampleShapes& key) {
+  if (auto it = plans_.find({batch, threads, key}); it != plans_.end()) return *it->second;
   auto planned = std::make_unique<Planned>();
-  planned->model = model_at(batch);
+  planned->model = model_at(batch, key);
   planned->prepared = pipeline_->prepare(*planned->model, options_.schedule);
   {
     // Instances of a process save the same cache files (a fixed temporary name each): one at a
@@ -133,10 +203,12 @@ ModelRunner::Planned& ModelRunner::plan_for(int64_t batch, int threads) {
     pipeline_->save_cache();
   }
   planned->executor = pipeline_->executor(*planned->prepared.plan);
+  std::string shape;
+  for (const auto& dims : key) shape += cat(shape.empty() ? "input " : ", ", join(dims, "x"));
   last_summary_ =
-      cat("batch ", batch, ", ", threads, " thread(s): ",
+      cat("batch ", batch, ", ", threads, " thread(s)", shape.empty() ? "" : cat(", ", shape), ": ",
           session::plan_summary(*planned->prepared.plan, planned->prepared.fallback_note));
-  return *(plans_[{batch, threads}] = std::move(planned));
+  return *(plans_[{batch, threads, key}] = std::move(planned));
 }
 
 int64_t ModelRunner::planned_batch(int64_t batch) const {
@@ -150,11 +222,14 @@ void ModelRunner::prepare(int64_t batch) {
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  plan_for(planned_batch(batch), cores.cores());
+  plan_for(planned_batch(batch), cores.cores(), {});
 }
 
 void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> srcs,
-                      std::span<const std::span<float>> dsts) {
+                      std::span<const std::span<float>> dsts, const SampleShapes& shapes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const SampleShapes key = key_of(shapes);
+  const ModelIo io = io_locked(key);
   const int64_t max_batch = std::max<int64_t>(1, options_.max_batch_size);
   if (batch < 1 || batch > max_batch) {
     throw UsageError(cat(options_.source.spec, ": batch of ", batch,
@@ -162,29 +237,28 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
                          "to ",
                          max_batch, " (max_batch_size)"));
   }
-  if (srcs.size() != io_.inputs.size() || dsts.size() != io_.outputs.size()) {
+  if (srcs.size() != io.inputs.size() || dsts.size() != io.outputs.size()) {
     throw UsageError(cat(options_.source.spec, ": ", srcs.size(), " input(s) and ", dsts.size(),
-                         " output(s) given, the model has ", io_.inputs.size(), " and ",
-                         io_.outputs.size()));
+                         " output(s) given, the model has ", io.inputs.size(), " and ",
+                         io.outputs.size()));
   }
   for (size_t i = 0; i < srcs.size(); ++i) {
-    if (static_cast<int64_t>(srcs[i].size()) != batch * io_.inputs[i].numel()) {
-      throw UsageError(cat("input '", io_.inputs[i].name, "': ", srcs[i].size(), " values, ", batch,
-                           " sample(s) of ", io_.inputs[i].numel(), " expected"));
+    if (static_cast<int64_t>(srcs[i].size()) != batch * io.inputs[i].numel()) {
+      throw UsageError(cat("input '", io.inputs[i].name, "': ", srcs[i].size(), " values, ", batch,
+                           " sample(s) of ", io.inputs[i].numel(), " expected"));
     }
   }
   for (size_t i = 0; i < dsts.size(); ++i) {
-    if (static_cast<int64_t>(dsts[i].size()) != batch * io_.outputs[i].numel()) {
-      throw UsageError(cat("output '", io_.outputs[i].name, "': room for ", dsts[i].size(),
-                           " values, ", batch, " sample(s) of ", io_.outputs[i].numel(),
+    if (static_cast<int64_t>(dsts[i].size()) != batch * io.outputs[i].numel()) {
+      throw UsageError(cat("output '", io.outputs[i].name, "': room for ", dsts[i].size(),
+                           " values, ", batch, " sample(s) of ", io.outputs[i].numel(),
                            " expected"));
     }
   }
-  const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
   const int64_t size = planned_batch(batch);
-  Planned& planned = plan_for(size, cores.cores());
+  Planned& planned = plan_for(size, cores.cores(), key);
   if (size == batch) {
     for (size_t i = 0; i < srcs.size(); ++i) planned.executor->set_input(i, srcs[i]);
     planned.executor->execute();
@@ -194,13 +268,13 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
   // A smaller batch on a larger plan: zeros after its samples, their outputs dropped.
   std::vector<float> staging;
   for (size_t i = 0; i < srcs.size(); ++i) {
-    staging.assign(static_cast<size_t>(size * io_.inputs[i].numel()), 0.0f);
+    staging.assign(static_cast<size_t>(size * io.inputs[i].numel()), 0.0f);
     std::copy(srcs[i].begin(), srcs[i].end(), staging.begin());
     planned.executor->set_input(i, staging);
   }
   planned.executor->execute();
   for (size_t i = 0; i < dsts.size(); ++i) {
-    staging.resize(static_cast<size_t>(size * io_.outputs[i].numel()));
+    staging.resize(static_cast<size_t>(size * io.outputs[i].numel()));
     planned.executor->output_into(i, staging);
     std::copy_n(staging.begin(), dsts[i].size(), dsts[i].begin());
   }
@@ -209,7 +283,7 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
 std::vector<std::pair<int64_t, int>> ModelRunner::planned() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<int64_t, int>> out;
-  for (const auto& [key, p] : plans_) out.push_back(key);
+  for (const auto& [key, p] : plans_) out.emplace_back(std::get<0>(key), std::get<1>(key));
   return out;
 }
 

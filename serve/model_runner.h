@@ -21,6 +21,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,9 +51,18 @@ struct ServeOptions {
   /// smallest of them not below it, zero-padded (fewer plans and searches, bounded memory).
   /// Empty: every batch size gets its own plan.
   std::vector<int64_t> batch_sizes;
+  /// A model with dynamic axes (an ONNX model's symbolic dimensions besides the batch): the input
+  /// shapes whose models and plans are kept, most recently used (the others are made again when
+  /// asked for).
+  size_t max_shapes = 4;
 };
 
-/// A named tensor of the model; with batching `dims` are those of one sample (no batch).
+/// The dimensions of one sample of each input, in order (a request's shapes without the batch).
+using SampleShapes = std::vector<std::vector<int64_t>>;
+
+/// A named tensor of the model; with batching `dims` are those of one sample (no batch). In the
+/// description of a model with dynamic axes (ModelRunner::dynamic) a dimension a request chooses
+/// is -1, and every dimension of the outputs is (ModelRunner::io_for gives them for a shape).
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> dims;
@@ -82,14 +92,25 @@ class ModelRunner {
   ~ModelRunner();
 
   const ServeOptions& options() const { return options_; }
+  /// The inputs and outputs (-1 where a request chooses: see TensorSpec).
   const ModelIo& io() const { return io_; }
+  /// Whether requests choose some input dimensions besides the batch (an ONNX model's symbolic
+  /// dimensions: a plan per input shape, ServeOptions::max_shapes kept).
+  bool dynamic() const { return dynamic_; }
+  /// The inputs and outputs for samples of `shapes` (at the configured shapes when empty or not
+  /// dynamic):
+  /// loads the model at that shape on first use. Throws a one-line stagecraft::Error when the model
+  /// does not take that shape (a dimension it fixes, a rank).
+  ModelIo io_for(const SampleShapes& shapes);
 
   /// Runs `batch` samples (1..max_batch_size; with max_batch_size 0: pass 1). `srcs[i]` holds
   /// batch x io().inputs[i].numel() floats (logical NCHW), `dsts[i]` receives
   /// batch x io().outputs[i].numel(). Waits for a grant of cores; makes the plan of this batch
   /// size and core count on first use. Throws stagecraft::Error with one line when it cannot.
+  /// With `shapes` (a dynamic model), the samples have those input shapes and `dsts[i]` holds
+  /// batch x io_for(shapes).outputs[i].numel().
   void run(int64_t batch, std::span<const std::span<const float>> srcs,
-           std::span<const std::span<float>> dsts);
+           std::span<const std::span<float>> dsts, const SampleShapes& shapes = {});
   /// Makes the plan of `batch` now (with a grant of cores, as a run would).
   void prepare(int64_t batch);
   /// The batch size `batch` samples run at: the smallest of options().batch_sizes not below it
@@ -103,18 +124,31 @@ class ModelRunner {
 
  private:
   struct Planned;
-  Planned& plan_for(int64_t batch, int threads);  // with mutex_ held and a grant of `threads`
-  std::shared_ptr<const session::Model> model_at(int64_t batch);  // loaded on first use (mutex_ held)
+  // With mutex_ held and a grant of `threads`.
+  Planned& plan_for(int64_t batch, int threads, const SampleShapes& shapes);
+  // Loaded on first use (mutex_ held); `shapes` empty: the configured shape.
+  std::shared_ptr<const session::Model> model_at(int64_t batch, const SampleShapes& shapes);
+  // Marks `shapes` most recently used, dropping the models and plans of the least recently used
+  // shape beyond max_shapes (mutex_ held).
+  void touch(const SampleShapes& shapes);
+  ModelIo io_locked(const SampleShapes& key);
+  // The key of `shapes` in models_ and plans_: {} for the configured shape (or a static model).
+  SampleShapes key_of(const SampleShapes& shapes) const;
   CorePool::Grant grant();
 
   ServeOptions options_;
   ModelIo io_;
+  bool dynamic_ = false;
+  ModelIo default_io_;           // io() at the configured input shapes (no -1)
+  SampleShapes default_shapes_;  // the configured input shapes, per sample
   CorePool& pool_;
   std::shared_ptr<CorePool::Reservation> reservation_;
   std::unique_ptr<session::Pipeline> pipeline_;
-  std::map<std::pair<int64_t, int>, std::unique_ptr<Planned>> plans_;
-  // The model at each batch size, loaded (imported, int8 calibrated) once for every thread count.
-  std::map<int64_t, std::shared_ptr<const session::Model>> models_;
+  std::map<std::tuple<int64_t, int, SampleShapes>, std::unique_ptr<Planned>> plans_;
+  // The model at each batch size (and input shape), loaded (imported, int8 calibrated) once for
+  // every thread count.
+  std::map<std::pair<int64_t, SampleShapes>, std::shared_ptr<const session::Model>> models_;
+  std::vector<SampleShapes> recent_shapes_;  // least recently used first
   std::string last_summary_;
   mutable std::mutex mutex_;
 };

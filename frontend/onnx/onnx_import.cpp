@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -422,8 +423,37 @@ namespace {
 constexpr int kReadBlockBytes = 1 << 20;  // reads of a model file
 }  // namespace
 
+namespace {
+
+// The model file at `path`, parsed (without its external data).
+onnx::ModelProto parse_model_file(const std::string& path);
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> onnx_input_dims(const std::string& path) {
+  const onnx::ModelProto model = parse_model_file(path);
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::vector<int64_t>> result;
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name())) continue;
+    std::vector<int64_t> dims;
+    for (const auto& d : input.type().tensor_type().shape().dim()) {
+      dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
+    }
+    result.push_back(std::move(dims));
+  }
+  return result;
+}
+
 OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
+  return onnx_import::Importer(path, options, dir.empty() ? "." : dir).run(parse_model_file(path));
+}
+
+namespace {
+
+onnx::ModelProto parse_model_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw IoError(cat("cannot read '", path, "': it is a directory"));
@@ -446,7 +476,9 @@ OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options)
   }
   ::close(fd);
   if (!parsed) throw FormatError(cat(path, ": not an ONNX model (the protobuf does not parse)"));
-  return onnx_import::Importer(path, options, dir.empty() ? "." : dir).run(model);
+  return model;
 }
+
+}  // namespace
 
 }  // namespace stagecraft::graph

@@ -53,6 +53,11 @@ struct OnnxModel {
 /// Imports an ONNX file. Throws IoError (unreadable), FormatError (malformed or unsupported).
 OnnxModel import_onnx(const std::string& path, const OnnxImportOptions& options);
 
+/// The dimensions of the graph inputs (not initializers) of the model file at `path` as it
+/// declares them, in order: -1 where a dimension is symbolic (dynamic axes) or unknown. Throws
+/// IoError / FormatError like import_onnx.
+std::vector<std::vector<int64_t>> onnx_input_dims(const std::string& path);
+
 /// Imports serialized ModelProto bytes; `source` names them in messages.
 OnnxModel import_onnx_bytes(const std::string& bytes, const std::string& source,
                             const OnnxImportOptions& options);

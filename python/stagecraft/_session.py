@@ -209,7 +209,8 @@ class Session:
 
     def time(self, iters: int = 20, warmup: int = 3) -> Dict[str, float]:
         """Latency of `iters` runs after `warmup` (on generated inputs, as ``stagecraft run``):
-        median_ms, p10_ms, p90_ms, images_per_s."""
+        median_ms, p10_ms, p90_ms, images_per_s. The plan's runs only: a model's data-dependent
+        tail (``Model.tail``) runs on the host after them in run() and is not in these figures."""
         (ms,) = _core.time_sessions([self._core], int(warmup), int(iters), None)
         median, p10, p90 = _core.summarise(ms)
         return {"median_ms": median, "p10_ms": p10, "p90_ms": p90,

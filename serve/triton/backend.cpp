@@ -140,6 +140,8 @@ struct Checked {
   TRITONBACKEND_Request* request = nullptr;
   TRITONBACKEND_Response* response = nullptr;
   int64_t batch = 1;
+  // Per model input: the dimensions of one sample (a dynamic model's request chooses some).
+  SampleShapes shapes;
   // Per model input: the request's buffers (CPU memory) in order.
   std::vector<std::vector<std::pair<const char*, uint64_t>>> buffers;
   std::string error;  // "" when good
@@ -156,6 +158,7 @@ void check_request(const ModelState& model, Checked& c) {
   uint32_t count = 0;
   check(TRITONBACKEND_RequestInputCount(c.request, &count), "TRITONBACKEND_RequestInputCount");
   c.buffers.assign(io.inputs.size(), {});
+  c.shapes.assign(io.inputs.size(), {});
   std::vector<bool> seen(io.inputs.size(), false);
   int64_t batch = -1;
   for (uint32_t k = 0; k < count; ++k) {
@@ -195,13 +198,19 @@ void check_request(const ModelState& model, Checked& c) {
       batch = shape[0];
       want.insert(want.begin(), batch);
     }
-    if (std::vector<int64_t>(shape, shape + dims) != want) {
+    // -1: a dimension of a dynamic model the request chooses (any size the model takes).
+    const bool fits = dims == want.size() && std::equal(want.begin(), want.end(), shape, [](int64_t w, int64_t d) {
+      return w == d || (w == -1 && d >= 1);
+    });
+    if (!fits) {
       c.error = cat("input '", name, "': shape ", dims_text(shape, dims), ", the model takes ",
                     dims_text(want.data(), static_cast<uint32_t>(want.size())));
       return;
     }
-    const uint64_t expected =
-        static_cast<uint64_t>(std::max<int64_t>(1, batch) * spec.numel()) * sizeof(float);
+    c.shapes[i].assign(shape + (batching ? 1 : 0), shape + dims);
+    int64_t sample = 1;
+    for (int64_t d : c.shapes[i]) sample *= d;
+    const uint64_t expected = static_cast<uint64_t>(std::max<int64_t>(1, batch) * sample) * sizeof(float);
     if (bytes != expected) {
       c.error = cat("input '", name, "': ", bytes, " bytes of data, its shape needs ", expected);
       return;
@@ -257,10 +266,10 @@ void send(Checked& c, const std::string& model_name) {
   c.response = nullptr;
 }
 
-// Copies the outputs of sample rows [row, row + c.batch) of `dsts` into c's response.
-void write_outputs(const ModelState& model, Checked& c, const std::vector<std::vector<float>>& dsts,
-                   int64_t row) {
-  const ModelIo& io = model.io;
+// Copies the outputs of sample rows [row, row + c.batch) of `dsts` (outputs as `io` describes
+// them at the request's shapes) into c's response.
+void write_outputs(const ModelState& model, const ModelIo& io, Checked& c,
+                   const std::vector<std::vector<float>>& dsts, int64_t row) {
   uint32_t requested = 0;
   check(TRITONBACKEND_RequestOutputCount(c.request, &requested),
         "TRITONBACKEND_RequestOutputCount");
@@ -317,7 +326,9 @@ void run_group(InstanceState& instance, std::vector<Checked*>& group) {
 
 void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
   const ModelState& model = *instance.model;
-  const ModelIo& io = model.io;
+  // The group's requests have one input shape (the execute loop groups them so).
+  const SampleShapes shapes = instance.runner->dynamic() ? group.front()->shapes : SampleShapes{};
+  const ModelIo io = instance.runner->io_for(shapes);
   int64_t batch = 0;
   for (Checked* c : group) batch += c->batch;
   std::vector<std::vector<float>> srcs(io.inputs.size()), dsts(io.outputs.size());
@@ -339,7 +350,7 @@ void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
   const size_t plans_before = instance.runner->planned().size();
   std::string failure;
   try {
-    instance.runner->run(batch, src_spans, dst_spans);
+    instance.runner->run(batch, src_spans, dst_spans, shapes);
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -353,7 +364,7 @@ void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
       c->error = failure;
     } else {
       try {
-        write_outputs(model, *c, dsts, row);
+        write_outputs(model, io, *c, dsts, row);
       } catch (const std::exception& e) {
         c->error = e.what();
       }
@@ -538,8 +549,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
       c.error = e.what();
     }
   }
-  // Good requests in runs of at most max_batch_size samples (one request per run without a batch
-  // dimension).
+  // Good requests in runs of at most max_batch_size samples of one input shape (one request per
+  // run without a batch dimension).
   const uint64_t compute_start = now_ns();
   const int64_t max_batch = std::max<int64_t>(1, model.options.max_batch_size);
   std::vector<Checked*> group;
@@ -547,7 +558,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   int64_t executed = 0;
   for (Checked& c : checked) {
     if (!c.error.empty()) continue;
-    if (in_group + c.batch > max_batch) {
+    if (!group.empty() && (in_group + c.batch > max_batch || c.shapes != group.front()->shapes)) {
       run_group(state, group);
       group.clear();
       in_group = 0;

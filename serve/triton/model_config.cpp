@@ -32,7 +32,8 @@ const std::set<std::string>& known_parameters() {
                                               "cores",
                                               "reserve_cores",
                                               "warmup_batch_sizes",
-                                              "batch_sizes"};
+                                              "batch_sizes",
+                                              "max_shapes"};
   return names;
 }
 
@@ -178,6 +179,7 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
   o.search.budget.seconds = params.number<double>("search_budget", o.search.budget.seconds, 0.0);
   o.cores = params.number<int>("cores", 0, 0);
   o.reserve_cores = params.number<int>("reserve_cores", 0, 0);
+  o.max_shapes = params.number<size_t>("max_shapes", o.max_shapes, 1);
   if (config.contains("max_batch_size")) {
     try {
       o.max_batch_size = json_int(config["max_batch_size"]);

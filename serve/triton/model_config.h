@@ -16,6 +16,8 @@
 ///   warmup_batch_sizes  comma-separated batch sizes planned when an instance starts
 ///   batch_sizes         the only batch sizes planned (e.g. "1,2,4,8", the last max_batch_size):
 ///                       a batch runs on the smallest not below it, zero-padded
+///   max_shapes          a model with dynamic axes (its dims -1 in the config): the input shapes
+///                       whose plans are kept, most recently used (default 4)
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -66,6 +66,16 @@ def write_repo(repo, cli):
     subprocess.run([cli, "graph", "squeezenet1_1", "--input-size", str(SIZE), "--onnx", onnx_file],
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run([serve, onnx_file, "--name", "from_onnx"] + common, check=True)
+    # The same file with a symbolic batch, height and width (an exporter's dynamic axes): served at
+    # SIZE, requests choose other sizes (a plan per shape).
+    import onnx
+
+    dynamic = onnx.load(onnx_file)
+    for axis, name in ((0, "N"), (2, "H"), (3, "W")):
+        dynamic.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = name
+    dynamic_file = os.path.join(os.path.dirname(repo), "squeezenet_dynamic.onnx")
+    onnx.save(dynamic, dynamic_file)
+    subprocess.run([serve, dynamic_file, "--name", "dynamic"] + common, check=True)
     with open(os.path.join(repo, "broken", "config.pbtxt"), "a") as f:
         f.write('parameters { key: "shedule" value: { string_value: "dp" } }\n')
 
@@ -127,7 +137,7 @@ def reference(cli, x, tmp):
     """`stagecraft run` of squeezenet1_1 on x (N,3,S,S)."""
     src, dst = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
     np.save(src, x)
-    subprocess.run([cli, "run", "squeezenet1_1", "--input-size", str(SIZE), "--batch",
+    subprocess.run([cli, "run", "squeezenet1_1", "--input-size", str(x.shape[2]), "--batch",
                     str(x.shape[0]), "--backend", "cpu", "--schedule", "sequential",
                     "--cache-dir", os.path.join(tmp, "cache"), "--input", src,
                     "--output", dst, "--warmup", "0", "--iters", "1"], check=True,
@@ -224,6 +234,23 @@ def run_checks(args, server, ports, tmp, log_path, repo):
     yo = http_infer(http, "from_onnx", in_name, x2, output=out_name)
     check(relative_error(yo, ref2) < 1e-4,
           f"the network served from model.onnx equals stagecraft run (relative error {relative_error(yo, ref2):.1e})")
+
+    # Dynamic axes: the config says -1 where the request chooses; each shape gets its own plan.
+    http.load_model("dynamic")
+    meta = http.get_model_metadata("dynamic")
+    check(meta["inputs"][0]["shape"] == [-1, 3, -1, -1] and meta["outputs"][0]["shape"] == [-1, -1],
+          f"a model with dynamic axes: input {meta['inputs'][0]['shape']}, output {meta['outputs'][0]['shape']}")
+    yd = http_infer(http, "dynamic", in_name, x2, output=out_name)
+    check(relative_error(yd, ref2) < 1e-4, "at the configured size it equals stagecraft run")
+    x_big = rng.standard_normal((2, 3, SIZE + 16, SIZE + 16), dtype=np.float32)
+    y_big = http_infer(http, "dynamic", in_name, x_big, output=out_name)
+    ref_big = reference(args.cli, x_big, tmp)
+    check(y_big.shape == (2, 1000) and relative_error(y_big, ref_big) < 1e-4,
+          f"at {SIZE + 16}x{SIZE + 16} (a plan made for it) it equals stagecraft run of that size "
+          f"(relative error {relative_error(y_big, ref_big):.1e})")
+    expect_error("dynamic model, a dimension it fixes", lambda: http_infer(
+        http, "dynamic", in_name, np.zeros((1, 4, SIZE, SIZE), np.float32)), in_name)
+    http.unload_model("dynamic")
 
     # Bad requests: one-line errors, and the server keeps serving.
     expect_error("wrong shape", lambda: http_infer(
