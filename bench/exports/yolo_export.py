@@ -18,7 +18,7 @@ os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(os.environ.get("OUT_DIR", 
 
 import onnx  # noqa: E402
 import torch  # noqa: E402
-from ultralytics import YOLO  # noqa: E402
+from ultralytics import RTDETR, YOLO  # noqa: E402
 
 OUT = Path(os.environ.get("OUT_DIR", "models"))
 WORK = OUT / "work"
@@ -44,6 +44,15 @@ VARIANTS = {
     "yolov8n_seg_nms": ("yolov8n-seg.yaml", {"nms": True}),
     "yolov8n_pose_nms": ("yolov8n-pose.yaml", {"nms": True}),
     "yolo11n_det_nms_dynamic": ("yolo11n.yaml", {"nms": True, "dynamic": True}),
+    # other families, as a user would bring them
+    "yolo12n_det_static": ("yolo12n.yaml", {}),
+    "yolov9t_det_static": ("yolov9t.yaml", {}),
+    "yolov5nu_det_static": ("yolov5nu.yaml", {}),
+    "yolov6n_det_static": ("yolov6n.yaml", {}),
+    "yolov3tinyu_det_static": ("yolov3-tinyu.yaml", {}),
+    "yolo11n_obb_nms": ("yolo11n-obb.yaml", {"nms": True}),
+    "yolo11n_cls_dynamic": ("yolo11n-cls.yaml", {"dynamic": True}),
+    "rtdetr_l_det_static": ("rtdetr-l.yaml", {}),
     "yolo11n_cls_static": ("yolo11n-cls.yaml", {}),
     "yolo11n_obb_static": ("yolo11n-obb.yaml", {}),
     "yolo26n_det_static": ("yolo26n.yaml", {}),
@@ -63,7 +72,7 @@ def export(name, yaml, extra):
     os.chdir(work)
     try:
         torch.manual_seed(0)
-        model = YOLO(yaml)
+        model = RTDETR(yaml) if yaml.startswith("rtdetr") else YOLO(yaml)
         kw = {**COMMON, **extra}
         t = time.time()
         f = model.export(**kw)

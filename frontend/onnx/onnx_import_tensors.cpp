@@ -482,8 +482,7 @@ void Importer::tile_row_major(const onnx::NodeProto& node) {
     if (readers_broadcast(node, out_dims)) return define_row_major(node, x);  // no copies: its readers broadcast
   }
   if (reps.size() != s.size()) fail(node, cat("repeats [", join(reps, ", "), "] do not fit ", shape(x).to_string()));
-  if (reps[0] != 1) fail(node, "repeating the batch is not supported");
-  for (size_t d = 1; d < reps.size(); ++d) {
+  for (size_t d = 0; d < reps.size(); ++d) {
     if (reps[d] < 1) fail(node, "repeats must be >= 1");
     if (reps[d] > 1) x = concatenated(node, std::vector<ValueId>(static_cast<size_t>(reps[d]), x), static_cast<int64_t>(d));
   }

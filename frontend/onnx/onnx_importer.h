@@ -262,6 +262,9 @@ class Importer {
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // Gather by indices the model computes: GatherElements of them broadcast, then a Reshape.
+  void expand_gather(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_trilu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // GlobalAveragePool and GlobalMaxPool of other ranks than 4.
   void expand_global_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

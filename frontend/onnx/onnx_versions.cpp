@@ -59,7 +59,7 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Transpose", 25}, {"Unsqueeze", 25}, {"Where", 16},
     // The expansions (onnx_import_expansions.cpp).
     {"Attention", 25}, {"GatherElements", 13}, {"GroupNormalization", 21}, {"ScatterElements", 18}, {"IsInf", 20}, {"IsNaN", 20}, {"Xor", 7}, {"LpNormalization", 22}, {"LpPool", 22},
-    {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"SwiGLU", 28}, {"RotaryEmbedding", 23}, {"CausalConvWithState", 27}, {"RMSNormalization", 23},
+    {"Trilu", 14}, {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"SwiGLU", 28}, {"RotaryEmbedding", 23}, {"CausalConvWithState", 27}, {"RMSNormalization", 23},
     // The recurrent layers (onnx_import_recurrent.cpp), Scan and LinearAttention (onnx_import_scan.cpp),
     // Upsample (a Resize), the index ops (onnx_import_indices.cpp) and Hardmax (a softmax op kind's mode).
     {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"Col2Im", 18}, {"DFT", 20}, {"LinearAttention", 27},

@@ -1,7 +1,8 @@
 """Index tensors through stagecraft against ONNX Runtime on random data: TopK (largest and
 smallest, any axis), ArgMax / ArgMin, GatherElements of runtime indices, the integer arithmetic
 on indices (a Div of integers truncates, a Cast to int64 truncates), and the end-to-end head of
-YOLOv10 / YOLO26 (the best boxes picked by two TopKs and three GatherElements)."""
+YOLOv10 / YOLO26 (the best boxes picked by two TopKs and three GatherElements), Gather by indices
+the model computes, Trilu."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,3 +97,45 @@ def test_a_yolo_end_to_end_head_agrees_with_onnx_runtime():
                       "nc": i64(classes)}, opset=18)
     agrees(model, {"scores": rng.random([1, anchors, classes], np.float32),
                    "boxes": rng.standard_normal([1, anchors, 4]).astype(np.float32) * 100})
+
+
+@pytest.mark.parametrize("shape,axis,table", [([12, 5], 0, False), ([2, 9, 4], 1, False), ([3, 8], 1, False),
+                                              ([12, 5], 0, True)])
+def test_gather_of_indices_the_model_computes(shape, axis, table):
+    # RT-DETR's top-k queries and an oriented-box NMS head: Gather by TopK's indices (of any rank:
+    # ONNX puts the indices' dimensions in place of the axis), from a tensor or a constant table.
+    rng = np.random.default_rng(5)
+    scores_shape = [shape[axis]] if axis == 0 else shape[:axis + 1]
+    nodes = [helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("TopK", ["r", "k"], ["v", "i"], axis=-1),
+             helper.make_node("Gather", ["t" if table else "x", "i"], ["g"], axis=axis),
+             helper.make_node("Mul", ["g", "two"], ["y"])]
+    inits = {"k": np.array([3], np.int64), "two": np.float32(2)}
+    inputs = {"s": scores_shape}
+    if table:
+        inits["t"] = rng.standard_normal(shape).astype(np.float32)
+    else:
+        inputs["x"] = shape
+    model = model_of(nodes, inputs, ("y",), inits)
+    feeds = {"s": rng.standard_normal(scores_shape).astype(np.float32)}
+    if not table:
+        feeds["x"] = rng.standard_normal(shape).astype(np.float32)
+    agrees(model, feeds)
+
+
+@pytest.mark.parametrize("upper,k", [(1, 0), (0, 0), (1, 1), (0, -1)])
+def test_trilu_agrees_with_onnx_runtime(upper, k):
+    # The upper triangle of an IoU matrix (Ultralytics' oriented-box NMS).
+    node = helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)
+    model = model_of([helper.make_node("Relu", ["a"], ["x"]), node], {"a": [2, 5, 6]},
+                     initializers={"k": np.array(k, np.int64)})
+    agrees(model, {"a": np.random.default_rng(2).standard_normal((2, 5, 6)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("op,arg,shape", [("Tile", [3, 1, 2], [2, 3, 4]), ("Expand", [4, 2, 3, 5], [1, 3, 1]),
+                                          ("Tile", [2, 2], [3, 5])])
+def test_tile_and_expand_repeat_any_axis(op, arg, shape):
+    # The first axis too (Gather's broadcast indices over a batch of queries).
+    model = model_of([helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r", "a"], ["y"])],
+                     {"x": shape}, initializers={"a": np.array(arg, np.int64)})
+    agrees(model, {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)})
