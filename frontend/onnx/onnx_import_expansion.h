@@ -12,6 +12,15 @@
 
 namespace stagecraft::graph::onnx_import {
 
+// Input 0 of a node being expanded: its rank and dimensions, and the shape [C, 1, ...] of a
+// per-channel parameter broadcast over [N, C, ...].
+struct Importer::ExpandedInput {
+  size_t rank = 0;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> per_channel;
+};
+
+
 inline onnx::AttributeProto int_attr(const char* name, int64_t v) {
   onnx::AttributeProto a;
   a.set_name(name);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/strings.h"
+#include "frontend/onnx/onnx_import_expansion.h"
 #include "frontend/onnx/onnx_importer.h"
 
 namespace stagecraft::graph::onnx_import {
@@ -115,6 +116,44 @@ void Importer::gather_elements(const onnx::NodeProto& node) {
   GatherElementsAttrs a;
   a.axis = axis_in(node, attr_int(node, "axis", 0), shape(x).rank());
   define(node, 0, mark(add(node, OpKind::kGatherElements, a, {mark(x), mark(i)})));
+}
+
+void Importer::expand_gather(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // Indices the model computes (RT-DETR's and an oriented-box NMS head's top-k rows): the
+  // GatherElements of the indices, flattened and broadcast over the other axes, reshaped to ONNX's
+  // output (the dimensions before the axis, the indices', those after it).
+  const int64_t axis = axis_in(node, attr_int(node, "axis", 0), in.rank);
+  const std::vector<int64_t> indices = dims_at(node, 1);
+  const int64_t count = product(indices, 0, indices.size());
+  std::vector<int64_t> spread(in.rank, 1), full = in.dims;
+  spread[static_cast<size_t>(axis)] = count;
+  full[static_cast<size_t>(axis)] = count;
+  const std::string index = e.op("Expand", {e.op("Reshape", {node.input(1), e.ints(spread)}), e.ints(full)});
+  std::string data = node.input(0);
+  if (const ConstTensor* table = constant(node, 0)) {
+    // A constant table (RT-DETR's anchors): a tensor of the graph made from it once.
+    data = cat(node.input(0), "/as_tensor");
+    if (!values_.count(data)) values_[data] = constant_tensor(node, *table, row_major_named(node, *graph_inputs_.begin()));
+  }
+  const std::string y = e.op("GatherElements", {data, index}, {int_attr("axis", axis)});
+  std::vector<int64_t> out(in.dims.begin(), in.dims.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), in.dims.begin() + axis + 1, in.dims.end());
+  e.op("Reshape", {y, e.ints(out)}, {}, output_of(node, 0));
+}
+
+void Importer::expand_trilu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // The upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes: a Where of a
+  // constant mask, zeros elsewhere.
+  if (in.rank < 2) fail(node, "the input must have rank 2 or more");
+  const int64_t k = has_input(node, 1) ? constant_ints(node, 1, "k").at(0) : 0;
+  const bool upper = attr_int(node, "upper", 1) != 0;
+  const int64_t rows = in.dims[in.rank - 2], cols = in.dims[in.rank - 1];
+  std::vector<float> mask(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) mask[static_cast<size_t>(i * cols + j)] = (upper ? j - i >= k : j - i <= k) ? 1.0f : 0.0f;
+  }
+  e.op("Where", {e.floats(mask, {rows, cols}), node.input(0), e.scalar(0.0f)}, {}, output_of(node, 0));
 }
 
 }  // namespace stagecraft::graph::onnx_import

@@ -66,4 +66,12 @@ py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule&
                   "summary"_a = session::search_stats_text(st, schedule));
 }
 
+py::list output_infos(const session::Model& model) {
+  if (!model.tail) return tensor_infos(model.graph, model.graph.outputs());
+  // After a data-dependent tail: the model's declared outputs (-1: decided by the data).
+  py::list infos;
+  for (const auto& d : model.tail->declared()) infos.append(py::make_tuple(d.name, py::tuple(py::cast(d.dims)), "f32"));
+  return infos;
+}
+
 }  // namespace stagecraft::python

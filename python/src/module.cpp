@@ -38,6 +38,7 @@
 #include "session/pipeline.h"
 #include "session/source.h"
 #include "convert.h"
+#include "errors.h"
 
 namespace py = pybind11;
 
@@ -416,50 +417,6 @@ py::dict calibrate(const ModelPtr& model, int samples,
   return d;
 }
 
-// ---- Errors -----------------------------------------------------------------------------------
-
-// Raises stagecraft.<name> (python/stagecraft/_errors.py) with the C++ message.
-void raise_as(const char* name, const std::exception& e) {
-  try {
-    py::object cls = py::module_::import("stagecraft._errors").attr(name);
-    PyErr_SetString(cls.ptr(), e.what());
-  } catch (py::error_already_set&) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());  // the module without its package
-  }
-}
-
-// The name of the stagecraft.<name> class of a C++ error: its type's name, or that of its nearest
-// base with a class of its own.
-const char* python_class_of(const Error& e) {
-  if (dynamic_cast<const graph::ShapeError*>(&e)) return "ShapeError";
-  if (dynamic_cast<const graph::FormatError*>(&e)) return "FormatError";
-  if (dynamic_cast<const graph::GraphError*>(&e)) return "GraphError";
-  if (dynamic_cast<const networks::NetworkError*>(&e)) return "NetworkError";
-  if (dynamic_cast<const scheduler::ScheduleError*>(&e)) return "ScheduleError";
-  if (dynamic_cast<const executor::BackendError*>(&e)) return "BackendError";
-  if (dynamic_cast<const profiler::DeviceSpecError*>(&e)) return "DeviceSpecError";
-  if (dynamic_cast<const IoError*>(&e)) return "IoError";
-  if (dynamic_cast<const UsageError*>(&e)) return "UsageError";
-  return "Error";
-}
-
-void translate(std::exception_ptr p) {
-  try {
-    if (p) std::rethrow_exception(p);
-  } catch (const graph::ConstantInputError& e) {
-    // stagecraft.ConstantInputError(message, inputs): the names go with it.
-    try {
-      py::object cls = py::module_::import("stagecraft._errors").attr("ConstantInputError");
-      py::object error = cls(e.what(), py::tuple(py::cast(e.inputs())));
-      PyErr_SetObject(cls.ptr(), error.ptr());
-    } catch (py::error_already_set&) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
-  } catch (const Error& e) {
-    raise_as(python_class_of(e), e);
-  }
-}
-
 }  // namespace
 }  // namespace stagecraft::python
 
@@ -482,15 +439,7 @@ void bind_models(py::module_& m) {
       .def_property_readonly("inputs", [](const PyModel& x) {
         return tensor_infos(x.model.graph, x.model.graph.inputs());
       })
-      .def_property_readonly("outputs", [](const PyModel& x) {
-        if (!x.model.tail) return tensor_infos(x.model.graph, x.model.graph.outputs());
-        // After a data-dependent tail: the model's declared outputs (-1: decided by the data).
-        py::list infos;
-        for (const auto& d : x.model.tail->declared()) {
-          infos.append(py::make_tuple(d.name, py::tuple(py::cast(d.dims)), "f32"));
-        }
-        return infos;
-      })
+      .def_property_readonly("outputs", [](const PyModel& x) { return output_infos(x.model); })
       .def_property_readonly("tail", [](const PyModel& x) {
         return x.model.tail ? x.model.tail->summary() : std::string();
       })
@@ -611,7 +560,7 @@ PYBIND11_MODULE(_stagecraft, m) {
   using namespace stagecraft;
   using namespace stagecraft::python;
   m.doc() = "C++ core of the stagecraft package (use the stagecraft package, not this module)";
-  py::register_exception_translator(&translate);
+  py::register_exception_translator(&translate_error);
 
   bind_models(m);
   bind_schedules(m);
