@@ -41,6 +41,28 @@ def build(name):
         bb = T.ResNetConfig(out_features=["stage1", "stage2", "stage3", "stage4"])
         return T.DetrForObjectDetection(T.DetrConfig(backbone_config=bb, use_timm_backbone=False,
                                                      use_pretrained_backbone=False))
+    # Held-back-style extras: more families a user brings.
+    if name == "yolos":  # YOLOS-Tiny-sized detection transformer at 224x224
+        return T.YolosForObjectDetection(T.YolosConfig(hidden_size=192, num_attention_heads=3, intermediate_size=768,
+                                                       image_size=[224, 224], num_detection_tokens=20))
+    if name == "upernet":  # UperNet on a ConvNeXt-tiny backbone (semantic segmentation)
+        bb = T.ConvNextConfig(hidden_sizes=[96, 192, 384, 768], depths=[3, 3, 9, 3],
+                              out_features=["stage1", "stage2", "stage3", "stage4"])
+        return T.UperNetForSemanticSegmentation(T.UperNetConfig(backbone_config=bb))
+    if name == "depth_anything":  # Depth Anything on a DINOv2-small backbone
+        bb = T.Dinov2Config(hidden_size=384, num_attention_heads=6, image_size=518,
+                            out_features=["stage3", "stage6", "stage9", "stage12"], reshape_hidden_states=False)
+        return T.DepthAnythingForDepthEstimation(T.DepthAnythingConfig(backbone_config=bb))
+    if name == "efficientnet":  # EfficientNet-B0 (default config)
+        return T.EfficientNetForImageClassification(T.EfficientNetConfig(image_size=224))
+    if name == "cvt":  # CvT-13 (default config)
+        return T.CvtForImageClassification(T.CvtConfig())
+    if name == "regnet":  # RegNet (default config)
+        return T.RegNetForImageClassification(T.RegNetConfig())
+    if name == "deformable_detr":  # Deformable DETR, ResNet-50 backbone from transformers
+        bb = T.ResNetConfig(out_features=["stage2", "stage3", "stage4"])
+        return T.DeformableDetrForObjectDetection(T.DeformableDetrConfig(
+            backbone_config=bb, use_timm_backbone=False, use_pretrained_backbone=False, num_queries=100))
     raise KeyError(name)
 
 

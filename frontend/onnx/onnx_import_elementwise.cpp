@@ -332,7 +332,8 @@ void Importer::cast(const onnx::NodeProto& node) {
       name = p->second->input(0);
     }
   };
-  if (to == onnx::TensorProto::FLOAT || is_boolean(node.input(0)) ||
+  // A float64 tensor (Deformable DETR's sampling offsets) computes in float32, as every float here.
+  if (to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE || is_boolean(node.input(0)) ||
       (to == onnx::TensorProto::BOOL && truthy_readers) || (is_integer(node.output(0)) && integer_valued(node.input(0)))) {
     define(node, 0, x);
   } else if (is_integer(node.output(0))) {  // float to an integer type: toward zero
@@ -342,7 +343,8 @@ void Importer::cast(const onnx::NodeProto& node) {
     n.fn = UnaryFn::kNot;
     define(node, 0, add(node, OpKind::kUnary, n, {add(node, OpKind::kUnary, n, {x})}));
   } else {
-    fail(node, cat("casts of float tensors to element type ", to, " are not supported (float32 and bool are)"));
+    fail(node, cat("casts of float tensors to element type ", to, " are not supported (float32, float64 as float32, "
+                   "integers and bool are)"));
   }
 }
 

@@ -192,6 +192,20 @@ void Importer::batch_norm(const onnx::NodeProto& node) {
   weights_of_last() = std::move(w);
 }
 
+namespace {
+
+// Whether a pool of `k` gives one output per plane whose window holds every element of `in`.
+bool covers_whole_input(const Hw& k, const Hw& s, const Pads& p, bool ceil, const Shape& in) {
+  const auto outputs = [ceil](int64_t size, int64_t window, int64_t stride) {
+    const double ratio = static_cast<double>(size - window) / static_cast<double>(stride);
+    return static_cast<int64_t>(ceil ? std::ceil(ratio) : std::floor(ratio)) + 1;
+  };
+  return outputs(in[2] + p.top + p.bottom, k.h, s.h) == 1 && outputs(in[3] + p.left + p.right, k.w, s.w) == 1 &&
+         p.top >= 0 && p.left >= 0 && k.h - p.top >= in[2] && k.w - p.left >= in[3] && (k.h > in[2] || k.w > in[3]);
+}
+
+}  // namespace
+
 void Importer::pool(const onnx::NodeProto& node) {
   if (node.output_size() > 1 && !node.output(1).empty()) fail(node, "the indices output is not supported");
   const bool max = node.op_type() == "MaxPool";
@@ -208,16 +222,28 @@ void Importer::pool(const onnx::NodeProto& node) {
   const Hw s = hw(node, "strides", 1);
   if (hw(node, "dilations", 1) != Hw{1, 1}) return pool_nd(node);  // oneDNN's pooling has no dilations
   if (attr_int(node, "storage_order", 0) != 0) fail(node, "storage_order 1 is not supported");
-  const Pads p = plus(pads_of(node, k, s, Hw{1, 1}, shape(x)), extra);
-  const bool ceil = attr_int(node, "ceil_mode", 0) != 0;
+  Pads p = plus(pads_of(node, k, s, Hw{1, 1}, shape(x)), extra);
+  bool ceil = attr_int(node, "ceil_mode", 0) != 0;
+  const bool count_pad = !max && attr_int(node, "count_include_pad", 0) != 0;
+  Hw window = k;
+  // (With count_include_pad the divisor is the window clipped to the padded input: the input's
+  // size where there is no padding.)
+  const bool unpadded = p.top == 0 && p.bottom == 0 && p.left == 0 && p.right == 0;
+  if (covers_whole_input(k, s, p, ceil, shape(x)) && (!count_pad || unpadded)) {
+    // One window over all of the input, padding or ceil mode making it larger than the input
+    // (Hugging Face EfficientNet's AvgPool2d(2560, ceil_mode=True) on 7x7): the global pool.
+    window = Hw{shape(x)[2], shape(x)[3]};
+    p = Pads{};
+    ceil = false;
+  }
   if (max) {
     MaxPoolAttrs a;
-    a.kernel = k, a.stride = s, a.padding = p, a.ceil_mode = ceil;
+    a.kernel = window, a.stride = s, a.padding = p, a.ceil_mode = ceil;
     define(node, 0, add(node, OpKind::kMaxPool, a, {x}));
   } else {
     AvgPoolAttrs a;
-    a.kernel = k, a.stride = s, a.padding = p, a.ceil_mode = ceil;
-    a.count_include_pad = attr_int(node, "count_include_pad", 0) != 0;
+    a.kernel = window, a.stride = s, a.padding = p, a.ceil_mode = ceil;
+    a.count_include_pad = count_pad;
     define(node, 0, add(node, OpKind::kAvgPool, a, {x}));
   }
 }

@@ -3,6 +3,7 @@
 // (Slice with steps, Split, Gather of a range), and normalisations written per channel
 // (BatchNormalization of tokens, InstanceNormalization).
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <numeric>
 
@@ -424,8 +425,10 @@ ValueId Importer::permuted(const onnx::NodeProto& node, ValueId x, const std::ve
 }
 
 void Importer::scatter_row_major(const onnx::NodeProto& node) {
-  // A whole-tensor slice assignment (MViTv2's attn[:, :, 0:, 0:] = ... without a class token):
-  // constant indices naming every element of the data in order make the updates the result.
+  // A slice assignment by constant indices (MViTv2's attn[:, :, 0:, 0:] = ..., Deformable DETR's
+  // boxes[..., :2] = ...): indices naming, in row-major order, a box of the data that spans every
+  // axis but at most one. The updates in that box's shape, joined with the data before and after it
+  // along that axis.
   const std::string reduction = attr_string(node, "reduction");
   if (!reduction.empty() && reduction != "none") fail(node, cat("reduction '", reduction, "' is not supported"));
   const ValueId data = row_major(node, 0);
@@ -433,21 +436,46 @@ void Importer::scatter_row_major(const onnx::NodeProto& node) {
   if (!idx) fail_not_constant(node, 1, "the indices must be constant");
   const std::vector<int64_t> d = dims_of(shape(data));
   const size_t k = idx->dims.empty() ? 0 : static_cast<size_t>(idx->dims.back());
-  const std::vector<int64_t> ids = idx->ints();
-  const char* what = "only a ScatterND whose indices name every element of its data in order (a slice "
-                     "assignment to the whole tensor) is supported";
-  if (k != d.size() || static_cast<int64_t>(ids.size() / k) != product(d)) fail(node, what);
-  std::vector<int64_t> next(k, 0);  // the element the next index must name
+  std::vector<int64_t> ids = idx->ints();
+  const char* what = "only a ScatterND whose indices name, in order, a slice of its data along at most one axis "
+                     "(a slice assignment) is supported";
+  if (k == 0 || k > d.size() || ids.empty()) fail(node, what);
+  std::vector<int64_t> lo(k, std::numeric_limits<int64_t>::max()), hi(k, std::numeric_limits<int64_t>::min());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t& v = ids[i];
+    const int64_t extent = d[i % k];
+    if (v < -extent || v >= extent) fail(node, cat("index ", v, " is outside axis ", i % k, " of ", extent));
+    if (v < 0) v += extent;
+    lo[i % k] = std::min(lo[i % k], v);
+    hi[i % k] = std::max(hi[i % k], v + 1);
+  }
+  std::vector<int64_t> box(d.begin(), d.end());
+  int64_t partial = -1;
+  for (size_t a = 0; a < k; ++a) {
+    box[a] = hi[a] - lo[a];
+    if (box[a] == d[a]) continue;
+    if (partial >= 0) fail(node, what);
+    partial = static_cast<int64_t>(a);
+  }
+  if (static_cast<int64_t>(ids.size() / k) != product(box, 0, k)) fail(node, what);
+  std::vector<int64_t> next(lo);  // the element the next index must name
   for (size_t i = 0; i < ids.size(); i += k) {
     if (!std::equal(next.begin(), next.end(), ids.begin() + static_cast<std::ptrdiff_t>(i))) fail(node, what);
     for (size_t j = k; j-- > 0;) {
-      if (++next[j] < d[j]) break;
-      next[j] = 0;
+      if (++next[j] < hi[j]) break;
+      next[j] = lo[j];
     }
   }
   const ValueId updates = row_major(node, 2);
-  if (shape(updates).numel() != product(d)) fail(node, what);
-  define(node, 0, mark(reshaped(node, updates, d)));
+  if (shape(updates).numel() != product(box)) fail(node, what);
+  const ValueId inside = reshaped(node, updates, box);
+  if (partial < 0) return define(node, 0, mark(inside));
+  const auto a = static_cast<size_t>(partial);
+  std::vector<ValueId> parts;
+  if (lo[a] > 0) parts.push_back(narrowed(node, data, partial, 0, lo[a]));
+  parts.push_back(inside);
+  if (hi[a] < d[a]) parts.push_back(narrowed(node, data, partial, hi[a], d[a]));
+  define(node, 0, mark(concatenated(node, parts, partial)));
 }
 
 // The letters of a two-operand Einsum by their role.

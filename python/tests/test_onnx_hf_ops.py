@@ -2,7 +2,9 @@
 data: Col2Im (MobileViT V2's folding) in every stride / pad / dilation case, a Resize of a
 constant (DETR's padding mask) folded, a node of constants no fold computes run on a tensor, a
 Gather along the batch axis of a 4-D tensor and of non-consecutive indices (MobileViT's
-unfolding), and a normalisation over a whole feature map as accurate as float64 allows."""
+unfolding), a normalisation over a whole feature map as accurate as float64 allows, a float64 part
+computed in float32 (Deformable DETR), ScatterND slice assignments, and a pool window larger than
+its input (EfficientNet's pooler)."""
 from __future__ import annotations
 
 import numpy as np
@@ -102,3 +104,37 @@ def test_convnext_v2s_response_normalisation_on_a_channels_last_view(opset):
         inits.update(hw=np.array([1, 2], np.int64), last=np.array([-1], np.int64))
     model = model_of(nodes, {"x": [2, c, 6, 5]}, ["y"], inits, opset=opset)
     agrees(model, {"x": rng.standard_normal([2, c, 6, 5]).astype(np.float32)})
+
+
+def test_a_float64_part_computes_in_float32():
+    # Deformable DETR casts its sampling offsets to float64 and back: computed in float32 here.
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Cast", ["r"], ["d"], to=TensorProto.DOUBLE),
+             helper.make_node("Mul", ["d", "half"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)]
+    model = model_of(nodes, {"x": [2, 5]}, initializers={"half": np.array(0.5, np.float64)})
+    agrees(model, {"x": np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)}, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("box", [(slice(None), slice(None), slice(0, 2)), (slice(None), slice(3, 7), slice(None)),
+                                 (slice(None), slice(None), slice(None))])
+def test_scatter_nd_slice_assignment(box):
+    # boxes[..., :2] = ... (Deformable DETR), a middle slice, the whole tensor (MViTv2).
+    shape = (1, 10, 4)
+    grid = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), -1)
+    indices = grid[box].astype(np.int64)
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["u"], ["n"]),
+             helper.make_node("ScatterND", ["r", "i", "n"], ["y"])]
+    model = model_of(nodes, {"x": list(shape), "u": list(indices.shape[:-1])}, initializers={"i": indices})
+    rng = np.random.default_rng(1)
+    agrees(model, {"x": rng.standard_normal(shape).astype(np.float32),
+                   "u": rng.standard_normal(indices.shape[:-1]).astype(np.float32)}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+def test_a_pool_window_larger_than_its_input_is_the_global_pool(op):
+    # Hugging Face EfficientNet's pooler: AvgPool2d(2560, ceil_mode=True) on a 7x7 map.
+    attrs = dict(kernel_shape=[64, 64], strides=[64, 64], ceil_mode=1)
+    if op == "AveragePool":
+        attrs["count_include_pad"] = 1
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r"], ["y"], **attrs)]
+    model = model_of(nodes, {"x": [1, 8, 7, 7]})
+    agrees(model, {"x": np.random.default_rng(2).standard_normal((1, 8, 7, 7)).astype(np.float32)}, rtol=1e-5)
