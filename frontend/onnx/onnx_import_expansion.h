@@ -82,7 +82,7 @@ class Importer::Expansion {
     auto n = std::make_unique<onnx::NodeProto>();
     n->set_op_type(type);
     n->set_name(cat(node_name(node_), "/", type, "_", nodes_.size()));
-    if (output.empty()) output = cat(node_.output(0), "/", type, "_", nodes_.size());
+    if (output.empty()) output = fresh(cat(node_.output(0), "/", type, "_", nodes_.size()));
     for (const auto& in : inputs) {
       n->add_input(in);
       if (in.empty()) continue;
@@ -97,6 +97,16 @@ class Importer::Expansion {
     nodes_.push_back(n.get());
     im_.expanded_.push_back(std::move(n));
     return output;
+  }
+
+  // `base`, or base_2, base_3, ... where that name is taken (an expansion within an expansion
+  // names its values after the same output).
+  std::string fresh(const std::string& base) const {
+    std::string name = base;
+    for (int i = 2; im_.produced_.count(name) || im_.constants_.count(name) || im_.values_.count(name); ++i) {
+      name = cat(base, "_", i);
+    }
+    return name;
   }
 
   // A node given whole (its inputs and outputs already named: a copy of a subgraph's node),
@@ -126,17 +136,17 @@ class Importer::Expansion {
 
   // A constant: int64 values of `dims` (1-D when empty), or one float.
   std::string ints(const std::vector<int64_t>& values) {
-    const std::string name = cat(node_.output(0), "/ints_", constants_++);
+    const std::string name = fresh(cat(node_.output(0), "/ints_", constants_++));
     im_.constants_[name] = ConstTensor::of_ints(values, {static_cast<int64_t>(values.size())});
     return name;
   }
   std::string floats(const std::vector<float>& values, const std::vector<int64_t>& dims) {
-    const std::string name = cat(node_.output(0), "/floats_", constants_++);
+    const std::string name = fresh(cat(node_.output(0), "/floats_", constants_++));
     im_.constants_[name] = ConstTensor::of_floats(values, dims);
     return name;
   }
   std::string scalar(float value) {
-    const std::string name = cat(node_.output(0), "/scalar_", constants_++);
+    const std::string name = fresh(cat(node_.output(0), "/scalar_", constants_++));
     im_.constants_[name] = ConstTensor::of_floats({value}, {});
     return name;
   }

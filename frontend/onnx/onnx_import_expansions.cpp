@@ -39,6 +39,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
   if (t == "Gather") return tensor(1) && (rank.has_value() || constant(node, 0));  // indices the model computes
+  if (t == "GatherND") return rank.has_value() || constant(node, 0);
   if (t == "Mod") return attr_int(node, "fmod", 0) == 0;  // Python's remainder, from C's
   if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return rank && *rank != 4;  // Swin's pooler over [N, C, L]
   if (t == "BatchNormalization") {
@@ -93,6 +94,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"LpPool", &Importer::expand_lp_pool},
       {"GlobalAveragePool", &Importer::expand_global_pool}, {"GlobalMaxPool", &Importer::expand_global_pool},
       {"Gather", &Importer::expand_gather}, {"Trilu", &Importer::expand_trilu},
+      {"GatherND", &Importer::expand_gather_nd},
   };
   const std::string& t = node.op_type();
   const std::optional<size_t> known = rank_of(node.input(0));

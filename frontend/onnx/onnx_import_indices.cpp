@@ -156,4 +156,29 @@ void Importer::expand_trilu(const onnx::NodeProto& node, Expansion& e, const Exp
   e.op("Where", {e.floats(mask, {rows, cols}), node.input(0), e.scalar(0.0f)}, {}, output_of(node, 0));
 }
 
+void Importer::expand_gather_nd(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in) {
+  // GatherND (batch_dims 0) as a Gather along the first axis of the data seen as [the k indexed
+  // axes flattened, the rest]: the row of each index tuple is its dot product with the row-major
+  // strides of those axes (negative indices first counted from the end). Constant indices fold to
+  // a constant Gather (UperNet's adaptive pooling); computed ones are a Gather by computed indices.
+  if (attr_int(node, "batch_dims", 0) != 0) fail(node, "batch_dims other than 0 is not supported");
+  const std::vector<int64_t> indices = dims_at(node, 1);
+  if (indices.empty()) fail(node, "the indices must have rank 1 or more");
+  const auto k = static_cast<size_t>(indices.back());
+  if (k < 1 || k > in.rank) fail(node, cat("index tuples of ", k, " values for data of rank ", in.rank));
+  std::vector<int64_t> flat = {product(in.dims, 0, k)}, strides(k), extents(in.dims.begin(), in.dims.begin() + k);
+  flat.insert(flat.end(), in.dims.begin() + k, in.dims.end());
+  if (k == in.rank) flat.push_back(1);  // single elements: rows of one (a 1-D tensor is gathered whole only)
+  for (size_t j = k; j-- > 0;) strides[j] = j + 1 == k ? 1 : strides[j + 1] * in.dims[j + 1];
+  const std::string data = e.op("Reshape", {node.input(0), e.ints(flat)});
+  const std::string& idx = node.input(1);
+  const std::string positive =
+      e.op("Where", {e.op("Less", {idx, e.ints({0})}), e.op("Add", {idx, e.ints(extents)}), idx});
+  std::vector<int64_t> last_axis = {-1};
+  const std::string rows = e.unsqueeze("Squeeze", e.reduce("ReduceSum", e.op("Mul", {positive, e.ints(strides)}), last_axis), last_axis);
+  std::vector<int64_t> out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), in.dims.begin() + k, in.dims.end());
+  e.op("Reshape", {e.op("Gather", {data, rows}, {int_attr("axis", 0)}), e.ints(out)}, {}, output_of(node, 0));
+}
+
 }  // namespace stagecraft::graph::onnx_import

@@ -265,6 +265,8 @@ class Importer {
   // Gather by indices the model computes: GatherElements of them broadcast, then a Reshape.
   void expand_gather(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_trilu(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // GatherND as a Gather of the data's leading axes flattened.
+  void expand_gather_nd(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_lp_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // GlobalAveragePool and GlobalMaxPool of other ranks than 4.
   void expand_global_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

@@ -2,6 +2,7 @@
 #include "errors.h"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "common/error.h"
 #include "executor/backend.h"

@@ -2,7 +2,8 @@
 smallest, any axis), ArgMax / ArgMin, GatherElements of runtime indices, the integer arithmetic
 on indices (a Div of integers truncates, a Cast to int64 truncates), and the end-to-end head of
 YOLOv10 / YOLO26 (the best boxes picked by two TopKs and three GatherElements), Gather by indices
-the model computes, Trilu."""
+the model computes, GatherND (constant or computed indices), Trilu, Tile and Expand of the first
+axis."""
 from __future__ import annotations
 
 import numpy as np
@@ -139,3 +140,23 @@ def test_tile_and_expand_repeat_any_axis(op, arg, shape):
     model = model_of([helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r", "a"], ["y"])],
                      {"x": shape}, initializers={"a": np.array(arg, np.int64)})
     agrees(model, {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("indices", [np.array([[[0, 1], [1, 3]], [[1, 0], [-1, -2]]], np.int64),  # k = 2, negative
+                                     np.array([[1], [0], [1]], np.int64),                         # k = 1
+                                     np.array([[1, 2, 2, 4]], np.int64)])                         # every axis
+def test_gather_nd_of_constant_indices(indices):
+    # UperNet's adaptive pooling (the dynamo exporter's aten.index).
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("GatherND", ["r", "i"], ["y"])]
+    model = model_of(nodes, {"x": [2, 4, 3, 5]}, initializers={"i": indices})
+    agrees(model, {"x": np.random.default_rng(3).standard_normal((2, 4, 3, 5)).astype(np.float32)})
+
+
+def test_gather_nd_of_indices_the_model_computes():
+    nodes = [helper.make_node("ReduceMax", ["x", "ax"], ["m"], keepdims=0),
+             helper.make_node("TopK", ["m", "k"], ["v", "t"], axis=-1),
+             helper.make_node("Unsqueeze", ["t", "ax"], ["i"]),
+             helper.make_node("GatherND", ["x", "i"], ["y"])]
+    model = model_of(nodes, {"x": [7, 5]}, initializers={"ax": np.array([-1], np.int64), "k": np.array([3], np.int64)},
+                     opset=18)
+    agrees(model, {"x": np.random.default_rng(4).standard_normal((7, 5)).astype(np.float32)})
