@@ -3,12 +3,14 @@
 // of that shape alone, a shape the model does not take refused in one line.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "executor/tensor.h"
 #include "frontend/onnx/onnx_io.h"
 #include "serve/model_runner.h"
@@ -18,9 +20,12 @@
 namespace stagecraft::serve {
 namespace {
 
-// squeezenet1_1 (seeded weights) as an ONNX file whose batch, H and W are symbolic.
+// squeezenet1_1 (seeded weights) as an ONNX file whose batch, H and W are symbolic: a file of the
+// test's own (ctest runs the tests of this program in parallel).
 std::string dynamic_squeezenet() {
-  const auto path = std::filesystem::temp_directory_path() / "stagecraft_dynamic_squeezenet.onnx";
+  const auto path = std::filesystem::temp_directory_path() /
+                    cat("stagecraft_dynamic_squeezenet_", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                        "_", ::getpid(), ".onnx");
   session::GraphSource source;
   source.spec = "squeezenet1_1";
   source.input_size = 64;
@@ -34,6 +39,15 @@ std::string dynamic_squeezenet() {
   std::ofstream(path, std::ios::binary) << proto.SerializeAsString();
   return path.string();
 }
+
+// Removes the file at the end of a test.
+struct Removed {
+  std::string path;
+  ~Removed() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
 
 ServeOptions served(const std::string& path, int64_t input_size) {
   ServeOptions o;
@@ -57,6 +71,7 @@ std::vector<float> run_at(ModelRunner& runner, int64_t batch, const SampleShapes
 
 TEST(ModelRunnerShapes, RequestsChooseTheSymbolicDimensions) {
   const std::string path = dynamic_squeezenet();
+  const Removed removed{path};
   CorePool pool(2);
   ServeOptions options = served(path, 64);
   options.max_shapes = 2;
@@ -88,8 +103,9 @@ TEST(ModelRunnerShapes, RequestsChooseTheSymbolicDimensions) {
 }
 
 TEST(ModelRunnerShapes, AShapeTheModelDoesNotTakeIsOneLine) {
+  const Removed removed{dynamic_squeezenet()};
   CorePool pool(2);
-  ModelRunner runner(served(dynamic_squeezenet(), 64), pool);
+  ModelRunner runner(served(removed.path, 64), pool);
   try {
     runner.io_for({{4, 64, 64}});  // 4 channels: the model fixes 3
     FAIL() << "accepted";
