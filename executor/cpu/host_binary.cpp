@@ -19,6 +19,7 @@ struct HostBinary {
   bool constant_first = false;
   graph::Activation activation = graph::Activation::kNone;
   std::vector<float> constant;           // when the second operand is a constant
+  bool square = false;                   // x ^ 2 by a constant 2, no activation
 };
 
 bool row_major(const graph::TensorDesc& d) {
@@ -26,13 +27,16 @@ bool row_major(const graph::TensorDesc& d) {
          d.layout == graph::Layout::kNCHW;
 }
 
-void run(const HostBinary& h, const float* a, const float* b, float* y) {
+// The rows of `h` with the element function `f` (inlined: the op is chosen once per run, not per
+// element).
+template <class F>
+void rows(const HostBinary& h, const float* a, const float* b, float* y, F f) {
   const size_t rank = h.dims.size();
   const int64_t inner = h.dims[rank - 1];
-  const int64_t rows = graph::Shape(h.dims).numel() / inner;
+  const int64_t count = graph::Shape(h.dims).numel() / inner;
   const int64_t first_inner = h.first_strides[rank - 1], inner_stride = h.second_strides[rank - 1];
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < count; ++r) {
     int64_t rest = r, first = 0, offset = 0;
     for (size_t d = rank - 1; d-- > 0;) {
       const int64_t coord = rest % h.dims[d];
@@ -43,11 +47,33 @@ void run(const HostBinary& h, const float* a, const float* b, float* y) {
     const float* x = a + first;
     const float* s = b + offset;
     float* out = y + r * inner;
-    for (int64_t i = 0; i < inner; ++i) {
-      const float u = x[i * first_inner], v = s[i * inner_stride];
-      const float z = h.constant_first ? graph::apply_binary(h.op, v, u) : graph::apply_binary(h.op, u, v);
-      out[i] = h.activation == graph::Activation::kNone ? z : graph::apply_activation(h.activation, z);
+    if (h.square) {  // x ^ 2 (an IoU matrix's squared differences): one multiply
+      for (int64_t i = 0; i < inner; ++i) out[i] = x[i * first_inner] * x[i * first_inner];
+      continue;
     }
+    if (h.constant_first) {
+      for (int64_t i = 0; i < inner; ++i) out[i] = f(s[i * inner_stride], x[i * first_inner]);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) out[i] = f(x[i * first_inner], s[i * inner_stride]);
+    }
+    if (h.activation != graph::Activation::kNone) {
+      for (int64_t i = 0; i < inner; ++i) out[i] = graph::apply_activation(h.activation, out[i]);
+    }
+  }
+}
+
+void run(const HostBinary& h, const float* a, const float* b, float* y) {
+  // The arithmetic of an IoU matrix (1500x1500 in an oriented-box NMS head) inlined; the other
+  // ops through graph::apply_binary, the definition every backend shares.
+  using graph::BinaryOp;
+  switch (h.op) {
+    case BinaryOp::kAdd: return rows(h, a, b, y, [](float u, float v) { return u + v; });
+    case BinaryOp::kSub: return rows(h, a, b, y, [](float u, float v) { return u - v; });
+    case BinaryOp::kMul: return rows(h, a, b, y, [](float u, float v) { return u * v; });
+    case BinaryOp::kDiv: return rows(h, a, b, y, [](float u, float v) { return u / v; });
+    case BinaryOp::kGreater: return rows(h, a, b, y, [](float u, float v) { return u > v ? 1.0f : 0.0f; });
+    case BinaryOp::kLess: return rows(h, a, b, y, [](float u, float v) { return u < v ? 1.0f : 0.0f; });
+    default: return rows(h, a, b, y, [&h](float u, float v) { return graph::apply_binary(h.op, u, v); });
   }
 }
 
@@ -86,6 +112,8 @@ std::string add_host_binary(DnnlKernel& k, const KernelSpec& spec) {
   h->constant_first = a.constant_first;
   h->activation = a.activation;
   if (!a.constant.empty()) h->constant = spec.weights->weight;
+  h->square = a.op == graph::BinaryOp::kPow && !a.constant_first && h->constant.size() == 1 &&
+              h->constant[0] == 2.0f && a.activation == graph::Activation::kNone;
   if (a.constant.empty()) {
     k.add_host([h](const std::vector<void*>& data) {
       run(*h, static_cast<const float*>(data[0]), static_cast<const float*>(data[1]), static_cast<float*>(data[2]));
