@@ -168,6 +168,7 @@ void ModelRunner::touch(const SampleShapes& key) {
     recent_shapes_.erase(recent_shapes_.begin());
     std::erase_if(models_, [&](const auto& m) { return m.first.second == old; });
     std::erase_if(plans_, [&](const auto& p) { return std::get<2>(p.first) == old; });
+    ios_.erase(old);
   }
 }
 
@@ -178,7 +179,9 @@ ModelIo ModelRunner::io_locked(const SampleShapes& key) {
                          io_.inputs.size()));
   }
   touch(key);
-  return describe_graph(model_at(1, key)->graph, options_);
+  auto described = ios_.find(key);
+  if (described == ios_.end()) described = ios_.emplace(key, describe_graph(model_at(1, key)->graph, options_)).first;
+  return described->second;
 }
 
 ModelIo ModelRunner::io_for(const SampleShapes& shapes) {

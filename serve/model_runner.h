@@ -148,6 +148,7 @@ class ModelRunner {
   // The model at each batch size (and input shape), loaded (imported, int8 calibrated) once for
   // every thread count.
   std::map<std::pair<int64_t, SampleShapes>, std::shared_ptr<const session::Model>> models_;
+  std::map<SampleShapes, ModelIo> ios_;      // io_for of each kept shape, described once
   std::vector<SampleShapes> recent_shapes_;  // least recently used first
   std::string last_summary_;
   mutable std::mutex mutex_;

@@ -30,11 +30,8 @@ void Importer::to_tail(const onnx::NodeProto& node) {
     if (name.empty() || tail_values_.count(name) || boundary_values_.count(name) || tail_->constants.count(name)) {
       continue;
     }
-    if (auto c = constants_.find(name); c != constants_.end()) {
-      ConstTensor copy = c->second;
-      copy.decode();
-      copy.f32.clear();
-      tail_->constants[name] = std::move(copy);
+    if (constants_.count(name)) {
+      keep_constant(name);
       continue;
     }
     // A graph value (or a view of one): its row-major tensor becomes a graph output.
@@ -50,12 +47,16 @@ void Importer::to_tail(const onnx::NodeProto& node) {
   }
 }
 
-void Importer::constant_output(const std::string& name) {
-  started_tail();
+void Importer::keep_constant(const std::string& name) {
   ConstTensor copy = constants_.at(name);
   copy.decode();
   copy.f32.clear();
   tail_->constants[name] = std::move(copy);
+}
+
+void Importer::constant_output(const std::string& name) {
+  started_tail();
+  keep_constant(name);
   tail_values_.insert(name);
 }
 

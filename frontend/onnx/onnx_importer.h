@@ -134,6 +134,8 @@ class Importer {
   bool reads_tail(const onnx::NodeProto& node) const;
   // tail_, made on first use.
   void started_tail();
+  // The constant `name` copied into the tail (decoded to doubles).
+  void keep_constant(const std::string& name);
   // The node kept for the tail: its constants copied, the graph values it reads made boundaries.
   void to_tail(const onnx::NodeProto& node);
   // A graph output that is a constant: a value of the tail (which holds the constant).

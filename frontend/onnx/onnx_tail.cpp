@@ -55,14 +55,17 @@ std::vector<ModelOutput> OnnxTail::outputs(const std::vector<std::vector<int64_t
     return nullptr;
   };
   for (const onnx::NodeProto& node : t.nodes) {
-    const std::string where = cat(t.source, ": node '", onnx_import::node_name(node), "' (", node.op_type(),
-                                  "), evaluated on the host after the plan: ");
+    // The message prefix, made only for an error (this loop runs after every run).
+    const auto where = [&] {
+      return cat(t.source, ": node '", onnx_import::node_name(node), "' (", node.op_type(),
+                 "), evaluated on the host after the plan: ");
+    };
     std::vector<FoldInput> in;
     for (const std::string& name : node.input()) {
       FoldInput f;
       if (!name.empty()) {
         f.constant = find(name);
-        if (!f.constant) throw GraphError(cat(where, "reads '", name, "', which the tail does not hold"));
+        if (!f.constant) throw GraphError(cat(where(), "reads '", name, "', which the tail does not hold"));
       }
       in.push_back(f);
     }
@@ -70,9 +73,9 @@ std::vector<ModelOutput> OnnxTail::outputs(const std::vector<std::vector<int64_t
     try {
       out = onnx_import::fold(node, in, t.opset);
     } catch (const std::runtime_error& e) {
-      throw ShapeError(cat(where, e.what()));
+      throw ShapeError(cat(where(), e.what()));
     }
-    if (!out) throw FormatError(cat(where, "the host evaluation has no rule for ", node.op_type()));
+    if (!out) throw FormatError(cat(where(), "the host evaluation has no rule for ", node.op_type()));
     for (int i = 0; i < node.output_size() && i < static_cast<int>(out->size()); ++i) {
       ConstTensor& r = (*out)[static_cast<size_t>(i)];
       if (r.values.empty() && !r.f32.empty()) r.decode();
