@@ -32,9 +32,11 @@ void add_source_options(CLI::App& command, GraphSource& source, bool onnx_flag) 
 void add_dtype_options(CLI::App& command, GraphSource& source) {
   source.log = &std::cerr;
   command.add_option("--dtype", source.dtype, "element type: f32 (default) | f16 (CUDA backend) | "
+                                              "bf16 (CPUs with AVX512_BF16 or AMX: convolutions, "
+                                              "linear layers and additions in bfloat16) | "
                                               "int8 (quantised: u8/i8 activations, per-channel i8 "
                                               "weights)")
-      ->check(CLI::IsMember({"f32", "f16", "int8"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));
   command.add_option("--calibration", source.calibration,
                      "int8: calibration file from `stagecraft calibrate` (default: calibrate on "
                      "generated inputs now)");

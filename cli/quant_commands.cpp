@@ -12,6 +12,7 @@
 #include "graph/quantize.h"
 #include "quant/calibration.h"
 #include "scheduler/schedule.h"
+#include "session/report.h"
 
 namespace stagecraft::cli {
 
@@ -27,13 +28,6 @@ struct CalibrateOptions {
   int check = 0;
   std::string layout;
 };
-
-// "cosine min 0.9987 mean 0.9995, top-1 agreement 100.0% (5 distinct CLASSES)".
-std::string scores_text(const quant::LogitScores& s, const char* classes) {
-  return cat("cosine min ", fixed(s.min_cosine, 4), " mean ", fixed(s.mean_cosine, 4),
-             ", top-1 agreement ", fixed(100 * s.top1, 1), "% (", s.distinct_top1, " distinct ",
-             classes, ")");
-}
 
 void run_calibrate(const CalibrateOptions& o) {
   if (o.source.dtype != "f32") {
@@ -110,9 +104,9 @@ void run_calibrate(const CalibrateOptions& o) {
   }
   const quant::Agreement a = quant::compare_logits(got, want);
   std::cout << "  int8 vs f32 over " << a.samples << " random inputs: "
-            << scores_text(a.raw, "f32 top-1 classes") << "\n"
+            << session::logit_scores_text(a.raw, "f32 top-1 classes") << "\n"
             << "  input-dependent part (logits minus their mean over the inputs): "
-            << scores_text(a.centred, "classes") << "\n";
+            << session::logit_scores_text(a.centred, "classes") << "\n";
 }
 
 }  // namespace

@@ -40,7 +40,38 @@ struct RunOptions {
   std::vector<std::string> input_files;
   std::vector<std::string> output_files;
   std::string plan_listing;
+  int check = 4;  // bf16 / int8: random inputs compared with the f32 graph (0: none)
 };
+
+// A bf16 or int8 model's first output against the f32 model's, on `samples` random inputs (seeds
+// unlike the timed run's), both on sequential plans of this pipeline: two lines on stdout.
+void check_against_f32(Pipeline& pipeline, const GraphSource& source, const Model& model,
+                       executor::Executor& executor, int samples) {
+  GraphSource f32_source = source;
+  f32_source.dtype = "f32";
+  f32_source.calibration.clear();
+  const Model f32 = pipeline.load(f32_source);
+  const session::PreparedPlan f32_plan =
+      pipeline.prepare(f32, session::ScheduleSource::search(scheduler::Strategy::kSequential));
+  const auto f32_executor = pipeline.executor(*f32_plan.plan);
+  std::vector<executor::HostTensor> want, got;
+  const auto& graph_inputs = model.graph.inputs();
+  for (int i = 0; i < samples; ++i) {
+    std::vector<executor::HostTensor> inputs;
+    for (size_t k = 0; k < graph_inputs.size(); ++k) {
+      inputs.push_back(executor::random_host_tensor(model.graph.value(graph_inputs[k]).desc.shape,
+                                                    static_cast<uint64_t>(i) * 31 + k + 101));
+    }
+    want.push_back(f32_executor->run(inputs).at(0));
+    got.push_back(executor.run(inputs).at(0));
+  }
+  const quant::Agreement a = quant::compare_logits(got, want);
+  const std::string type = graph::compute_type(model.graph);
+  std::cout << "  " << type << " vs f32 (first output, " << a.samples << " random inputs): "
+            << session::logit_scores_text(a.raw, "f32 top-1 classes") << "\n"
+            << "  " << type << " vs f32, input-dependent part (outputs minus their mean over the inputs): "
+            << session::logit_scores_text(a.centred, "classes") << "\n";
+}
 
 void run_run(const RunOptions& o) {
   const auto started = std::chrono::steady_clock::now();
@@ -95,6 +126,10 @@ void run_run(const RunOptions& o) {
                            " does not match the graph input ", shape.to_string()));
     }
     inputs.push_back(executor::HostTensor{file.shape, std::move(file.data)});
+  }
+  const std::string precision = graph::compute_type(model.graph);
+  if (o.check > 0 && (precision == "bf16" || precision == "int8")) {
+    check_against_f32(pipeline, source, model, executor, o.check);
   }
   executor.set_inputs(inputs);
   if (!o.output_files.empty()) {
@@ -161,6 +196,10 @@ void add_run_commands(CLI::App& app) {
   run->add_option("--plan-listing", o->plan_listing,
                   "write the plan's layouts and kernels (stage, stream, op, implementation), one "
                   "line each, to this file");
+  run->add_option("--check", o->check,
+                  "bf16 and int8: compare the first output with the f32 graph's on this many "
+                  "random inputs (cosine, top-1; default 4, 0: off)")
+      ->check(CLI::NonNegativeNumber);
   run->callback([o] { run_run(*o); });
 
   add_bench_command(app);  // after run, as `stagecraft --help` lists them

@@ -71,4 +71,19 @@ float half_to_float(uint16_t bits) {
                   (mantissa << 13));
 }
 
+uint16_t float_to_bf16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // to nearest, ties to even
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_float(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value = 0;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
 }  // namespace stagecraft

@@ -79,7 +79,7 @@ class OwningBuffer : public Buffer {
 
 /// What a device (and the backend working on it) can do.
 struct Capabilities {
-  /// Element types its kernels compute in (kF32 always; kF16; kU8/kI8 for quantised graphs).
+  /// Element types its kernels compute in (kF32 always; kF16; kBF16; kU8/kI8 for quantised graphs).
   std::vector<graph::DataType> compute_types = {graph::DataType::kF32};
   /// Rank-4 activation layouts its kernels run natively in, fastest first (for f32). The layout
   /// search tries these; the plan falls back to them when a kernel is reference-only.

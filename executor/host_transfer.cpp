@@ -12,7 +12,7 @@ namespace stagecraft::executor {
 
 namespace {
 
-// Host tensors are f32; f16 tensors are converted on the host on the way in and out, 8-bit
+// Host tensors are f32; f16 and bf16 tensors are converted on the host on the way in and out, 8-bit
 // tensors quantised (round to nearest, saturate) and dequantised with their scale.
 template <class T>
 std::vector<T> quantise_host(std::span<const float> data, float scale) {
@@ -62,6 +62,12 @@ void upload_tensor(Backend& backend, const TensorRef& ref, std::span<const float
       backend.upload(ref.data, half.data(), half.size() * sizeof(uint16_t));
       return;
     }
+    case graph::DataType::kBF16: {
+      std::vector<uint16_t> bf16(values.size());
+      for (size_t i = 0; i < bf16.size(); ++i) bf16[i] = float_to_bf16(values[i]);
+      backend.upload(ref.data, bf16.data(), bf16.size() * sizeof(uint16_t));
+      return;
+    }
     default:
       throw BackendError(cat("cannot upload a host tensor into a ",
                              graph::to_string(ref.desc.dtype), " tensor"));
@@ -81,6 +87,12 @@ void download_tensor(Backend& backend, const TensorRef& ref, std::span<float> ou
       std::vector<uint16_t> half(out.size());
       backend.download(half.data(), ref.data, half.size() * sizeof(uint16_t));
       for (size_t i = 0; i < half.size(); ++i) out[i] = half_to_float(half[i]);
+      break;
+    }
+    case graph::DataType::kBF16: {
+      std::vector<uint16_t> bf16(out.size());
+      backend.download(bf16.data(), ref.data, bf16.size() * sizeof(uint16_t));
+      for (size_t i = 0; i < bf16.size(); ++i) out[i] = bf16_to_float(bf16[i]);
       break;
     }
     case graph::DataType::kU8:

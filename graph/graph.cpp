@@ -255,6 +255,15 @@ std::optional<OpId> Graph::find_op(std::string_view name) const {
   return it->second;
 }
 
+std::string Graph::unused_name(std::string base, std::string_view tag, int* counter) const {
+  std::replace(base.begin(), base.end(), ':', '.');
+  std::string name;
+  do {
+    name = cat(base, ".", tag, (*counter)++);
+  } while (find_op(name) || find_value(name));
+  return name;
+}
+
 std::optional<ValueId> Graph::find_value(std::string_view name) const {
   auto it = impl_->value_by_name.find(std::string(name));
   if (it == impl_->value_by_name.end()) return std::nullopt;

@@ -91,6 +91,9 @@ class Graph {
   std::optional<OpId> find_op(std::string_view name) const;
   /// Value with this name ("op", "op:1" or an input name), if any.
   std::optional<ValueId> find_value(std::string_view name) const;
+  /// A name no op or value has yet: "<base>.<tag><n>" for the first n >= `*counter` free, with
+  /// ':' in `base` made '.'; `*counter` moves past it (conversion ops inserted by a pass).
+  std::string unused_name(std::string base, std::string_view tag, int* counter) const;
 
  private:
   struct Impl;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "common/strings.h"
+#include "graph/bf16.h"
 #include "graph/errors.h"
 
 namespace stagecraft::graph {
@@ -175,12 +176,7 @@ class Quantizer {
     if (d.dtype == t.dtype && (!is_int8(t.dtype) || d.scale == t.scale)) return v;
     const auto key = std::make_tuple(v, t.dtype, t.scale);
     if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
-    std::string base = out.value(v).name;
-    std::replace(base.begin(), base.end(), ':', '.');
-    std::string name;
-    do {
-      name = cat(base, ".q", next_conversion_++);
-    } while (out.find_op(name) || out.find_value(name));
+    const std::string name = out.unused_name(out.value(v).name, "q", &next_conversion_);
     const OpId id = out.add_op(name, OpKind::kIdentity, NoAttrs{}, {v});
     const ValueId converted = out.op(id).outputs[0];
     out.set_value_type(converted, t.dtype, t.scale);
@@ -251,12 +247,14 @@ bool is_quantised(const Graph& graph) {
 
 std::string compute_type(const Graph& graph) {
   if (is_quantised(graph)) return "int8";
+  if (is_bf16(graph)) return "bf16";
   if (graph.inputs().empty()) return "f32";
   return std::string(to_string(graph.value(graph.inputs()[0]).desc.dtype));
 }
 
 DataType compute_dtype(const Graph& graph) {
   if (is_quantised(graph)) return DataType::kU8;
+  if (is_bf16(graph)) return DataType::kBF16;
   const bool f16 = !graph.inputs().empty() && graph.value(graph.inputs()[0]).desc.dtype == DataType::kF16;
   return f16 ? DataType::kF16 : DataType::kF32;
 }

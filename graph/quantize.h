@@ -76,11 +76,11 @@ bool scales_with_units(Activation act);
 /// Whether any value of the graph is quantised (u8/i8): such graphs compute in int8.
 bool is_quantised(const Graph& graph);
 
-/// The precision a graph computes in, as `--dtype` names it: "int8" for quantised graphs, else
-/// the element type of its first input ("f32", "f16").
+/// The precision a graph computes in, as `--dtype` names it: "int8" for quantised graphs, "bf16"
+/// for graphs with bf16 values (to_bf16), else the element type of its first input ("f32", "f16").
 std::string compute_type(const Graph& graph);
 /// The element type a graph's activations compute in, as a backend's preferred layout is asked
-/// for it: u8 for quantised graphs, f16 when the first input is f16 (`--dtype f16`), else f32.
+/// for it: u8 for quantised graphs, bf16 for bf16 graphs, f16 when the first input is f16 (`--dtype f16`), else f32.
 DataType compute_dtype(const Graph& graph);
 
 /// The int8 graph of an f32 inference graph (see the file comment). Op names are kept, so the f32

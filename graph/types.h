@@ -21,6 +21,7 @@ namespace stagecraft::graph {
 #define STAGECRAFT_DATA_TYPES(X) \
   X(kF32, "f32", 4)              \
   X(kF16, "f16", 2)              \
+  X(kBF16, "bf16", 2)            \
   X(kI8, "i8", 1)                \
   X(kU8, "u8", 1)                \
   X(kI32, "i32", 4)

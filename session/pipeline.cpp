@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "graph/quantize.h"
 #include "layouts/layout_search.h"
 #include "scheduler/schedule_yaml.h"
 #include "session/schedule_cache.h"
@@ -66,6 +67,20 @@ executor::Backend& Pipeline::backend(const std::string& what) {
     throw UsageError(cat(what, " needs a backend (--backend cpu; in Python backend='cpu')"));
   }
   return *opened_.backend;
+}
+
+void Pipeline::check_precision(const graph::Graph& graph) const {
+  if (!opened_.backend) return;
+  const graph::DataType dtype = graph::compute_dtype(graph);
+  const executor::Device& device = opened_.backend->device();
+  if (device.capabilities().computes(dtype)) return;
+  throw UsageError(cat("--dtype ", graph::compute_type(graph), ": the ", opened_.backend->name(),
+                       " backend does not compute in ", graph::to_string(dtype), " on this machine (",
+                       device.description(),
+                       dtype == graph::DataType::kBF16 ? "; bf16 needs a CPU with AVX512_BF16 or AMX"
+                       : dtype == graph::DataType::kF16 ? "; f16 runs on the CUDA backend"
+                                                        : "",
+                       "); use --dtype f32"));
 }
 
 Model Pipeline::load(const GraphSource& source) {
@@ -138,6 +153,7 @@ ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSourc
 
 ScheduledGraph Pipeline::schedule(const graph::Graph& graph, const ScheduleSource& source,
                                   scheduler::DpMode mode, SearchProgressCallback on_progress) {
+  check_precision(graph);
   // Layouts first: a search measures stages in them and records them; over a schedule file's own
   // layouts only a layout the user gives (--layout) wins.
   const graph::LayoutAssignment graph_layouts = layouts(graph);
@@ -208,6 +224,7 @@ PreparedPlan Pipeline::plan(const Model& model, ScheduledGraph scheduled) {
 
 PreparedPlan Pipeline::plan(const graph::Graph& graph, const graph::WeightStore& weights,
                             ScheduledGraph scheduled) {
+  check_precision(graph);
   PreparedPlan prepared;
   prepared.plan = std::make_unique<executor::ExecutionPlan>(
       graph, scheduled.schedule, weights, backend("running a plan"),

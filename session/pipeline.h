@@ -109,6 +109,9 @@ class Pipeline {
   bool measures() const { return opened_.measured != nullptr; }
 
  private:
+  // Throws UsageError when the opened backend does not compute in the graph's precision (bf16 on
+  // a CPU without native bf16): one line before any search or plan.
+  void check_precision(const graph::Graph& graph) const;
   // A validated schedule in the layouts it records, or in the options' forced layout.
   ScheduledGraph in_its_layouts(const graph::Graph& graph, scheduler::Schedule schedule);
   // A schedule searched now in `layouts`, through the schedule cache when it serves.

@@ -82,6 +82,12 @@ std::string search_progress_text(const scheduler::SearchProgress& p) {
   return text;
 }
 
+std::string logit_scores_text(const quant::LogitScores& s, const char* classes) {
+  return cat("cosine min ", fixed(s.min_cosine, 4), " mean ", fixed(s.mean_cosine, 4),
+             ", top-1 agreement ", fixed(100 * s.top1, 1), "% (", s.distinct_top1, " distinct ",
+             classes, ")");
+}
+
 std::string search_stats_text(const scheduler::SearchStats& st, const Schedule& schedule) {
   if (!st.from_cache.empty()) {
     const auto& search = schedule.meta.search;

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "frontend/onnx/onnx_io.h"
+#include "graph/bf16.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
 #include "graph/yaml_io.h"
@@ -32,6 +33,13 @@ void check_int8(const GraphSource& source) {
                          "graph computes in ", source.dtype, ")"));
   }
   if (source.raw) throw UsageError("--dtype int8 quantises the inference graph: drop --raw");
+}
+
+// The inference graph in the source's precision: bf16 converts it (graph::to_bf16).
+graph::Graph in_precision(const GraphSource& source, graph::Graph g) {
+  if (source.dtype != "bf16") return g;
+  if (source.raw) throw UsageError("--dtype bf16 converts the inference graph: drop --raw");
+  return graph::to_bf16(g);
 }
 
 // The raw graph, and the ONNX file's weights when the source is an ONNX model.
@@ -65,7 +73,7 @@ graph::Graph load_raw(const GraphSource& source, graph::WeightStore* onnx_weight
     options.seed = source.seed;
     g = networks::build_network(source.spec, options);
   }
-  if (source.dtype != "f32" && source.dtype != "int8") {
+  if (source.dtype != "f32" && source.dtype != "int8" && source.dtype != "bf16") {
     const auto dtype = graph::parse_data_type(source.dtype);
     if (!dtype) throw UsageError(cat("--dtype: unknown element type '", source.dtype, "'"));
     g = graph::with_dtype(g, *dtype);
@@ -90,21 +98,22 @@ graph::Graph load_source(const GraphSource& source, std::shared_ptr<const graph:
     return graph::quantize(g, graph::load_calibration(source.calibration));
   }
   graph::Graph g = load_raw(source, nullptr, tail);
-  return source.raw ? g : graph::prepare_for_inference(g);
+  return source.raw ? in_precision(source, std::move(g))
+                    : in_precision(source, graph::prepare_for_inference(g));
 }
 
 namespace {
 
-// The f32 (or f16) model after the inference passes with `passes`.
+// The f32 (or f16, or bf16) model after the inference passes with `passes`.
 Model load_float_model(const GraphSource& source, const graph::InferenceOptions& passes) {
   graph::WeightStore onnx_weights;
   std::shared_ptr<const graph::OnnxTail> tail;
   const graph::Graph raw = load_raw(source, &onnx_weights, &tail);
   graph::WeightStore weights =
       is_onnx_model(source.spec) ? std::move(onnx_weights) : graph::random_weights(raw, source.seed);
-  if (source.raw) return Model{raw, std::move(weights), tail};
+  if (source.raw) return Model{in_precision(source, raw), std::move(weights), tail};
   graph::PassLog log;
-  graph::Graph g = graph::prepare_for_inference(raw, &log, passes);
+  graph::Graph g = in_precision(source, graph::prepare_for_inference(raw, &log, passes));
   return Model{std::move(g), graph::fold_weights(raw, std::move(weights), log), tail};
 }
 

@@ -37,7 +37,7 @@ struct GraphSource {
   std::map<std::string, graph::OnnxImportOptions::InputValue> constant_inputs;
   uint64_t seed = 1;       ///< seed of randomly wired networks and of generated weights
   bool raw = false;        ///< skip the inference passes (BN folding, activation fusion)
-  std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | int8)
+  std::string dtype = "f32";  ///< element type the graph computes in (f32 | f16 | bf16 | int8)
   std::string calibration;    ///< int8: calibration file (default: calibrate now)
   int calibration_samples = 8;  ///< int8 without a file: generated samples to calibrate on
   /// Where a calibration run now reports (one line); null: quiet.

@@ -51,8 +51,7 @@ dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const 
   const bool int8 = quantised(spec.srcs[0]);
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
-  const memory::desc w_any(weight_dims(a), int8 ? memory::data_type::s8 : memory::data_type::f32,
-                           memory::format_tag::any);
+  const memory::desc w_any(weight_dims(a), weight_type(spec.srcs[0]), memory::format_tag::any);
   const memory::desc b_md({a.out_channels}, memory::data_type::f32, memory::format_tag::x);
   const memory::dims strides{a.stride.h, a.stride.w};
   const memory::dims dilates{a.dilation.h - 1, a.dilation.w - 1};

@@ -10,6 +10,7 @@
 #include "executor/cpu/cpu_device.h"
 #include "executor/cpu/cpu_stream.h"
 #include "executor/cpu/ops.h"
+#include "graph/bf16.h"
 #include "executor/op_rules.h"
 
 namespace stagecraft::executor {
@@ -92,10 +93,22 @@ class CpuBackend : public Backend {
   KernelDesc describe(const KernelSpec& spec) const {
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
-        if (d.dtype != DataType::kF32 && !cpu::quantised(d)) {
+        if (d.dtype == DataType::kBF16) {
+          // bf16 only on a CPU with native bf16, and only in the kinds graph::to_bf16 gives it
+          // (their kernels are oneDNN primitives or byte moves; our host loops read floats).
+          if (!device_.capabilities().computes(DataType::kBF16)) {
+            return Support::unsupported(SupportReason::kDataType,
+                                        cat("this CPU has no native bf16 (oneDNN ISA ", device_.isa(),
+                                            "; bf16 needs AVX512_BF16 or AMX)"));
+          }
+          if (graph::bf16_role(spec.kind) == graph::Bf16Role::kF32) {
+            return Support::unsupported(SupportReason::kDataType,
+                                        cat(graph::to_string(spec.kind), " runs in f32, not bf16"));
+          }
+        } else if (d.dtype != DataType::kF32 && !cpu::quantised(d)) {
           return Support::unsupported(
               SupportReason::kDataType,
-              cat("the CPU backend runs f32 and quantised u8/i8 tensors (got ",
+              cat("the CPU backend runs f32, bf16 and quantised u8/i8 tensors (got ",
                   graph::to_string(d.dtype), "); f16 runs on the CUDA backend"));
         }
         if (d.layout != graph::Layout::kRowMajor && cpu::dnnl_tag(d.layout) == dnnl::memory::format_tag::undef) {

@@ -22,6 +22,8 @@ class CpuDevice : public Device {
   std::string description() const override;
   int parallelism() const override;
   const Capabilities& capabilities() const override { return caps_; }
+  /// oneDNN's effective ISA by name ("avx512_core_bf16"), after any cap.
+  const std::string& isa() const { return isa_; }
   graph::Layout preferred_layout(graph::DataType compute) const override;
   std::unique_ptr<Buffer> allocate_buffer(const BufferRequest& request) override;
   void upload(void* dst, const void* src, size_t bytes) override;

@@ -22,6 +22,7 @@ namespace {
 
 constexpr Mapped<DataType, memory::data_type> kTypes[] = {{DataType::kF32, memory::data_type::f32},
                                                           {DataType::kF16, memory::data_type::f16},
+                                                          {DataType::kBF16, memory::data_type::bf16},
                                                           {DataType::kI8, memory::data_type::s8},
                                                           {DataType::kU8, memory::data_type::u8},
                                                           {DataType::kI32, memory::data_type::s32}};
@@ -63,9 +64,19 @@ memory::desc plain_md(const graph::Shape& shape, DataType type) {
 
 bool quantised(const TensorDesc& d) { return graph::is_int8(d.dtype); }
 
+memory::data_type weight_type(const TensorDesc& src) {
+  if (quantised(src)) return memory::data_type::s8;
+  return src.dtype == DataType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
 bool isa_has_avx512(dnnl::cpu_isa isa) {
   const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (static_cast<unsigned>(isa) & core) == core;
+}
+
+bool isa_has_bf16(dnnl::cpu_isa isa) {
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (static_cast<unsigned>(isa) & bf16) == bf16;
 }
 
 std::vector<EltwiseStep> eltwise_steps(Activation act, float relu6_max) {

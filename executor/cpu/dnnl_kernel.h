@@ -46,11 +46,18 @@ dnnl::memory::desc md(const graph::TensorDesc& d);
 /// Row-major descriptor of a shape (NCHW for rank 4, NC for rank 2; for reorders).
 dnnl::memory::desc plain_md(const graph::Shape& shape, graph::DataType type);
 bool quantised(const graph::TensorDesc& d);
+/// The element type a convolution's or linear layer's packed weights take for input `src`: s8
+/// for quantised inputs, bf16 for bf16 inputs (oneDNN's bf16 kernels read bf16 weights and
+/// accumulate in f32), else f32.
+dnnl::memory::data_type weight_type(const graph::TensorDesc& src);
 
 /// Whether `isa` (oneDNN's effective ISA: the CPU's, capped by DNNL_MAX_CPU_ISA) includes
 /// avx512_core. The ISA values are bit sets, not an order: avx2_vnni (0x407, Intel's AVX2-only
 /// cores with AVX-VNNI) is numerically above avx512_core (0x27) and has no AVX-512.
 bool isa_has_avx512(dnnl::cpu_isa isa);
+/// Whether `isa` includes native bf16 arithmetic (avx512_core_bf16: AVX512_BF16; AMX-BF16 is
+/// above it).
+bool isa_has_bf16(dnnl::cpu_isa isa);
 
 // ---- Attributes ----------------------------------------------------------------------------
 

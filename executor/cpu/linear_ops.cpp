@@ -27,8 +27,7 @@ dnnl::inner_product_forward::desc linear_desc(const KernelSpec& spec) {
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
   const memory::desc w_any({a.out_features, a.in_features},
-                           quantised(spec.srcs[0]) ? memory::data_type::s8 : memory::data_type::f32,
-                           memory::format_tag::any);
+                           weight_type(spec.srcs[0]), memory::format_tag::any);
   const memory::desc b_md({a.out_features}, memory::data_type::f32, memory::format_tag::x);
   return a.bias ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src, w_any,
                                                     b_md, dst)

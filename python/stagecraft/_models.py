@@ -17,7 +17,7 @@ from ._progress import ProgressArg, progress_for
 PathLike = Union[str, "os.PathLike[str]"]
 ModelLike = Union["Model", PathLike]
 
-DTYPES = ("f32", "f16", "int8")
+DTYPES = ("f32", "f16", "bf16", "int8")
 
 
 class TensorInfo(NamedTuple):
@@ -29,10 +29,10 @@ class TensorInfo(NamedTuple):
     shape: Tuple[int, ...]
     """Dimensions (NCHW for images, NC for logits)."""
     dtype: str
-    """NumPy dtype of the arrays run() takes and returns: always ``"float32"`` (an int8 or f16
-    graph converts at its edges)."""
+    """NumPy dtype of the arrays run() takes and returns: always ``"float32"`` (an int8, f16 or
+    bf16 graph converts at its edges)."""
     graph_dtype: str
-    """Element type of the value inside the graph (``f32``, ``f16``, ``u8``, ``i8``)."""
+    """Element type of the value inside the graph (``f32``, ``f16``, ``bf16``, ``u8``, ``i8``)."""
 
 
 def _infos(raw: Sequence[Tuple[str, Tuple[int, ...], str]]) -> List[TensorInfo]:
@@ -77,7 +77,7 @@ class Model:
         if not spec:
             raise UsageError("name a network, a graph file or an ONNX model")
         if dtype not in DTYPES:
-            raise UsageError(f"--dtype: unknown element type '{dtype}' (known: f32, f16, int8)")
+            raise UsageError(f"--dtype: unknown element type '{dtype}' (known: f32, f16, bf16, int8)")
         shapes = [[int(d) for d in s] for s in (input_shapes or [])]
         bound = {str(k): np.ascontiguousarray(v, dtype=np.float32) for k, v in (constant_inputs or {}).items()}
         with progress_for(progress) as callback:
@@ -125,7 +125,7 @@ class Model:
 
     @property
     def dtype(self) -> str:
-        """Element type the graph computes in: ``f32``, ``f16`` or ``int8``."""
+        """Element type the graph computes in: ``f32``, ``f16``, ``bf16`` or ``int8``."""
         return self._core.dtype
 
     @property

@@ -105,6 +105,32 @@ def test_int8_tracks_f32(tmp_path, squeezenet):
     assert cosine > 0.9
 
 
+def _native_bf16() -> bool:
+    with open("/proc/cpuinfo") as f:
+        return "avx512_bf16" in f.read()
+
+
+def test_bf16_tracks_f32_or_is_refused_in_one_line(squeezenet):
+    x = random_input((1, 3, 64, 64), seed=5)
+    if not _native_bf16():
+        with pytest.raises(stagecraft.UsageError, match="no native bf16.*AVX512_BF16 or AMX"):
+            stagecraft.Session("squeezenet1_1", input_size=64, dtype="bf16", progress=False)
+        return
+    (want,) = stagecraft.Session(squeezenet, schedule="sequential", progress=False).run(x)
+    a = stagecraft.Session("squeezenet1_1", input_size=64, dtype="bf16", schedule="sequential",
+                           progress=False)
+    b = stagecraft.Session("squeezenet1_1", input_size=64, dtype="bf16", schedule="dp",
+                           progress=False)
+    assert a.model.dtype == "bf16"
+    assert a.inputs[0].dtype == "float32" and a.outputs[0].graph_dtype == "f32"
+    (ya,) = a.run(x)
+    (yb,) = b.run(x)
+    assert ya.dtype == np.float32
+    assert relative_error(yb, ya) < 4e-3  # schedules differ by accumulation order at most
+    assert not np.array_equal(ya, want)  # it did compute in bf16
+    assert relative_error(ya, want) < 0.03
+
+
 def test_calibrate_on_given_inputs(tmp_path, squeezenet):
     xs = [random_input((1, 3, 64, 64), seed=s) for s in range(2)]
     info = stagecraft.calibrate(squeezenet, inputs=xs, method="percentile", percentile=99.9,

@@ -166,8 +166,9 @@ ServeOptions options_from_config(const nlohmann::json& config, const std::string
   }
   o.session.layout = params.text("layout", "");
   o.source.dtype = params.text("dtype", "f32");
-  if (o.source.dtype != "f32" && o.source.dtype != "int8") {
-    throw params.error("dtype", cat("'", o.source.dtype, "': the CPU backend serves f32 or int8"));
+  if (o.source.dtype != "f32" && o.source.dtype != "bf16" && o.source.dtype != "int8") {
+    throw params.error("dtype", cat("'", o.source.dtype, "': the CPU backend serves f32, bf16 (a CPU "
+                                    "with AVX512_BF16 or AMX) or int8"));
   }
   o.source.calibration = params.text("calibration", "");
   if (!o.source.calibration.empty())

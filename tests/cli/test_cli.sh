@@ -126,6 +126,14 @@ if ! "$bin" devices | grep -q '^ *0 '; then
 fi
 expect_error calibrate-zero 'at least one sample' -- calibrate squeezenet1_1 --input-size 48 --samples 0
 expect_error int8-zero-samples 'at least one sample' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 0
+# bf16: converted graph, agreement with f32 printed by run, and one line on a CPU without it
+if grep -q avx512_bf16 /proc/cpuinfo; then
+  expect_ok run-bf16 'bf16 vs f32 \(first output, 2 random inputs\): cosine' -- run squeezenet1_1 --input-size 48 --dtype bf16 --check 2 --schedule sequential --iters 1 --warmup 0
+  expect_ok run-bf16-names-it 'squeezenet1_1 \(batch 1, bf16\) on cpu' -- run squeezenet1_1 --input-size 48 --dtype bf16 --check 0 --schedule sequential --iters 1 --warmup 0
+fi
+DNNL_MAX_CPU_ISA=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 expect_error bf16-without-native 'no native bf16; bf16 needs a CPU with AVX512_BF16 or AMX\); use --dtype f32' -- run squeezenet1_1 --input-size 48 --dtype bf16 --iters 1
+expect_error bf16-raw 'drop --raw' -- run squeezenet1_1 --input-size 48 --dtype bf16 --raw
+expect_ok run-int8-check 'int8 vs f32 \(first output, 2 random inputs\): cosine' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --check 2 --schedule sequential --iters 1 --warmup 0
 # A forced layout whose kernels are reference-only runs them in a native layout, with one warning.
 expect_ok int8-blocked-layout 'latency: median' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --layout nChw16c --schedule sequential --iters 1
 if [ "$(grep -c 'warning: --layout nChw16c: .* only a reference kernel in nChw16c .* they run .* in nhwc' "$work/err")" -eq 1 ]; then pass; else fail "int8-blocked-layout: no single warning naming the layouts: $(head -c 400 "$work/err")"; fi

@@ -1,0 +1,121 @@
+// bf16 inference: per-op precision and the conversion ops between bf16 and f32.
+#include "graph/bf16.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "common/strings.h"
+#include "graph/errors.h"
+
+namespace stagecraft::graph {
+
+namespace {
+
+class Bf16Converter {
+ public:
+  explicit Bf16Converter(const Graph& g) : g_(g) {}
+
+  Graph run(Bf16Report* report) {
+    Graph out(g_.name());
+    std::vector<ValueId> mapped(g_.num_values(), -1);
+    for (ValueId v : g_.inputs()) {
+      const TensorDesc& d = g_.value(v).desc;
+      if (d.dtype != DataType::kF32) {
+        throw GraphError(cat("bf16 needs an f32 graph, but input '", g_.value(v).name, "' is ",
+                             to_string(d.dtype)));
+      }
+      mapped[v] = out.add_input(g_.value(v).name, d);
+    }
+    for (const Op& op : g_.ops()) {
+      for (ValueId v : op.outputs) {
+        if (g_.value(v).desc.dtype != DataType::kF32) {
+          throw GraphError(cat("bf16 needs an f32 graph, but value '", g_.value(v).name, "' of op '",
+                               op.name, "' is ", to_string(g_.value(v).desc.dtype)));
+        }
+      }
+      const bool bf16 = computes_in_bf16(op, out, mapped);
+      const DataType type = bf16 ? DataType::kBF16 : DataType::kF32;
+      std::vector<ValueId> inputs;
+      for (ValueId in : op.inputs) inputs.push_back(as_type(out, mapped[in], type));
+      const OpId id = out.add_op(op.name, op.kind, op.attrs, inputs);
+      ++(bf16 ? report_.bf16_ops : report_.f32_ops);
+      for (size_t i = 0; i < op.outputs.size(); ++i) {
+        const ValueId v = out.op(id).outputs[i];
+        mapped[op.outputs[i]] = v;
+        out.set_value_type(v, type, 1.0f);
+      }
+    }
+    for (ValueId v : g_.outputs()) out.add_output(as_type(out, mapped[v], DataType::kF32));
+    if (report) *report = report_;
+    return out;
+  }
+
+ private:
+  bool computes_in_bf16(const Op& op, const Graph& out, const std::vector<ValueId>& mapped) const {
+    const auto is_bf16_value = [&](ValueId v) { return out.value(mapped[v]).desc.dtype == DataType::kBF16; };
+    switch (bf16_role(op.kind)) {
+      case Bf16Role::kComputes:
+        if (op.kind != OpKind::kConcat) return true;
+        return std::any_of(op.inputs.begin(), op.inputs.end(), is_bf16_value);
+      case Bf16Role::kFollows:
+        return !op.inputs.empty() && is_bf16_value(op.inputs[0]);
+      case Bf16Role::kF32:
+        return false;
+    }
+    return false;
+  }
+
+  // `v` in type `t`: itself, or the output of a (shared) identity op converting it.
+  ValueId as_type(Graph& out, ValueId v, DataType t) {
+    if (out.value(v).desc.dtype == t) return v;
+    const auto key = std::make_pair(v, t);
+    if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
+    const std::string name = out.unused_name(out.value(v).name, "bf", &next_conversion_);
+    const OpId id = out.add_op(name, OpKind::kIdentity, NoAttrs{}, {v});
+    const ValueId converted = out.op(id).outputs[0];
+    out.set_value_type(converted, t, 1.0f);
+    ++report_.conversions;
+    conversions_.emplace(key, converted);
+    return converted;
+  }
+
+  const Graph& g_;
+  std::map<std::pair<ValueId, DataType>, ValueId> conversions_;
+  int next_conversion_ = 0;
+  Bf16Report report_;
+};
+
+}  // namespace
+
+Bf16Role bf16_role(OpKind kind) {
+  switch (kind) {
+    case OpKind::kConv2d:
+    case OpKind::kLinear:
+    case OpKind::kAdd:
+    case OpKind::kConcat:
+      return Bf16Role::kComputes;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kRelu:
+    case OpKind::kFlatten:
+    case OpKind::kSplit:
+    case OpKind::kSlice:
+    case OpKind::kIdentity:
+      return Bf16Role::kFollows;
+    default:
+      return Bf16Role::kF32;
+  }
+}
+
+bool is_bf16(const Graph& graph) {
+  for (size_t v = 0; v < graph.num_values(); ++v) {
+    if (graph.value(static_cast<ValueId>(v)).desc.dtype == DataType::kBF16) return true;
+  }
+  return false;
+}
+
+Graph to_bf16(const Graph& graph, Bf16Report* report) { return Bf16Converter(graph).run(report); }
+
+}  // namespace stagecraft::graph
