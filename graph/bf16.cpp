@@ -17,29 +17,19 @@ class Bf16Converter {
   explicit Bf16Converter(const Graph& g) : g_(g) {}
 
   Graph run(Bf16Report* report) {
+    decide();
     Graph out(g_.name());
     std::vector<ValueId> mapped(g_.num_values(), -1);
-    for (ValueId v : g_.inputs()) {
-      const TensorDesc& d = g_.value(v).desc;
-      if (d.dtype != DataType::kF32) {
-        throw GraphError(cat("bf16 needs an f32 graph, but input '", g_.value(v).name, "' is ",
-                             to_string(d.dtype)));
-      }
-      mapped[v] = out.add_input(g_.value(v).name, d);
-    }
+    for (ValueId v : g_.inputs()) mapped[v] = out.add_input(g_.value(v).name, g_.value(v).desc);
     for (const Op& op : g_.ops()) {
-      for (ValueId v : op.outputs) {
-        if (g_.value(v).desc.dtype != DataType::kF32) {
-          throw GraphError(cat("bf16 needs an f32 graph, but value '", g_.value(v).name, "' of op '",
-                               op.name, "' is ", to_string(g_.value(v).desc.dtype)));
-        }
-      }
-      const bool bf16 = computes_in_bf16(op, out, mapped);
-      const DataType type = bf16 ? DataType::kBF16 : DataType::kF32;
+      const bool bf16 = computes_[op.id];
       std::vector<ValueId> inputs;
-      for (ValueId in : op.inputs) inputs.push_back(as_type(out, mapped[in], type));
+      for (ValueId in : op.inputs) {
+        inputs.push_back(as_type(out, mapped[in], bf16 ? DataType::kBF16 : DataType::kF32));
+      }
       const OpId id = out.add_op(op.name, op.kind, op.attrs, inputs);
       ++(bf16 ? report_.bf16_ops : report_.f32_ops);
+      const DataType type = bf16 && !writes_f32_[op.id] ? DataType::kBF16 : DataType::kF32;
       for (size_t i = 0; i < op.outputs.size(); ++i) {
         const ValueId v = out.op(id).outputs[i];
         mapped[op.outputs[i]] = v;
@@ -52,18 +42,55 @@ class Bf16Converter {
   }
 
  private:
-  bool computes_in_bf16(const Op& op, const Graph& out, const std::vector<ValueId>& mapped) const {
-    const auto is_bf16_value = [&](ValueId v) { return out.value(mapped[v]).desc.dtype == DataType::kBF16; };
-    switch (bf16_role(op.kind)) {
-      case Bf16Role::kComputes:
-        if (op.kind != OpKind::kConcat) return true;
-        return std::any_of(op.inputs.begin(), op.inputs.end(), is_bf16_value);
-      case Bf16Role::kFollows:
-        return !op.inputs.empty() && is_bf16_value(op.inputs[0]);
-      case Bf16Role::kF32:
-        return false;
+  // Which ops compute in bf16 and which of those write f32. Forward: by role, a follower in bf16
+  // when its input is. Backward: an op whose outputs are graph outputs or read only by f32 ops
+  // writes f32 — a computing op from its f32 accumulators (one rounding fewer on the way out), a
+  // follower by computing in f32 itself (so the op before it sees an f32 reader in turn).
+  void decide() {
+    for (ValueId v : g_.inputs()) {
+      if (g_.value(v).desc.dtype != DataType::kF32) {
+        throw GraphError(cat("bf16 needs an f32 graph, but input '", g_.value(v).name, "' is ",
+                             to_string(g_.value(v).desc.dtype)));
+      }
     }
-    return false;
+    computes_.assign(g_.num_ops(), false);
+    writes_f32_.assign(g_.num_ops(), false);
+    std::vector<bool> bf16_value(g_.num_values(), false);
+    for (const Op& op : g_.ops()) {
+      for (ValueId v : op.outputs) {
+        if (g_.value(v).desc.dtype != DataType::kF32) {
+          throw GraphError(cat("bf16 needs an f32 graph, but value '", g_.value(v).name, "' of op '",
+                               op.name, "' is ", to_string(g_.value(v).desc.dtype)));
+        }
+      }
+      const auto is_bf16 = [&](ValueId v) { return static_cast<bool>(bf16_value[v]); };
+      switch (bf16_role(op.kind)) {
+        case Bf16Role::kComputes:
+          computes_[op.id] = op.kind != OpKind::kConcat || std::any_of(op.inputs.begin(), op.inputs.end(), is_bf16);
+          break;
+        case Bf16Role::kFollows:
+          computes_[op.id] = !op.inputs.empty() && is_bf16(op.inputs[0]);
+          break;
+        case Bf16Role::kF32:
+          break;
+      }
+      for (ValueId v : op.outputs) bf16_value[v] = computes_[op.id];
+    }
+    for (auto it = g_.ops().rbegin(); it != g_.ops().rend(); ++it) {
+      const Op& op = *it;
+      if (!computes_[op.id] || op.kind == OpKind::kConcat) continue;
+      bool f32_out = true;
+      for (ValueId v : op.outputs) {
+        for (OpId reader : g_.consumers(v)) f32_out = f32_out && !computes_[reader];
+        f32_out = f32_out && (g_.is_output(v) || !g_.consumers(v).empty());
+      }
+      if (!f32_out) continue;
+      if (bf16_role(op.kind) == Bf16Role::kFollows) {
+        computes_[op.id] = false;
+      } else {
+        writes_f32_[op.id] = true;
+      }
+    }
   }
 
   // `v` in type `t`: itself, or the output of a (shared) identity op converting it.
@@ -81,6 +108,8 @@ class Bf16Converter {
   }
 
   const Graph& g_;
+  std::vector<bool> computes_;    // by op id: computes in bf16
+  std::vector<bool> writes_f32_;  // by op id: computes in bf16 and writes f32
   std::map<std::pair<ValueId, DataType>, ValueId> conversions_;
   int next_conversion_ = 0;
   Bf16Report report_;

@@ -12,7 +12,10 @@
 ///   - concatenations compute in bf16 when any part is bf16 (the others are converted);
 ///   - max / average / global average pooling, ReLU, flatten, split, slice and identity keep
 ///     their input's type (they only move or compare values, so bf16 loses nothing more);
-///   - every other op computes in f32.
+///   - every other op computes in f32;
+///   - then, from the outputs back: an op whose outputs are graph outputs or read only by f32 ops
+///     writes f32 — a convolution, linear layer or addition straight from its f32 accumulators
+///     (a classifier's logits are not rounded to bf16), a follower by computing in f32 itself.
 /// Where an op needs its input in the other type, an identity op converting it is inserted
 /// (named "<value>.bf<N>"), shared by every reader that needs it, so conversions are ops the
 /// scheduler places like any other. Graph inputs and outputs stay f32.
@@ -29,7 +32,7 @@ namespace stagecraft::graph {
 /// How an op of one kind takes part in a bf16 graph.
 enum class Bf16Role {
   kF32,       ///< computes in f32 (bf16 inputs are converted first)
-  kComputes,  ///< reads and writes bf16 (conv2d, linear, add; concat when any part is bf16)
+  kComputes,  ///< reads bf16 and writes bf16 or f32 (conv2d, linear, add; concat when any part is)
   kFollows,   ///< keeps its input's type (pooling, relu, flatten, split, slice, identity)
 };
 

@@ -42,10 +42,13 @@ TEST(Bf16, ComputingOpsReadAndWriteBf16AndTheRestStaysF32) {
   EXPECT_FALSE(is_bf16(g));
   EXPECT_EQ(compute_type(h), "bf16");
   EXPECT_EQ(compute_dtype(h), DataType::kBF16);
-  // Convolutions, the concat, pooling, flatten and the linear layer compute in bf16.
-  for (const char* v : {"stem", "a", "pool", "joined", "gap", "flat", "fc"}) {
+  // Convolutions, the concat, pooling and flatten compute in bf16 and write bf16; the linear
+  // layer computes in bf16 and writes f32 (its reader, the softmax, computes in f32).
+  for (const char* v : {"stem", "a", "pool", "joined", "gap", "flat"}) {
     EXPECT_EQ(desc_of(h, v).dtype, DataType::kBF16) << v;
   }
+  EXPECT_EQ(desc_of(h, "fc").dtype, DataType::kF32);
+  EXPECT_EQ(h.value(h.op(*h.find_op("fc")).inputs[0]).desc.dtype, DataType::kBF16);
   // The sigmoid computes in f32: it reads the stem converted back, and the concat reads its
   // output converted to bf16.
   const Op& gate = h.op(*h.find_op("gate"));
@@ -55,16 +58,16 @@ TEST(Bf16, ComputingOpsReadAndWriteBf16AndTheRestStaysF32) {
   const Op& joined = h.op(*h.find_op("joined"));
   EXPECT_EQ(h.value(joined.inputs[2]).desc.dtype, DataType::kBF16);
   EXPECT_EQ(h.op(h.value(joined.inputs[2]).producer).kind, OpKind::kIdentity);
-  // The f32 input is converted once for the stem; the softmax reads the logits in f32 and the
-  // graph output is f32.
+  // The f32 input is converted once for the stem; the softmax reads the logits as the linear
+  // layer wrote them, in f32, and the graph output is f32.
   const Op& stem = h.op(*h.find_op("stem"));
   EXPECT_EQ(h.value(stem.inputs[0]).desc.dtype, DataType::kBF16);
   const Op& prob = h.op(*h.find_op("prob"));
-  EXPECT_EQ(h.value(prob.inputs[0]).desc.dtype, DataType::kF32);
+  EXPECT_EQ(prob.inputs[0], *h.find_value("fc"));
   EXPECT_EQ(h.value(h.outputs()[0]).desc.dtype, DataType::kF32);
-  // Conversions: the input, the stem for the sigmoid, the sigmoid for the concat, the logits for
-  // the softmax. Every op of the f32 graph is counted once and keeps its name and shape.
-  EXPECT_EQ(report.conversions, 4u);
+  // Conversions: the input, the stem for the sigmoid, the sigmoid for the concat. Every op of the
+  // f32 graph is counted once and keeps its name and shape.
+  EXPECT_EQ(report.conversions, 3u);
   EXPECT_EQ(report.f32_ops, 2u);  // the sigmoid and the softmax
   EXPECT_EQ(report.bf16_ops + report.f32_ops, g.num_ops());
   EXPECT_EQ(h.num_ops(), g.num_ops() + report.conversions);
@@ -88,12 +91,29 @@ TEST(Bf16, AConversionIsSharedByItsReaders) {
   const Op& a = h.op(*h.find_op("c1"));
   const Op& c = h.op(*h.find_op("c2"));
   EXPECT_EQ(a.inputs[0], c.inputs[0]);  // one conversion of g1 to bf16 for both convolutions
-  // The sigmoid reads the f32 input directly; the addition is the graph output: it computes in
-  // bf16 and is converted back to f32.
-  EXPECT_EQ(report.conversions, 2u);
-  EXPECT_EQ(desc_of(h, "sum").dtype, DataType::kBF16);
-  EXPECT_EQ(h.value(h.outputs()[0]).desc.dtype, DataType::kF32);
-  EXPECT_NE(h.value(h.outputs()[0]).name, "sum");
+  // The sigmoid reads the f32 input directly; the addition is the graph output: it reads bf16
+  // and writes f32, which is the output itself (no conversion after it).
+  EXPECT_EQ(report.conversions, 1u);
+  EXPECT_EQ(h.value(h.op(*h.find_op("sum")).inputs[0]).desc.dtype, DataType::kBF16);
+  EXPECT_EQ(desc_of(h, "sum").dtype, DataType::kF32);
+  EXPECT_EQ(h.value(h.outputs()[0]).name, "sum");
+}
+
+TEST(Bf16, FollowersOfAnOutputComputeInF32SoTheLastConvolutionWritesF32) {
+  // squeezenet's head: conv (+ReLU) -> global average pool -> flatten -> graph output.
+  NetBuilder b("head", 1, 8, 6, 6);
+  const ValueId c0 = b.relu(b.conv(b.input(), networks::square_conv(8, 3, 1, 1, true), "c0"), "r0");
+  const ValueId p0 = b.max_pool(c0, 2, 2, 0, false, "p0");
+  const ValueId c1 = b.relu(b.conv(p0, networks::square_conv(10, 1, 1, 0, true), "c1"), "r1");
+  const Graph g = prepare_for_inference(std::move(b).finish({b.flatten(b.global_avg_pool(c1, "gap"), "flat")}));
+  Bf16Report report;
+  const Graph h = to_bf16(g, &report);
+  EXPECT_EQ(desc_of(h, "c0").dtype, DataType::kBF16);
+  EXPECT_EQ(desc_of(h, "p0").dtype, DataType::kBF16);
+  EXPECT_EQ(h.value(h.op(*h.find_op("c1")).inputs[0]).desc.dtype, DataType::kBF16);
+  for (const char* v : {"c1", "gap", "flat"}) EXPECT_EQ(desc_of(h, v).dtype, DataType::kF32) << v;
+  EXPECT_EQ(report.conversions, 1u);  // the input only
+  EXPECT_EQ(report.bf16_ops, 3u);     // c0, p0, c1
 }
 
 TEST(Bf16, AQuantisedGraphIsAClearError) {

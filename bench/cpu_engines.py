@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""CPU engines on the same ONNX exports, in one process, interleaved: ONNX Runtime f32, OpenVINO
+f32 and OpenVINO as users run it (its default precision: bf16 where the CPU has it natively),
+stagecraft f32 and stagecraft bf16 (where the CPU has native bf16; else the row says why not).
+
+Per model: each engine's agreement with ONNX Runtime f32 over --samples random inputs (the cosine
+of the input-dependent part of the outputs, i.e. each output minus the mean output over the
+inputs — with random weights the raw outputs are dominated by what every input shares —, the
+top-1 agreement of the raw outputs, and the largest error relative to ORT's largest value), then
+latencies: per round each engine runs once untimed after a 100 ms pause, then --block timed runs;
+medians over --rounds rounds, engines alternating. stagecraft runs its default dp schedule
+(searched now, or from the schedule cache of --cache-dir). Prints the CPU and ISA; writes a
+Markdown table (--out) and a bar chart of latency relative to ONNX Runtime (--plot).
+
+Usage: PYTHONPATH=build/python:python .venv/bin/python bench/cpu_engines.py MODEL.onnx...
+           [--rounds 6] [--block 3] [--samples 8] [--cache-dir DIR] [--out FILE.md] [--plot FILE.png]
+The script installs openvino and matplotlib into the project's virtual environment when missing.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from pyenv import machine, reexec_in_venv  # noqa: E402
+
+reexec_in_venv("cpu_engines", __file__, ["numpy", "onnxruntime", "openvino", "matplotlib"],
+               ["numpy", "onnxruntime", "openvino", "matplotlib"])
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import openvino as ov  # noqa: E402
+
+import stagecraft  # noqa: E402
+
+
+def agreement(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float, float]:
+    """(min cosine of the input-dependent parts, top-1 agreement, max relative error)."""
+    g = np.stack([x.reshape(-1) for x in got]).astype(np.float64)
+    w = np.stack([x.reshape(-1) for x in want]).astype(np.float64)
+    top1 = float(np.mean(np.argmax(g, axis=1) == np.argmax(w, axis=1)))
+    err = float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
+    gc, wc = g - g.mean(axis=0), w - w.mean(axis=0)
+    cos = np.sum(gc * wc, axis=1) / np.maximum(np.linalg.norm(gc, axis=1) * np.linalg.norm(wc, axis=1), 1e-30)
+    return float(cos.min()), top1, err
+
+
+def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str]:
+    """Callables running one input, and notes (why an engine is missing, OpenVINO's precision)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = os.cpu_count() or 1
+    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    name = ref.get_inputs()[0].name
+    runs = {"ORT f32": lambda x: ref.run(None, {name: x})[0]}
+    core = ov.Core()
+    latency = {"PERFORMANCE_HINT": "LATENCY"}
+    ov_f32 = core.compile_model(path, "CPU", {**latency, "INFERENCE_PRECISION_HINT": "f32"})
+    ov_default = core.compile_model(path, "CPU", latency)
+    hint = ov_default.get_property("INFERENCE_PRECISION_HINT")
+    precision = hint.to_string() if hasattr(hint, "to_string") else str(hint)
+    runs["OpenVINO f32"] = lambda x, c=ov_f32: c(x)[0]
+    runs["OpenVINO default"] = lambda x, c=ov_default: c(x)[0]
+    notes = {}
+    for label, dtype in (("stagecraft f32", "f32"), ("stagecraft bf16", "bf16")):
+        try:
+            s = stagecraft.Session(path, dtype=dtype, schedule="dp", cache_dir=cache_dir, progress=False)
+        except stagecraft.UsageError as e:
+            notes[label] = str(e)
+            continue
+        runs[label] = lambda x, s=s: s.run(x)[0]
+        notes.setdefault("backend", s.description)
+    return runs, notes, precision
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--block", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=8)
+    parser.add_argument("--cache-dir", default=".cache/cpu_engines")
+    parser.add_argument("--out", default="")
+    parser.add_argument("--plot", default="")
+    args = parser.parse_args()
+
+    header = (f"CPU: {machine()}; onnxruntime {ort.__version__}, openvino {ov.__version__}; "
+              f"{args.rounds} rounds x {args.block} runs per engine, interleaved")
+    print(header, flush=True)
+    labels = ["ORT f32", "OpenVINO f32", "OpenVINO default", "stagecraft f32", "stagecraft bf16"]
+    rows = []
+    for path in args.models:
+        model = Path(path).stem
+        runs, notes, precision = engines_of(path, args.cache_dir)
+        if "backend" in notes:
+            print(f"{model}: stagecraft backend: {notes['backend']}", flush=True)
+        for label, why in notes.items():
+            if label != "backend":
+                print(f"{model}: {label} not run: {why}", flush=True)
+        shape = [d if isinstance(d, int) else 1 for d in
+                 ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()[0].shape]
+        rng = np.random.default_rng(0)
+        xs = [rng.random(shape, dtype=np.float32) for _ in range(args.samples)]
+        outputs = {k: [np.asarray(f(x), dtype=np.float32) for x in xs] for k, f in runs.items()}
+        agree = {k: agreement(v, outputs["ORT f32"]) for k, v in outputs.items()}
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        x = xs[0]
+        for _ in range(args.rounds):
+            for k, f in runs.items():
+                time.sleep(0.1)
+                f(x)
+                for _ in range(args.block):
+                    t = time.perf_counter()
+                    f(x)
+                    times[k].append((time.perf_counter() - t) * 1e3)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append((model, precision, med, agree))
+        print(f"{model}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items())
+              + f" (OpenVINO default ran {precision})", flush=True)
+
+    def ratio(med: dict, a: str, b: str) -> str:
+        return f"{med[a] / med[b]:.2f}x" if a in med and b in med else "-"
+
+    lines = [header, "", "Latency (ms, medians) and ratios:", "",
+             "| model | " + " | ".join(labels) + " | sc f32 / ORT | sc f32 / OV f32 | sc bf16 / OV default |",
+             "|---" * (len(labels) + 4) + "|"]
+    for model, precision, med, _ in rows:
+        cells = [f"{med[k]:.1f}" if k in med else "-" for k in labels]
+        cells[2] += f" ({precision})"
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {ratio(med, 'stagecraft f32', 'ORT f32')} | "
+                     f"{ratio(med, 'stagecraft f32', 'OpenVINO f32')} | "
+                     f"{ratio(med, 'stagecraft bf16', 'OpenVINO default')} |")
+
+    def geomean(a: str, b: str) -> str:
+        rs = [med[a] / med[b] for _, _, med, _ in rows if a in med and b in med]
+        return f"{math.exp(sum(math.log(r) for r in rs) / len(rs)):.2f}x" if rs else "-"
+
+    lines.append(f"| geomean | | | | | | {geomean('stagecraft f32', 'ORT f32')} | "
+                 f"{geomean('stagecraft f32', 'OpenVINO f32')} | {geomean('stagecraft bf16', 'OpenVINO default')} |")
+    lines += ["", f"Agreement with ORT f32 over {args.samples} random inputs: min cosine of the "
+              "input-dependent part / top-1 agreement / max relative error:", "",
+              "| model | " + " | ".join(labels[1:]) + " |", "|---" * len(labels) + "|"]
+    for model, _, _, agree in rows:
+        cells = [f"{agree[k][0]:.4f} / {100 * agree[k][1]:.0f}% / {agree[k][2]:.1e}" if k in agree else "-"
+                 for k in labels[1:]]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(rows)), 4))
+        width = 0.8 / len(labels)
+        for i, k in enumerate(labels):
+            ys = [med[k] / med["ORT f32"] if k in med else 0 for _, _, med, _ in rows]
+            ax.bar([j + i * width for j in range(len(rows))], ys, width, label=k)
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+        ax.set_xticklabels([r[0] for r in rows], rotation=20, ha="right")
+        ax.set_ylabel("latency / ONNX Runtime f32 (lower is faster)")
+        ax.set_title(machine(), fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=120)
+        print(f"wrote {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
