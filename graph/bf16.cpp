@@ -64,7 +64,7 @@ class Bf16Converter {
         }
       }
       const auto is_bf16 = [&](ValueId v) { return static_cast<bool>(bf16_value[v]); };
-      switch (bf16_role(op.kind)) {
+      switch (bf16_role(op.kind, op.attrs)) {
         case Bf16Role::kComputes:
           computes_[op.id] = op.kind != OpKind::kConcat || std::any_of(op.inputs.begin(), op.inputs.end(), is_bf16);
           break;
@@ -85,7 +85,7 @@ class Bf16Converter {
         f32_out = f32_out && (g_.is_output(v) || !g_.consumers(v).empty());
       }
       if (!f32_out) continue;
-      if (bf16_role(op.kind) == Bf16Role::kFollows) {
+      if (bf16_role(op.kind, op.attrs) == Bf16Role::kFollows) {
         computes_[op.id] = false;
       } else {
         writes_f32_[op.id] = true;
@@ -117,16 +117,22 @@ class Bf16Converter {
 
 }  // namespace
 
-Bf16Role bf16_role(OpKind kind) {
+Bf16Role bf16_role(OpKind kind, const OpAttrs& attrs) {
   switch (kind) {
     case OpKind::kConv2d:
     case OpKind::kLinear:
     case OpKind::kAdd:
     case OpKind::kConcat:
       return Bf16Role::kComputes;
+    case OpKind::kPad: {
+      // A reorder into a zeroed buffer; other fill values and reflection are f32 kernels.
+      const auto* pad = std::get_if<PadAttrs>(&attrs);
+      return pad && !pad->reflect && pad->value == 0 ? Bf16Role::kFollows : Bf16Role::kF32;
+    }
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
     case OpKind::kGlobalAvgPool:
+    case OpKind::kBatchNorm:
     case OpKind::kRelu:
     case OpKind::kFlatten:
     case OpKind::kSplit:

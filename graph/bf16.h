@@ -10,8 +10,9 @@
 ///   - convolutions (their fused activation and residual too), linear layers and additions
 ///     compute in bf16: they read bf16 inputs and write a bf16 output;
 ///   - concatenations compute in bf16 when any part is bf16 (the others are converted);
-///   - max / average / global average pooling, ReLU, flatten, split, slice and identity keep
-///     their input's type (they only move or compare values, so bf16 loses nothing more);
+///   - max / average / global average pooling, batch normalisation, ReLU, padding with zeros,
+///     flatten, split, slice and identity keep their input's type (their kernels compute in f32
+///     and round only what they write);
 ///   - every other op computes in f32;
 ///   - then, from the outputs back: an op whose outputs are graph outputs or read only by f32 ops
 ///     writes f32 — a convolution, linear layer or addition straight from its f32 accumulators
@@ -33,11 +34,12 @@ namespace stagecraft::graph {
 enum class Bf16Role {
   kF32,       ///< computes in f32 (bf16 inputs are converted first)
   kComputes,  ///< reads bf16 and writes bf16 or f32 (conv2d, linear, add; concat when any part is)
-  kFollows,   ///< keeps its input's type (pooling, relu, flatten, split, slice, identity)
+  kFollows,   ///< keeps its input's type (pooling, batch norm, relu, zero padding, moves)
 };
 
-/// The role of `kind` (see the file comment). A backend that runs bf16 runs these kinds in it.
-Bf16Role bf16_role(OpKind kind);
+/// The role of an op of `kind` with `attrs` (see the file comment). A backend that runs bf16
+/// runs these ops in it.
+Bf16Role bf16_role(OpKind kind, const OpAttrs& attrs);
 
 /// What to_bf16() did.
 struct Bf16Report {

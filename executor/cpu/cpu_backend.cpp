@@ -101,7 +101,7 @@ class CpuBackend : public Backend {
                                         cat("this CPU has no native bf16 (oneDNN ISA ", device_.isa(),
                                             "; bf16 needs AVX512_BF16 or AMX)"));
           }
-          if (graph::bf16_role(spec.kind) == graph::Bf16Role::kF32) {
+          if (graph::bf16_role(spec.kind, spec.attrs) == graph::Bf16Role::kF32) {
             return Support::unsupported(SupportReason::kDataType,
                                         cat(graph::to_string(spec.kind), " runs in f32, not bf16"));
           }

@@ -80,6 +80,28 @@ INSTANTIATE_TEST_SUITE_P(Networks, Bf16Network, ::testing::ValuesIn(stagecraft::
                            return std::string(c.param.name);
                          });
 
+// DenseNet's pre-activation blocks: batch norms that do not fold into a convolution, on
+// concatenations, run in bf16 (they follow their input) and the result tracks f32.
+TEST(Bf16Cpu, StandaloneBatchNormsRunInBf16AndTrackF32) {
+  if (!native_bf16()) {
+    GTEST_SKIP() << "this CPU has no native bf16 (" << cpu().device().description() << ")";
+  }
+  const Model m = stagecraft::testing::model_of(stagecraft::testing::dense_block_graph(1, 16, 8, 4));
+  const graph::Graph h = graph::to_bf16(m.graph);
+  size_t norms = 0;
+  for (const graph::Op& op : h.ops()) {
+    if (op.kind != graph::OpKind::kBatchNorm) continue;
+    ++norms;
+    EXPECT_EQ(h.value(op.inputs[0]).desc.dtype, graph::DataType::kBF16) << op.name;
+  }
+  ASSERT_GT(norms, 0u) << "the dense block has no standalone batch norm left to check";
+  const auto inputs = inputs_of(m.graph);
+  const auto want = run(m.graph, m.weights, scheduler::sequential_schedule(m.graph), inputs);
+  const auto got = run(h, m.weights, scheduler::sequential_schedule(h), inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scaled_error(got[i], want[i]), 0.03) << i;
+}
+
 TEST(Bf16Cpu, ConvolutionsRunOnBf16Kernels) {
   if (!native_bf16()) {
     GTEST_SKIP() << "this CPU has no native bf16 (" << cpu().device().description() << ")";

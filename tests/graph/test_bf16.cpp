@@ -116,6 +116,16 @@ TEST(Bf16, FollowersOfAnOutputComputeInF32SoTheLastConvolutionWritesF32) {
   EXPECT_EQ(report.bf16_ops, 3u);     // c0, p0, c1
 }
 
+TEST(Bf16, ZeroPaddingFollowsItsInputOtherPaddingIsF32) {
+  const Pads some{1, 1, 1, 1};
+  EXPECT_EQ(bf16_role(OpKind::kPad, PadAttrs{some, 0.0, false}), Bf16Role::kFollows);
+  EXPECT_EQ(bf16_role(OpKind::kPad, PadAttrs{some, 1.5, false}), Bf16Role::kF32);
+  EXPECT_EQ(bf16_role(OpKind::kPad, PadAttrs{some, 0.0, true}), Bf16Role::kF32);
+  EXPECT_EQ(bf16_role(OpKind::kBatchNorm, BatchNormAttrs{}), Bf16Role::kFollows);
+  EXPECT_EQ(bf16_role(OpKind::kSoftmax, SoftmaxAttrs{}), Bf16Role::kF32);
+  EXPECT_EQ(bf16_role(OpKind::kConv2d, Conv2dAttrs{}), Bf16Role::kComputes);
+}
+
 TEST(Bf16, AQuantisedGraphIsAClearError) {
   NetBuilder b("q", 1, 4, 6, 6);
   const ValueId y = b.conv(b.input(), networks::square_conv(4, 3, 1, 1, true), "conv");
