@@ -157,7 +157,7 @@ def main() -> None:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(rows)), 4))
+        fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(rows)) + 2, 4))
         width = 0.8 / len(labels)
         for i, k in enumerate(labels):
             ys = [med[k] / med["ORT f32"] if k in med else 0 for _, _, med, _ in rows]
@@ -167,7 +167,7 @@ def main() -> None:
         ax.set_xticklabels([r[0] for r in rows], rotation=20, ha="right")
         ax.set_ylabel("latency / ONNX Runtime f32 (lower is faster)")
         ax.set_title(machine(), fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         fig.tight_layout()
         fig.savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}")

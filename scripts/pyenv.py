@@ -55,4 +55,8 @@ def machine() -> str:
     isa = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
     if " avx512_vnni" in flags or " avx_vnni" in flags:
         isa += " + VNNI"
+    if " avx512_bf16" in flags:
+        isa += " + BF16"
+    if " amx_bf16" in flags:
+        isa += " + AMX"
     return f"{model}, {isa}, {os.cpu_count()} cores"
