@@ -7,16 +7,27 @@
 // A fused residual (y = act(conv(x) + b + r), graph::fuse_residual_adds) is a binary-add post-op
 // reading r where oneDNN has an optimised kernel for that, else an in-place addition after the
 // convolution.
-// f32 stride-1 3x3, 1xK and Kx1 convolutions run on our Winograd kernels (winograd.h) where oneDNN
-// has only direct kernels for them that do no more multiply-adds per cycle than AVX2: 3x3 1.3-3.2x
-// and 1xK/Kx1 1.6-2.8x faster on the models' shapes (bench/winograd_vs_direct).
+// f32 stride-1 3x3, 1xK and Kx1 convolutions run on our Winograd kernels (winograd.h) where they
+// beat oneDNN's direct kernel for the same convolution on this machine: both are timed once per
+// signature (shapes, layouts, tile, threads) and the verdict is kept in the cache directory
+// (KernelChoices), since a rule tuned on one CPU was wrong for some layers on another (against
+// AVX2 kernels ours were 1.3-3.2x faster on the models' shapes, bench/winograd_vs_direct; on an
+// Intel Xeon with two 512-bit FMA ports they lose to some of oneDNN's AVX-512 kernels).
+#include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
 #include <numeric>
 #include <optional>
+#include <thread>
+#include <unordered_map>
 
 #include "common/strings.h"
 #include "executor/cpu/host_layout.h"
+#include "executor/cpu/host_memory.h"
+#include "executor/cpu/kernel_choices.h"
 #include "executor/cpu/host_simd.h"
 #include "executor/cpu/ops.h"
 #include "executor/cpu/winograd.h"
@@ -191,10 +202,87 @@ bool winograd_beats(const std::string& impl) {
   return impl.find("avx512") == std::string::npos || host_fma512_gain() < 1.5;
 }
 
+// The cache key of a Winograd-or-direct choice: what either kernel's speed depends on.
+std::string winograd_signature(const KernelSpec& spec, const WinogradProblem& p, const std::string& direct) {
+  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
+  return cat("conv ", in.shape.to_string(), " ", graph::to_string(in.layout), " -> ", out.shape.to_string(),
+             " ", graph::to_string(out.layout), " k", p.kernel_h, "x", p.kernel_w, " pad", p.pad_top, ",",
+             p.pad_left, " ", graph::to_string(p.activation), p.residual ? " residual" : "", " tile",
+             p.tile, " threads", p.threads, " vs ", direct);
+}
+
+// Whether our Winograd kernel for `p` ran faster than oneDNN's direct kernel `direct` here: both
+// on scratch tensors of the spec's shapes (inputs 0.5, weights 0.01: no denormals), warmed up,
+// then five alternating runs each, fastest against fastest. On a thread of its own, with the
+// problem's OpenMP threads: a parallel region on the calling thread would leave it an OpenMP
+// pool (see DnnlContext::setup), and the thread's pool goes with it.
+bool winograd_measured_faster(const KernelSpec& spec, const WinogradProblem& p,
+                              const dnnl::convolution_forward::primitive_desc& direct,
+                              const DnnlContext& ctx) {
+  const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
+  const auto fill = [](void* data, size_t bytes, float value) {
+    std::fill_n(static_cast<float*>(data), bytes / sizeof(float), value);
+  };
+  double winograd_ms = 0, direct_ms = 0;
+  std::thread timer([&] {
+    omp_set_num_threads(p.threads);
+    const auto src_bytes = static_cast<size_t>(spec.srcs[0].bytes());
+    const auto dst_bytes = static_cast<size_t>(spec.dsts[0].bytes());
+    HostMemory src = host_allocate(src_bytes), dst = host_allocate(dst_bytes);
+    HostMemory residual = host_allocate(p.residual ? dst_bytes : sizeof(float));
+    fill(src.get(), src_bytes, 0.5f);
+    fill(residual.get(), p.residual ? dst_bytes : sizeof(float), 0.5f);
+    const WinogradConv conv(p, std::vector<float>(static_cast<size_t>(a.out_channels * a.in_channels *
+                                                                       a.kernel.h * a.kernel.w), 0.01f),
+                            std::vector<float>(static_cast<size_t>(a.bias ? a.out_channels : 0), 0.1f));
+    HostMemory workspace = host_allocate(std::max<size_t>(conv.workspace_bytes(), 1));
+    const auto run_winograd = [&] {
+      conv.run(static_cast<const float*>(src.get()), p.residual ? static_cast<const float*>(residual.get()) : nullptr,
+               static_cast<float*>(dst.get()), workspace.get());
+    };
+    dnnl::stream stream(ctx.engine);
+    dnnl::memory weights(direct.weights_desc(), ctx.engine);
+    fill(weights.get_data_handle(), direct.weights_desc().get_size(), 0.01f);
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(direct.src_desc(), ctx.engine, src.get())},
+        {DNNL_ARG_WEIGHTS, weights},
+        {DNNL_ARG_DST, dnnl::memory(direct.dst_desc(), ctx.engine, dst.get())}};
+    if (a.bias) {
+      dnnl::memory bias(direct.bias_desc(), ctx.engine);
+      fill(bias.get_data_handle(), direct.bias_desc().get_size(), 0.1f);
+      args.emplace(DNNL_ARG_BIAS, bias);
+    }
+    if (direct.scratchpad_desc().get_size() > 0) {
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(direct.scratchpad_desc(), ctx.engine));
+    }
+    const dnnl::convolution_forward primitive(direct);
+    const auto run_direct = [&] {
+      primitive.execute(stream, args);
+      stream.wait();
+    };
+    const auto ms = [](const auto& run) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    run_winograd();
+    run_direct();
+    winograd_ms = direct_ms = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 5; ++i) {
+      winograd_ms = std::min(winograd_ms, ms(run_winograd));
+      direct_ms = std::min(direct_ms, ms(run_direct));
+    }
+  });
+  timer.join();
+  return winograd_ms < direct_ms;
+}
+
 // The Winograd problem of `spec` when it runs as one: Winograd allowed, an f32 stride-1 ungrouped
 // undilated 3x3, 1xK or Kx1 (K = 3, 5, 7) convolution in one channel-innermost layout (a residual
-// too), oneDNN's own kernel for it one that ours beat (winograd_beats), at least 9 tiles and
-// transformed weights within winograd_weight_limit(). 3x3: F(2x2,3x3); 1xK / Kx1: F(2, K) along
+// too), at least 9 tiles and transformed weights within winograd_weight_limit(), and ours faster
+// than oneDNN's direct kernel for it: measured here (winograd_measured_faster, cached in
+// ctx.choices), or by the FMA-width rule (winograd_beats) where the gain is forced (tests) or
+// there is no cache; never against an AMX kernel. 3x3: F(2x2,3x3); 1xK / Kx1: F(2, K) along
 // the long axis — their rounding error stays near a direct kernel's (tests/executor/
 // test_winograd.cpp, WinogradNumerics). With fast tiles (BackendConfig::fast_winograd):
 // F(4x4,3x3) when it has 9 tiles, and m from winograd_1d_tile.
@@ -245,8 +333,14 @@ std::optional<WinogradProblem> winograd_problem(const KernelSpec& spec, const Dn
   }
   if (!winograd_supported(p)) return std::nullopt;
   const auto direct = conv_pd(spec, a, ctx);
-  if (!direct || !winograd_beats(direct.impl_info_str())) return std::nullopt;
-  return p;
+  if (!direct) return std::nullopt;
+  const std::string impl = direct.impl_info_str();
+  if (impl.find("amx") != std::string::npos) return std::nullopt;
+  if (!ctx.choices || fma512_gain_forced()) return winograd_beats(impl) ? std::optional(p) : std::nullopt;
+  const std::string verdict = ctx.choices->choose(winograd_signature(spec, p, impl), [&] {
+    return winograd_measured_faster(spec, p, direct, ctx) ? "winograd" : "direct";
+  });
+  return verdict == "winograd" ? std::optional(p) : std::nullopt;
 }
 
 // ---- Description and build ----------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "executor/cpu/cpu_device.h"
 #include "executor/cpu/cpu_stream.h"
+#include "executor/cpu/kernel_choices.h"
 #include "executor/cpu/ops.h"
 #include "graph/bf16.h"
 #include "executor/op_rules.h"
@@ -33,6 +34,11 @@ class CpuBackend : public Backend {
         ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd, config.fast_winograd} {
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
+    if (config.winograd) {
+      choices_ = std::make_unique<cpu::KernelChoices>(
+          config.cache_dir.empty() ? ValueCache::default_dir() : config.cache_dir, device_.device_fingerprint());
+      ctx_.choices = choices_.get();
+    }
   }
 
   Device& device() override { return device_; }
@@ -133,6 +139,7 @@ class CpuBackend : public Backend {
 
   cpu::CpuDevice device_;    // first: it caps oneDNN's ISA before any primitive exists
   mutable DnnlContext ctx_;  // checks create primitive descriptors; nothing observable changes
+  std::unique_ptr<cpu::KernelChoices> choices_;  // Winograd or direct, measured (ctx_.choices)
   int streams_created_ = 0;
 };
 

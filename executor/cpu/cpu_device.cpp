@@ -26,9 +26,10 @@ using graph::Layout;
 
 // Which convolutions our Winograd kernels take, in the device fingerprint: profiles measured
 // before a change (2: 1xK and Kx1 too; 3: small maps in one block split by channels; 4: also
-// against oneDNN's AVX-512 kernels where 512-bit FMAs are no faster, cpu::host_fma512_gain)
+// against oneDNN's AVX-512 kernels where 512-bit FMAs are no faster, cpu::host_fma512_gain; 6:
+// Winograd or direct measured per convolution on the machine, cpu::KernelChoices)
 // are not reused for plans whose kernels differ or run differently.
-constexpr int kWinogradRevision = 5;
+constexpr int kWinogradRevision = 6;
 // Which kernels the other ops take, in the device fingerprint the same way: bumped when a kernel
 // choice changes what a stage costs (1: the host softmax over axes before the last, where oneDNN
 // has only its reference kernel; a profile measured with the 77 ms reference softmax made dp

@@ -33,6 +33,9 @@ struct DnnlContext {
   bool winograd = false;
   /// Whether they may use the larger, less accurate tiles (BackendConfig::fast_winograd).
   bool fast_winograd = false;
+  /// Winograd or direct, measured per convolution signature on this machine (null: decide by the
+  /// FMA-width rule alone, as when host_fma512_gain is forced).
+  class KernelChoices* choices = nullptr;
 };
 
 // ---- Descriptors ---------------------------------------------------------------------------

@@ -70,6 +70,8 @@ std::atomic<double> fma512_gain_override{-1.0};
 
 void override_fma512_gain(double gain) { fma512_gain_override.store(gain); }
 
+bool fma512_gain_forced() { return fma512_gain_override.load() >= 0; }
+
 double host_fma512_gain() {
   const double forced = fma512_gain_override.load();
   return forced >= 0 ? forced : measured_fma512_gain();

@@ -31,5 +31,8 @@ double host_fma512_gain();
 /// Makes host_fma512_gain() answer `gain` instead of the measurement (a negative value restores
 /// it): lets tests check both kernel choices on any machine, whatever its timings.
 void override_fma512_gain(double gain);
+/// Whether host_fma512_gain() answers a forced value (override_fma512_gain): tests then fix the
+/// kernel choice by the FMA-width rule instead of measuring each convolution.
+bool fma512_gain_forced();
 
 }  // namespace stagecraft::executor::cpu

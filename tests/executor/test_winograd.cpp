@@ -4,10 +4,13 @@
 // undilated 3x3, 1xK and Kx1 (K = 3, 5, 7) convolutions take it, and BackendConfig::winograd =
 // false turns it off.
 #include <cpuid.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 
@@ -15,6 +18,7 @@
 #include "executor/backend.h"
 #include "executor/cpu/dnnl_kernel.h"
 #include "executor/cpu/host_simd.h"
+#include "executor/cpu/kernel_choices.h"
 #include "forced_fma512_gain.h"
 #include "executor/cpu/winograd.h"
 #include "executor/executor.h"
@@ -362,6 +366,105 @@ TEST(Winograd, TheKernelChoiceFollowsTheFma512Gain) {
   } else {
     EXPECT_NE(wide_impl.find("winograd"), std::string::npos) << "no AVX-512 kernel to prefer: " << wide_impl;
   }
+}
+
+TEST(KernelChoices, MeasuresASignatureOnceAndKeepsTheVerdictOnDisk) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("sc-choices-", getpid());
+  std::filesystem::remove_all(dir);
+  int measured = 0;
+  {
+    cpu::KernelChoices choices(dir.string(), "test-device");
+    EXPECT_EQ(choices.choose("a", [&] { ++measured; return std::string("winograd"); }), "winograd");
+    EXPECT_EQ(choices.choose("a", [&] { ++measured; return std::string("direct"); }), "winograd");
+    EXPECT_EQ(choices.choose("b", [&] { ++measured; return std::string("direct"); }), "direct");
+    EXPECT_EQ(measured, 2);
+    EXPECT_NE(choices.path().find("cpu-kernels"), std::string::npos) << choices.path();
+  }
+  cpu::KernelChoices again(dir.string(), "test-device");  // another process, the same machine
+  EXPECT_EQ(again.choose("a", [&] { ++measured; return std::string("direct"); }), "winograd");
+  EXPECT_EQ(again.measured(), 0u);
+  cpu::KernelChoices other(dir.string(), "other-device");  // another machine measures again
+  EXPECT_EQ(other.choose("a", [&] { ++measured; return std::string("direct"); }), "direct");
+  cpu::KernelChoices memory_only("", "test-device");
+  EXPECT_EQ(memory_only.choose("a", [&] { ++measured; return std::string("direct"); }), "direct");
+  EXPECT_EQ(memory_only.path(), "");
+  EXPECT_EQ(measured, 4);
+  std::filesystem::remove_all(dir);
+}
+
+// Without a forced FMA gain the backend times our Winograd kernel against oneDNN's direct one for
+// each convolution signature, once per machine: the verdict lands in the cache directory, the plan
+// runs the kernel it names, and a later backend obeys the file (here flipped by hand) without
+// measuring again.
+TEST(Winograd, TheChoiceIsMeasuredPerConvolutionAndTheCacheIsObeyed) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
+  networks::NetBuilder b("measured", 1, 32, 24, 24);
+  const graph::ValueId y = b.conv(b.input(), networks::square_conv(32, 3, 1, 1), "conv");
+  const Model m = stagecraft::testing::model_of(std::move(b).finish({y}), 5);
+  const auto want = testing::reference_run(m.graph, m.weights, stagecraft::testing::inputs_of(m.graph));
+  const bool onednn_has_avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
+  const Layout layout = onednn_has_avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("sc-measured-", getpid());
+  std::filesystem::remove_all(dir);
+  BackendConfig config;
+  config.cache_dir = dir.string();
+  config.fast_winograd = false;
+  const auto plan_with = [&](Backend& backend) {
+    PlanOptions options;
+    options.layouts = graph::LayoutAssignment::uniform(layout);
+    ExecutionPlan plan(m.graph, stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential),
+                       m.weights, backend, options);
+    Executor executor(plan);
+    const auto got = executor.run(stagecraft::testing::inputs_of(m.graph));
+    EXPECT_LT(relative_error(got[0], want[0]), kTolerance);
+    for (const PlannedKernel& k : plan.kernels()) {
+      if (k.label == "conv") return k.kernel->implementation();
+    }
+    return std::string();
+  };
+  // The verdict file: its path and its entries (verdict, signature).
+  const auto verdicts = [&] {
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      if (f.path().filename().string().rfind("cpu-kernels-", 0) != 0) continue;
+      std::ifstream in(f.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        const auto tab = line.find('\t');
+        if (tab != std::string::npos) entries.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+      }
+    }
+    return entries;
+  };
+  std::string first;
+  {
+    const auto backend = make_backend("cpu", config);
+    first = plan_with(*backend);
+  }
+  const auto entries = verdicts();
+  ASSERT_FALSE(entries.empty()) << "no measured choice in " << dir;
+  for (const auto& [verdict, signature] : entries) {
+    EXPECT_TRUE(verdict == "winograd" || verdict == "direct") << verdict;
+  }
+  const bool ran_winograd = first.find("winograd") != std::string::npos;
+  EXPECT_EQ(ran_winograd, entries.front().first == "winograd") << first;
+  // Flip every verdict in the file: the next backend must follow it.
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().filename().string().rfind("cpu-kernels-", 0) != 0) continue;
+    std::ifstream in(f.path());
+    std::string text, line;
+    while (std::getline(in, line)) {
+      if (line.rfind("winograd\t", 0) == 0) line = "direct" + line.substr(8);
+      else if (line.rfind("direct\t", 0) == 0) line = "winograd" + line.substr(6);
+      text += line + "\n";
+    }
+    in.close();
+    std::ofstream(f.path()) << text;
+  }
+  const auto backend = make_backend("cpu", config);
+  const std::string second = plan_with(*backend);
+  EXPECT_NE(second.find("winograd") != std::string::npos, ran_winograd) << first << " then " << second;
+  std::filesystem::remove_all(dir);
 }
 
 // The tile the backend picks for 1xK / Kx1: the fewest transformed points per output row.
