@@ -5,11 +5,13 @@
 //   pip download --no-deps onednn-devel-cpu-gomp onednn-cpu-gomp && unzip both  # 3.2 (GNU OpenMP)
 //   g++ -O2 -std=c++17 -I$DEVEL/include bench/onednn_versions.cpp -o cb32 -L$LIB -ldnnl -Wl,-rpath,$LIB
 //   OMP_NUM_THREADS=2 ./cb26 nChw8c; OMP_NUM_THREADS=2 ./cb32 nChw8c   # (and nhwc), alternating
+//   OMP_NUM_THREADS=2 ./cb26 nChw16c bf16                               # bf16 activations and weights
 // Prints per shape the implementation and the median of 200 runs (µs).
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 using namespace dnnl;
 using tag = memory::format_tag;
@@ -35,15 +37,17 @@ int main(int argc, char** argv) {
   };
   const char* lay = argc > 1 ? argv[1] : "nChw8c";
   tag t = std::string(lay) == "nhwc" ? tag::nhwc : std::string(lay) == "nChw16c" ? tag::nChw16c : tag::nChw8c;
+  const memory::data_type type =
+      argc > 2 && std::string(argv[2]) == "bf16" ? memory::data_type::bf16 : memory::data_type::f32;
   for (auto& sh : shapes) {
     int stride = (sh.r == 3 && sh.s == 2) ? 2 : 1;
     int pad = sh.r / 2;
     int oh = (sh.h + 2 * pad - sh.r) / stride + 1;
-    memory::desc src({1, sh.c, sh.h, sh.h}, memory::data_type::f32, t);
-    memory::desc dst({1, sh.k, oh, oh}, memory::data_type::f32, t);
+    memory::desc src({1, sh.c, sh.h, sh.h}, type, t);
+    memory::desc dst({1, sh.k, oh, oh}, type, t);
     memory::dims wd = sh.g > 1 ? memory::dims{sh.g, sh.k / sh.g, sh.c / sh.g, sh.r, sh.r}
                                : memory::dims{sh.k, sh.c, sh.r, sh.r};
-    memory::desc w(wd, memory::data_type::f32, tag::any);
+    memory::desc w(wd, type, tag::any);
     memory::desc b({sh.k}, memory::data_type::f32, tag::x);
     post_ops po;
 #if DNNL_VERSION_MAJOR >= 3
@@ -63,6 +67,7 @@ int main(int argc, char** argv) {
     convolution_forward::primitive_desc pd(d, attr, eng);
 #endif
     memory ms(src, eng), md(dst, eng), mw(pd.weights_desc(), eng), mb(b, eng), msp(pd.scratchpad_desc(), eng);
+    // (bf16: each float fills two elements, 0.5 or 0.01 and +0: no denormals either way)
     std::fill((float*)ms.get_data_handle(), (float*)ms.get_data_handle() + src.get_size() / 4, 0.5f);
     std::fill((float*)mw.get_data_handle(), (float*)mw.get_data_handle() + pd.weights_desc().get_size() / 4, 0.01f);
     convolution_forward conv(pd);

@@ -6,11 +6,16 @@
 
 namespace stagecraft::executor::cpu {
 
-KernelChoices::KernelChoices(const std::string& dir, const std::string& fingerprint) {
-  if (dir.empty()) return;
+KernelChoices::KernelChoices(const std::string& dir, const std::string& fingerprint)
+    : dir_(dir), fingerprint_(fingerprint) {}
+
+void KernelChoices::open() {
+  if (opened_) return;
+  opened_ = true;
+  if (dir_.empty()) return;
   try {
     file_ = std::make_unique<VerdictCache>(
-        dir, fingerprint, [](const std::string& w) { std::cerr << "stagecraft: warning: " << w << "\n"; },
+        dir_, fingerprint_, [](const std::string& w) { std::cerr << "stagecraft: warning: " << w << "\n"; },
         "cpu-kernels");
   } catch (const Error& e) {
     std::cerr << "stagecraft: warning: measured kernel choices stay in memory: " << e.what() << "\n";
@@ -24,6 +29,7 @@ std::string KernelChoices::choose(const std::string& signature,
   // One lock over lookup, measurement and insertion: two measurements at once would time each
   // other's interference, and a signature must not be measured twice.
   const std::lock_guard<std::mutex> lock(mutex_);
+  open();
   if (file_) {
     if (auto hit = file_->find(signature)) return *hit;
   } else if (auto it = memory_.find(signature); it != memory_.end()) {

@@ -21,8 +21,8 @@ namespace stagecraft::executor::cpu {
 
 class KernelChoices {
  public:
-  /// Choices backed by the file of `fingerprint` under `dir` ("" or an unusable directory: in
-  /// memory only, with one warning for an unusable one).
+  /// Choices backed by the file of `fingerprint` under `dir`, opened at the first choose() ("" or
+  /// an unusable directory: in memory only, with one warning for an unusable one).
   KernelChoices(const std::string& dir, const std::string& fingerprint);
   ~KernelChoices();
   KernelChoices(const KernelChoices&) = delete;
@@ -33,11 +33,15 @@ class KernelChoices {
   std::string choose(const std::string& signature, const std::function<std::string()>& measure);
   /// Verdicts measured in this process (not answered by the file).
   size_t measured() const { return measured_; }
-  /// The file ("" when in memory only).
+  /// The file ("" when in memory only, or before the first choose()).
   std::string path() const;
 
  private:
+  void open();  // the file, on first use
+
   std::mutex mutex_;
+  std::string dir_, fingerprint_;
+  bool opened_ = false;
   std::unique_ptr<VerdictCache> file_;
   std::unordered_map<std::string, std::string> memory_;  // when there is no file
   size_t measured_ = 0;
