@@ -91,6 +91,10 @@ TEST(ModelConfig, BadParametersAreOneLineErrors) {
       << e;
   e = error_of(config_with({{"model", "x"}, {"dtype", "f16"}}));
   EXPECT_NE(e.find("parameter 'dtype'"), std::string::npos) << e;
+  EXPECT_NE(e.find("f32, bf16 (a CPU with AVX512_BF16 or AMX) or int8"), std::string::npos) << e;
+  EXPECT_EQ(error_of(config_with({{"model", "x"}, {"dtype", "bf16"}})), "");
+  EXPECT_EQ(options_from_config(config_with({{"model", "x"}, {"dtype", "bf16"}}), "/nonexistent", 1).source.dtype,
+            "bf16");
   e = error_of(config_with({{"model", "missing.onnx"}}));
   EXPECT_NE(e.find("/nonexistent/1/missing.onnx does not exist"), std::string::npos) << e;
   for (const char* bad : {"cores", "seed", "streams"}) {
