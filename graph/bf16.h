@@ -15,8 +15,9 @@
 ///     and round only what they write);
 ///   - every other op computes in f32;
 ///   - then, from the outputs back: an op whose outputs are graph outputs or read only by f32 ops
-///     writes f32 — a convolution, linear layer or addition straight from its f32 accumulators
-///     (a classifier's logits are not rounded to bf16), a follower by computing in f32 itself.
+///     writes f32 — a convolution (without a fused residual) or linear layer straight from its
+///     f32 accumulators (a classifier's logits are not rounded to bf16), a follower by computing
+///     in f32 itself; an addition keeps writing bf16 (a conversion follows it).
 /// Where an op needs its input in the other type, an identity op converting it is inserted
 /// (named "<value>.bf<N>"), shared by every reader that needs it, so conversions are ops the
 /// scheduler places like any other. Graph inputs and outputs stay f32.
