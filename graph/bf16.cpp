@@ -33,7 +33,7 @@ class Bf16Converter {
       for (size_t i = 0; i < op.outputs.size(); ++i) {
         const ValueId v = out.op(id).outputs[i];
         mapped[op.outputs[i]] = v;
-        out.set_value_type(v, type, 1.0f);
+        if (g_.value(op.outputs[i]).desc.dtype == DataType::kF32) out.set_value_type(v, type, 1.0f);
       }
     }
     for (ValueId v : g_.outputs()) out.add_output(as_type(out, mapped[v], DataType::kF32));
@@ -56,8 +56,10 @@ class Bf16Converter {
   // writes f32 — a computing op from its f32 accumulators (one rounding fewer on the way out), a
   // follower by computing in f32 itself (so the op before it sees an f32 reader in turn).
   void decide() {
+    // An int8 or f16 graph has its own precision already; other types (i32) pass through.
+    const auto foreign = [](DataType t) { return is_int8(t) || t == DataType::kF16 || t == DataType::kBF16; };
     for (ValueId v : g_.inputs()) {
-      if (g_.value(v).desc.dtype != DataType::kF32) {
+      if (foreign(g_.value(v).desc.dtype)) {
         throw GraphError(cat("bf16 needs an f32 graph, but input '", g_.value(v).name, "' is ",
                              to_string(g_.value(v).desc.dtype)));
       }
@@ -67,7 +69,7 @@ class Bf16Converter {
     std::vector<bool> bf16_value(g_.num_values(), false);
     for (const Op& op : g_.ops()) {
       for (ValueId v : op.outputs) {
-        if (g_.value(v).desc.dtype != DataType::kF32) {
+        if (foreign(g_.value(v).desc.dtype)) {
           throw GraphError(cat("bf16 needs an f32 graph, but value '", g_.value(v).name, "' of op '",
                                op.name, "' is ", to_string(g_.value(v).desc.dtype)));
         }
@@ -102,9 +104,11 @@ class Bf16Converter {
     }
   }
 
-  // `v` in type `t`: itself, or the output of a (shared) identity op converting it.
+  // `v` in type `t`: itself, or the output of a (shared) identity op converting it. Only f32 and
+  // bf16 convert into each other; a value of another type is read as it is.
   ValueId as_type(Graph& out, ValueId v, DataType t) {
-    if (out.value(v).desc.dtype == t) return v;
+    const DataType have = out.value(v).desc.dtype;
+    if (have == t || (have != DataType::kF32 && have != DataType::kBF16)) return v;
     const auto key = std::make_pair(v, t);
     if (auto it = conversions_.find(key); it != conversions_.end()) return it->second;
     const std::string name = out.unused_name(out.value(v).name, "bf", &next_conversion_);
