@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """CPU engines on the same ONNX exports, in one process, interleaved: ONNX Runtime f32, OpenVINO
 f32 and OpenVINO as users run it (its default precision: bf16 where the CPU has it natively),
-stagecraft f32 and stagecraft bf16 (where the CPU has native bf16; else the row says why not).
+stagecraft f32 and stagecraft bf16 (where the CPU has native bf16; else the row says why not);
+with --int8 also ONNX Runtime int8 (static QDQ from onnxruntime.quantization, per-channel
+weights), OpenVINO int8 (NNCF post-training quantisation) and stagecraft int8, each calibrated on
+the same --calibration random inputs (other seeds than the timed and compared ones).
 
 Per model: each engine's agreement with ONNX Runtime f32 over --samples random inputs (the cosine
 of the input-dependent part of the outputs, i.e. each output minus the mean output over the
@@ -13,8 +16,10 @@ medians over --rounds rounds, engines alternating. stagecraft runs its default d
 Markdown table (--out) and a bar chart of latency relative to ONNX Runtime (--plot).
 
 Usage: PYTHONPATH=build/python:python .venv/bin/python bench/cpu_engines.py MODEL.onnx...
-           [--rounds 6] [--block 3] [--samples 8] [--cache-dir DIR] [--out FILE.md] [--plot FILE.png]
-The script installs openvino and matplotlib into the project's virtual environment when missing.
+           [--rounds 6] [--block 3] [--samples 8] [--int8 [--calibration 16]] [--cache-dir DIR]
+           [--out FILE.md] [--plot FILE.png]
+The script installs openvino, nncf and matplotlib into the project's virtual environment when
+missing.
 """
 from __future__ import annotations
 
@@ -29,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import machine, reexec_in_venv  # noqa: E402
 
-reexec_in_venv("cpu_engines", __file__, ["numpy", "onnxruntime", "openvino", "matplotlib"],
-               ["numpy", "onnxruntime", "openvino", "matplotlib"])
+reexec_in_venv("cpu_engines", __file__, ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"],
+               ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"])
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
@@ -48,6 +53,47 @@ def agreement(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, flo
     gc, wc = g - g.mean(axis=0), w - w.mean(axis=0)
     cos = np.sum(gc * wc, axis=1) / np.maximum(np.linalg.norm(gc, axis=1) * np.linalg.norm(wc, axis=1), 1e-30)
     return float(cos.min()), top1, err
+
+
+def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir: str, runs: dict,
+                 notes: dict) -> None:
+    """ONNX Runtime (static QDQ), OpenVINO (NNCF) and stagecraft int8, calibrated on the same inputs."""
+    import tempfile
+
+    import nncf
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    rng = np.random.default_rng(1000)
+    calib = [rng.random(shape, dtype=np.float32) for _ in range(samples)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter(calib)
+
+        def get_next(self):
+            x = next(self.items, None)
+            return None if x is None else {name: x}
+
+    qpath = str(Path(tempfile.mkdtemp()) / "model.qdq.onnx")
+    quantize_static(path, qpath, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = os.cpu_count() or 1
+    q = ort.InferenceSession(qpath, so, providers=["CPUExecutionProvider"])
+    runs["ORT int8"] = lambda x: q.run(None, {name: x})[0]
+    core = ov.Core()
+    ov_q = nncf.quantize(core.read_model(path), nncf.Dataset(calib), subset_size=samples)
+    ov_int8 = core.compile_model(ov_q, "CPU", {"PERFORMANCE_HINT": "LATENCY"})
+    runs["OpenVINO int8"] = lambda x, c=ov_int8: c(x)[0]
+    try:
+        # stagecraft calibrates on the same inputs: a calibration file from stagecraft.calibrate.
+        cal = str(Path(tempfile.mkdtemp()) / "model.calib.yaml")
+        stagecraft.calibrate(path, inputs=calib, path=cal, progress=False)
+        s = stagecraft.Session(path, dtype="int8", calibration=cal, schedule="dp", cache_dir=cache_dir,
+                               progress=False)
+        runs["stagecraft int8"] = lambda x, s=s: s.run(x)[0]
+    except stagecraft.Error as e:
+        notes["stagecraft int8"] = str(e)
 
 
 def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str]:
@@ -87,12 +133,16 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=".cache/cpu_engines")
     parser.add_argument("--out", default="")
     parser.add_argument("--plot", default="")
+    parser.add_argument("--int8", action="store_true", help="also ORT QDQ, OpenVINO NNCF and stagecraft int8")
+    parser.add_argument("--calibration", type=int, default=16, help="int8: calibration inputs")
     args = parser.parse_args()
 
     header = (f"CPU: {machine()}; onnxruntime {ort.__version__}, openvino {ov.__version__}; "
               f"{args.rounds} rounds x {args.block} runs per engine, interleaved")
     print(header, flush=True)
     labels = ["ORT f32", "OpenVINO f32", "OpenVINO default", "stagecraft f32", "stagecraft bf16"]
+    if args.int8:
+        labels += ["ORT int8", "OpenVINO int8", "stagecraft int8"]
     rows = []
     for path in args.models:
         model = Path(path).stem
@@ -102,11 +152,22 @@ def main() -> None:
         for label, why in notes.items():
             if label != "backend":
                 print(f"{model}: {label} not run: {why}", flush=True)
-        shape = [d if isinstance(d, int) else 1 for d in
-                 ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()[0].shape]
+        first = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()[0]
+        shape = [d if isinstance(d, int) else 1 for d in first.shape]
+        if args.int8:
+            int8_engines(path, first.name, shape, args.calibration, args.cache_dir, runs, notes)
+            for label in ("stagecraft int8",):
+                if label in notes:
+                    print(f"{model}: {label} not run: {notes[label]}", flush=True)
         rng = np.random.default_rng(0)
         xs = [rng.random(shape, dtype=np.float32) for _ in range(args.samples)]
-        outputs = {k: [np.asarray(f(x), dtype=np.float32) for x in xs] for k, f in runs.items()}
+        outputs = {}
+        for k, f in list(runs.items()):
+            try:
+                outputs[k] = [np.asarray(f(x), dtype=np.float32) for x in xs]
+            except Exception as e:  # an engine that cannot run the model is a row's gap, not the end
+                print(f"{model}: {k} failed: {str(e).strip().splitlines()[0][:300]}", flush=True)
+                del runs[k]
         agree = {k: agreement(v, outputs["ORT f32"]) for k, v in outputs.items()}
         times: dict[str, list[float]] = {k: [] for k in runs}
         x = xs[0]
@@ -126,22 +187,30 @@ def main() -> None:
     def ratio(med: dict, a: str, b: str) -> str:
         return f"{med[a] / med[b]:.2f}x" if a in med and b in med else "-"
 
+    pairs = [("stagecraft f32", "ORT f32"), ("stagecraft f32", "OpenVINO f32"),
+             ("stagecraft bf16", "OpenVINO default")]
+    if args.int8:
+        pairs += [("stagecraft int8", "OpenVINO int8"), ("stagecraft int8", "OpenVINO default"),
+                  ("stagecraft int8", "ORT int8")]
+    short = {"stagecraft": "sc", "OpenVINO": "OV"}
+
+    def named(label: str) -> str:
+        engine, kind = label.split(" ", 1)
+        return f"{short.get(engine, engine)} {kind}"
+
     lines = [header, "", "Latency (ms, medians) and ratios:", "",
-             "| model | " + " | ".join(labels) + " | sc f32 / ORT | sc f32 / OV f32 | sc bf16 / OV default |",
-             "|---" * (len(labels) + 4) + "|"]
+             "| model | " + " | ".join(labels) + " | " + " | ".join(f"{named(a)} / {named(b)}" for a, b in pairs) + " |",
+             "|---" * (len(labels) + len(pairs) + 1) + "|"]
     for model, precision, med, _ in rows:
         cells = [f"{med[k]:.1f}" if k in med else "-" for k in labels]
         cells[2] += f" ({precision})"
-        lines.append(f"| {model} | " + " | ".join(cells) + f" | {ratio(med, 'stagecraft f32', 'ORT f32')} | "
-                     f"{ratio(med, 'stagecraft f32', 'OpenVINO f32')} | "
-                     f"{ratio(med, 'stagecraft bf16', 'OpenVINO default')} |")
+        lines.append(f"| {model} | " + " | ".join(cells) + " | " + " | ".join(ratio(med, a, b) for a, b in pairs) + " |")
 
     def geomean(a: str, b: str) -> str:
         rs = [med[a] / med[b] for _, _, med, _ in rows if a in med and b in med]
         return f"{math.exp(sum(math.log(r) for r in rs) / len(rs)):.2f}x" if rs else "-"
 
-    lines.append(f"| geomean | | | | | | {geomean('stagecraft f32', 'ORT f32')} | "
-                 f"{geomean('stagecraft f32', 'OpenVINO f32')} | {geomean('stagecraft bf16', 'OpenVINO default')} |")
+    lines.append("| geomean |" + " |" * len(labels) + " " + " | ".join(geomean(a, b) for a, b in pairs) + " |")
     lines += ["", f"Agreement with ORT f32 over {args.samples} random inputs: min cosine of the "
               "input-dependent part / top-1 agreement / max relative error:", "",
               "| model | " + " | ".join(labels[1:]) + " |", "|---" * len(labels) + "|"]

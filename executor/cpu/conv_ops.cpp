@@ -226,8 +226,9 @@ bool winograd_measured_faster(const KernelSpec& spec, const WinogradProblem& p,
   double winograd_ms = 0, direct_ms = 0;
   std::thread timer([&] {
     omp_set_num_threads(p.threads);
-    const auto src_bytes = static_cast<size_t>(spec.srcs[0].bytes());
-    const auto dst_bytes = static_cast<size_t>(spec.dsts[0].bytes());
+    // The larger of our size and oneDNN's for each tensor (blocked layouts pad the channels).
+    const size_t src_bytes = std::max(static_cast<size_t>(spec.srcs[0].bytes()), direct.src_desc().get_size());
+    const size_t dst_bytes = std::max(static_cast<size_t>(spec.dsts[0].bytes()), direct.dst_desc().get_size());
     HostMemory src = host_allocate(src_bytes), dst = host_allocate(dst_bytes);
     HostMemory residual = host_allocate(p.residual ? dst_bytes : sizeof(float));
     fill(src.get(), src_bytes, 0.5f);

@@ -378,7 +378,16 @@ py::dict calibrate(const ModelPtr& model, int samples,
                    const std::string& method, double percentile, const std::string& path,
                    py::object progress_callback) {
   Progress progress(std::move(progress_callback));
-  const graph::Graph& g = model->model.graph;
+  // The graph that is calibrated and quantised keeps its additions (int8 convolutions take no
+  // residual), as `stagecraft calibrate` and an int8 Session load it: calibrating the model as
+  // loaded (residuals fused) failed on every ResNet-like model, and its value names would not be
+  // the ones an int8 Session looks up.
+  session::Model f32;
+  {
+    py::gil_scoped_release release;
+    f32 = model->source.raw ? model->model : session::load_f32_model(model->source);
+  }
+  const graph::Graph& g = f32.graph;
   quant::CalibrationOptions options;
   options.samples = samples;
   options.method = method;
@@ -400,7 +409,7 @@ py::dict calibrate(const ModelPtr& model, int samples,
   {
     py::gil_scoped_release release;
     const std::lock_guard<std::mutex> lock(model->loader_mutex);
-    cal = model->loader->calibrate(model->model, options);
+    cal = model->loader->calibrate(f32, options);
     graph::save_calibration(cal, path);
     graph::quantize(g, cal, &report);
   }

@@ -131,6 +131,18 @@ def test_bf16_tracks_f32_or_is_refused_in_one_line(squeezenet):
     assert relative_error(ya, want) < 0.03
 
 
+def test_calibrate_a_residual_network_for_an_int8_session(tmp_path):
+    # calibrate() quantises the graph with its additions kept (int8 convolutions take no
+    # residual); it used to calibrate the fused graph and fail on every ResNet-like model.
+    info = stagecraft.calibrate("resnet50", input_size=64, samples=2, path=tmp_path / "r.calib.yaml",
+                                progress=False)
+    assert info["int8_ops"] > 50
+    s = stagecraft.Session("resnet50", input_size=64, dtype="int8", calibration=info["path"],
+                           schedule="sequential", progress=False)
+    (y,) = s.run(random_input((1, 3, 64, 64), seed=3))
+    assert y.shape == (1, 1000) and np.isfinite(y).all()
+
+
 def test_calibrate_on_given_inputs(tmp_path, squeezenet):
     xs = [random_input((1, 3, 64, 64), seed=s) for s in range(2)]
     info = stagecraft.calibrate(squeezenet, inputs=xs, method="percentile", percentile=99.9,
