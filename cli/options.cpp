@@ -63,7 +63,11 @@ void add_backend_options(CLI::App& command, SessionOptions& options, bool backen
                    "CUDA: allow TF32 tensor-core math for f32 convolutions and GEMMs");
   command.add_flag("!--no-winograd", options.backend_config.winograd,
                    "CPU: run every convolution on oneDNN (default: f32 stride-1 3x3, 1xK and Kx1 "
-                   "convolutions by Winograd's algorithm where oneDNN has only direct AVX2 kernels)");
+                   "convolutions by Winograd's algorithm where it beats oneDNN's direct kernel, "
+                   "measured once per convolution on this machine and cached)");
+  command.add_flag("!--winograd-rule", options.backend_config.measure_kernels,
+                   "CPU: choose Winograd or direct by the FMA-width rule instead of measuring each "
+                   "convolution (the same plan on every machine of a CPU family; for tests)");
   command.add_flag("--fast-winograd", options.backend_config.fast_winograd,
                    "CPU: Winograd's larger tiles (F(4x4,3x3), F(m,K) up to 10 points): faster, "
                    "each layer rounding 5-20x more than a direct kernel (default: F(2x2,3x3), F(2,K))");

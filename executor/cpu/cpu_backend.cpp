@@ -34,7 +34,7 @@ class CpuBackend : public Backend {
         ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd, config.fast_winograd} {
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
-    if (config.winograd) {
+    if (config.winograd && config.measure_kernels) {
       choices_ = std::make_unique<cpu::KernelChoices>(
           config.cache_dir.empty() ? ValueCache::default_dir() : config.cache_dir, device_.device_fingerprint());
       ctx_.choices = choices_.get();
