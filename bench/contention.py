@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyenv import machine  # noqa: E402
+from pyenv import machine, ort_session  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
@@ -52,10 +52,7 @@ def main() -> None:
              "| model | engine | idle ms | one core busy ms | slowdown |", "|---|---|---|---|---|"]
     print(lines[0], flush=True)
     for path in args.models:
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.intra_op_num_threads = os.cpu_count() or 1
-        ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ref = ort_session(path)
         info = ref.get_inputs()[0]
         x = np.random.default_rng(0).random([d if isinstance(d, int) else 1 for d in info.shape],
                                             dtype=np.float32)

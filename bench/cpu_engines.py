@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyenv import machine, reexec_in_venv  # noqa: E402
+from pyenv import machine, ort_session, reexec_in_venv  # noqa: E402
 
 reexec_in_venv("cpu_engines", __file__, ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"],
                ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"])
@@ -76,10 +75,7 @@ def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir
 
     qpath = str(Path(tempfile.mkdtemp()) / "model.qdq.onnx")
     quantize_static(path, qpath, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = os.cpu_count() or 1
-    q = ort.InferenceSession(qpath, so, providers=["CPUExecutionProvider"])
+    q = ort_session(qpath)
     runs["ORT int8"] = lambda x: q.run(None, {name: x})[0]
     core = ov.Core()
     ov_q = nncf.quantize(core.read_model(path), nncf.Dataset(calib), subset_size=samples)
@@ -96,13 +92,12 @@ def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir
         notes["stagecraft int8"] = str(e)
 
 
-def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str]:
-    """Callables running one input, and notes (why an engine is missing, OpenVINO's precision)."""
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = os.cpu_count() or 1
-    ref = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    name = ref.get_inputs()[0].name
+def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str, object]:
+    """Callables running one input, notes (why an engine is missing), OpenVINO's default
+    precision and the model's first input (ONNX Runtime's description)."""
+    ref = ort_session(path)
+    first = ref.get_inputs()[0]
+    name = first.name
     runs = {"ORT f32": lambda x: ref.run(None, {name: x})[0]}
     core = ov.Core()
     latency = {"PERFORMANCE_HINT": "LATENCY"}
@@ -121,7 +116,7 @@ def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str]:
             continue
         runs[label] = lambda x, s=s: s.run(x)[0]
         notes.setdefault("backend", s.description)
-    return runs, notes, precision
+    return runs, notes, precision, first
 
 
 def main() -> None:
@@ -146,13 +141,12 @@ def main() -> None:
     rows = []
     for path in args.models:
         model = Path(path).stem
-        runs, notes, precision = engines_of(path, args.cache_dir)
+        runs, notes, precision, first = engines_of(path, args.cache_dir)
         if "backend" in notes:
             print(f"{model}: stagecraft backend: {notes['backend']}", flush=True)
         for label, why in notes.items():
             if label != "backend":
                 print(f"{model}: {label} not run: {why}", flush=True)
-        first = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()[0]
         shape = [d if isinstance(d, int) else 1 for d in first.shape]
         if args.int8:
             int8_engines(path, first.name, shape, args.calibration, args.cache_dir, runs, notes)

@@ -17,12 +17,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
 import stagecraft
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from pyenv import ort_session  # noqa: E402
 
 
 def main() -> None:
@@ -34,10 +39,7 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=3)
     args = parser.parse_args()
 
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = os.cpu_count() or 1
-    ref_session = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
+    ref_session = ort_session(args.model)
     info = ref_session.get_inputs()[0]
     shape = [d if isinstance(d, int) else 1 for d in info.shape]
     x = np.random.default_rng(0).random(shape, dtype=np.float32)

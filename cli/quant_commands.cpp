@@ -90,19 +90,8 @@ void run_calibrate(const CalibrateOptions& o) {
   const session::PreparedPlan int8_plan = pipeline.plan(q, model.weights, pipeline.schedule(q, sequential));
   const auto f32_executor = pipeline.executor(*f32_plan.plan);
   const auto int8_executor = pipeline.executor(*int8_plan.plan);
-  executor::Executor& f32_run = *f32_executor;
-  executor::Executor& int8_run = *int8_executor;
-  std::vector<executor::HostTensor> want, got;
-  for (int i = 0; i < o.check; ++i) {
-    std::vector<executor::HostTensor> inputs;
-    for (size_t k = 0; k < graph_inputs.size(); ++k) {
-      inputs.push_back(executor::random_host_tensor(model.graph.value(graph_inputs[k]).desc.shape,
-                                                    static_cast<uint64_t>(i) * 31 + k + 1));
-    }
-    want.push_back(f32_run.run(inputs).at(0));
-    got.push_back(int8_run.run(inputs).at(0));
-  }
-  const quant::Agreement a = quant::compare_logits(got, want);
+  const quant::Agreement a =
+      quant::compare_on_random_inputs(*int8_executor, *f32_executor, model.graph, o.check, 1);
   std::cout << "  int8 vs f32 over " << a.samples << " random inputs: "
             << session::logit_scores_text(a.raw, "f32 top-1 classes") << "\n"
             << "  input-dependent part (logits minus their mean over the inputs): "

@@ -54,18 +54,7 @@ void check_against_f32(Pipeline& pipeline, const GraphSource& source, const Mode
   const session::PreparedPlan f32_plan =
       pipeline.prepare(f32, session::ScheduleSource::search(scheduler::Strategy::kSequential));
   const auto f32_executor = pipeline.executor(*f32_plan.plan);
-  std::vector<executor::HostTensor> want, got;
-  const auto& graph_inputs = model.graph.inputs();
-  for (int i = 0; i < samples; ++i) {
-    std::vector<executor::HostTensor> inputs;
-    for (size_t k = 0; k < graph_inputs.size(); ++k) {
-      inputs.push_back(executor::random_host_tensor(model.graph.value(graph_inputs[k]).desc.shape,
-                                                    static_cast<uint64_t>(i) * 31 + k + 101));
-    }
-    want.push_back(f32_executor->run(inputs).at(0));
-    got.push_back(executor.run(inputs).at(0));
-  }
-  const quant::Agreement a = quant::compare_logits(got, want);
+  const quant::Agreement a = quant::compare_on_random_inputs(executor, *f32_executor, model.graph, samples, 101);
   const std::string type = graph::compute_type(model.graph);
   std::cout << "  " << type << " vs f32 (first output, " << a.samples << " random inputs): "
             << session::logit_scores_text(a.raw, "f32 top-1 classes") << "\n";

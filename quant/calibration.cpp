@@ -184,4 +184,20 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
   return a;
 }
 
+Agreement compare_on_random_inputs(executor::Executor& got, executor::Executor& want,
+                                   const graph::Graph& graph, int samples, uint64_t seed) {
+  std::vector<executor::HostTensor> got_outputs, want_outputs;
+  const auto& inputs_of = graph.inputs();
+  for (int i = 0; i < samples; ++i) {
+    std::vector<executor::HostTensor> inputs;
+    for (size_t k = 0; k < inputs_of.size(); ++k) {
+      inputs.push_back(executor::random_host_tensor(graph.value(inputs_of[k]).desc.shape,
+                                                    static_cast<uint64_t>(i) * 31 + k + seed));
+    }
+    want_outputs.push_back(want.run(inputs).at(0));
+    got_outputs.push_back(got.run(inputs).at(0));
+  }
+  return compare_logits(got_outputs, want_outputs);
+}
+
 }  // namespace stagecraft::quant

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "executor/backend.h"
+#include "executor/executor.h"
 #include "executor/tensor.h"
 #include "graph/quantize.h"
 #include "graph/weights.h"
@@ -65,5 +66,11 @@ struct Agreement {
 /// is one sample).
 Agreement compare_logits(const std::vector<executor::HostTensor>& got,
                          const std::vector<executor::HostTensor>& want);
+
+/// compare_logits of the first outputs of `got` and `want` (two executors of the same model's
+/// inputs) on `samples` random inputs: sample i, input k from random_host_tensor with seed
+/// i * 31 + k + `seed`.
+Agreement compare_on_random_inputs(executor::Executor& got, executor::Executor& want,
+                                   const graph::Graph& graph, int samples, uint64_t seed);
 
 }  // namespace stagecraft::quant

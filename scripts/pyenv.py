@@ -60,3 +60,13 @@ def machine() -> str:
     if " amx_bf16" in flags:
         isa += " + AMX"
     return f"{model}, {isa}, {os.cpu_count()} cores"
+
+
+def ort_session(path: str):
+    """An ONNX Runtime session as the benchmarks time it: CPU provider, all graph optimisations,
+    one intra-op thread per core."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = os.cpu_count() or 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
