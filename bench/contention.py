@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyenv import machine, ort_session  # noqa: E402
+from pyenv import machine, ort_session, timed_block  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
@@ -67,12 +67,7 @@ def main() -> None:
                     hog.start()
                     time.sleep(0.2)
                 for e, f in engines.items():
-                    time.sleep(0.1)
-                    f()
-                    for _ in range(args.block):
-                        t = time.perf_counter()
-                        f()
-                        times[(e, phase)].append((time.perf_counter() - t) * 1e3)
+                    times[(e, phase)] += timed_block(f, args.block)
                 if hog:
                     hog.terminate()
                     hog.join()

@@ -27,11 +27,10 @@ import argparse
 import math
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyenv import machine, ort_session, reexec_in_venv  # noqa: E402
+from pyenv import machine, ort_session, reexec_in_venv, timed_block  # noqa: E402
 
 reexec_in_venv("cpu_engines", __file__, ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"],
                ["numpy", "onnxruntime", "openvino", "nncf", "matplotlib"])
@@ -167,12 +166,7 @@ def main() -> None:
         x = xs[0]
         for _ in range(args.rounds):
             for k, f in runs.items():
-                time.sleep(0.1)
-                f(x)
-                for _ in range(args.block):
-                    t = time.perf_counter()
-                    f(x)
-                    times[k].append((time.perf_counter() - t) * 1e3)
+                times[k] += timed_block(f, args.block, x)
         med = {k: statistics.median(v) for k, v in times.items()}
         rows.append((model, precision, med, agree))
         print(f"{model}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items())

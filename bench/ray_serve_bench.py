@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
 from plot_bench import plot_served  # noqa: E402
-from servers import export_dynamic_batch, free_port, request_inputs  # noqa: E402
+from servers import add_load_options, export_dynamic_batch, free_port, request_inputs  # noqa: E402
 
 reexec_in_venv("ray_serve_bench", __file__,
                ["numpy", "onnx", "onnxruntime", "ray[serve]", "aiohttp", "matplotlib"],
@@ -124,14 +124,9 @@ async def load(url: str, body: bytes, concurrency: int, seconds: float) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="inception_v3,resnet50")
-    p.add_argument("--concurrency", default="1,2,4,8,16")
-    p.add_argument("--seconds", type=float, default=6, help="per engine, model and concurrency")
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--warmup", type=float, default=1.5)
+    add_load_options(p, concurrency="1,2,4,8,16", seconds=6, rounds=2, warmup=1.5)
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-batch", type=int, default=4)
     p.add_argument("--batch-wait", type=float, default=0.002, help="@serve.batch wait (s)")
     p.add_argument("--schedule", default="dp")
     p.add_argument("--search-budget", type=float, default=10)

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from pyenv import ROOT, machine, reexec_in_venv  # noqa: E402
 from plot_bench import plot_served  # noqa: E402
-from servers import export_dynamic_batch, free_port, request_inputs, stop_group  # noqa: E402
+from servers import add_load_options, export_dynamic_batch, free_port, request_inputs, stop_group  # noqa: E402
 
 reexec_in_venv("serve_bench", __file__,
                ["numpy", "onnx", "onnxruntime", "nvidia-pytriton", "tritonclient[http,grpc]", "matplotlib"],
@@ -211,12 +211,7 @@ def measure(engines: dict[str, tuple[str, dict[str, str]]], args, inputs: dict) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="inception_v3,resnet50")
-    parser.add_argument("--concurrency", default="1,2,4,8")
-    parser.add_argument("--seconds", type=float, default=12, help="per engine, model and concurrency")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmup", type=float, default=2)
-    parser.add_argument("--max-batch", type=int, default=4)
+    add_load_options(parser, concurrency="1,2,4,8", seconds=12, rounds=3, warmup=2)
     parser.add_argument("--instances", type=int, default=1,
                         help="instances of stagecraft's model (sharing the cores through the core pool; ORT keeps one)")
     parser.add_argument("--schedule", default="dp")

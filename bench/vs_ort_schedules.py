@@ -15,10 +15,8 @@ Usage: PYTHONPATH=build/python:python .venv/bin/python bench/vs_ort_schedules.py
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +25,7 @@ import onnxruntime as ort
 import stagecraft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from pyenv import ort_session  # noqa: E402
+from pyenv import machine, ort_session, timed_block  # noqa: E402
 
 
 def main() -> None:
@@ -66,14 +64,8 @@ def main() -> None:
     times: dict[str, list[float]] = {k: [] for k in engines}
     for _ in range(args.rounds):
         for k, f in engines.items():
-            time.sleep(0.1)
-            f()
-            for _ in range(args.block):
-                t = time.perf_counter()
-                f()
-                times[k].append((time.perf_counter() - t) * 1e3)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"CPU: {cpu}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
+            times[k] += timed_block(f, args.block)
+    print(f"CPU: {machine()}; onnxruntime {ort.__version__}; "
           f"{len(times['onnxruntime'])} runs each, interleaved")
     base = statistics.median(times["onnxruntime"])
     print("| engine | median ms | p10 | p90 | / ORT |\n|---|---|---|---|---|")

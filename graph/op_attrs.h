@@ -6,8 +6,8 @@
 /// element-wise ops' attributes are in op_attrs_elementwise.h, the row-major tensor ops' in
 /// op_attrs_tensors.h; op.h includes all three.
 ///
-/// Every attribute struct lists its fields once in `fields()`, which drives the YAML reader and
-/// writer, equality, hashing and labels, so adding a field is a one-line change.
+/// Every attribute struct lists its fields once (STAGECRAFT_ATTR_FIELDS), which drives the YAML
+/// reader and writer, equality, hashing and labels, so adding a field is a one-word change.
 
 #include <cstdint>
 #include <vector>
@@ -44,42 +44,56 @@ enum class FieldRule : uint8_t {
   kOptional,  ///< may be omitted; defaults to the value of a default-constructed struct
 };
 
+// STAGECRAFT_ATTR_FIELDS(Type, (required...), (optional...)) declares an attribute struct's
+// `fields(self, visitor)`, which calls visitor("name", self.name, rule) for each field in the
+// order given, and its defaulted operator==. A field's name is both its member and its key in
+// graph files. (The preprocessor walks a list by rescanning: STAGECRAFT_PP_EACH applies a macro
+// to each argument, up to 28 of them; a longer list fails to compile at STAGECRAFT_PP_EACH_AGAIN.)
+#define STAGECRAFT_PP_PARENS ()
+#define STAGECRAFT_PP_EXPAND(...) STAGECRAFT_PP_EXPAND3(STAGECRAFT_PP_EXPAND3(__VA_ARGS__))
+#define STAGECRAFT_PP_EXPAND3(...) \
+  STAGECRAFT_PP_EXPAND2(STAGECRAFT_PP_EXPAND2(STAGECRAFT_PP_EXPAND2(__VA_ARGS__)))
+#define STAGECRAFT_PP_EXPAND2(...) \
+  STAGECRAFT_PP_EXPAND1(STAGECRAFT_PP_EXPAND1(STAGECRAFT_PP_EXPAND1(__VA_ARGS__)))
+#define STAGECRAFT_PP_EXPAND1(...) __VA_ARGS__
+#define STAGECRAFT_PP_EACH(macro, ...) \
+  __VA_OPT__(STAGECRAFT_PP_EXPAND(STAGECRAFT_PP_EACH_NEXT(macro, __VA_ARGS__)))
+#define STAGECRAFT_PP_EACH_NEXT(macro, first, ...) \
+  macro(first) __VA_OPT__(STAGECRAFT_PP_EACH_AGAIN STAGECRAFT_PP_PARENS(macro, __VA_ARGS__))
+#define STAGECRAFT_PP_EACH_AGAIN() STAGECRAFT_PP_EACH_NEXT
+#define STAGECRAFT_PP_UNPAREN(...) __VA_ARGS__
+#define STAGECRAFT_REQUIRED_FIELD(name) v(#name, a.name, ::stagecraft::graph::FieldRule::kRequired);
+#define STAGECRAFT_OPTIONAL_FIELD(name) v(#name, a.name, ::stagecraft::graph::FieldRule::kOptional);
+#define STAGECRAFT_ATTR_FIELDS(Type, required, optional)                          \
+  template <class Self, class Visitor>                                            \
+  static void fields([[maybe_unused]] Self& a, [[maybe_unused]] Visitor&& v) {    \
+    STAGECRAFT_PP_EACH(STAGECRAFT_REQUIRED_FIELD, STAGECRAFT_PP_UNPAREN required) \
+    STAGECRAFT_PP_EACH(STAGECRAFT_OPTIONAL_FIELD, STAGECRAFT_PP_UNPAREN optional) \
+  }                                                                               \
+  bool operator==(const Type&) const = default;
+
 /// Attributes of kinds that have none.
 struct NoAttrs {
-  template <class Self, class Visitor>
-  static void fields(Self&, Visitor&&) {}
-  bool operator==(const NoAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(NoAttrs, (), ())
 };
 
 /// 2-D convolution. Weights are [out_channels, in_channels / groups, kernel.h, kernel.w].
 struct Conv2dAttrs {
-  int64_t in_channels = 0;                  ///< input channels (weight shape)
-  int64_t out_channels = 0;                 ///< output channels
-  Hw kernel{0, 0};                          ///< kernel size
-  Hw stride{1, 1};                          ///< stride
-  Pads padding;                             ///< zero padding
-  Hw dilation{1, 1};                        ///< dilation
-  int64_t groups = 1;                       ///< channel groups (in_channels for depthwise)
-  bool bias = false;                        ///< whether a bias is added
+  int64_t in_channels = 0;                    ///< input channels (weight shape)
+  int64_t out_channels = 0;                   ///< output channels
+  Hw kernel{0, 0};                            ///< kernel size
+  Hw stride{1, 1};                            ///< stride
+  Pads padding;                               ///< zero padding
+  Hw dilation{1, 1};                          ///< dilation
+  int64_t groups = 1;                         ///< channel groups (in_channels for depthwise)
+  bool bias = false;                          ///< whether a bias is added
   Activation activation = Activation::kNone;  ///< fused activation
   /// A second input added before the activation: y = act(conv(x) + bias + residual), a ResNet
   /// shortcut fused into the convolution (fuse_residual_adds).
   bool residual = false;
 
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("in_channels", a.in_channels, FieldRule::kRequired);
-    v("out_channels", a.out_channels, FieldRule::kRequired);
-    v("kernel", a.kernel, FieldRule::kRequired);
-    v("stride", a.stride, FieldRule::kOptional);
-    v("padding", a.padding, FieldRule::kOptional);
-    v("dilation", a.dilation, FieldRule::kOptional);
-    v("groups", a.groups, FieldRule::kOptional);
-    v("bias", a.bias, FieldRule::kOptional);
-    v("activation", a.activation, FieldRule::kOptional);
-    v("residual", a.residual, FieldRule::kOptional);
-  }
-  bool operator==(const Conv2dAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(Conv2dAttrs, (in_channels, out_channels, kernel),
+                         (stride, padding, dilation, groups, bias, activation, residual))
 };
 
 /// Transposed 2-D convolution (ONNX ConvTranspose, PyTorch's ConvTranspose2d: a segmentation
@@ -99,31 +113,16 @@ struct ConvTranspose2dAttrs {
   int64_t groups = 1;        ///< channel groups
   bool bias = false;         ///< whether a bias is added
 
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("in_channels", a.in_channels, FieldRule::kRequired);
-    v("out_channels", a.out_channels, FieldRule::kRequired);
-    v("kernel", a.kernel, FieldRule::kRequired);
-    v("stride", a.stride, FieldRule::kOptional);
-    v("padding", a.padding, FieldRule::kOptional);
-    v("output_padding", a.output_padding, FieldRule::kOptional);
-    v("dilation", a.dilation, FieldRule::kOptional);
-    v("groups", a.groups, FieldRule::kOptional);
-    v("bias", a.bias, FieldRule::kOptional);
-  }
-  bool operator==(const ConvTranspose2dAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ConvTranspose2dAttrs, (in_channels, out_channels, kernel),
+                         (stride, padding, output_padding, dilation, groups, bias))
 };
 
 /// Batch normalisation in inference form: y = act((x - mean) / sqrt(var + eps) * gamma + beta).
 struct BatchNormAttrs {
-  double eps = 1e-5;                          ///< variance epsilon
-  Activation activation = Activation::kNone;  ///< fused activation (a pre-activation DenseNet's BN+ReLU)
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("eps", a.eps, FieldRule::kOptional);
-    v("activation", a.activation, FieldRule::kOptional);
-  }
-  bool operator==(const BatchNormAttrs&) const = default;
+  double eps = 1e-5;  ///< variance epsilon
+  Activation activation =
+      Activation::kNone;  ///< fused activation (a pre-activation DenseNet's BN+ReLU)
+  STAGECRAFT_ATTR_FIELDS(BatchNormAttrs, (), (eps, activation))
 };
 
 /// Max pooling over 2-D windows.
@@ -132,70 +131,40 @@ struct MaxPoolAttrs {
   Hw stride{1, 1};         ///< stride
   Pads padding;            ///< implicit padding (never selected)
   bool ceil_mode = false;  ///< round the output size up, as PyTorch's ceil_mode
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("kernel", a.kernel, FieldRule::kRequired);
-    v("stride", a.stride, FieldRule::kOptional);
-    v("padding", a.padding, FieldRule::kOptional);
-    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
-  }
-  bool operator==(const MaxPoolAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(MaxPoolAttrs, (kernel), (stride, padding, ceil_mode))
 };
 
 /// Average pooling over 2-D windows.
 struct AvgPoolAttrs {
-  Hw kernel{0, 0};                 ///< window size
-  Hw stride{1, 1};                 ///< stride
-  Pads padding;                    ///< zero padding
-  bool ceil_mode = false;          ///< round the output size up
-  bool count_include_pad = true;   ///< divide by the full window, padding included
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("kernel", a.kernel, FieldRule::kRequired);
-    v("stride", a.stride, FieldRule::kOptional);
-    v("padding", a.padding, FieldRule::kOptional);
-    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
-    v("count_include_pad", a.count_include_pad, FieldRule::kOptional);
-  }
-  bool operator==(const AvgPoolAttrs&) const = default;
+  Hw kernel{0, 0};                ///< window size
+  Hw stride{1, 1};                ///< stride
+  Pads padding;                   ///< zero padding
+  bool ceil_mode = false;         ///< round the output size up
+  bool count_include_pad = true;  ///< divide by the full window, padding included
+  STAGECRAFT_ATTR_FIELDS(AvgPoolAttrs, (kernel), (stride, padding, ceil_mode, count_include_pad))
 };
 
 /// Split along channels into consecutive parts of the given sizes (one output per part).
 struct SplitAttrs {
   std::vector<int64_t> sizes;  ///< channels of each output
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("sizes", a.sizes, FieldRule::kRequired);
-  }
-  bool operator==(const SplitAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(SplitAttrs, (sizes), ())
 };
 
 /// Channel slice [begin, end) of the input.
 struct SliceAttrs {
   int64_t begin = 0;  ///< first channel
   int64_t end = 0;    ///< one past the last channel
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("begin", a.begin, FieldRule::kRequired);
-    v("end", a.end, FieldRule::kRequired);
-  }
-  bool operator==(const SliceAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(SliceAttrs, (begin, end), ())
 };
 
 /// Constant padding of H and W (negative amounts crop).
 struct PadAttrs {
-  Pads pads;          ///< amount per side
-  double value = 0;   ///< fill value
+  Pads pads;         ///< amount per side
+  double value = 0;  ///< fill value
   /// Mirror the pixels next to the edge instead of filling (ONNX mode "reflect": row -1 is row 1);
   /// pads must then be >= 0 and smaller than the side they extend.
   bool reflect = false;
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("pads", a.pads, FieldRule::kRequired);
-    v("value", a.value, FieldRule::kOptional);
-    v("reflect", a.reflect, FieldRule::kOptional);
-  }
-  bool operator==(const PadAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(PadAttrs, (pads), (value, reflect))
 };
 
 /// Fully connected layer (GEMM): y = x Wᵀ + b with W [out_features, in_features], over the last
@@ -205,14 +174,7 @@ struct LinearAttrs {
   int64_t out_features = 0;                   ///< output features
   bool bias = true;                           ///< whether a bias is added
   Activation activation = Activation::kNone;  ///< fused activation
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("in_features", a.in_features, FieldRule::kRequired);
-    v("out_features", a.out_features, FieldRule::kRequired);
-    v("bias", a.bias, FieldRule::kOptional);
-    v("activation", a.activation, FieldRule::kOptional);
-  }
-  bool operator==(const LinearAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(LinearAttrs, (in_features, out_features), (bias, activation))
 };
 
 /// Layer normalisation over the channels of each pixel (rank 4) or the features of each row
@@ -222,11 +184,7 @@ struct LinearAttrs {
 /// axis of a channels-last view (ConvNeXt, ViT).
 struct LayerNormAttrs {
   double eps = 1e-5;  ///< added to the variance
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("eps", a.eps, FieldRule::kOptional);
-  }
-  bool operator==(const LayerNormAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(LayerNormAttrs, (), (eps))
 };
 
 /// Local response normalisation across channels (AlexNet, GoogLeNet; ONNX LRN): y = x / (bias +
@@ -236,14 +194,7 @@ struct LrnAttrs {
   double alpha = 1e-4;  ///< scale of the sum of squares (divided by size)
   double beta = 0.75;   ///< exponent
   double bias = 1.0;    ///< added before the power
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("size", a.size, FieldRule::kRequired);
-    v("alpha", a.alpha, FieldRule::kOptional);
-    v("beta", a.beta, FieldRule::kOptional);
-    v("bias", a.bias, FieldRule::kOptional);
-  }
-  bool operator==(const LrnAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(LrnAttrs, (size), (alpha, beta, bias))
 };
 
 /// Space to depth (ONNX SpaceToDepth, TResNet's stem): each block x block patch of pixels becomes
@@ -251,11 +202,7 @@ struct LrnAttrs {
 /// (y · block + bh, x · block + bw). H and W must be multiples of the block.
 struct SpaceToDepthAttrs {
   int64_t block = 2;  ///< patch side
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("block", a.block, FieldRule::kRequired);
-  }
-  bool operator==(const SpaceToDepthAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(SpaceToDepthAttrs, (block), ())
 };
 
 /// Resampling of H and W (ONNX Resize, PyTorch's interpolate/Upsample) to `size`. A destination
@@ -275,16 +222,7 @@ struct ResizeAttrs {
   /// gives the scale), the corners' pixels kept (ONNX
   /// "align_corners": PyTorch's bilinear with align_corners=True, DPT's fusion stages)
   bool align_corners = false;
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("size", a.size, FieldRule::kRequired);
-    v("scale_h", a.scale_h, FieldRule::kRequired);
-    v("scale_w", a.scale_w, FieldRule::kRequired);
-    v("linear", a.linear, FieldRule::kOptional);
-    v("cubic", a.cubic, FieldRule::kOptional);
-    v("align_corners", a.align_corners, FieldRule::kOptional);
-  }
-  bool operator==(const ResizeAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ResizeAttrs, (size, scale_h, scale_w), (linear, cubic, align_corners))
 };
 
 /// Reshape keeping the batch: the output is [N, dims...] with the same elements in plain (NCHW or
@@ -294,12 +232,7 @@ struct ReshapeAttrs {
   /// (any rank; the elements keep their row-major order, so the input must be in a plain layout).
   std::vector<int64_t> dims;
   bool full = false;  ///< `dims` includes the first dimension
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("dims", a.dims, FieldRule::kRequired);
-    v("full", a.full, FieldRule::kOptional);
-  }
-  bool operator==(const ReshapeAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ReshapeAttrs, (dims), (full))
 };
 
 /// Channel shuffle (ShuffleNet): channels viewed as [groups, C / groups], transposed, flattened:
@@ -307,11 +240,7 @@ struct ReshapeAttrs {
 /// shuffles their concatenation along channels (fold_concats_into_shuffles makes those).
 struct ChannelShuffleAttrs {
   int64_t groups = 1;  ///< the number of groups
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("groups", a.groups, FieldRule::kRequired);
-  }
-  bool operator==(const ChannelShuffleAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ChannelShuffleAttrs, (groups), ())
 };
 
 }  // namespace stagecraft::graph

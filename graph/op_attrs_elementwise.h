@@ -15,21 +15,13 @@ namespace stagecraft::graph {
 /// Element-wise sum of two or more same-shaped inputs, with an optional fused activation.
 struct AddAttrs {
   Activation activation = Activation::kNone;  ///< fused activation
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("activation", a.activation, FieldRule::kOptional);
-  }
-  bool operator==(const AddAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(AddAttrs, (), (activation))
 };
 
 /// Multiplication by a constant: y = factor · x (ONNX Mul by a scalar).
 struct ScaleAttrs {
   double factor = 1.0;  ///< the constant
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("factor", a.factor, FieldRule::kRequired);
-  }
-  bool operator==(const ScaleAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ScaleAttrs, (factor), ())
 };
 
 /// PyTorch's HardSigmoid slope (1/6) and offset (1/2).
@@ -40,34 +32,20 @@ inline constexpr double kHardSigmoidBeta = 0.5;
 struct HardSigmoidAttrs {
   double alpha = kHardSigmoidAlpha;  ///< slope
   double beta = kHardSigmoidBeta;    ///< offset
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("alpha", a.alpha, FieldRule::kOptional);
-    v("beta", a.beta, FieldRule::kOptional);
-  }
-  bool operator==(const HardSigmoidAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(HardSigmoidAttrs, (), (alpha, beta))
 };
 
 /// Clip: y = min(max(x, min), max) (ONNX Clip with other bounds than ReLU's and ReLU6's).
 struct ClipAttrs {
   double min = -3.4028234663852886e38;  ///< a missing bound is float's largest value
   double max = 3.4028234663852886e38;
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("min", a.min, FieldRule::kOptional);
-    v("max", a.max, FieldRule::kOptional);
-  }
-  bool operator==(const ClipAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ClipAttrs, (), (min, max))
 };
 
 /// Leaky ReLU: y = x for x >= 0, alpha · x otherwise.
 struct LeakyReluAttrs {
   double alpha = 0.01;  ///< slope for negative inputs
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("alpha", a.alpha, FieldRule::kOptional);
-  }
-  bool operator==(const LeakyReluAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(LeakyReluAttrs, (), (alpha))
 };
 
 /// y = act(a OP b) element-wise with NumPy broadcasting (a dimension of b may be 1 where a's is
@@ -75,18 +53,11 @@ struct LeakyReluAttrs {
 /// but a constant tensor of that shape held in the op's weights (weight); `constant_first` puts it
 /// first (c - a, c / a).
 struct BinaryAttrs {
-  BinaryOp op = BinaryOp::kMul;                 ///< the operation
-  std::vector<int64_t> constant;                ///< shape of a constant operand; empty: two inputs
-  bool constant_first = false;                  ///< the constant is the first operand
-  Activation activation = Activation::kNone;    ///< fused activation
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("op", a.op, FieldRule::kRequired);
-    v("constant", a.constant, FieldRule::kOptional);
-    v("constant_first", a.constant_first, FieldRule::kOptional);
-    v("activation", a.activation, FieldRule::kOptional);
-  }
-  bool operator==(const BinaryAttrs&) const = default;
+  BinaryOp op = BinaryOp::kMul;               ///< the operation
+  std::vector<int64_t> constant;              ///< shape of a constant operand; empty: two inputs
+  bool constant_first = false;                ///< the constant is the first operand
+  Activation activation = Activation::kNone;  ///< fused activation
+  STAGECRAFT_ATTR_FIELDS(BinaryAttrs, (op), (constant, constant_first, activation))
 };
 
 /// y = condition ? x : y element-wise with NumPy broadcasting of the three (ONNX Where: masks,
@@ -100,20 +71,14 @@ struct WhereAttrs {
   std::vector<int64_t> condition_shape;  ///< of a constant condition
   std::vector<int64_t> x_shape;          ///< of a constant x
   std::vector<int64_t> y_shape;          ///< of a constant y
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("condition_constant", a.condition_constant, FieldRule::kOptional);
-    v("x_constant", a.x_constant, FieldRule::kOptional);
-    v("y_constant", a.y_constant, FieldRule::kOptional);
-    v("condition_shape", a.condition_shape, FieldRule::kOptional);
-    v("x_shape", a.x_shape, FieldRule::kOptional);
-    v("y_shape", a.y_shape, FieldRule::kOptional);
-  }
-  bool operator==(const WhereAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(WhereAttrs, (),
+                         (condition_constant, x_constant, y_constant, condition_shape, x_shape,
+                          y_shape))
 };
 
 /// The shapes of a where op's three operands: the inputs' (`inputs`, in order) and the constants'.
-std::vector<std::vector<int64_t>> where_operand_shapes(const WhereAttrs& a, const std::vector<std::vector<int64_t>>& inputs);
+std::vector<std::vector<int64_t>> where_operand_shapes(
+    const WhereAttrs& a, const std::vector<std::vector<int64_t>>& inputs);
 
 /// y = fn(x) element-wise, any rank and layout (ONNX's math functions: Abs, Exp, Sin, Erf, Elu,
 /// ...). `alpha` and `beta` are the function's parameters (see STAGECRAFT_UNARY_FNS; unused by the
@@ -122,13 +87,7 @@ struct UnaryAttrs {
   UnaryFn fn = UnaryFn::kAbs;  ///< the function
   double alpha = 0;            ///< first parameter (elu's alpha, shrink's lambd)
   double beta = 0;             ///< second parameter (selu's gamma, shrink's bias)
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("fn", a.fn, FieldRule::kRequired);
-    v("alpha", a.alpha, FieldRule::kOptional);
-    v("beta", a.beta, FieldRule::kOptional);
-  }
-  bool operator==(const UnaryAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(UnaryAttrs, (fn), (alpha, beta))
 };
 
 /// fn(x) as a unary op with `attrs` computes it (in double, rounded to float): the one definition

@@ -14,27 +14,18 @@ namespace stagecraft::graph {
 /// any axis of a row-major tensor: attention scores over their keys).
 struct SoftmaxAttrs {
   int64_t axis = 1;  ///< the axis normalised (non-negative)
-  bool log = false;  ///< log(softmax(x)) computed as x - max - log(sum(exp(x - max))) (ONNX LogSoftmax)
+  bool log =
+      false;  ///< log(softmax(x)) computed as x - max - log(sum(exp(x - max))) (ONNX LogSoftmax)
   /// 1 at the first largest element along the axis, 0 elsewhere (ONNX Hardmax; `log` false)
   bool hard = false;
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axis", a.axis, FieldRule::kOptional);
-    v("log", a.log, FieldRule::kOptional);
-    v("hard", a.hard, FieldRule::kOptional);
-  }
-  bool operator==(const SoftmaxAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(SoftmaxAttrs, (), (axis, log, hard))
 };
 
 /// Permutation of the dimensions of a row-major tensor (real data movement): output dimension i
 /// is input dimension perm[i].
 struct TransposeAttrs {
   std::vector<int64_t> perm;  ///< a permutation of 0 .. rank-1
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("perm", a.perm, FieldRule::kRequired);
-  }
-  bool operator==(const TransposeAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(TransposeAttrs, (perm), ())
 };
 
 /// The range [begin, end) of one axis of a row-major tensor (PyTorch's narrow; ONNX Slice, Split
@@ -43,13 +34,7 @@ struct NarrowAttrs {
   int64_t axis = 0;   ///< the axis cut
   int64_t begin = 0;  ///< first index kept
   int64_t end = 0;    ///< one past the last
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axis", a.axis, FieldRule::kRequired);
-    v("begin", a.begin, FieldRule::kRequired);
-    v("end", a.end, FieldRule::kRequired);
-  }
-  bool operator==(const NarrowAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(NarrowAttrs, (axis, begin, end), ())
 };
 
 /// The input with a constant block joined before or after it along one axis of a row-major
@@ -57,16 +42,10 @@ struct NarrowAttrs {
 /// constant (weight) has the input's shape with `count` along `axis` and 1 as the first
 /// dimension (the same for every sample).
 struct ConcatConstantAttrs {
-  int64_t axis = 1;     ///< the axis joined along (>= 1)
-  int64_t count = 1;    ///< the constant's extent along it
-  bool before = true;   ///< the constant comes first
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axis", a.axis, FieldRule::kRequired);
-    v("count", a.count, FieldRule::kRequired);
-    v("before", a.before, FieldRule::kOptional);
-  }
-  bool operator==(const ConcatConstantAttrs&) const = default;
+  int64_t axis = 1;    ///< the axis joined along (>= 1)
+  int64_t count = 1;   ///< the constant's extent along it
+  bool before = true;  ///< the constant comes first
+  STAGECRAFT_ATTR_FIELDS(ConcatConstantAttrs, (axis, count), (before))
 };
 
 /// Mean, maximum, sum, minimum or product over `axes` of a tensor of any rank, the reduced
@@ -74,11 +53,7 @@ struct ConcatConstantAttrs {
 /// The importer makes reductions over H and W alone of a rank-4 tensor global pools.
 struct ReduceAttrs {
   std::vector<int64_t> axes;  ///< among 0 .. rank - 1, ascending
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axes", a.axes, FieldRule::kRequired);
-  }
-  bool operator==(const ReduceAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(ReduceAttrs, (axes), ())
 };
 
 /// y[n, c, p] = x[n, c] sampled at grid[n, p] (ONNX GridSample, 2-D and 3-D): x [N, C, spatial...]
@@ -87,14 +62,9 @@ struct ReduceAttrs {
 struct GridSampleAttrs {
   int64_t mode = 1;     ///< 0 nearest (half to even), 1 linear, 2 cubic (Keys, a = -0.75)
   int64_t padding = 0;  ///< outside the input: 0 zeros, 1 the border's value, 2 reflected
-  bool align_corners = false;  ///< -1 and 1 are the centres of the corner elements (else their edges)
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("mode", a.mode, FieldRule::kOptional);
-    v("padding", a.padding, FieldRule::kOptional);
-    v("align_corners", a.align_corners, FieldRule::kOptional);
-  }
-  bool operator==(const GridSampleAttrs&) const = default;
+  bool align_corners =
+      false;  ///< -1 and 1 are the centres of the corner elements (else their edges)
+  STAGECRAFT_ATTR_FIELDS(GridSampleAttrs, (), (mode, padding, align_corners))
 };
 
 /// Max or average pooling over the spatial axes of a row-major tensor [N, C, spatial...] of any
@@ -105,26 +75,16 @@ struct GridSampleAttrs {
 /// An average divides by the taps inside the input, or with count_include_pad by the taps inside
 /// the padded extent [-pad_begin, in + pad_end).
 struct PoolNdAttrs {
-  bool max = true;                  ///< max, else average
-  std::vector<int64_t> kernel;      ///< per spatial axis (outermost first)
-  std::vector<int64_t> stride;      ///< per spatial axis
-  std::vector<int64_t> dilation;    ///< per spatial axis
-  std::vector<int64_t> pad_begin;   ///< per spatial axis
-  std::vector<int64_t> pad_end;     ///< per spatial axis
-  bool ceil_mode = false;           ///< round the output extent up
-  bool count_include_pad = false;   ///< an average counts the padding
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("max", a.max, FieldRule::kRequired);
-    v("kernel", a.kernel, FieldRule::kRequired);
-    v("stride", a.stride, FieldRule::kRequired);
-    v("dilation", a.dilation, FieldRule::kRequired);
-    v("pad_begin", a.pad_begin, FieldRule::kRequired);
-    v("pad_end", a.pad_end, FieldRule::kRequired);
-    v("ceil_mode", a.ceil_mode, FieldRule::kOptional);
-    v("count_include_pad", a.count_include_pad, FieldRule::kOptional);
-  }
-  bool operator==(const PoolNdAttrs&) const = default;
+  bool max = true;                 ///< max, else average
+  std::vector<int64_t> kernel;     ///< per spatial axis (outermost first)
+  std::vector<int64_t> stride;     ///< per spatial axis
+  std::vector<int64_t> dilation;   ///< per spatial axis
+  std::vector<int64_t> pad_begin;  ///< per spatial axis
+  std::vector<int64_t> pad_end;    ///< per spatial axis
+  bool ceil_mode = false;          ///< round the output extent up
+  bool count_include_pad = false;  ///< an average counts the padding
+  STAGECRAFT_ATTR_FIELDS(PoolNdAttrs, (max, kernel, stride, dilation, pad_begin, pad_end),
+                         (ceil_mode, count_include_pad))
 };
 
 /// The output extent of one spatial axis of a pool_nd (see PoolNdAttrs).
@@ -137,32 +97,24 @@ int64_t pool_nd_extent(const PoolNdAttrs& a, size_t axis, int64_t in);
 /// does; an axis whose scale is 1, extent unchanged and region whole is left alone. The resize op
 /// keeps PyTorch's modes on the convolutions' layouts; this op takes the rest.
 struct ResizeNdAttrs {
-  std::vector<int64_t> sizes;   ///< the output extent of every axis
-  std::vector<double> scales;   ///< per axis, the scale the coordinates use (output / input when sizes were given)
-  std::vector<double> roi;      ///< tf_crop_and_resize: the region's starts, then its ends, per axis (fractions)
-  int64_t mode = 0;             ///< 0 nearest, 1 linear, 2 cubic
+  std::vector<int64_t> sizes;  ///< the output extent of every axis
+  std::vector<double>
+      scales;  ///< per axis, the scale the coordinates use (output / input when sizes were given)
+  std::vector<double>
+      roi;  ///< tf_crop_and_resize: the region's starts, then its ends, per axis (fractions)
+  int64_t mode = 0;  ///< 0 nearest, 1 linear, 2 cubic
   /// 0 half_pixel, 1 half_pixel_symmetric, 2 pytorch_half_pixel, 3 align_corners, 4 asymmetric,
   /// 5 tf_crop_and_resize
   int64_t transform = 0;
-  int64_t nearest = 0;          ///< 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
-  double cubic_a = -0.75;       ///< Keys' coefficient
+  int64_t nearest = 0;           ///< 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+  double cubic_a = -0.75;        ///< Keys' coefficient
   bool exclude_outside = false;  ///< taps outside the input weigh 0 (the others renormalised)
-  bool antialias = false;       ///< linear and cubic: the filter stretched by 1 / scale when downsampling
-  double extrapolation = 0;     ///< tf_crop_and_resize: the value where the region leaves the input
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("sizes", a.sizes, FieldRule::kRequired);
-    v("scales", a.scales, FieldRule::kRequired);
-    v("roi", a.roi, FieldRule::kOptional);
-    v("mode", a.mode, FieldRule::kOptional);
-    v("transform", a.transform, FieldRule::kOptional);
-    v("nearest", a.nearest, FieldRule::kOptional);
-    v("cubic_a", a.cubic_a, FieldRule::kOptional);
-    v("exclude_outside", a.exclude_outside, FieldRule::kOptional);
-    v("antialias", a.antialias, FieldRule::kOptional);
-    v("extrapolation", a.extrapolation, FieldRule::kOptional);
-  }
-  bool operator==(const ResizeNdAttrs&) const = default;
+  bool antialias =
+      false;  ///< linear and cubic: the filter stretched by 1 / scale when downsampling
+  double extrapolation = 0;  ///< tf_crop_and_resize: the value where the region leaves the input
+  STAGECRAFT_ATTR_FIELDS(ResizeNdAttrs, (sizes, scales),
+                         (roi, mode, transform, nearest, cubic_a, exclude_outside, antialias,
+                          extrapolation))
 };
 
 /// One axis of a resize_nd: for every output index, the input indices its value reads (clamped
@@ -183,16 +135,10 @@ ResizeTaps resize_taps(const ResizeNdAttrs& a, size_t axis, int64_t in);
 /// axis. Indices are float32 integers (exact below 2^24, which shape inference requires of the
 /// axis), as every tensor of the graph is floating-point; a NaN counts as larger than any number.
 struct TopKAttrs {
-  int64_t axis = -1;     ///< among 0 .. rank - 1 once imported
-  int64_t k = 1;         ///< 1 .. the axis's extent
-  bool largest = true;   ///< the largest first, else the smallest first
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axis", a.axis, FieldRule::kRequired);
-    v("k", a.k, FieldRule::kRequired);
-    v("largest", a.largest, FieldRule::kOptional);
-  }
-  bool operator==(const TopKAttrs&) const = default;
+  int64_t axis = -1;    ///< among 0 .. rank - 1 once imported
+  int64_t k = 1;        ///< 1 .. the axis's extent
+  bool largest = true;  ///< the largest first, else the smallest first
+  STAGECRAFT_ATTR_FIELDS(TopKAttrs, (axis, k), (largest))
 };
 
 /// y[p] = data[p with its `axis` coordinate replaced by indices[p]] (ONNX GatherElements): data
@@ -201,11 +147,7 @@ struct TopKAttrs {
 /// error naming the op.
 struct GatherElementsAttrs {
   int64_t axis = 0;  ///< among 0 .. rank - 1
-  template <class Self, class Visitor>
-  static void fields(Self& a, Visitor&& v) {
-    v("axis", a.axis, FieldRule::kRequired);
-  }
-  bool operator==(const GatherElementsAttrs&) const = default;
+  STAGECRAFT_ATTR_FIELDS(GatherElementsAttrs, (axis), ())
 };
 
 }  // namespace stagecraft::graph

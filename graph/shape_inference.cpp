@@ -11,6 +11,13 @@ namespace stagecraft::graph {
 
 namespace shape_rules {
 
+TensorDesc row_major_like(const TensorDesc& like, Shape shape) {
+  TensorDesc desc = like;
+  desc.layout = row_major_layout(shape.rank());
+  desc.shape = std::move(shape);
+  return desc;
+}
+
 TensorDesc with_shape(const TensorDesc& like, Shape shape) {
   TensorDesc desc = like;
   if (shape.rank() != like.shape.rank()) {

@@ -65,10 +65,7 @@ std::vector<TensorDesc> infer_matmul(const Checker& check, const std::vector<Ten
   }
   out[r - 2] = a[r - 2];
   out[r - 1] = b[r - 1];
-  TensorDesc desc = inputs[0];
-  desc.shape = Shape(out);
-  desc.layout = row_major_layout(r);
-  return {desc};
+  return {row_major_like(inputs[0], Shape(out))};
 }
 
 std::vector<TensorDesc> infer_transpose(const Checker& check, const TransposeAttrs& a,
@@ -82,10 +79,7 @@ std::vector<TensorDesc> infer_transpose(const Checker& check, const TransposeAtt
                                  x.shape.to_string()));
   std::vector<int64_t> out(r);
   for (size_t i = 0; i < r; ++i) out[i] = x.shape[static_cast<size_t>(a.perm[i])];
-  TensorDesc desc = x;
-  desc.shape = Shape(out);
-  desc.layout = row_major_layout(r);
-  return {desc};
+  return {row_major_like(x, Shape(out))};
 }
 
 std::vector<TensorDesc> infer_narrow(const Checker& check, const NarrowAttrs& a,
@@ -97,10 +91,9 @@ std::vector<TensorDesc> infer_narrow(const Checker& check, const NarrowAttrs& a,
   check.require(a.begin >= 0 && a.begin < a.end && a.end <= size,
                 cat("range [", a.begin, ", ", a.end, ") is not inside [0, ", size, ") of axis ",
                     a.axis));
-  TensorDesc out = x;
-  out.shape[static_cast<size_t>(a.axis)] = a.end - a.begin;
-  out.layout = row_major_layout(out.shape.rank());
-  return {out};
+  Shape out = x.shape;
+  out[static_cast<size_t>(a.axis)] = a.end - a.begin;
+  return {row_major_like(x, out)};
 }
 
 std::vector<TensorDesc> infer_concat_constant(const Checker& check, const ConcatConstantAttrs& a,
@@ -108,10 +101,9 @@ std::vector<TensorDesc> infer_concat_constant(const Checker& check, const Concat
   const int64_t r = static_cast<int64_t>(x.shape.rank());
   check.require(a.axis >= 1 && a.axis < r, cat("axis ", a.axis, " must be in [1, ", r, ")"));
   check.require(a.count >= 1, cat("count must be >= 1, got ", a.count));
-  TensorDesc out = x;
-  out.shape[static_cast<size_t>(a.axis)] += a.count;
-  out.layout = row_major_layout(out.shape.rank());
-  return {out};
+  Shape out = x.shape;
+  out[static_cast<size_t>(a.axis)] += a.count;
+  return {row_major_like(x, out)};
 }
 
 std::vector<TensorDesc> infer_reduce(const Checker& check, const ReduceAttrs& a,
@@ -144,9 +136,7 @@ std::vector<TensorDesc> infer_grid_sample(const Checker& check, const GridSample
                 "the grid's last dimension must be the number of spatial dimensions");
   std::vector<int64_t> out = {x[0], x[1]};
   for (size_t d = 1; d + 1 < grid.rank(); ++d) out.push_back(grid[d]);
-  TensorDesc y = with_shape(inputs[0], Shape(out));
-  y.layout = row_major_layout(out.size());
-  return {y};
+  return {row_major_like(inputs[0], Shape(out))};
 }
 
 // An index as a float32 integer is exact below 2^24.
@@ -162,8 +152,7 @@ std::vector<TensorDesc> infer_top_k(const Checker& check, const TopKAttrs& a, co
   check.require(extent <= kExactIndices, cat("the axis has ", extent, " elements: indices are exact float32 integers below 2^24"));
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(a.axis)] = a.k;
-  TensorDesc y = with_shape(inputs[0], Shape(out));
-  y.layout = row_major_layout(out.size());
+  const TensorDesc y = row_major_like(inputs[0], Shape(out));
   return {y, y};
 }
 
@@ -181,9 +170,7 @@ std::vector<TensorDesc> infer_gather_elements(const Checker& check, const Gather
     check.require(static_cast<int64_t>(d) == a.axis || idx[d] <= x[d],
                   cat("the indices ", idx.to_string(), " exceed the data ", x.to_string(), " off the axis"));
   }
-  TensorDesc y = with_shape(inputs[0], idx);
-  y.layout = row_major_layout(idx.rank());
-  return {y};
+  return {row_major_like(inputs[0], idx)};
 }
 
 std::vector<TensorDesc> infer_pool_nd(const Checker& check, const PoolNdAttrs& a,
@@ -209,9 +196,7 @@ std::vector<TensorDesc> infer_pool_nd(const Checker& check, const PoolNdAttrs& a
                                    ") is larger than the padded input along spatial axis ", d));
     out.push_back(extent);
   }
-  TensorDesc y = with_shape(inputs[0], Shape(out));
-  y.layout = row_major_layout(out.size());
-  return {y};
+  return {row_major_like(inputs[0], Shape(out))};
 }
 
 std::vector<TensorDesc> infer_resize_nd(const Checker& check, const ResizeNdAttrs& a,
@@ -231,9 +216,7 @@ std::vector<TensorDesc> infer_resize_nd(const Checker& check, const ResizeNdAttr
     check.require(a.sizes[d] >= 1, "every output extent must be >= 1");
     check.require(a.scales[d] > 0, "every scale must be > 0");
   }
-  TensorDesc y = with_shape(inputs[0], Shape(a.sizes));
-  y.layout = row_major_layout(a.sizes.size());
-  return {y};
+  return {row_major_like(inputs[0], Shape(a.sizes))};
 }
 
 }  // namespace

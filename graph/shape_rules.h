@@ -58,6 +58,8 @@ class Checker {
 
 // `like` with another shape (and the default layout of its rank where the rank changes).
 TensorDesc with_shape(const TensorDesc& like, Shape shape);
+// `like` with another shape, row-major (the result of an op on row-major tensors of any rank).
+TensorDesc row_major_like(const TensorDesc& like, Shape shape);
 
 // Fails unless every input has input 0's element type (u8 and i8 may mix).
 void check_same_dtype(const Checker& check, const std::vector<TensorDesc>& inputs);

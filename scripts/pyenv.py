@@ -70,3 +70,17 @@ def ort_session(path: str):
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = os.cpu_count() or 1
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def timed_block(f, block: int, *args) -> list[float]:
+    """One engine's turn in an interleaved comparison: a pause (so the last engine's threads
+    settle), one untimed call, then `block` timed calls of f(*args), in milliseconds."""
+    import time
+    time.sleep(0.1)
+    f(*args)
+    times = []
+    for _ in range(block):
+        t = time.perf_counter()
+        f(*args)
+        times.append((time.perf_counter() - t) * 1e3)
+    return times

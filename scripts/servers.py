@@ -52,3 +52,14 @@ def stop_group(proc: subprocess.Popen, timeout: float) -> None:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def add_load_options(parser, concurrency: str, seconds: float, rounds: int, warmup: float) -> None:
+    """The load options both serving benches take (their defaults differ): models, concurrency
+    levels, seconds per measurement, rounds, warm-up seconds and the server's largest batch."""
+    parser.add_argument("--models", default="inception_v3,resnet50")
+    parser.add_argument("--concurrency", default=concurrency)
+    parser.add_argument("--seconds", type=float, default=seconds, help="per engine, model and concurrency")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--warmup", type=float, default=warmup)
+    parser.add_argument("--max-batch", type=int, default=4)

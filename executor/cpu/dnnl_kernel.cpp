@@ -254,6 +254,13 @@ void DnnlKernel::add_host(HostFunction fn, std::vector<int> slots, std::string i
   add(std::move(step), 0, std::move(impl));
 }
 
+std::string DnnlKernel::add_host_f32(std::function<void(const float*, float*)> fn, std::string impl) {
+  add_host([fn = std::move(fn)](const std::vector<void*>& data) {
+    fn(static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
+  }, {0, dst_slot(0)}, impl);
+  return impl;
+}
+
 void DnnlKernel::add_reorder(DnnlContext& ctx, const memory::desc& src, int src_slot,
                              const memory::desc& dst, int dst_slot_index, size_t zero_dst,
                              const dnnl::primitive_attr& attr) {

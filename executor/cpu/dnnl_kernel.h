@@ -213,6 +213,9 @@ class DnnlKernel : public Kernel {
   /// Appends a host step calling `fn` with the data pointers of `slots` (source slots,
   /// dst_slot(i), kTemp).
   void add_host(HostFunction fn, std::vector<int> slots, std::string impl = "");
+  /// Appends a host step that computes destination 0 from source 0, both f32: fn(src, dst).
+  /// Returns `impl`, the name a kernel builder answers with.
+  std::string add_host_f32(std::function<void(const float* src, float* dst)> fn, std::string impl);
   /// The implementation name given with step `i` ("" when none was).
   const std::string& step_implementation(size_t i) const { return impls_.at(i); }
   /// Reserves a temporary tensor inside the workspace (after the scratchpad).

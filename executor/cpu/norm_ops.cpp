@@ -104,10 +104,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
   ln->gamma = spec.weights->gamma;
   ln->beta = spec.weights->beta;
   ln->eps = static_cast<float>(std::get<graph::LayerNormAttrs>(spec.attrs).eps);
-  k.add_host([ln](const std::vector<void*>& data) {
-    run_layer_norm(*ln, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, "layer_norm host");
-  return "layer_norm host";
+  return k.add_host_f32([ln](const float* from, float* to) { run_layer_norm(*ln, from, to); },
+                        "layer_norm host");
 }
 
 }  // namespace

@@ -108,10 +108,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
     g->out.push_back(out[d + 2]);
     g->taps.push_back(axis_taps(a, d, x[d + 2], out[d + 2], step[d]));
   }
-  k.add_host([g](const std::vector<void*>& data) {
-    run(*g, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, kPoolNdImpl);
-  return kPoolNdImpl;
+  return k.add_host_f32([g](const float* from, float* to) { run(*g, from, to); }, kPoolNdImpl);
 }
 
 }  // namespace

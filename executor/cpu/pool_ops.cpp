@@ -284,10 +284,8 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext&) {
   if (host_max_pool(spec)) {
     auto m = max_pool_of(spec, window_of(spec));
-    k.add_host([m](const std::vector<void*>& data) {
-      run_max_pool(*m, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-    }, {0, dst_slot(0)}, kHostMaxPool);
-    return kHostMaxPool;
+    return k.add_host_f32([m](const float* from, float* to) { run_max_pool(*m, from, to); },
+                          kHostMaxPool);
   }
   const auto& pd = state_of<PoolState>(desc, spec).pd;
   k.add({dnnl::pooling_v2_forward(pd),

@@ -57,10 +57,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
   r->src = host_layout(spec.srcs[0]);
   r->dst = host_layout(spec.dsts[0]);
   r->block = std::get<graph::SpaceToDepthAttrs>(spec.attrs).block;
-  k.add_host([r](const std::vector<void*>& data) {
-    run_space_to_depth(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, "space_to_depth host");
-  return "space_to_depth host";
+  return k.add_host_f32([r](const float* from, float* to) { run_space_to_depth(*r, from, to); },
+                        "space_to_depth host");
 }
 
 }  // namespace
@@ -116,10 +114,8 @@ std::string add_reflect_pad(DnnlKernel& k, const KernelSpec& spec) {
   const auto& a = std::get<graph::PadAttrs>(spec.attrs);
   r->top = a.pads.top;
   r->left = a.pads.left;
-  k.add_host([r](const std::vector<void*>& data) {
-    run_reflect_pad(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, "reflect pad host");
-  return "reflect pad host";
+  return k.add_host_f32([r](const float* from, float* to) { run_reflect_pad(*r, from, to); },
+                        "reflect pad host");
 }
 
 const OpFamily kRearrangeFamily{"rearrangement", {graph::OpKind::kSpaceToDepth}, check, build};

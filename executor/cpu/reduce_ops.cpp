@@ -163,10 +163,8 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
 std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc, DnnlContext&) {
   if (desc.implementation == kHostReduceImpl) {
     auto r = std::make_shared<HostReduce>(plan_reduce(spec));
-    k.add_host([r](const std::vector<void*>& data) {
-      run_reduce(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-    }, {0, dst_slot(0)}, kHostReduceImpl);
-    return kHostReduceImpl;
+    return k.add_host_f32([r](const float* from, float* to) { run_reduce(*r, from, to); },
+                          kHostReduceImpl);
   }
   const auto& pd = state_of<PdState<dnnl::reduction::primitive_desc>>(desc, spec).pd;
   k.add({dnnl::reduction(pd), {{DNNL_ARG_SRC, 0, md(spec.srcs[0])}, {DNNL_ARG_DST, dst_slot(0), md(spec.dsts[0])}}},

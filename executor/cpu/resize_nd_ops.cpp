@@ -76,10 +76,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
     r->passes.push_back(std::move(p));
   }
   for (int64_t d : dims) r->out_numel *= d;
-  k.add_host([r](const std::vector<void*>& data) {
-    run(*r, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, kResizeNdImpl);
-  return kResizeNdImpl;
+  return k.add_host_f32([r](const float* from, float* to) { run(*r, from, to); }, kResizeNdImpl);
 }
 
 }  // namespace

@@ -102,10 +102,7 @@ std::string add_host_softmax(DnnlKernel& k, const KernelSpec& spec) {
   }
   s->log = a.log;
   s->hard = a.hard;
-  k.add_host([s](const std::vector<void*>& data) {
-    run(*s, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, kHostSoftmaxImpl);
-  return kHostSoftmaxImpl;
+  return k.add_host_f32([s](const float* from, float* to) { run(*s, from, to); }, kHostSoftmaxImpl);
 }
 
 }  // namespace stagecraft::executor::cpu

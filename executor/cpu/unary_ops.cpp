@@ -90,10 +90,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
     u->geometry = host_layout(d);
     u->padded = u->geometry.padded_channels != u->geometry.channels;
   }
-  k.add_host([u](const std::vector<void*>& data) {
-    run(*u, static_cast<const float*>(data[0]), static_cast<float*>(data[1]));
-  }, {0, dst_slot(0)}, kUnaryImpl);
-  return kUnaryImpl;
+  return k.add_host_f32([u](const float* from, float* to) { run(*u, from, to); }, kUnaryImpl);
 }
 
 }  // namespace

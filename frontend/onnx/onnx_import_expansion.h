@@ -20,35 +20,30 @@ struct Importer::ExpandedInput {
   std::vector<int64_t> per_channel;
 };
 
-
-inline onnx::AttributeProto int_attr(const char* name, int64_t v) {
+// The attributes of the nodes an expansion writes, by type.
+inline onnx::AttributeProto typed_attr(const char* name, onnx::AttributeProto::AttributeType type) {
   onnx::AttributeProto a;
   a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
+  a.set_type(type);
+  return a;
+}
+inline onnx::AttributeProto int_attr(const char* name, int64_t v) {
+  onnx::AttributeProto a = typed_attr(name, onnx::AttributeProto::INT);
   a.set_i(v);
   return a;
 }
-
 inline onnx::AttributeProto ints_attr(const char* name, const std::vector<int64_t>& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
+  onnx::AttributeProto a = typed_attr(name, onnx::AttributeProto::INTS);
   for (int64_t x : v) a.add_ints(x);
   return a;
 }
-
 inline onnx::AttributeProto float_attr(const char* name, float v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
+  onnx::AttributeProto a = typed_attr(name, onnx::AttributeProto::FLOAT);
   a.set_f(v);
   return a;
 }
-
 inline onnx::AttributeProto string_attr(const char* name, const std::string& v) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
+  onnx::AttributeProto a = typed_attr(name, onnx::AttributeProto::STRING);
   a.set_s(v);
   return a;
 }

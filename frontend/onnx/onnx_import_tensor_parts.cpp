@@ -214,72 +214,78 @@ ValueId Importer::concatenated(const onnx::NodeProto& node, const std::vector<Va
   return mark(reshaped(node, y, joined));
 }
 
+int64_t Importer::row_major_axis(const onnx::NodeProto& node, ValueId x, int64_t a) {
+  const auto rank = static_cast<int64_t>(shape(x).rank());
+  if (a < 0) a += rank;
+  if (a < 0 || a >= rank) fail(node, cat("axis ", a, " is outside ", shape(x).to_string()));
+  return a;
+}
+
 void Importer::narrow_row_major(const onnx::NodeProto& node) {
   const std::string& t = node.op_type();
   const ValueId x = row_major(node, 0);
+  if (t == "Gather") return gather_row_major(node, x, row_major_axis(node, x, attr_int(node, "axis", 0)));
+  if (t == "Split") return split_row_major(node, x, row_major_axis(node, x, attr_int(node, "axis", 0)));
+  slice_row_major(node, x);
+}
+
+void Importer::gather_row_major(const onnx::NodeProto& node, ValueId x, int64_t axis) {
   const std::vector<int64_t> s = dims_of(shape(x));
-  const auto rank = static_cast<int64_t>(s.size());
-  const auto axis_of = [&](int64_t a) {
-    if (a < 0) a += rank;
-    if (a < 0 || a >= rank) fail(node, cat("axis ", a, " is outside ", shape(x).to_string()));
-    return a;
-  };
-  if (t == "Gather") {
-    const int64_t axis = axis_of(attr_int(node, "axis", 0));
-    const ConstTensor* idx = constant(node, 1);
-    if (!idx) fail_not_constant(node, 1, "the indices must be constant");
-    std::vector<int64_t> ids = idx->ints();
-    if (ids.empty()) fail(node, "the indices are empty");
-    const int64_t extent = s[static_cast<size_t>(axis)];
-    for (int64_t& i : ids) {
-      i = i < 0 ? i + extent : i;
-      if (i < 0 || i >= extent) fail(node, cat("index ", i, " is outside axis ", axis, " of ", shape(x).to_string()));
-    }
-    // Runs of consecutive indices, each a narrow, joined along the axis (MobileViT's unfolding
-    // gathers every other pixel).
-    std::vector<ValueId> parts;
-    for (size_t begin = 0; begin < ids.size();) {
-      size_t end = begin + 1;
-      while (end < ids.size() && ids[end] == ids[end - 1] + 1) ++end;
-      parts.push_back(narrowed(node, x, axis, ids[begin], ids[end - 1] + 1));
-      begin = end;
-    }
-    const ValueId y = parts.size() == 1 ? parts[0] : concatenated(node, parts, axis);
-    // ONNX: data dimensions before the axis, the indices' dimensions, the data dimensions after.
-    std::vector<int64_t> target(s.begin(), s.begin() + axis);
-    target.insert(target.end(), idx->dims.begin(), idx->dims.end());
-    target.insert(target.end(), s.begin() + axis + 1, s.end());
-    define(node, 0, mark(reshaped(node, y, target)));
-    return;
+  const ConstTensor* idx = constant(node, 1);
+  if (!idx) fail_not_constant(node, 1, "the indices must be constant");
+  std::vector<int64_t> ids = idx->ints();
+  if (ids.empty()) fail(node, "the indices are empty");
+  const int64_t extent = s[static_cast<size_t>(axis)];
+  for (int64_t& i : ids) {
+    i = i < 0 ? i + extent : i;
+    if (i < 0 || i >= extent) fail(node, cat("index ", i, " is outside axis ", axis, " of ", shape(x).to_string()));
   }
-  if (t == "Split") {
-    const int64_t axis = axis_of(attr_int(node, "axis", 0));
-    std::vector<int64_t> sizes;
-    if (has_input(node, 1)) sizes = constant_ints(node, 1, "the split sizes");
-    else sizes = attr_ints(node, "split");
-    const int64_t extent = s[static_cast<size_t>(axis)];
-    if (sizes.empty()) {
-      const int64_t n = node.output_size(), each = (extent + n - 1) / n;
-      for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(each, extent - i * each));
-    }
-    if (static_cast<int>(sizes.size()) != node.output_size() ||
-        std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != extent) {
-      fail(node, cat("split sizes [", join(sizes, ", "), "] do not divide axis ", axis, " of ", shape(x).to_string()));
-    }
-    int64_t begin = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] == 0) {  // an empty part (a rotation over the whole head leaves nothing unrotated)
-        std::vector<int64_t> dims = s;
-        dims[static_cast<size_t>(axis)] = 0;
-        empty_values_[node.output(static_cast<int>(i))] = dims;
-        continue;
-      }
-      define(node, static_cast<int>(i), mark(narrowed(node, x, axis, begin, begin + sizes[i])));
-      begin += sizes[i];
-    }
-    return;
+  // Runs of consecutive indices, each a narrow, joined along the axis (MobileViT's unfolding
+  // gathers every other pixel).
+  std::vector<ValueId> parts;
+  for (size_t begin = 0; begin < ids.size();) {
+    size_t end = begin + 1;
+    while (end < ids.size() && ids[end] == ids[end - 1] + 1) ++end;
+    parts.push_back(narrowed(node, x, axis, ids[begin], ids[end - 1] + 1));
+    begin = end;
   }
-  // Slice: starts, ends, axes, steps (1) as constants.
+  const ValueId y = parts.size() == 1 ? parts[0] : concatenated(node, parts, axis);
+  // ONNX: data dimensions before the axis, the indices' dimensions, the data dimensions after.
+  std::vector<int64_t> target(s.begin(), s.begin() + axis);
+  target.insert(target.end(), idx->dims.begin(), idx->dims.end());
+  target.insert(target.end(), s.begin() + axis + 1, s.end());
+  define(node, 0, mark(reshaped(node, y, target)));
+}
+
+void Importer::split_row_major(const onnx::NodeProto& node, ValueId x, int64_t axis) {
+  const std::vector<int64_t> s = dims_of(shape(x));
+  std::vector<int64_t> sizes;
+  if (has_input(node, 1)) sizes = constant_ints(node, 1, "the split sizes");
+  else sizes = attr_ints(node, "split");
+  const int64_t extent = s[static_cast<size_t>(axis)];
+  if (sizes.empty()) {
+    const int64_t n = node.output_size(), each = (extent + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(each, extent - i * each));
+  }
+  if (static_cast<int>(sizes.size()) != node.output_size() ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != extent) {
+    fail(node, cat("split sizes [", join(sizes, ", "), "] do not divide axis ", axis, " of ", shape(x).to_string()));
+  }
+  int64_t begin = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {  // an empty part (a rotation over the whole head leaves nothing unrotated)
+      std::vector<int64_t> dims = s;
+      dims[static_cast<size_t>(axis)] = 0;
+      empty_values_[node.output(static_cast<int>(i))] = dims;
+      continue;
+    }
+    define(node, static_cast<int>(i), mark(narrowed(node, x, axis, begin, begin + sizes[i])));
+    begin += sizes[i];
+  }
+}
+
+// Slice: starts, ends, axes, steps (1) as constants.
+void Importer::slice_row_major(const onnx::NodeProto& node, ValueId x) {
   const std::vector<int64_t> starts = constant_ints(node, 1, "starts");
   const std::vector<int64_t> ends = constant_ints(node, 2, "ends");
   std::vector<int64_t> ax = has_input(node, 3) ? constant_ints(node, 3, "axes") : std::vector<int64_t>{};
@@ -292,7 +298,7 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
     std::vector<int64_t> out = dims_of(shape(x));
     bool empty = false;
     for (size_t i = 0; i < ax.size(); ++i) {
-      const int64_t axis = axis_of(ax[i]), extent = out[static_cast<size_t>(axis)], step = steps.at(i);
+      const int64_t axis = row_major_axis(node, x, ax[i]), extent = out[static_cast<size_t>(axis)], step = steps.at(i);
       const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + extent : v, int64_t{0}, extent); };
       if (step < 1) continue;
       const int64_t b = clamp(starts[i]), e = clamp(ends[i]);
@@ -308,7 +314,7 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
   }
   ValueId y = x;
   for (size_t i = 0; i < ax.size(); ++i) {
-    const int64_t axis = axis_of(ax[i]), extent = shape(y)[static_cast<size_t>(axis)];
+    const int64_t axis = row_major_axis(node, x, ax[i]), extent = shape(y)[static_cast<size_t>(axis)];
     const auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + extent : v, int64_t{0}, extent); };
     const int64_t b = clamp(starts[i]), e = clamp(ends[i]), step = steps.at(i);
     if (b >= e) fail(node, cat("the slice [", starts[i], ", ", ends[i], ") of axis ", axis, " is empty"));
@@ -339,11 +345,6 @@ void Importer::narrow_row_major(const onnx::NodeProto& node) {
   }
   define(node, 0, mark(y));
 }
-
-
-}  // namespace stagecraft::graph::onnx_import
-
-namespace stagecraft::graph::onnx_import {
 
 namespace {
 

@@ -360,6 +360,12 @@ class Importer {
   // The parts joined along `axis` (row-major tensors of one rank).
   ValueId concatenated(const onnx::NodeProto& node, const std::vector<ValueId>& parts, int64_t axis);
   void narrow_row_major(const onnx::NodeProto& node);
+  // narrow_row_major's three ops on the row-major tensor x; `axis` already in [0, rank).
+  void gather_row_major(const onnx::NodeProto& node, ValueId x, int64_t axis);
+  void split_row_major(const onnx::NodeProto& node, ValueId x, int64_t axis);
+  void slice_row_major(const onnx::NodeProto& node, ValueId x);
+  // Axis `a` of row-major tensor x counted from 0 (ONNX's negative axes count from the end).
+  int64_t row_major_axis(const onnx::NodeProto& node, ValueId x, int64_t a);
   void on_group_view(const onnx::NodeProto& node);
   ValueId grouped(const onnx::NodeProto& node, const PendingView& v);
   void define_group_view(const onnx::NodeProto& node, ValueId grouped_value, int64_t groups);

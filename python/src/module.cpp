@@ -38,7 +38,7 @@
 #include "session/pipeline.h"
 #include "session/source.h"
 #include "convert.h"
-#include "errors.h"
+#include "exception_translation.h"
 
 namespace py = pybind11;
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _stagecraft as _core
+from ._core_attr import CoreAttr
 from ._errors import UsageError
 from ._progress import ProgressArg, progress_for
 
@@ -108,35 +109,22 @@ class Model:
         dimensions and the batch come from the shapes given)."""
         return self._reload is not None and self.source.lower().endswith(".onnx")
 
-    @property
-    def name(self) -> str:
-        """The graph's name (the network name, or the ONNX graph's)."""
-        return self._core.name
+    name = CoreAttr[str]("name", "The graph's name (the network name, or the ONNX graph's).")
 
-    @property
-    def source(self) -> str:
-        """What the model was loaded from (network name or file path)."""
-        return self._core.spec
+    source = CoreAttr[str]("spec", "What the model was loaded from (network name or file path).")
 
-    @property
-    def num_ops(self) -> int:
-        """Ops of the inference graph."""
-        return self._core.num_ops
+    num_ops = CoreAttr[int]("num_ops", "Ops of the inference graph.")
 
-    @property
-    def dtype(self) -> str:
-        """Element type the graph computes in: ``f32``, ``f16``, ``bf16`` or ``int8``."""
-        return self._core.dtype
+    dtype = CoreAttr[str](
+        "dtype", "Element type the graph computes in: ``f32``, ``f16``, ``bf16`` or ``int8``."
+    )
 
     @property
     def batch(self) -> int:
         """Batch size (first dimension of the first input)."""
         return self.inputs[0].shape[0]
 
-    @property
-    def hash(self) -> str:
-        """Content hash of the graph (recorded in schedule files)."""
-        return self._core.hash
+    hash = CoreAttr[str]("hash", "Content hash of the graph (recorded in schedule files).")
 
     @property
     def inputs(self) -> List[TensorInfo]:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _stagecraft as _core
+from ._core_attr import CoreAttr
 from ._errors import FormatError, InputError, UsageError
 from ._inputs import in_input_order
 from ._models import Model, ModelLike, PathLike, TensorInfo, _fspath, _model
@@ -133,25 +134,15 @@ class Session:
         """Outputs: name, shape, dtype (float32) — the order run() returns them in."""
         return list(self._outputs)
 
-    @property
-    def backend(self) -> str:
-        """``cpu`` or ``cuda``."""
-        return self._core.backend
+    backend = CoreAttr[str]("backend", "``cpu`` or ``cuda``.")
 
-    @property
-    def device(self) -> str:
-        """Device fingerprint of the backend (keys profile caches and schedules)."""
-        return self._core.device
+    device = CoreAttr[str]("device", "Device fingerprint of the backend (keys profile caches and schedules).")
 
-    @property
-    def description(self) -> str:
-        """The device in words (CPU model and threads, or GPU name)."""
-        return self._core.description
+    description = CoreAttr[str]("description", "The device in words (CPU model and threads, or GPU name).")
 
-    @property
-    def plan(self) -> str:
-        """One line about the execution plan: kernels, streams, events, layouts, memory."""
-        return self._core.plan_summary
+    plan = CoreAttr[str](
+        "plan_summary", "One line about the execution plan: kernels, streams, events, layouts, memory."
+    )
 
     def plan_listing(self) -> str:
         """The whole plan, one line per kernel (stage, stream, events, op, implementation) after

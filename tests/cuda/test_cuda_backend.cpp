@@ -37,13 +37,26 @@ using stagecraft::testing::Model;
 constexpr const char* kExitChildVariable = "STAGECRAFT_GPU_TEST_EXIT_CHILD";
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
+// A model, its sequential schedule and the CPU's NCHW outputs for the inputs of seeds 7 and 8:
+// what the GPU's two runs (the second a replay with new inputs) are compared with.
+struct CpuBaseline {
+  Model m;
+  Schedule s;
+  std::vector<HostTensor> want7, want8;
+};
+CpuBaseline cpu_baseline(Model m) {
+  CpuBaseline b{std::move(m), {}, {}, {}};
+  b.s = stagecraft::testing::analytic_schedule(b.m.graph, Strategy::kSequential);
+  b.want7 = run_cpu(b.m, b.s, graph::Layout::kNCHW, 7);
+  b.want8 = run_cpu(b.m, b.s, graph::Layout::kNCHW, 8);
+  return b;
+}
+
 TEST(CudaBackend, EveryOpMatchesTheCpuAndAReplayReadsNewInputs) {
   SKIP_WITHOUT_GPU();
   for (int64_t batch : {1, 3}) {
     const graph::Graph raw = stagecraft::testing::every_op_graph(batch);
-    const Model m{raw, graph::random_weights(raw, 5)};
-    const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
-    const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+    const auto [m, s, want7, want8] = cpu_baseline(Model{raw, graph::random_weights(raw, 5)});
     // Graph mode captures (the linear layer's cuBLAS GEMM included: fixed workspace).
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
       expect_graph_and_stream_match(m, s, layout, want7, want8, kF32Tolerance, cat("batch ", batch));
@@ -57,9 +70,7 @@ TEST(CudaBackend, NewOpKindsMatchTheCpuInEveryLayoutAndMode) {
   SKIP_WITHOUT_GPU();
   for (int64_t batch : {1, 2}) {
     const graph::Graph raw = stagecraft::testing::se_block_graph(batch);
-    const Model m{raw, graph::random_weights(raw, 4)};
-    const Schedule s = stagecraft::testing::analytic_schedule(raw, Strategy::kSequential);
-    const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+    const auto [m, s, want7, want8] = cpu_baseline(Model{raw, graph::random_weights(raw, 4)});
     const Model half{graph::with_dtype(m.graph, graph::DataType::kF16), m.weights};
     const Schedule half_s = stagecraft::testing::analytic_schedule(half.graph, Strategy::kSequential);
     for (graph::Layout layout : {graph::Layout::kNCHW, graph::Layout::kNHWC}) {
@@ -211,9 +222,7 @@ TEST(CudaBackend, Tf32IsOnlyOnWhenAskedAndCloseWithinItsPrecision) {
   const std::unique_ptr<Backend> tf32 = make_backend("cuda", config);
   EXPECT_NE(tf32->device().device_fingerprint().find("tf32"), std::string::npos) << tf32->device().device_fingerprint();
   EXPECT_NE(tf32->device().device_fingerprint(), gpu().device().device_fingerprint());
-  const Model m = stagecraft::testing::network("inception_v3", 139);
-  const Schedule s = stagecraft::testing::analytic_schedule(m.graph, Strategy::kSequential);
-  const auto want7 = run_cpu(m, s, graph::Layout::kNCHW, 7), want8 = run_cpu(m, s, graph::Layout::kNCHW, 8);
+  const auto [m, s, want7, want8] = cpu_baseline(stagecraft::testing::network("inception_v3", 139));
   expect_both_runs_close(run_twice(*tf32, m, s, graph::Layout::kNCHW), want7, want8, kTf32Tolerance, "tf32");
   expect_both_runs_close(run_twice(gpu(), m, s, graph::Layout::kNCHW), want7, want8, kF32Tolerance, "f32 strict");
 }

@@ -335,18 +335,32 @@ TEST(Winograd, Fma512GainIsMeasuredOnceAndCanBeForced) {
   EXPECT_EQ(executor::cpu::host_fma512_gain(), gain) << "the measurement again once the forced value goes";
 }
 
+// One 3x3 convolution of 32 channels (our Winograd kernel's case), its reference output, and the
+// blocked layout oneDNN's kernels run it in: nChw16c with AVX-512, nChw8c without (none under
+// DNNL_MAX_CPU_ISA=AVX2, the capped shards).
+struct OneConv {
+  Model m;
+  std::vector<HostTensor> want;
+  bool onednn_has_avx512 = false;
+  Layout layout = Layout::kNChw8c;
+};
+OneConv one_conv(const std::string& name) {
+  networks::NetBuilder b(name, 1, 32, 24, 24);
+  const graph::ValueId y = b.conv(b.input(), networks::square_conv(32, 3, 1, 1), "conv");
+  OneConv c;
+  c.m = stagecraft::testing::model_of(std::move(b).finish({y}), 5);
+  c.want = testing::reference_run(c.m.graph, c.m.weights, stagecraft::testing::inputs_of(c.m.graph));
+  c.onednn_has_avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
+  c.layout = c.onednn_has_avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  return c;
+}
+
 // The choice between our Winograd kernel and oneDNN's direct one follows the gain, not a timing
 // taken in the test: with 512-bit FMAs as wide as two 256-bit ones ours runs; with twice the
 // work per cycle, oneDNN's runs where it has an AVX-512 kernel (an AVX2-only CPU keeps ours).
 TEST(Winograd, TheKernelChoiceFollowsTheFma512Gain) {
   if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
-  networks::NetBuilder b("choice", 1, 32, 24, 24);
-  const graph::ValueId y = b.conv(b.input(), networks::square_conv(32, 3, 1, 1), "conv");
-  const Model m = stagecraft::testing::model_of(std::move(b).finish({y}), 5);
-  const auto want = testing::reference_run(m.graph, m.weights, stagecraft::testing::inputs_of(m.graph));
-  // oneDNN's AVX-512 kernels run in nChw16c (none under DNNL_MAX_CPU_ISA=AVX2, the capped shards).
-  const bool onednn_has_avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
-  const Layout layout = onednn_has_avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  const auto [m, want, onednn_has_avx512, layout] = one_conv("choice");
   std::string narrow_impl, wide_impl;
   {
     const ForcedFma512Gain narrow(1.0);
@@ -398,12 +412,7 @@ TEST(KernelChoices, MeasuresASignatureOnceAndKeepsTheVerdictOnDisk) {
 // measuring again.
 TEST(Winograd, TheChoiceIsMeasuredPerConvolutionAndTheCacheIsObeyed) {
   if (!cpu_has_avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: no Winograd kernels";
-  networks::NetBuilder b("measured", 1, 32, 24, 24);
-  const graph::ValueId y = b.conv(b.input(), networks::square_conv(32, 3, 1, 1), "conv");
-  const Model m = stagecraft::testing::model_of(std::move(b).finish({y}), 5);
-  const auto want = testing::reference_run(m.graph, m.weights, stagecraft::testing::inputs_of(m.graph));
-  const bool onednn_has_avx512 = cpu::isa_has_avx512(dnnl::get_effective_cpu_isa());
-  const Layout layout = onednn_has_avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  const auto [m, want, onednn_has_avx512, layout] = one_conv("measured");
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("sc-measured-", getpid());
   std::filesystem::remove_all(dir);
   BackendConfig config;

@@ -1,5 +1,5 @@
 // The library's errors as the Python package's exception classes (python/stagecraft/_errors.py).
-#include "errors.h"
+#include "exception_translation.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
