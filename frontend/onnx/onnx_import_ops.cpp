@@ -518,8 +518,23 @@ void Importer::lrn(const onnx::NodeProto& node) {
 void Importer::space_to_depth(const onnx::NodeProto& node) {
   SpaceToDepthAttrs a;
   a.block = attr_int(node, "blocksize", 0);
-  if (const std::string mode = attr_string(node, "mode"); !mode.empty() && mode != "DCR") {
-    fail(node, cat("mode '", mode, "' is not supported (DCR: blocks ordered depth, column, row)"));
+  const std::string mode = attr_string(node, "mode");
+  if (mode == "CRD") {  // output channel c · b² + (row · b + column): reshape, transpose, reshape
+    const ValueId x = row_major(node, 0);
+    const std::vector<int64_t> s = dims_of(shape(x));
+    const int64_t b = a.block;
+    if (s.size() != 4 || b < 1 || s[2] % b != 0 || s[3] % b != 0) {
+      fail(node, cat("blocksize ", b, " must divide the height and width of a 4-D input (", shape(x).to_string(), ")"));
+    }
+    TransposeAttrs p;
+    p.perm = {0, 1, 3, 5, 2, 4};
+    const ValueId blocks = reshaped(node, x, {s[0], s[1], s[2] / b, b, s[3] / b, b});
+    const ValueId moved = mark(add(node, OpKind::kTranspose, p, {blocks}));
+    define_row_major(node, reshaped(node, moved, {s[0], s[1] * b * b, s[2] / b, s[3] / b}));
+    return;
+  }
+  if (!mode.empty() && mode != "DCR") {
+    fail(node, cat("mode '", mode, "' is not supported (DCR: blocks ordered depth, column, row; or CRD)"));
   }
   define(node, 0, add(node, OpKind::kSpaceToDepth, a, {input(node, 0)}));
 }
