@@ -22,10 +22,13 @@ KernelDesc with_layouts(KernelDesc desc, const KernelSpec& spec) {
   return desc;
 }
 
-std::unique_ptr<Kernel> Backend::create_kernel(const KernelSpec& spec) {
-  const KernelDesc desc = supports(spec);
+std::unique_ptr<Kernel> Backend::create_kernel(const KernelSpec& spec, const KernelDesc& desc) {
   if (!desc.runnable()) throw unsupported(name(), spec, desc.support);
-  return create_kernel(spec, desc);
+  return build_kernel(spec, desc);
+}
+
+std::unique_ptr<Kernel> Backend::create_kernel(const KernelSpec& spec) {
+  return create_kernel(spec, supports(spec));
 }
 
 BackendError unsupported(const std::string& backend, const KernelSpec& spec, const Support& why) {

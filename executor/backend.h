@@ -16,7 +16,7 @@
 ///   auto stream = backend->create_stream();
 ///   KernelSpec spec{.kind = OpKind::kRelu, .srcs = {desc}, .dsts = {desc}, .name = "relu"};
 ///   KernelDesc d = backend->supports(spec);
-///   if (!d.runnable()) throw unsupported("cpu", spec, d.support);
+///   if (!d.runnable()) return;                      // d.support.message says why
 ///   auto kernel = backend->create_kernel(spec, d);  // d.implementation == kernel->implementation()
 ///   kernel->bind({src}, {dst}, workspace);
 ///   kernel->launch(*stream);
@@ -248,12 +248,13 @@ class Backend {
   /// A new event.
   virtual std::unique_ptr<Event> create_event() = 0;
   /// Whether and how well the backend runs `spec`, and what it worked out deciding that (see
-  /// KernelDesc). "Cannot" is an answer, not an error.
-  virtual KernelDesc supports(const KernelSpec& spec) const = 0;
+  /// KernelDesc): the backend's describe(spec), with the spec's layouts. "Cannot" is an answer,
+  /// not an error.
+  KernelDesc supports(const KernelSpec& spec) const { return with_layouts(describe(spec), spec); }
   /// Creates the kernel `desc` describes (a reference one too), `desc` coming from supports(spec)
-  /// of this backend: what the desc holds is not worked out again. Throws BackendError (with the
-  /// reason) when the desc is unsupported.
-  virtual std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) = 0;
+  /// of this backend: what the desc holds is not worked out again (the backend's build_kernel).
+  /// Throws BackendError (with the reason) when the desc is unsupported.
+  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc);
   /// create_kernel(spec, supports(spec)); throws BackendError (with the reason) when unsupported.
   std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec);
   /// Copies a dense tensor between layouts (`src` and `dst` may differ only in layout), enqueued
@@ -272,6 +273,12 @@ class Backend {
     (void)enqueue;
     return nullptr;
   }
+
+ protected:
+  /// The backend's answer for `spec` (supports() adds the layouts).
+  virtual KernelDesc describe(const KernelSpec& spec) const = 0;
+  /// Builds the kernel of `desc`, which create_kernel found runnable.
+  virtual std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec, const KernelDesc& desc) = 0;
 };
 
 /// Settings of a backend.

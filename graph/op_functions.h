@@ -35,13 +35,6 @@ enum class Activation : uint8_t {
 #undef STAGECRAFT_X
 };
 
-/// Name used in files ("relu").
-std::string_view to_string(Activation activation);
-/// Parses a name; nullopt when unknown.
-std::optional<Activation> parse_activation(std::string_view name);
-/// Every activation name.
-std::vector<std::string> activation_names();
-
 /// The operation of a binary element-wise op. The comparisons and logical ops give 1 (true) or 0
 /// (false): a boolean tensor is a float tensor of 0s and 1s (ONNX's masks), and the logical ops
 /// read any non-zero value as true.
@@ -70,12 +63,6 @@ enum class BinaryOp : uint8_t {
 #undef STAGECRAFT_X
 };
 
-/// Name used in files ("mul").
-std::string_view to_string(BinaryOp op);
-/// Parses a name; nullopt when unknown.
-std::optional<BinaryOp> parse_binary_op(std::string_view name);
-/// Every binary operation name.
-std::vector<std::string> binary_op_names();
 /// Whether `op` is add, sub, mul or div: the operations a constant operand of which folds into a
 /// convolution's or linear layer's weights and bias. pow, max, min and mod (C's fmod: the sign of
 /// the first operand, ONNX Mod with fmod 1) do not.
@@ -135,15 +122,21 @@ enum class UnaryFn : uint8_t {
 #undef STAGECRAFT_X
 };
 
-/// Name used in files ("abs").
-std::string_view to_string(UnaryFn fn);
-/// Parses a name; nullopt when unknown.
-std::optional<UnaryFn> parse_unary_fn(std::string_view name);
-/// Every unary function name.
-std::vector<std::string> unary_fn_names();
 /// The ONNX op type that computes `fn` ("Abs").
 std::string_view onnx_op_type(UnaryFn fn);
 /// The function ONNX op type `type` computes; nullopt when it is not one of the list.
 std::optional<UnaryFn> unary_fn_of_onnx(std::string_view type);
+
+// The names of the three lists' values, as graph files write them ("relu", "mul", "abs"):
+// a value's name, the value of a name (nullopt when unknown), and every name (for messages).
+std::string_view to_string(Activation activation);
+std::string_view to_string(BinaryOp op);
+std::string_view to_string(UnaryFn fn);
+std::optional<Activation> parse_activation(std::string_view name);
+std::optional<BinaryOp> parse_binary_op(std::string_view name);
+std::optional<UnaryFn> parse_unary_fn(std::string_view name);
+std::vector<std::string> activation_names();
+std::vector<std::string> binary_op_names();
+std::vector<std::string> unary_fn_names();
 
 }  // namespace stagecraft::graph

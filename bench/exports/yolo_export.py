@@ -23,43 +23,33 @@ from ultralytics import RTDETR, YOLO  # noqa: E402
 OUT = Path(os.environ.get("OUT_DIR", "models"))
 WORK = OUT / "work"
 
-# name -> (yaml, export kwargs beyond the common ones)
-VARIANTS = {
-    # requested
-    "yolov8n_det_static": ("yolov8n.yaml", {}),
-    "yolo11n_det_static": ("yolo11n.yaml", {}),
-    "yolo11n_det_dynamic": ("yolo11n.yaml", {"dynamic": True}),
-    "yolo11n_det_nms": ("yolo11n.yaml", {"nms": True}),
-    "yolo11n_seg_static": ("yolo11n-seg.yaml", {}),
-    "yolo11n_pose_static": ("yolo11n-pose.yaml", {}),
-    "yolov8n_seg_static": ("yolov8n-seg.yaml", {}),
-    "yolov8n_pose_static": ("yolov8n-pose.yaml", {}),
-    "yolov10n_det_static": ("yolov10n.yaml", {}),
-    # extras
-    "yolov8n_det_dynamic": ("yolov8n.yaml", {"dynamic": True}),
-    "yolov8n_det_nms": ("yolov8n.yaml", {"nms": True}),
-    # in-graph NMS of the other tasks, and with dynamic axes
-    "yolo11n_seg_nms": ("yolo11n-seg.yaml", {"nms": True}),
-    "yolo11n_pose_nms": ("yolo11n-pose.yaml", {"nms": True}),
-    "yolov8n_seg_nms": ("yolov8n-seg.yaml", {"nms": True}),
-    "yolov8n_pose_nms": ("yolov8n-pose.yaml", {"nms": True}),
-    "yolo11n_det_nms_dynamic": ("yolo11n.yaml", {"nms": True, "dynamic": True}),
-    # other families, as a user would bring them
-    "yolo12n_det_static": ("yolo12n.yaml", {}),
-    "yolov9t_det_static": ("yolov9t.yaml", {}),
-    "yolov5nu_det_static": ("yolov5nu.yaml", {}),
-    "yolov6n_det_static": ("yolov6n.yaml", {}),
-    "yolov3tinyu_det_static": ("yolov3-tinyu.yaml", {}),
-    "yolo11n_obb_nms": ("yolo11n-obb.yaml", {"nms": True}),
-    "yolo11n_cls_dynamic": ("yolo11n-cls.yaml", {"dynamic": True}),
-    "rtdetr_l_det_static": ("rtdetr-l.yaml", {}),
-    "yolo11n_cls_static": ("yolo11n-cls.yaml", {}),
-    "yolo11n_obb_static": ("yolo11n-obb.yaml", {}),
-    "yolo26n_det_static": ("yolo26n.yaml", {}),
-    # NMS-free one-to-one head (end2end, output 1x300x6): nms=False
-    "yolov10n_det_e2e": ("yolov10n.yaml", {"nms": False}),
-    "yolo26n_det_e2e": ("yolo26n.yaml", {"nms": False}),
+# Export modes: Ultralytics' export arguments beyond COMMON. e2e is the NMS-free one-to-one head
+# (end2end, output 1x300x6) of YOLOv10 / YOLO26.
+MODES = {"static": {}, "dynamic": {"dynamic": True}, "nms": {"nms": True},
+         "nms_dynamic": {"nms": True, "dynamic": True}, "e2e": {"nms": False}}
+# model -> (Ultralytics yaml, its modes): the requested detect / segment / pose exports, in-graph
+# NMS of every task and with dynamic axes, and the other families as a user would bring them.
+MODELS = {
+    "yolov8n_det": ("yolov8n.yaml", "static dynamic nms"),
+    "yolo11n_det": ("yolo11n.yaml", "static dynamic nms nms_dynamic"),
+    "yolo11n_seg": ("yolo11n-seg.yaml", "static nms"),
+    "yolo11n_pose": ("yolo11n-pose.yaml", "static nms"),
+    "yolov8n_seg": ("yolov8n-seg.yaml", "static nms"),
+    "yolov8n_pose": ("yolov8n-pose.yaml", "static nms"),
+    "yolov10n_det": ("yolov10n.yaml", "static e2e"),
+    "yolo11n_obb": ("yolo11n-obb.yaml", "static nms"),
+    "yolo11n_cls": ("yolo11n-cls.yaml", "static dynamic"),
+    "yolo12n_det": ("yolo12n.yaml", "static"),
+    "yolov9t_det": ("yolov9t.yaml", "static"),
+    "yolov5nu_det": ("yolov5nu.yaml", "static"),
+    "yolov6n_det": ("yolov6n.yaml", "static"),
+    "yolov3tinyu_det": ("yolov3-tinyu.yaml", "static"),
+    "rtdetr_l_det": ("rtdetr-l.yaml", "static"),
+    "yolo26n_det": ("yolo26n.yaml", "static e2e"),
 }
+# name ("yolo11n_det_nms") -> (yaml, export arguments beyond COMMON)
+VARIANTS = {f"{model}_{mode}": (yaml, MODES[mode])
+            for model, (yaml, modes) in MODELS.items() for mode in modes.split()}
 
 COMMON = dict(format="onnx", imgsz=640, dynamic=False, simplify=False, device="cpu", batch=1)
 

@@ -52,13 +52,7 @@ class CpuBackend : public Backend {
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
 
-  KernelDesc supports(const KernelSpec& spec) const override {
-    return with_layouts(describe(spec), spec);
-  }
-
-  using Backend::create_kernel;
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
-    if (!desc.runnable()) throw unsupported("cpu", spec, desc.support);
+  std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
     const ThreadScope scope(std::max(1, spec.threads));
     try {
       auto kernel = std::make_unique<DnnlKernel>(ctx_.engine, std::max(1, spec.threads));
@@ -96,7 +90,7 @@ class CpuBackend : public Backend {
   using ThreadScope = cpu::ThreadScope;
 
   // The generic checks (element types, layouts, the int8 contract, weights), then the family's.
-  KernelDesc describe(const KernelSpec& spec) const {
+  KernelDesc describe(const KernelSpec& spec) const override {
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
         if (d.dtype == DataType::kBF16) {

@@ -140,13 +140,9 @@ class CudaBackend : public Backend {
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<CudaStream>(context_); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
 
-  KernelDesc supports(const KernelSpec& spec) const override {
-    return with_layouts(check(spec), spec);
-  }
+  KernelDesc describe(const KernelSpec& spec) const override { return check(spec); }
 
-  using Backend::create_kernel;
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
-    if (!desc.runnable()) throw unsupported("cuda", spec, desc.support);
+  std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec, const KernelDesc&) override {
     std::lock_guard<std::mutex> lock(mutex_);
     auto kernel = cuda::family_of(spec.kind).build(spec, build_);
     DeviceContext::arm_exit_hook();  // libraries may have loaded parts of themselves

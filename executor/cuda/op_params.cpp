@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/enum_table.h"
 #include "executor/kernel_math.h"
 
 namespace stagecraft::executor::cuda {
@@ -22,18 +23,11 @@ STAGECRAFT_ACTIVATIONS(STAGECRAFT_SAME_ACT)
 STAGECRAFT_BINARY_OPS(STAGECRAFT_SAME_BINOP)
 #undef STAGECRAFT_SAME_BINOP
 
-Elem elem_of(DataType t) {
-  switch (t) {
-    case DataType::kF16:
-      return Elem::kF16;
-    case DataType::kU8:
-      return Elem::kU8;
-    case DataType::kI8:
-      return Elem::kI8;
-    default:
-      return Elem::kF32;
-  }
-}
+// The element types the own kernels read and write; every other type is read as f32.
+constexpr Mapped<DataType, Elem> kElems[] = {
+    {DataType::kF16, Elem::kF16}, {DataType::kU8, Elem::kU8}, {DataType::kI8, Elem::kI8}};
+
+Elem elem_of(DataType t) { return mapped_or(kElems, t, Elem::kF32); }
 
 Dims4 dims_of(const TensorDesc& d) {
   Dims4 r;

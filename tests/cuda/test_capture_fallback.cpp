@@ -44,9 +44,8 @@ class FailingCapture : public Backend {
   const Device& device() const override { return device_; }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   std::unique_ptr<Event> create_event() override { return inner_.create_event(); }
-  KernelDesc supports(const KernelSpec& spec) const override { return inner_.supports(spec); }
-  using Backend::create_kernel;
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
+  KernelDesc describe(const KernelSpec& spec) const override { return inner_.supports(spec); }
+  std::unique_ptr<Kernel> build_kernel(const KernelSpec& spec, const KernelDesc& desc) override {
     return inner_.create_kernel(spec, desc);
   }
   std::unique_ptr<Kernel> create_copy(const graph::TensorDesc& s, const graph::TensorDesc& d) override {

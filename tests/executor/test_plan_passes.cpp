@@ -46,7 +46,7 @@ class FakeBackend : public Backend {
   const Device& device() const override { return device_; }
   std::unique_ptr<Stream> create_stream() override { return nullptr; }
   std::unique_ptr<Event> create_event() override { return nullptr; }
-  KernelDesc supports(const KernelSpec& spec) const override {
+  KernelDesc describe(const KernelSpec& spec) const override {
     for (const auto& src : spec.srcs) {
       if (src.shape.rank() == 4 && !spec.dsts.empty() && src.layout != spec.dsts[0].layout) {
         return Support::unsupported(SupportReason::kLayout, "one layout");
@@ -57,8 +57,7 @@ class FakeBackend : public Backend {
     }
     return Support::native();
   }
-  using Backend::create_kernel;
-  std::unique_ptr<Kernel> create_kernel(const KernelSpec&, const KernelDesc&) override { return nullptr; }
+  std::unique_ptr<Kernel> build_kernel(const KernelSpec&, const KernelDesc&) override { return nullptr; }
   std::unique_ptr<Kernel> create_copy(const graph::TensorDesc&, const graph::TensorDesc&) override {
     return nullptr;
   }
