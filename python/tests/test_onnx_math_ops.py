@@ -1,7 +1,8 @@
 """ONNX ops beyond the vision exports, through stagecraft against ONNX's reference evaluator and
 ONNX Runtime on random data: DFT (forward, inverse, one-sided both ways, any signal axis, a
 dft_length that pads or truncates; opsets 17 and 20) and BatchNormalization in training mode
-(batch statistics, the running mean and variance as outputs); reductions over an axis of one element."""
+(batch statistics, the running mean and variance as outputs); reductions over an axis of one element;
+SpaceToDepth-28 in both modes."""
 from __future__ import annotations
 
 import numpy as np
@@ -59,3 +60,23 @@ def test_reduction_over_an_axis_of_one_element(op, keepdims):
     m = model_of([helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r", "ax"], ["y"], keepdims=keepdims)],
                  {"x": [1, 50, 1]}, initializers={"ax": np.array([-1], np.int64)}, opset=18)
     agrees(m, {"x": np.random.default_rng(0).standard_normal((1, 50, 1)).astype(np.float32)}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_in_both_modes_agrees_with_the_reference(mode):
+    """DCR on the convolutions' op, CRD (output channel c · b² + row · b + column) as a reshape, a
+    transpose and a reshape; a convolution reads either result. A block that does not divide H and
+    W is refused in one line."""
+    import stagecraft
+    from stagecraft.onnx_backend import Backend
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 6, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 12, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("SpaceToDepth", ["x"], ["s"], blocksize=2, mode=mode),
+             helper.make_node("Conv", ["s", "w"], ["y"])]
+    agrees(model_of(nodes, {"x": list(x.shape)}, initializers={"w": w}, opset=28), {"x": x}, reference=True)
+    bad = model_of([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=4, mode=mode)], {"x": list(x.shape)},
+                   opset=28)
+    with pytest.raises(stagecraft.Error) as info:
+        Backend.prepare(bad)
+    assert "\n" not in str(info.value).strip()

@@ -585,25 +585,3 @@ def test_mod_with_the_divisors_sign_and_transpose_by_default_agree_with_numpy():
     assert got.shape == (12, 1)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6)
-
-
-@pytest.mark.parametrize("mode", ["DCR", "CRD"])
-def test_space_to_depth_in_both_modes_agrees_with_the_reference(mode):
-    """SpaceToDepth-28's modes: DCR on the convolutions' op, CRD (output channel c · b² + row · b +
-    column) as a reshape, a transpose and a reshape; a convolution reads either result."""
-    import stagecraft
-    from onnx.reference import ReferenceEvaluator
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 6, 8)).astype(np.float32)
-    w = rng.standard_normal((5, 12, 1, 1)).astype(np.float32)
-    nodes = [helper.make_node("SpaceToDepth", ["x"], ["s"], blocksize=2, mode=mode),
-             helper.make_node("Conv", ["s", "w"], ["y"])]
-    model = model_of(nodes, {"x": list(x.shape)}, {"w": w}, opset=28)
-    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
-    (got,) = Backend.prepare(model).run([x])
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    bad = model_of([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=4, mode=mode)],
-                   {"x": list(x.shape)}, {}, opset=28)
-    with pytest.raises(stagecraft.Error) as info:
-        Backend.prepare(bad)
-    assert "\n" not in str(info.value).strip()

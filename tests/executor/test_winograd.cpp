@@ -18,7 +18,6 @@
 #include "executor/backend.h"
 #include "executor/cpu/dnnl_kernel.h"
 #include "executor/cpu/host_simd.h"
-#include "executor/cpu/kernel_choices.h"
 #include "forced_fma512_gain.h"
 #include "executor/cpu/winograd.h"
 #include "executor/executor.h"
@@ -380,30 +379,6 @@ TEST(Winograd, TheKernelChoiceFollowsTheFma512Gain) {
   } else {
     EXPECT_NE(wide_impl.find("winograd"), std::string::npos) << "no AVX-512 kernel to prefer: " << wide_impl;
   }
-}
-
-TEST(KernelChoices, MeasuresASignatureOnceAndKeepsTheVerdictOnDisk) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("sc-choices-", getpid());
-  std::filesystem::remove_all(dir);
-  int measured = 0;
-  {
-    cpu::KernelChoices choices(dir.string(), "test-device");
-    EXPECT_EQ(choices.choose("a", [&] { ++measured; return std::string("winograd"); }), "winograd");
-    EXPECT_EQ(choices.choose("a", [&] { ++measured; return std::string("direct"); }), "winograd");
-    EXPECT_EQ(choices.choose("b", [&] { ++measured; return std::string("direct"); }), "direct");
-    EXPECT_EQ(measured, 2);
-    EXPECT_NE(choices.path().find("cpu-kernels"), std::string::npos) << choices.path();
-  }
-  cpu::KernelChoices again(dir.string(), "test-device");  // another process, the same machine
-  EXPECT_EQ(again.choose("a", [&] { ++measured; return std::string("direct"); }), "winograd");
-  EXPECT_EQ(again.measured(), 0u);
-  cpu::KernelChoices other(dir.string(), "other-device");  // another machine measures again
-  EXPECT_EQ(other.choose("a", [&] { ++measured; return std::string("direct"); }), "direct");
-  cpu::KernelChoices memory_only("", "test-device");
-  EXPECT_EQ(memory_only.choose("a", [&] { ++measured; return std::string("direct"); }), "direct");
-  EXPECT_EQ(memory_only.path(), "");
-  EXPECT_EQ(measured, 4);
-  std::filesystem::remove_all(dir);
 }
 
 // Without a forced FMA gain the backend times our Winograd kernel against oneDNN's direct one for
