@@ -37,17 +37,58 @@ HostLayout geometry(const graph::TensorDesc& d) {
   return host_layout(as4);
 }
 
-// Adds f(channel c, its value at each pixel of the tile) over the channels of a tile, reading in
-// the layout's order: acc[p] += f(c, x[c][p]).
+constexpr int kLanes = 8;  // partial sums per pixel: one AVX-512 vector of doubles
+
+// Adds f(p, x) over the channels of each pixel p of a tile into acc[p][lane], reading each group
+// of channels that sit together at a pixel contiguously. Each lane is a sum of its own, so the
+// compiler vectorises the adds without reordering any one sum.
 template <class F>
-void over_channels(const HostLayout& g, const float* image, int64_t p0, int64_t count, F&& f) {
+void lane_sums(const HostLayout& g, const float* image, int64_t p0, int64_t count, double (*acc)[kLanes],
+               F&& f) {
   const int64_t group = g.group();
   for (int64_t first = 0; first < g.channels; first += group) {
     const float* base = image + g.channel_offset(first);
-    const int64_t width = std::min(group, g.channels - first);
+    const int64_t width = std::min(group, g.channels - first), whole = width / kLanes * kLanes;
     for (int64_t p = 0; p < count; ++p) {
       const float* at = base + (p0 + p) * g.pixel_stride;
-      for (int64_t j = 0; j < width; ++j) f(p, first + j, at[j]);
+      double* a = acc[p];
+      for (int64_t j = 0; j < whole; j += kLanes) {
+        for (int l = 0; l < kLanes; ++l) a[l] += f(p, at[j + l]);
+      }
+      for (int64_t j = whole; j < width; ++j) a[j - whole] += f(p, at[j]);
+    }
+  }
+}
+
+double lane_total(const double* lanes) {
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+  return total;
+}
+
+// The output of a tile, channel group by group in the destination's layout; the source is read
+// at the same logical element, wherever its layout keeps it (contiguously when the layouts match).
+void normalise_tile(const LayerNorm& ln, const float* image, float* result, int64_t p0, int64_t count,
+                    const float* mean, const float* inv_std) {
+  const HostLayout &s = ln.src, &d = ln.dst;
+  const int64_t group = d.group();
+  const bool same = s.layout == d.layout && group > 1;
+  for (int64_t first = 0; first < d.padded_channels; first += group) {
+    const int64_t width = std::clamp<int64_t>(d.channels - first, 0, group);
+    const float* gamma = ln.gamma.data() + first;
+    const float* beta = ln.beta.data() + first;
+    for (int64_t p = 0; p < count; ++p) {
+      float* at = result + d.channel_offset(first) + (p0 + p) * d.pixel_stride;
+      if (same) {
+        const float* x = image + s.channel_offset(first) + (p0 + p) * s.pixel_stride;
+        for (int64_t j = 0; j < width; ++j) at[j] = (x[j] - mean[p]) * inv_std[p] * gamma[j] + beta[j];
+      } else {
+        for (int64_t j = 0; j < width; ++j) {
+          const float v = image[s.channel_offset(first + j) + (p0 + p) * s.pixel_stride];
+          at[j] = (v - mean[p]) * inv_std[p] * gamma[j] + beta[j];
+        }
+      }
+      std::fill(at + width, at + group, 0.0f);  // the padding lanes of a blocked destination
     }
   }
 }
@@ -60,36 +101,26 @@ void run_layer_norm(const LayerNorm& ln, const float* in, float* out) {
   for (int64_t t = 0; t < s.images * tiles; ++t) {
     const int64_t n = t / tiles, p0 = t % tiles * kTile, count = std::min(kTile, s.pixels - p0);
     const float* image = in + n * s.batch_stride;
-    float* result = out + n * d.batch_stride;
     // Sums in double: a row of 200k elements (GroupNorm(1, C) over a whole feature map) loses
     // 1e-4 of its normalised values to float accumulation.
-    double sum[kTile] = {}, var[kTile] = {};
-    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) { sum[p] += v; });
-    float mean[kTile];
-    for (int64_t p = 0; p < count; ++p) mean[p] = static_cast<float>(sum[p] * inv_c);
-    over_channels(s, image, p0, count, [&](int64_t p, int64_t, float v) {
-      const double c = static_cast<double>(v) - sum[p] * inv_c;
-      var[p] += c * c;
+    double acc[kTile][kLanes] = {};
+    lane_sums(s, image, p0, count, acc, [](int64_t, float v) { return static_cast<double>(v); });
+    double mean[kTile];
+    float mean_f[kTile];
+    for (int64_t p = 0; p < count; ++p) {
+      mean[p] = lane_total(acc[p]) * inv_c;
+      mean_f[p] = static_cast<float>(mean[p]);
+      std::fill(acc[p], acc[p] + kLanes, 0.0);
+    }
+    lane_sums(s, image, p0, count, acc, [&](int64_t p, float v) {
+      const double c = static_cast<double>(v) - mean[p];
+      return c * c;
     });
     float inv_std[kTile];
-    for (int64_t p = 0; p < count; ++p) inv_std[p] = static_cast<float>(1.0 / std::sqrt(var[p] * inv_c + ln.eps));
-    // The output, channel group by group in the destination's layout (the source is read at the
-    // same logical element, wherever its layout keeps it).
-    const int64_t group = d.group();
-    for (int64_t first = 0; first < d.padded_channels; first += group) {
-      for (int64_t p = 0; p < count; ++p) {
-        float* at = result + d.channel_offset(first) + (p0 + p) * d.pixel_stride;
-        for (int64_t j = 0; j < group; ++j) {
-          const int64_t c = first + j;
-          if (c >= d.channels) {  // the padding lanes of a blocked destination
-            at[j] = 0.0f;
-            continue;
-          }
-          const float v = image[s.channel_offset(c) + (p0 + p) * s.pixel_stride];
-          at[j] = (v - mean[p]) * inv_std[p] * ln.gamma[static_cast<size_t>(c)] + ln.beta[static_cast<size_t>(c)];
-        }
-      }
+    for (int64_t p = 0; p < count; ++p) {
+      inv_std[p] = static_cast<float>(1.0 / std::sqrt(lane_total(acc[p]) * inv_c + ln.eps));
     }
+    normalise_tile(ln, image, out + n * d.batch_stride, p0, count, mean_f, inv_std);
   }
 }
 

@@ -3,9 +3,14 @@
 // against the reference loops.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
+#include "executor/cpu/host_layout.h"
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "reference.h"
+#include "support/kernels.h"
 #include "support/models.h"
 
 namespace stagecraft::executor {
@@ -67,6 +72,59 @@ TEST(ChannelNorms, TheLayerNormRunsNativelyInEveryLayoutAndRefusesInt8) {
   d.scale = 0.1f;
   const KernelSpec int8 = layer_norm_spec(d, w);
   EXPECT_FALSE(stagecraft::testing::cpu_backend().supports(int8).runnable());
+}
+
+// A layout chosen per tensor (--layout auto) can hand the layer norm one layout and ask for another:
+// every pair, against the definition (double precision) at each logical element, padding lanes 0.
+TEST(ChannelNorms, TheLayerNormReadsOneLayoutAndWritesAnother) {
+  const int64_t n = 2, c = 20, pixels = 15;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.5f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n * c * pixels));  // NCHW
+  for (float& v : x) v = normal(rng);
+  graph::OpWeights w;
+  for (int64_t i = 0; i < c; ++i) {
+    w.gamma.push_back(normal(rng));
+    w.beta.push_back(normal(rng));
+  }
+  const auto at = [&](int64_t img, int64_t ch, int64_t p) { return x[static_cast<size_t>((img * c + ch) * pixels + p)]; };
+  const std::vector<Layout> layouts = {Layout::kNCHW, Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c};
+  for (Layout from : layouts) {
+    for (Layout to : layouts) {
+      if (from == to) continue;
+      graph::TensorDesc s, d;
+      s.shape = d.shape = graph::Shape{n, c, 3, 5};
+      s.layout = from;
+      d.layout = to;
+      const cpu::HostLayout hs = cpu::host_layout(s), hd = cpu::host_layout(d);
+      std::vector<float> src(static_cast<size_t>(hs.images * hs.batch_stride), 0.0f);
+      for (int64_t img = 0; img < n; ++img) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t p = 0; p < pixels; ++p) {
+            src[static_cast<size_t>(img * hs.batch_stride + hs.channel_offset(ch) + p * hs.pixel_stride)] = at(img, ch, p);
+          }
+        }
+      }
+      KernelSpec spec = layer_norm_spec(s, w);
+      spec.dsts = {d};
+      const std::vector<float> y = stagecraft::testing::run_f32_kernel(stagecraft::testing::cpu_backend(), spec, {src});
+      ASSERT_EQ(y.size(), static_cast<size_t>(hd.images * hd.batch_stride));
+      double worst = 0;
+      for (int64_t img = 0; img < n; ++img) {
+        for (int64_t p = 0; p < pixels; ++p) {
+          double mean = 0, var = 0;
+          for (int64_t ch = 0; ch < c; ++ch) mean += at(img, ch, p) / static_cast<double>(c);
+          for (int64_t ch = 0; ch < c; ++ch) var += std::pow(at(img, ch, p) - mean, 2) / static_cast<double>(c);
+          for (int64_t ch = 0; ch < hd.padded_channels; ++ch) {
+            const float got = y[static_cast<size_t>(img * hd.batch_stride + hd.channel_offset(ch) + p * hd.pixel_stride)];
+            const double want = ch < c ? (at(img, ch, p) - mean) / std::sqrt(var + 1e-5) * w.gamma[ch] + w.beta[ch] : 0.0;
+            worst = std::max(worst, std::abs(got - want));
+          }
+        }
+      }
+      EXPECT_LT(worst, 1e-4) << graph::to_string(from) << " -> " << graph::to_string(to);
+    }
+  }
 }
 
 }  // namespace
