@@ -4,8 +4,9 @@
 Per model: an ONNX Runtime session (CPU provider, all optimisations, one thread per core) and a
 stagecraft Session (default dp schedule, or --schedule), one process; rounds alternate an idle
 phase and a loaded phase (a child process spinning on one core, started before and stopped after
-the phase), and within each phase the engines alternate in blocks of --block runs after one
-untimed run. Prints the CPU, the medians per engine and phase, and each engine's slowdown (loaded
+the phase), and within each phase the engines alternate: --settle untimed runs each (a load
+lasts longer than a few runs, and stagecraft adapts its intra-op threads to it after a few), then
+blocks of --block runs after one untimed run. Prints the CPU, the medians per engine and phase, and each engine's slowdown (loaded
 median / idle median), with the OpenMP settings of the environment (OMP_WAIT_POLICY,
 GOMP_SPINCOUNT), which must be set before the process starts.
 
@@ -41,6 +42,9 @@ def main() -> None:
     parser.add_argument("models", nargs="+")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--block", type=int, default=5)
+    parser.add_argument("--settle", type=int, default=8,
+                        help="untimed runs of each engine when a phase begins (a load lasts longer than a block: "
+                             "stagecraft adapts its threads to it after a few runs)")
     parser.add_argument("--schedule", default="dp")
     parser.add_argument("--cache-dir", default=".cache/contention")
     parser.add_argument("--out", default="")
@@ -48,7 +52,8 @@ def main() -> None:
     env = ", ".join(f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS")
                     if k in os.environ) or "OpenMP defaults"
     lines = [f"CPU: {machine()}; onnxruntime {ort.__version__}; {env}; stagecraft schedule "
-             f"{args.schedule}; {args.rounds} rounds x {args.block} runs per engine and phase", "",
+             f"{args.schedule}; {args.rounds} rounds x {args.block} runs per engine and phase, after "
+             f"{args.settle} untimed", "",
              "| model | engine | idle ms | one core busy ms | slowdown |", "|---|---|---|---|---|"]
     print(lines[0], flush=True)
     for path in args.models:
@@ -66,6 +71,9 @@ def main() -> None:
                     hog = multiprocessing.Process(target=spin, daemon=True)
                     hog.start()
                     time.sleep(0.2)
+                for _ in range(args.settle):
+                    for f in engines.values():
+                        f()
                 for e, f in engines.items():
                     times[(e, phase)] += timed_block(f, args.block)
                 if hog:

@@ -159,6 +159,10 @@ void run_run(const RunOptions& o) {
   std::cout << "  latency: median " << fixed(t.median, 3) << " ms, p10 " << fixed(t.p10, 3)
             << " ms, p90 " << fixed(t.p90, 3) << " ms over " << o.iters << " runs; "
             << fixed(static_cast<double>(batch) * 1e3 / t.median, 1) << " images/s\n";
+  if (executor.limited_runs() > 0) {
+    std::cout << "  threads: " << executor.limited_runs() << " of " << o.warmup + o.iters
+              << " runs used kernels built for half the threads (runs were slow: another process held cores)\n";
+  }
   if (!o.trace.empty()) {
     std::vector<executor::KernelTiming> timings;
     executor.execute(&timings);

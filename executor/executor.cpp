@@ -70,7 +70,9 @@ Stream& StreamPool::get(size_t i) {
 }
 
 Executor::Executor(ExecutionPlan& plan, StreamPool* pool, ExecutorOptions options)
-    : plan_(plan), options_(options) {
+    : plan_(plan),
+      options_(options),
+      limiter_(options.adapt_threads && plan.can_limit_threads() ? plan.parallelism() : 1) {
   for (int s = 0; s < plan.num_streams(); ++s) {
     if (pool) {
       streams_.push_back(&pool->get(static_cast<size_t>(s)));
@@ -137,7 +139,8 @@ void Executor::enqueue(std::vector<KernelTiming>* timings) {
       slot->kernel = i;
       stream.host_callback([slot, now_us] { slot->start_us = now_us(); });
     }
-    k.kernel->launch(stream);
+    Kernel* kernel = limited_ && (*limited_)[i] ? (*limited_)[i].get() : k.kernel.get();
+    kernel->launch(stream);
     if (timings) {
       KernelTiming* slot = &(*timings)[i];
       stream.host_callback([slot, now_us] { slot->end_us = now_us(); });
@@ -169,8 +172,34 @@ bool Executor::replay() {
 }
 
 void Executor::execute(std::vector<KernelTiming>* timings) {
-  if (timings || !replay()) enqueue(timings);
-  for (Stream* s : streams_) s->synchronize();
+  const int limit = options_.threads > 0 && plan_.can_limit_threads() ? options_.threads
+                    : timings                                          ? 0
+                                                                       : limiter_.limit();
+  limited_ = limit > 0 ? &plan_.limited_kernels(limit) : nullptr;
+  const bool watch_idle = limit > 0 && options_.threads == 0;  // see below
+  if (watch_idle) idle_.begin();
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    if (timings || !replay()) enqueue(timings);
+    for (Stream* s : streams_) s->synchronize();
+  } catch (...) {
+    limited_ = nullptr;
+    throw;
+  }
+  limited_ = nullptr;
+  if (timings || captured_) return;
+  limiter_.record(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  // While limited, whether the cores the limit leaves sit idle during the runs (the other process
+  // gone), over runs that add up to a quarter of a second (the counters tick every 10 ms).
+  if (!watch_idle) {
+    idle_.reset();
+    return;
+  }
+  idle_.end();
+  if (idle_.measured_s() >= 0.25) {
+    if (const std::optional<double> idle = idle_.idle_cores()) limiter_.note_idle_cores(*idle);
+    idle_.reset();
+  }
 }
 
 double Executor::execute_repeated(int times) {

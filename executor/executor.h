@@ -9,10 +9,13 @@
 ///   double ms = executor.execute_repeated(10);  // mean of 10 back-to-back runs
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "executor/plan.h"
+#include "executor/thread_limiter.h"
+#include "common/idle_cores.h"
 
 namespace stagecraft::executor {
 
@@ -50,6 +53,12 @@ struct ExecutorOptions {
   /// Capture the whole run once as a CUDA Graph and replay it when the backend can; otherwise,
   /// or when false, launch kernel by kernel on the streams ("stream mode").
   bool replay_cuda_graph = true;
+  /// execute() runs the plan's kernels built for fewer intra-op threads while its runs show that
+  /// another process holds cores (ThreadLimiter; needs PlanOptions::can_limit_threads).
+  bool adapt_threads = true;
+  /// At most this many intra-op threads per kernel on every run (the plan's kernels built again
+  /// for it; needs PlanOptions::can_limit_threads); 0: the plan's, adapting as above.
+  int threads = 0;
 };
 
 /// Runs a plan on its backend: streams and events, uploads and downloads.
@@ -72,6 +81,8 @@ class Executor {
   /// With `timings`, runs in stream mode and records when each kernel started and ended (host
   /// callbacks on the streams; for traces, not for timing).
   void execute(std::vector<KernelTiming>* timings = nullptr);
+  /// Runs of execute() made with kernels built for fewer intra-op threads (see ThreadLimiter).
+  int64_t limited_runs() const { return limiter_.limited_runs(); }
   /// Whether runs are replayed from a capture (known after the first execute).
   bool captured() const { return captured_ != nullptr; }
   /// Downloads the outputs of the last run.
@@ -94,6 +105,9 @@ class Executor {
   std::vector<std::unique_ptr<Event>> barrier_;  // one per stream, for execute_repeated
   std::vector<size_t> order_;                    // launch_order of the plan's kernels
   ExecutorOptions options_;
+  ThreadLimiter limiter_;
+  IdleCores idle_;  // during the current stretch of limited runs
+  const std::vector<std::unique_ptr<Kernel>>* limited_ = nullptr;  // this run's, or none
   bool capture_tried_ = false;
   std::unique_ptr<CapturedWork> captured_;
 

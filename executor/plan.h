@@ -22,7 +22,9 @@
 ///   Executor executor(plan);
 ///   std::vector<HostTensor> outputs = executor.run({input});
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,10 @@ struct PlanOptions {
   /// Bytes of guard after every buffer, filled with a pattern that guards_intact() checks (tests:
   /// kernels must never write outside their tensors). 0: none.
   size_t guard_bytes = 0;
+  /// Keep what it takes to build the kernels again with fewer intra-op threads
+  /// (ExecutionPlan::limited_kernels, which Executor::execute uses when its runs show that another
+  /// process holds cores). The weights the plan is made from must then outlive it.
+  bool can_limit_threads = false;
 };
 
 /// An op that does not run in the layout the plan was asked for.
@@ -132,6 +138,16 @@ class ExecutionPlan {
   const std::vector<LayoutFallback>& fallbacks() const { return fallbacks_; }
   /// The layouts of the rank-4 op outputs as run, e.g. "nChw8c" or "114 nhwc + 5 nChw16c".
   const std::string& layout_summary() const { return layout_summary_; }
+  /// Intra-op threads of a kernel that has the device to itself (kernels of concurrent stages
+  /// share them).
+  int parallelism() const { return parallelism_; }
+  /// Whether limited_kernels() can build kernels again (PlanOptions::can_limit_threads).
+  bool can_limit_threads() const { return !rebuild_.empty(); }
+  /// The kernels built again for at most `threads` intra-op threads, bound to the same tensors and
+  /// workspace, in kernels() order; nullptr where a kernel already uses no more, or where the
+  /// backend cannot build it so (its kernel then runs as planned). Built on the first call for a
+  /// thread count, kept after; thread-safe. Needs can_limit_threads().
+  const std::vector<std::unique_ptr<Kernel>>& limited_kernels(int threads);
   /// With PlanOptions::guard_bytes: whether every guard still holds its pattern (no kernel wrote
   /// past the end of a buffer); lists the overwritten ones in `damaged` when given.
   bool guards_intact(std::vector<std::string>* damaged = nullptr) const;
@@ -147,6 +163,19 @@ class ExecutionPlan {
   std::vector<TensorRef> outputs_;
   int num_streams_ = 1;
   int num_events_ = 0;
+  int parallelism_ = 1;
+  // What a kernel is built again from (PlanOptions::can_limit_threads): its spec, its tensors and
+  // its workspace (and how large that is). Empty: the plan does not keep them.
+  struct Rebuild {
+    KernelSpec spec;
+    std::vector<TensorRef> srcs, dsts;
+    void* workspace = nullptr;
+    size_t workspace_bytes = 0;
+    bool copy = false;
+  };
+  std::vector<Rebuild> rebuild_;
+  std::mutex limited_mutex_;
+  std::map<int, std::vector<std::unique_ptr<Kernel>>> limited_;  // by thread count
   MemoryReport memory_;
   std::vector<LayoutFallback> fallbacks_;
   std::string layout_summary_;

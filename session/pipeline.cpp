@@ -225,10 +225,13 @@ PreparedPlan Pipeline::plan(const Model& model, ScheduledGraph scheduled) {
 PreparedPlan Pipeline::plan(const graph::Graph& graph, const graph::WeightStore& weights,
                             ScheduledGraph scheduled) {
   check_precision(graph);
+  executor::Backend& b = backend("running a plan");
+  executor::PlanOptions options = plan_options(scheduled.schedule.layouts);
+  // Where kernels divide cores between threads, a run may use kernels built for fewer of them
+  // while another process holds cores (Executor::execute); the weights outlive the plan here.
+  options.can_limit_threads = b.capabilities().streams_share_cores;
   PreparedPlan prepared;
-  prepared.plan = std::make_unique<executor::ExecutionPlan>(
-      graph, scheduled.schedule, weights, backend("running a plan"),
-      plan_options(scheduled.schedule.layouts));
+  prepared.plan = std::make_unique<executor::ExecutionPlan>(graph, scheduled.schedule, weights, b, options);
   prepared.fallback_note = report_fallbacks(*prepared.plan);
   prepared.scheduled = std::move(scheduled);
   return prepared;

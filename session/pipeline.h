@@ -91,7 +91,8 @@ class Pipeline {
   /// Step 2 for a schedule already in memory (validated against `graph`), in its own layouts.
   ScheduledGraph adopt(const graph::Graph& graph, scheduler::Schedule schedule);
   /// Step 3: the plan of `model` with `scheduled`; layout fallbacks are reported on options.log
-  /// (once per layout and process) and in PreparedPlan::fallback_note.
+  /// (once per layout and process) and in PreparedPlan::fallback_note. The model's weights must
+  /// outlive the plan (on the CPU its executors may build kernels again for fewer threads).
   PreparedPlan plan(const Model& model, ScheduledGraph scheduled);
   /// Step 3 for a graph and weights held apart (an int8 graph beside the f32 model's weights).
   PreparedPlan plan(const graph::Graph& graph, const graph::WeightStore& weights,

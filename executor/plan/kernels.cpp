@@ -35,6 +35,8 @@ std::vector<PlannedKernel> create_kernels(PlanIR& ir) {
     arena[s] = ir.allocate(workspace[s]);
     ir.memory.workspace_bytes += workspace[s];
   }
+  ir.workspace = arena;
+  ir.workspace_bytes = workspace;
   const auto ref = [&](int v) { return TensorRef{ir.address[v], ir.values[v].desc}; };
   for (size_t t = 0; t < ir.tasks.size(); ++t) {
     std::vector<TensorRef> srcs, dsts;

@@ -181,6 +181,16 @@ class PlanBuilder {
     for (int v : ir.output_values) plan.outputs_.push_back({ir.address[v], ir.values[v].desc});
     plan.num_streams_ = ir.num_streams;
     plan.num_events_ = ir.num_events;
+    plan.parallelism_ = ir.parallelism;
+    if (options.can_limit_threads && ir.parallelism > 1) {
+      for (const planning::Task& task : ir.tasks) {
+        ExecutionPlan::Rebuild r{task.spec, {}, {}, ir.workspace[static_cast<size_t>(task.stream)],
+                                 ir.workspace_bytes[static_cast<size_t>(task.stream)], task.copy};
+        for (int v : task.srcs) r.srcs.push_back({ir.address[v], ir.values[v].desc});
+        for (int v : task.dsts) r.dsts.push_back({ir.address[v], ir.values[v].desc});
+        plan.rebuild_.push_back(std::move(r));
+      }
+    }
     plan.memory_ = ir.memory;
     plan.fallbacks_ = std::move(ir.fallbacks);
     plan.layout_summary_ = planning::summarise_layouts(ir);
@@ -222,6 +232,27 @@ ExecutionPlan::ExecutionPlan(const graph::Graph& graph, const scheduler::Schedul
 }
 
 ExecutionPlan::~ExecutionPlan() = default;
+
+const std::vector<std::unique_ptr<Kernel>>& ExecutionPlan::limited_kernels(int threads) {
+  const std::lock_guard<std::mutex> lock(limited_mutex_);
+  auto [it, fresh] = limited_.try_emplace(threads);
+  if (!fresh) return it->second;
+  std::vector<std::unique_ptr<Kernel>>& kernels = it->second;
+  kernels.resize(kernels_.size());
+  for (size_t i = 0; i < rebuild_.size() && i < kernels_.size(); ++i) {
+    const Rebuild& r = rebuild_[i];
+    if (r.copy || r.spec.threads <= threads) continue;
+    KernelSpec spec = r.spec;
+    spec.threads = threads;
+    const KernelDesc desc = backend_.supports(spec);
+    if (!desc.runnable()) continue;
+    std::unique_ptr<Kernel> k = backend_.create_kernel(spec, desc);
+    if (k->workspace_bytes() > r.workspace_bytes) continue;  // the planned kernel runs instead
+    k->bind(r.srcs, r.dsts, r.workspace);
+    kernels[i] = std::move(k);
+  }
+  return kernels;
+}
 
 bool ExecutionPlan::guards_intact(std::vector<std::string>* damaged) const {
   bool intact = true;

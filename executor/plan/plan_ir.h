@@ -111,6 +111,8 @@ struct PlanIR {
   std::vector<void*> address;            ///< of every value
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<size_t> buffer_bytes;      ///< usable bytes of each buffer (guards follow)
+  std::vector<void*> workspace;          ///< of each stream (create_kernels; nullptr: none)
+  std::vector<size_t> workspace_bytes;   ///< its size
 
   /// Adds a value; returns its id.
   int new_value(const graph::TensorDesc& desc);

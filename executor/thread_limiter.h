@@ -1,0 +1,76 @@
+#pragma once
+/// ThreadLimiter: how many intra-op threads an executor's kernels use, decided from its own run
+/// latencies. Kernels split their work evenly over their threads (oneDNN's OpenMP kernels,
+/// statically), so when another process holds one of the cores every kernel waits for the thread
+/// that shares it: on 2 cores with one kept busy, resnet50 and inception_v3 took 2.2-2.6x their
+/// idle latency with 2 threads and 1.8-2.0x with 1 (bench/results/contention_zen4.md).
+///
+/// The rule: runs with the plan's threads set the reference (the fastest median of 5 runs so
+/// far). When the median of the last 5 runs is 1.3x that or more, the kernels try half the
+/// threads; they keep the limit while its runs are faster than the slow ones that set it off,
+/// and go back when they are not, or when a probe run with every thread takes under 0.8x the
+/// limited median (probes after 2 limited runs, then 4, 8 and every 16, and sooner when the cores
+/// the limit leaves sat idle: note_idle_cores, at most once per 4 limited runs, less often after
+/// each such probe that was slower).
+/// After a try that did not help the next waits 16 runs, twice as long after each such try (up
+/// to 1024). An idle machine never pays: the limit is tried only after slow runs.
+///
+/// Example (what Executor::execute does):
+///   ThreadLimiter limiter(plan_threads);
+///   for (...) { stream.limit_threads(limiter.limit()); run(); limiter.record(ms); }
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+
+namespace stagecraft::executor {
+
+class ThreadLimiter {
+ public:
+  /// `threads`: the most intra-op threads a kernel of the plan uses (1: nothing to limit).
+  explicit ThreadLimiter(int threads) : threads_(threads) {}
+  /// The limit for the next run (0: none, each kernel its own threads).
+  int limit() const;
+  /// Whether the limit is on (a probe run then still uses every thread).
+  bool limiting() const { return limited_; }
+  /// The latency (ms) of a run made under limit().
+  void record(double ms);
+  /// While limited: the cores that sat idle over the last limited runs (IdleCores, over a few
+  /// hundred ms). Half a core or more means the other process is gone: the next run probes.
+  void note_idle_cores(double cores);
+  /// Runs made under a limit so far.
+  int64_t limited_runs() const { return limited_runs_; }
+
+  static constexpr size_t kWindow = 5;       ///< runs per median
+  static constexpr double kSlower = 1.3;     ///< median / reference that sets the limit off
+  static constexpr double kGone = 0.8;       ///< probe / limited median that ends it
+  static constexpr double kIdleCore = 0.5;   ///< idle cores (note_idle_cores) that call a probe,
+  static constexpr int kFirstIdleProbeGap = 4;      ///< at most once per this many limited runs,
+  static constexpr int kLongestIdleProbeGap = 128;  ///< doubling after each that was slower
+  static constexpr int kFirstProbe = 2;      ///< limited runs before the first probe with every
+  static constexpr int kProbeEvery = 16;     ///< thread, doubling up to this
+  static constexpr int64_t kFirstWait = 16;  ///< full runs after a failed try, doubling up to
+  static constexpr int64_t kLongestWait = 1024;
+
+ private:
+  static double median(const std::deque<double>& runs);
+  void back_to_every_thread(bool failed);
+
+  int threads_;
+  bool limited_ = false;
+  bool probing_ = false;                // the next run uses every thread
+  bool helped_ = false;                 // a window of limited runs beat the slow ones
+  std::deque<double> full_, reduced_;   // the last kWindow runs of each kind
+  double reference_ = 0;                // fastest median of full runs (0: none yet)
+  double trigger_ = 0;                  // the full median that set the limit off
+  int since_probe_ = 0;
+  int probe_after_ = kFirstProbe;
+  bool idle_probe_ = false;             // the probe under way was called by idle cores
+  int since_idle_probe_ = 0;
+  int idle_probe_gap_ = kFirstIdleProbeGap;
+  int64_t wait_ = 0;                    // full runs before the limit may be tried again
+  int64_t backoff_ = kFirstWait;        // the next wait after a failed try
+  int64_t limited_runs_ = 0;
+};
+
+}  // namespace stagecraft::executor
