@@ -73,6 +73,9 @@ void add_backend_options(CLI::App& command, SessionOptions& options, bool backen
                    "each layer rounding 5-20x more than a direct kernel (default: F(2x2,3x3), F(2,K))");
   command.add_flag("!--stream-mode", options.executor.replay_cuda_graph,
                    "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
+  command.add_flag("!--fixed-threads", options.executor.adapt_threads,
+                   "CPU: every run uses the plan's intra-op threads (default: kernels built again for "
+                   "half of them while slow runs show another process holding cores)");
 }
 
 void add_search_options(CLI::App& command, scheduler::SearchOptions& options) {

@@ -5,38 +5,47 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-#include <string>
+#include <fcntl.h>
+
+#include <cstdio>
+#include <cstring>
 
 namespace stagecraft {
-namespace {
 
-std::optional<uint64_t> idle_ticks() {
-  std::ifstream in("/proc/stat");
-  if (!in) return std::nullopt;
+IdleCores::~IdleCores() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<uint64_t> IdleCores::idle_ticks() {
+  if (fd_ < 0) fd_ = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return std::nullopt;
+  buffer_.resize(1 << 16);  // the cpuN lines of 500 CPUs
+  const ssize_t n = pread(fd_, buffer_.data(), buffer_.size() - 1, 0);
+  if (n <= 0) return std::nullopt;
+  buffer_[static_cast<size_t>(n)] = '\0';
+  const char* text = buffer_.data();
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   const bool masked = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
   uint64_t total = 0;
   bool any = false;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("cpu", 0) != 0) break;  // the cpu lines come first
-    if (line.size() < 4 || line[3] < '0' || line[3] > '9') continue;  // the "cpu" total line
-    std::istringstream fields(line.substr(3));
+  // The cpuN lines come first: "cpuN user nice system idle iowait ...".
+  for (const char* line = text; std::strncmp(line, "cpu", 3) == 0;) {
     int cpu = -1;
-    uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
-    if (!(fields >> cpu >> user >> nice >> system >> idle >> iowait)) continue;
-    if (masked && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))) continue;
-    total += idle + iowait;
-    any = true;
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
+    if (line[3] >= '0' && line[3] <= '9' &&
+        std::sscanf(line + 3, "%d %llu %llu %llu %llu %llu", &cpu, &user, &nice, &system, &idle, &iowait) == 6 &&
+        (!masked || (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)))) {
+      total += idle + iowait;
+      any = true;
+    }
+    const char* next = std::strchr(line, '\n');
+    if (next == nullptr) break;
+    line = next + 1;
   }
   if (!any) return std::nullopt;
   return total;
 }
-
-}  // namespace
 
 void IdleCores::begin() {
   start_ticks_ = idle_ticks();

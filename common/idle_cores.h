@@ -2,7 +2,7 @@
 // IdleCores: how many of this process's cores sat idle during some stretches of time, from the
 // kernel's per-CPU counters (Linux /proc/stat: idle and iowait time of each CPU in the process's
 // affinity mask). Coarse (the counters tick 100 times a second): meant for stretches that add up
-// to a few hundred ms.
+// to a few hundred ms. The file is opened once and read again for each reading.
 //
 // Example:
 //   IdleCores meter;
@@ -12,11 +12,16 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace stagecraft {
 
 class IdleCores {
  public:
+  IdleCores() = default;
+  ~IdleCores();
+  IdleCores(const IdleCores&) = delete;
+  IdleCores& operator=(const IdleCores&) = delete;
   /// A stretch begins (a begin() without end() before it is forgotten).
   void begin();
   /// The stretch ends: its idle time and its length are added to the totals.
@@ -35,6 +40,10 @@ class IdleCores {
   double seconds_ = 0;
   uint64_t idle_ticks_ = 0;
   bool readable_ = true;
+  int fd_ = -1;  // /proc/stat, opened at the first begin() and read again from its start (no
+                 // open per run)
+  std::vector<char> buffer_;
+  std::optional<uint64_t> idle_ticks();
 };
 
 }  // namespace stagecraft
