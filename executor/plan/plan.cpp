@@ -244,12 +244,17 @@ const std::vector<std::unique_ptr<Kernel>>& ExecutionPlan::limited_kernels(int t
     if (r.copy || r.spec.threads <= threads) continue;
     KernelSpec spec = r.spec;
     spec.threads = threads;
-    const KernelDesc desc = backend_.supports(spec);
-    if (!desc.runnable()) continue;
-    std::unique_ptr<Kernel> k = backend_.create_kernel(spec, desc);
-    if (k->workspace_bytes() > r.workspace_bytes) continue;  // the planned kernel runs instead
-    k->bind(r.srcs, r.dsts, r.workspace);
-    kernels[i] = std::move(k);
+    // Whatever goes wrong here, the planned kernel runs instead: a run never fails for this.
+    try {
+      const KernelDesc desc = backend_.supports(spec);
+      if (!desc.runnable()) continue;
+      std::unique_ptr<Kernel> k = backend_.create_kernel(spec, desc);
+      if (k->workspace_bytes() > r.workspace_bytes) continue;
+      k->bind(r.srcs, r.dsts, r.workspace);
+      kernels[i] = std::move(k);
+    } catch (const std::exception&) {
+      continue;
+    }
   }
   return kernels;
 }
