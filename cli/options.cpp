@@ -74,8 +74,7 @@ void add_backend_options(CLI::App& command, SessionOptions& options, bool backen
   command.add_flag("!--stream-mode", options.executor.replay_cuda_graph,
                    "CUDA: launch kernel by kernel instead of replaying a captured CUDA Graph");
   command.add_flag("!--fixed-threads", options.executor.adapt_threads,
-                   "CPU: every run uses the plan's intra-op threads (default: kernels built again for "
-                   "half of them while slow runs show another process holding cores)");
+                   "CPU: keep every thread (default: half while another process holds cores)");
 }
 
 void add_search_options(CLI::App& command, scheduler::SearchOptions& options) {
