@@ -122,7 +122,8 @@ void Executor::set_input(size_t index, std::span<const float> values) {
   upload_tensor(plan_.backend(), refs[index], values);
 }
 
-void Executor::enqueue(std::vector<KernelTiming>* timings) {
+void Executor::enqueue(std::vector<KernelTiming>* timings,
+                       const std::vector<std::unique_ptr<Kernel>>* limited) {
   const auto& kernels = plan_.kernels();
   const auto start = std::chrono::steady_clock::now();
   if (timings) timings->assign(kernels.size(), KernelTiming{});
@@ -139,7 +140,7 @@ void Executor::enqueue(std::vector<KernelTiming>* timings) {
       slot->kernel = i;
       stream.host_callback([slot, now_us] { slot->start_us = now_us(); });
     }
-    Kernel* kernel = limited_ && (*limited_)[i] ? (*limited_)[i].get() : k.kernel.get();
+    Kernel* kernel = limited && (*limited)[i] ? (*limited)[i].get() : k.kernel.get();
     kernel->launch(stream);
     if (timings) {
       KernelTiming* slot = &(*timings)[i];
@@ -175,18 +176,12 @@ void Executor::execute(std::vector<KernelTiming>* timings) {
   const int limit = options_.threads > 0 && plan_.can_limit_threads() ? options_.threads
                     : timings                                          ? 0
                                                                        : limiter_.limit();
-  limited_ = limit > 0 ? &plan_.limited_kernels(limit) : nullptr;
+  const auto* limited = limit > 0 ? &plan_.limited_kernels(limit) : nullptr;
   const bool watch_idle = limit > 0 && options_.threads == 0;  // see below
   if (watch_idle) idle_.begin();
   const auto t0 = std::chrono::steady_clock::now();
-  try {
-    if (timings || !replay()) enqueue(timings);
-    for (Stream* s : streams_) s->synchronize();
-  } catch (...) {
-    limited_ = nullptr;
-    throw;
-  }
-  limited_ = nullptr;
+  if (timings || limited || !replay()) enqueue(timings, limited);
+  for (Stream* s : streams_) s->synchronize();
   if (timings || captured_) return;
   limiter_.record(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   // While limited, whether the cores the limit leaves sit idle during the runs (the other process

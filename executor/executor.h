@@ -107,11 +107,12 @@ class Executor {
   ExecutorOptions options_;
   ThreadLimiter limiter_;
   IdleCores idle_;  // during the current stretch of limited runs
-  const std::vector<std::unique_ptr<Kernel>>* limited_ = nullptr;  // this run's, or none
   bool capture_tried_ = false;
   std::unique_ptr<CapturedWork> captured_;
 
-  void enqueue(std::vector<KernelTiming>* timings);
+  // Launches the plan's kernels, or `limited`'s where it has one (ExecutionPlan::limited_kernels).
+  void enqueue(std::vector<KernelTiming>* timings,
+               const std::vector<std::unique_ptr<Kernel>>* limited = nullptr);
   bool replay();  // launches the captured run if there is (or can be) one
 };
 

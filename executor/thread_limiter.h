@@ -16,8 +16,12 @@
 /// to 1024). An idle machine never pays: the limit is tried only after slow runs.
 ///
 /// Example (what Executor::execute does):
-///   ThreadLimiter limiter(plan_threads);
-///   for (...) { stream.limit_threads(limiter.limit()); run(); limiter.record(ms); }
+///   ThreadLimiter limiter(plan.parallelism());
+///   for (...) {
+///     const int limit = limiter.limit();  // 0: the plan's kernels
+///     run(limit > 0 ? plan.limited_kernels(limit) : plan's kernels);
+///     limiter.record(ms);
+///   }
 
 #include <cstddef>
 #include <cstdint>
