@@ -55,16 +55,38 @@ int64_t TensorSpec::numel() const {
   return n;
 }
 
+namespace {
+
 ModelIo describe_graph(const graph::Graph& g, const ServeOptions& options) {
   const bool batching = options.max_batch_size > 0;
   return {tensor_specs(g, g.inputs(), batching, options.source.spec, "input"),
           tensor_specs(g, g.outputs(), batching, options.source.spec, "output")};
 }
 
+}  // namespace
+
+ModelIo describe_model(const graph::Graph& g, const graph::OnnxTail* tail, const ServeOptions& options) {
+  if (!tail) return describe_graph(g, options);
+  const bool batching = options.max_batch_size > 0;
+  ModelIo io{tensor_specs(g, g.inputs(), batching, options.source.spec, "input"), {}};
+  // The graph's outputs are what the tail reads; the model's are the tail's, one sample at a time.
+  for (const graph::DeclaredOutput& d : tail->declared()) {
+    std::vector<int64_t> dims = d.dims;
+    if (batching) {
+      if (dims.empty() || (dims[0] != 1 && dims[0] != -1)) {
+        throw UsageError(cat(options.source.spec, ": output '", d.name, "' is declared ",
+                             dims.empty() ? "a scalar" : cat("[", join(dims, ", "), "]"),
+                             ": its first dimension is not the batch; serve it with max_batch_size 0"));
+      }
+      dims.erase(dims.begin());
+    }
+    io.outputs.push_back({d.name, std::move(dims)});
+  }
+  return io;
+}
+
 namespace {
 
-// The server's outputs are the graph's, of fixed shapes: a model whose last nodes run on the host
-// after the plan (their shapes depend on the data) is refused.
 // Marks the dimensions an ONNX model leaves symbolic (besides the batch) -1 in `io`, and then
 // every output dimension; returns whether there were any.
 bool mark_dynamic(ModelIo& io, const ServeOptions& options) {
@@ -86,14 +108,6 @@ bool mark_dynamic(ModelIo& io, const ServeOptions& options) {
   return dynamic;
 }
 
-void refuse_tail(const std::string& spec, const std::shared_ptr<const graph::OnnxTail>& tail) {
-  if (!tail) return;
-  throw UsageError(cat(spec, ": its outputs come from ", tail->summary(), ", whose shapes depend on "
-                       "the data; the Triton backend serves fixed-shape outputs only: run it with the "
-                       "Python Session (or its Ray Serve deployment), or export the model without "
-                       "in-graph NMS (Ultralytics: nms=False)"));
-}
-
 }  // namespace
 
 ModelIo describe_model(const ServeOptions& options) {
@@ -102,8 +116,7 @@ ModelIo describe_model(const ServeOptions& options) {
   source.dtype = "f32";  // the inputs and outputs are f32 whatever the graph computes in
   std::shared_ptr<const graph::OnnxTail> tail;
   const graph::Graph g = session::load_source(source, &tail);
-  refuse_tail(options.source.spec, tail);
-  ModelIo io = describe_graph(g, options);
+  ModelIo io = describe_model(g, tail.get(), options);
   mark_dynamic(io, options);
   return io;
 }
@@ -125,8 +138,9 @@ ModelRunner::ModelRunner(ServeOptions options, CorePool& pool,
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  refuse_tail(options_.source.spec, model_at(1, {})->tail);
-  default_io_ = describe_graph(model_at(1, {})->graph, options_);
+  const std::shared_ptr<const session::Model> model = model_at(1, {});
+  tail_ = model->tail != nullptr;
+  default_io_ = describe_model(model->graph, model->tail.get(), options_);
   for (const TensorSpec& t : default_io_.inputs) default_shapes_.push_back(t.dims);
   io_ = default_io_;
   dynamic_ = mark_dynamic(io_, options_);
@@ -180,7 +194,10 @@ ModelIo ModelRunner::io_locked(const SampleShapes& key) {
   }
   touch(key);
   auto described = ios_.find(key);
-  if (described == ios_.end()) described = ios_.emplace(key, describe_graph(model_at(1, key)->graph, options_)).first;
+  if (described == ios_.end()) {
+    const std::shared_ptr<const session::Model> model = model_at(1, key);
+    described = ios_.emplace(key, describe_model(model->graph, model->tail.get(), options_)).first;
+  }
   return described->second;
 }
 
@@ -225,31 +242,40 @@ void ModelRunner::prepare(int64_t batch) {
   const std::lock_guard<std::mutex> lock(mutex_);
   CorePool::Grant cores = grant();
   const OmpThreads threads(cores.cores());
-  plan_for(planned_batch(batch), cores.cores(), {});
+  plan_for(tail_ ? 1 : planned_batch(batch), cores.cores(), {});
 }
 
-void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> srcs,
-                      std::span<const std::span<float>> dsts, const SampleShapes& shapes) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  const SampleShapes key = key_of(shapes);
-  const ModelIo io = io_locked(key);
+void ModelRunner::check_inputs(int64_t batch, std::span<const std::span<const float>> srcs,
+                               const ModelIo& io) const {
   const int64_t max_batch = std::max<int64_t>(1, options_.max_batch_size);
   if (batch < 1 || batch > max_batch) {
-    throw UsageError(cat(options_.source.spec, ": batch of ", batch,
-                         " samples, the model takes 1 "
-                         "to ",
-                         max_batch, " (max_batch_size)"));
+    throw UsageError(cat(options_.source.spec, ": batch of ", batch, " samples, the model takes 1 to ", max_batch,
+                         " (max_batch_size)"));
   }
-  if (srcs.size() != io.inputs.size() || dsts.size() != io.outputs.size()) {
-    throw UsageError(cat(options_.source.spec, ": ", srcs.size(), " input(s) and ", dsts.size(),
-                         " output(s) given, the model has ", io.inputs.size(), " and ",
-                         io.outputs.size()));
+  if (srcs.size() != io.inputs.size()) {
+    throw UsageError(cat(options_.source.spec, ": ", srcs.size(), " input(s) given, the model has ", io.inputs.size()));
   }
   for (size_t i = 0; i < srcs.size(); ++i) {
     if (static_cast<int64_t>(srcs[i].size()) != batch * io.inputs[i].numel()) {
       throw UsageError(cat("input '", io.inputs[i].name, "': ", srcs[i].size(), " values, ", batch,
                            " sample(s) of ", io.inputs[i].numel(), " expected"));
     }
+  }
+}
+
+void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> srcs,
+                      std::span<const std::span<float>> dsts, const SampleShapes& shapes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (tail_) {
+    throw UsageError(cat(options_.source.spec, ": its output shapes depend on the data (",
+                         model_at(1, {})->tail->summary(), "): run it with run_shaped()"));
+  }
+  const SampleShapes key = key_of(shapes);
+  const ModelIo io = io_locked(key);
+  check_inputs(batch, srcs, io);
+  if (dsts.size() != io.outputs.size()) {
+    throw UsageError(cat(options_.source.spec, ": ", dsts.size(), " output(s) given, the model has ",
+                         io.outputs.size()));
   }
   for (size_t i = 0; i < dsts.size(); ++i) {
     if (static_cast<int64_t>(dsts[i].size()) != batch * io.outputs[i].numel()) {
@@ -281,6 +307,75 @@ void ModelRunner::run(int64_t batch, std::span<const std::span<const float>> src
     planned.executor->output_into(i, staging);
     std::copy_n(staging.begin(), dsts[i].size(), dsts[i].begin());
   }
+}
+
+namespace {
+
+// Appends one sample's outputs `sample` to `joined` (the samples so far): with batching each
+// output's first dimension is the sample's (1), and the samples join along it; without, the one
+// sample's outputs are the result.
+void join_sample(std::vector<graph::ModelOutput>& joined, std::vector<graph::ModelOutput>&& sample,
+                 bool batching, const std::string& spec) {
+  for (size_t i = 0; i < sample.size(); ++i) {
+    graph::ModelOutput& out = sample[i];
+    if (!batching) continue;
+    if (out.dims.empty() || out.dims[0] != 1) {
+      throw UsageError(cat(spec, ": output '", out.name, "' of one sample has shape [", join(out.dims, ", "),
+                           "]: its first dimension is not the batch; serve it with max_batch_size 0"));
+    }
+    if (joined.empty()) continue;
+    graph::ModelOutput& all = joined[i];
+    if (!std::equal(all.dims.begin() + 1, all.dims.end(), out.dims.begin() + 1, out.dims.end())) {
+      std::vector<int64_t> first = all.dims;
+      first[0] = 1;
+      throw UsageError(cat(spec, ": output '", out.name, "' has shape [", join(first, ", "), "] for one sample and [",
+                           join(out.dims, ", "), "] for another of the same request: send them in separate "
+                           "requests"));
+    }
+    all.dims[0] += 1;
+    all.data.insert(all.data.end(), out.data.begin(), out.data.end());
+  }
+  if (joined.empty()) joined = std::move(sample);
+}
+
+}  // namespace
+
+std::vector<graph::ModelOutput> ModelRunner::run_shaped(int64_t batch, std::span<const std::span<const float>> srcs,
+                                                        const SampleShapes& shapes) {
+  if (!tail_) {
+    const ModelIo io = io_for(shapes);
+    std::vector<graph::ModelOutput> outs;
+    std::vector<std::span<float>> dsts;
+    outs.reserve(io.outputs.size());
+    for (const TensorSpec& t : io.outputs) {
+      std::vector<int64_t> dims = t.dims;
+      if (options_.max_batch_size > 0) dims.insert(dims.begin(), batch);
+      outs.push_back({t.name, dims, std::vector<float>(static_cast<size_t>(std::max<int64_t>(0, batch * t.numel())))});
+      dsts.emplace_back(outs.back().data);
+    }
+    run(batch, srcs, dsts, shapes);
+    return outs;
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const SampleShapes key = key_of(shapes);
+  const ModelIo io = io_locked(key);
+  check_inputs(batch, srcs, io);
+  CorePool::Grant cores = grant();
+  const OmpThreads threads(cores.cores());
+  // The tail reads the graph's outputs of one sample (an export's NMS head takes sample 0): each
+  // sample runs alone at batch 1, then the tail.
+  Planned& planned = plan_for(1, cores.cores(), key);
+  std::vector<graph::ModelOutput> joined;
+  for (int64_t s = 0; s < batch; ++s) {
+    for (size_t i = 0; i < srcs.size(); ++i) {
+      const auto n = static_cast<size_t>(io.inputs[i].numel());
+      planned.executor->set_input(i, srcs[i].subspan(static_cast<size_t>(s) * n, n));
+    }
+    planned.executor->execute();
+    join_sample(joined, session::model_outputs(*planned.model, planned.executor->outputs()),
+                options_.max_batch_size > 0, options_.source.spec);
+  }
+  return joined;
 }
 
 std::vector<std::pair<int64_t, int>> ModelRunner::planned() const {

@@ -79,8 +79,11 @@ struct ModelIo {
 /// The inputs and outputs of the model of `options` (loaded at batch 1 with batching); throws
 /// UsageError when batching is asked for a tensor whose first dimension is not the batch.
 ModelIo describe_model(const ServeOptions& options);
-/// The same for `g`, the model of `options` already loaded at batch 1 (0 without batching).
-ModelIo describe_graph(const graph::Graph& g, const ServeOptions& options);
+/// The same for `g` (and its data-dependent `tail`, may be null), the model of `options` already
+/// loaded at batch 1 (0 without batching). With a tail the outputs are the tail's, as the model
+/// declares them (-1 where the data decides); with batching each must be declared with a first
+/// dimension of 1 or symbolic (the batch), else UsageError.
+ModelIo describe_model(const graph::Graph& g, const graph::OnnxTail* tail, const ServeOptions& options);
 
 /// One instance's plans and executors of a model; see the file comment. Thread-safe (one run at a
 /// time).
@@ -111,6 +114,18 @@ class ModelRunner {
   /// batch x io_for(shapes).outputs[i].numel().
   void run(int64_t batch, std::span<const std::span<const float>> srcs,
            std::span<const std::span<float>> dsts, const SampleShapes& shapes = {});
+  /// Whether the model ends in a data-dependent tail (an ONNX model's NonZero / NonMaxSuppression
+  /// and the nodes that read them, evaluated on the host after the plan: frontend/onnx/onnx_tail.h).
+  /// Its outputs' shapes may depend on the data (io() marks them -1); run() refuses it, run_shaped()
+  /// runs it.
+  bool has_tail() const { return tail_; }
+  /// Runs `batch` samples like run() and returns the outputs with the dimensions the run gave them
+  /// (with batching, the batch first). A model with a tail runs its samples one at a time at batch
+  /// 1, the plan then the tail (an exporter's NMS head reads one sample: Ultralytics' `nms=True`
+  /// takes sample 0), and the samples' outputs are joined along their first dimension, which must be
+  /// 1; a request whose samples give different shapes is refused with one line.
+  std::vector<graph::ModelOutput> run_shaped(int64_t batch, std::span<const std::span<const float>> srcs,
+                                             const SampleShapes& shapes = {});
   /// Makes the plan of `batch` now (with a grant of cores, as a run would).
   void prepare(int64_t batch);
   /// The batch size `batch` samples run at: the smallest of options().batch_sizes not below it
@@ -135,10 +150,13 @@ class ModelRunner {
   // The key of `shapes` in models_ and plans_: {} for the configured shape (or a static model).
   SampleShapes key_of(const SampleShapes& shapes) const;
   CorePool::Grant grant();
+  // Throws UsageError unless `srcs` hold `batch` samples (1..max_batch_size) of io's inputs.
+  void check_inputs(int64_t batch, std::span<const std::span<const float>> srcs, const ModelIo& io) const;
 
   ServeOptions options_;
   ModelIo io_;
   bool dynamic_ = false;
+  bool tail_ = false;  // the model has a data-dependent tail (has_tail())
   ModelIo default_io_;           // io() at the configured input shapes (no -1)
   SampleShapes default_shapes_;  // the configured input shapes, per sample
   CorePool& pool_;

@@ -313,8 +313,17 @@ def _model_class() -> type:
                         streams=c.streams or c.threads, progress=False, **c.session)
             if c.input_size:
                 args["input_size"] = c.input_size
-            self.sessions = {b: stagecraft.Session(c.model, batch=b, **args) for b in c.batch_sizes}
-            first = self.sessions[c.batch_sizes[0]]
+            # The model at batch 1 first: a model whose outputs the data shapes (an ONNX model's
+            # data-dependent tail, e.g. in-graph NMS, which reads one sample) runs its samples one
+            # at a time on the plan of batch 1.
+            load_keys = ("input_size", "seed", "dtype", "calibration", "calibration_samples")
+            one = stagecraft.Model(c.model, batch=1, **{k: v for k, v in args.items() if k in load_keys})
+            plan_args = {k: v for k, v in args.items() if k not in load_keys}
+            self.per_sample = bool(one.tail)
+            sizes = [1] if self.per_sample else c.batch_sizes
+            self.sessions = {b: stagecraft.Session(one, **plan_args) if b == 1 else
+                             stagecraft.Session(c.model, batch=b, **args) for b in sizes}
+            first = self.sessions[sizes[0]]
             self.inputs = [(t.name, tuple(t.shape[1:])) for t in first.inputs]
             self.outputs = [(t.name, tuple(t.shape[1:])) for t in first.outputs]
             self.description = first.description
@@ -330,7 +339,8 @@ def _model_class() -> type:
             return {"name": c.name, "model": c.model, "max_batch": c.max_batch,
                     "batch_sizes": list(c.batch_sizes), "schedule": c.schedule,
                     "threads": c.threads, "streams": c.streams or c.threads,
-                    "device": self.description, "plan": self.sessions[c.batch_sizes[-1]].plan,
+                    "device": self.description, "plan": self.sessions[max(self.sessions)].plan,
+                    "per_sample": self.per_sample,
                     "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
                     "inputs": [{"name": n, "shape": [-1, *s], "datatype": "FP32"}
                                for n, s in self.inputs],
@@ -350,10 +360,15 @@ def _model_class() -> type:
                 arrays = self._check(x)
             except RequestError as e:
                 return Refusal(str(e))
-            return Answer(await self._run_batch(arrays), self.node_id, os.getpid())
+            outputs = await self._run_batch(arrays)
+            if isinstance(outputs, Refusal):
+                return outputs
+            return Answer(outputs, self.node_id, os.getpid())
 
         @serve.batch(max_batch_size=8, batch_size_fn=lambda items: sum(a[0].shape[0] for a in items))
-        async def _run_batch(self, items: List[List[np.ndarray]]) -> List[List[np.ndarray]]:
+        async def _run_batch(self, items: List[List[np.ndarray]]) -> List[Any]:
+            if self.per_sample:
+                return await asyncio.get_running_loop().run_in_executor(None, self._run_samples, items)
             counts = [a[0].shape[0] for a in items]
             n = sum(counts)
             size = planned_size(self.config.batch_sizes, n)
@@ -373,7 +388,37 @@ def _model_class() -> type:
                 start += k
             return results
 
+        def _run_samples(self, items: List[List[np.ndarray]]) -> List[Any]:
+            """Each request's samples one at a time (plan, then the tail), joined along the first
+            dimension when their shapes allow it; a Refusal for a request whose do not."""
+            results: List[Any] = []
+            for arrays in items:
+                per = [self.sessions[1].run([x[j:j + 1] for x in arrays]) for j in range(arrays[0].shape[0])]
+                self.served += 1
+                results.append(_join_samples(per, [n for n, _ in self.outputs]))
+            return results
+
     return StagecraftModel
+
+
+def _join_samples(per: List[List[np.ndarray]], names: Sequence[str]) -> Union[List[np.ndarray], Refusal]:
+    """The outputs of one request's samples (each run alone) joined along their first dimension,
+    which must be 1; one sample's outputs as they are."""
+    if len(per) == 1:
+        return per[0]
+    joined = []
+    for k, name in enumerate(names):
+        shapes = [p[k].shape for p in per]
+        if shapes[0][:1] != (1,):
+            return Refusal(f"output '{name}' of one sample has shape {list(shapes[0])}: its first "
+                           f"dimension is not the batch; send one sample per request")
+        if any(sh != shapes[0] for sh in shapes):
+            other = next(sh for sh in shapes if sh != shapes[0])
+            return Refusal(f"output '{name}' has shape {list(shapes[0])} for one sample and "
+                           f"{list(other)} for another of the same request: send them in separate "
+                           f"requests")
+        joined.append(np.concatenate([p[k] for p in per]))
+    return joined
 
 
 def _ingress_class() -> type:

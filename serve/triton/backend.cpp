@@ -266,50 +266,70 @@ void send(Checked& c, const std::string& model_name) {
   c.response = nullptr;
 }
 
-// Copies the outputs of sample rows [row, row + c.batch) of `dsts` (outputs as `io` describes
-// them at the request's shapes) into c's response.
-void write_outputs(const ModelState& model, const ModelIo& io, Checked& c,
-                   const std::vector<std::vector<float>>& dsts, int64_t row) {
+// One output of a request's answer: its name, shape (with the batch when batching) and values.
+struct OutputView {
+  const std::string* name;
+  std::vector<int64_t> shape;
+  std::span<const float> data;
+};
+
+// Writes the outputs the request asks for (every one when it names none) from `outputs` (the
+// model's, in order) into c's response.
+void write_outputs(Checked& c, const std::vector<OutputView>& outputs) {
   uint32_t requested = 0;
   check(TRITONBACKEND_RequestOutputCount(c.request, &requested),
         "TRITONBACKEND_RequestOutputCount");
-  std::vector<size_t> outputs;
+  std::vector<size_t> chosen;
   for (uint32_t k = 0; k < requested; ++k) {
     const char* name = nullptr;
     check(TRITONBACKEND_RequestOutputName(c.request, k, &name), "TRITONBACKEND_RequestOutputName");
     size_t i = 0;
-    while (i < io.outputs.size() && io.outputs[i].name != name) ++i;
-    if (i == io.outputs.size()) {
+    while (i < outputs.size() && *outputs[i].name != name) ++i;
+    if (i == outputs.size()) {
       c.error = cat("unknown output '", name, "'");
       return;
     }
-    outputs.push_back(i);
+    chosen.push_back(i);
   }
   if (requested == 0) {
-    for (size_t i = 0; i < io.outputs.size(); ++i) outputs.push_back(i);
+    for (size_t i = 0; i < outputs.size(); ++i) chosen.push_back(i);
   }
-  for (size_t i : outputs) {
-    const TensorSpec& spec = io.outputs[i];
-    std::vector<int64_t> shape = spec.dims;
-    if (model.options.max_batch_size > 0) shape.insert(shape.begin(), c.batch);
+  for (size_t i : chosen) {
+    const OutputView& out = outputs[i];
     TRITONBACKEND_Output* output = nullptr;
-    check(
-        TRITONBACKEND_ResponseOutput(c.response, &output, spec.name.c_str(), TRITONSERVER_TYPE_FP32,
-                                     shape.data(), static_cast<uint32_t>(shape.size())),
-        "TRITONBACKEND_ResponseOutput");
-    const uint64_t bytes = static_cast<uint64_t>(c.batch * spec.numel()) * sizeof(float);
+    check(TRITONBACKEND_ResponseOutput(c.response, &output, out.name->c_str(), TRITONSERVER_TYPE_FP32,
+                                       out.shape.data(), static_cast<uint32_t>(out.shape.size())),
+          "TRITONBACKEND_ResponseOutput");
+    const uint64_t bytes = out.data.size() * sizeof(float);
     void* buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memory_id = 0;
     check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memory_id),
           "TRITONBACKEND_OutputBuffer");
     if (memory == TRITONSERVER_MEMORY_GPU) {
-      c.error =
-          cat("output '", spec.name, "': the server gave GPU memory; stagecraft writes CPU memory");
+      c.error = cat("output '", *out.name, "': the server gave GPU memory; stagecraft writes CPU memory");
       return;
     }
-    std::memcpy(buffer, dsts[i].data() + row * spec.numel(), bytes);
+    if (bytes > 0) std::memcpy(buffer, out.data.data(), bytes);
   }
+}
+
+// The inputs of `group`'s requests joined, one vector per model input (io's).
+std::vector<std::vector<float>> joined_inputs(const ModelIo& io, const std::vector<Checked*>& group) {
+  int64_t batch = 0;
+  for (const Checked* c : group) batch += c->batch;
+  std::vector<std::vector<float>> srcs(io.inputs.size());
+  for (size_t i = 0; i < io.inputs.size(); ++i) {
+    srcs[i].resize(static_cast<size_t>(batch * io.inputs[i].numel()));
+    char* at = reinterpret_cast<char*>(srcs[i].data());
+    for (const Checked* c : group) {
+      for (const auto& [data, size] : c->buffers[i]) {
+        std::memcpy(at, data, size);
+        at += size;
+      }
+    }
+  }
+  return srcs;
 }
 
 // Runs the good requests of `group` (at most max_batch_size samples in all) as one batch.
@@ -324,47 +344,72 @@ void run_group(InstanceState& instance, std::vector<Checked*>& group) {
   }
 }
 
+// A model whose outputs the data shapes (a data-dependent tail): each request runs on its own and
+// gets the shapes its run gave.
+void run_shaped_requests(InstanceState& instance, std::vector<Checked*>& group, const SampleShapes& shapes,
+                         const ModelIo& io) {
+  for (Checked* c : group) {
+    try {
+      const std::vector<std::vector<float>> srcs = joined_inputs(io, {c});
+      const std::vector<std::span<const float>> src_spans(srcs.begin(), srcs.end());
+      const std::vector<graph::ModelOutput> outs = instance.runner->run_shaped(c->batch, src_spans, shapes);
+      std::vector<OutputView> views;
+      for (const graph::ModelOutput& o : outs) views.push_back({&o.name, o.dims, o.data});
+      write_outputs(*c, views);
+    } catch (const std::exception& e) {
+      c->error = e.what();
+    }
+  }
+}
+
 void run_group_or_throw(InstanceState& instance, std::vector<Checked*>& group) {
-  const ModelState& model = *instance.model;
+  const bool batching = instance.model->options.max_batch_size > 0;
   // The group's requests have one input shape (the execute loop groups them so).
   const SampleShapes shapes = instance.runner->dynamic() ? group.front()->shapes : SampleShapes{};
   const ModelIo io = instance.runner->io_for(shapes);
+  const size_t plans_before = instance.runner->planned().size();
+  const auto log_plan = [&] {
+    if (instance.runner->planned().size() != plans_before) {
+      log(TRITONSERVER_LOG_INFO, cat("stagecraft: ", instance.name, ": planned ", instance.runner->last_plan_summary()));
+    }
+  };
+  if (instance.runner->has_tail()) {
+    run_shaped_requests(instance, group, shapes, io);
+    log_plan();
+    return;
+  }
   int64_t batch = 0;
   for (Checked* c : group) batch += c->batch;
-  std::vector<std::vector<float>> srcs(io.inputs.size()), dsts(io.outputs.size());
-  for (size_t i = 0; i < io.inputs.size(); ++i) {
-    srcs[i].resize(static_cast<size_t>(batch * io.inputs[i].numel()));
-    char* at = reinterpret_cast<char*>(srcs[i].data());
-    for (Checked* c : group) {
-      for (const auto& [data, size] : c->buffers[i]) {
-        std::memcpy(at, data, size);
-        at += size;
-      }
-    }
-  }
+  const std::vector<std::vector<float>> srcs = joined_inputs(io, group);
+  std::vector<std::vector<float>> dsts(io.outputs.size());
   for (size_t i = 0; i < io.outputs.size(); ++i) {
     dsts[i].resize(static_cast<size_t>(batch * io.outputs[i].numel()));
   }
   std::vector<std::span<const float>> src_spans(srcs.begin(), srcs.end());
   std::vector<std::span<float>> dst_spans(dsts.begin(), dsts.end());
-  const size_t plans_before = instance.runner->planned().size();
   std::string failure;
   try {
     instance.runner->run(batch, src_spans, dst_spans, shapes);
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  if (instance.runner->planned().size() != plans_before) {
-    log(TRITONSERVER_LOG_INFO,
-        cat("stagecraft: ", instance.name, ": planned ", instance.runner->last_plan_summary()));
-  }
+  log_plan();
   int64_t row = 0;
   for (Checked* c : group) {
     if (!failure.empty()) {
       c->error = failure;
     } else {
       try {
-        write_outputs(model, io, *c, dsts, row);
+        std::vector<OutputView> views;
+        for (size_t i = 0; i < io.outputs.size(); ++i) {
+          const TensorSpec& spec = io.outputs[i];
+          std::vector<int64_t> shape = spec.dims;
+          if (batching) shape.insert(shape.begin(), c->batch);
+          views.push_back({&spec.name, std::move(shape),
+                           std::span<const float>(dsts[i]).subspan(static_cast<size_t>(row * spec.numel()),
+                                                                   static_cast<size_t>(c->batch * spec.numel()))});
+        }
+        write_outputs(*c, views);
       } catch (const std::exception& e) {
         c->error = e.what();
       }

@@ -9,6 +9,9 @@ statistics off, every address 127.0.0.1. tests/serve/test_ray_serve.sh runs this
     HTTP): no accepted request fails (the ingress retries), and the replica comes back on the node
     that had none;
   - autoscaling (min 1, max 2): one replica grows to two under load and shrinks back to one after;
+  - a model whose output shape the data decides (an ONNX model ending in NonZero, as in-graph NMS)
+    answers each request with its own shape, and refuses in one line a request whose samples'
+    shapes differ;
   - docs/ray_serve.yaml is a valid Serve config whose application builds.
 Small: squeezenet1_1 at 64x64, greedy schedule, replicas of one thread and one CPU.
 """
@@ -42,6 +45,7 @@ from stagecraft import ray_serve as rs  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from servers import free_port  # noqa: E402
+from tail_model import tail_input, tail_model, tail_reference  # noqa: E402
 
 NET, SIZE, MAX_BATCH = "squeezenet1_1", 64, 4
 LOOPBACK = "127.0.0.1"
@@ -218,6 +222,7 @@ def main():
         url = f"{base_url}/v2/models/{NET}/infer"
         spread_and_failover(cluster, workers, x, ref, cache, base_url, url)
         autoscaling(x, ref, cache, port)
+        data_shaped_outputs(tmp, cache, port)
     finally:
         try:
             serve.shutdown()
@@ -359,6 +364,34 @@ def autoscaling(x, ref, cache, port):
     (y,) = client.infer(NET, x)
     check(relative_error(y, ref) < 1e-4, "and it still answers")
     serve.delete("auto")
+
+
+def data_shaped_outputs(tmp, cache, port):
+    import onnx
+    path = os.path.join(tmp, "tail.onnx")
+    onnx.save(tail_model(), path)
+    serve.run(rs.app([dict(model=path, name="tail", max_batch=4, schedule="sequential", threads=1,
+                           cache_dir=cache)]), name="tail", route_prefix="/tail")
+    client = rs.Client("tail")
+    meta = client.metadata("tail")
+    check(meta["per_sample"] and meta["outputs"][0]["shape"] == [-1, 2, -1],
+          f"a model ending in NonZero: samples run one at a time, output {meta['outputs'][0]['shape']}")
+    rng = np.random.default_rng(1)
+    for count in (0, 3, 7):
+        xt = tail_input(count, rng)
+        (y,) = client.infer("tail", xt)
+        check(y.shape == (1, 2, count) and np.array_equal(y, tail_reference(xt)),
+              f"a request with {count} elements above 0.5 gets y of shape {list(y.shape)}, equal to numpy's")
+    same = np.concatenate([tail_input(2, rng), tail_input(2, rng)])
+    (y,) = client.infer("tail", same)
+    check(np.array_equal(y, np.concatenate([tail_reference(same[:1]), tail_reference(same[1:])])),
+          "two samples of one shape in a request: joined along the batch")
+    r = requests.post(f"http://{LOOPBACK}:{port}/tail/v2/models/tail/infer",
+                      data=rs.encode_npy(np.concatenate([tail_input(1, rng), tail_input(4, rng)])),
+                      headers={"Content-Type": "application/x-npy"})
+    check(r.status_code == 400 and "separate requests" in r.text and r.text.count("\n") <= 1,
+          f"samples of different output shapes in one request: HTTP 400 '{r.text.strip()}'")
+    serve.delete("tail")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ model control, with a repository of small models, then checks over HTTP and gRPC
     built-in network and the same network from MODEL/1/model.onnx);
   - bad requests (wrong shape, data type, input name, a batch over max_batch_size) get one-line
     errors and the server keeps answering good ones;
+  - a model ending in NonZero (a data-dependent tail, as in-graph NMS) answers with the output
+    shapes each request's data gives;
   - a model with a bad config fails to load with its one-line reason, the server keeps serving;
   - a model with a reserved core serves beside the shared one;
   - while requests flow from several threads the model is reloaded and the other one unloaded and
@@ -35,6 +37,7 @@ from tritonclient.utils import InferenceServerException
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from servers import free_port, stop_group  # noqa: E402
+from tail_model import tail_input, tail_model, tail_reference  # noqa: E402
 SIZE = 64  # squeezenet1_1 at 64x64: a few ms per run
 MAX_BATCH = 4
 SKIP = 77
@@ -76,6 +79,9 @@ def write_repo(repo, cli):
     dynamic_file = os.path.join(os.path.dirname(repo), "squeezenet_dynamic.onnx")
     onnx.save(dynamic, dynamic_file)
     subprocess.run([serve, dynamic_file, "--name", "dynamic"] + common, check=True)
+    tail_file = os.path.join(os.path.dirname(repo), "tail.onnx")
+    onnx.save(tail_model(), tail_file)
+    subprocess.run([serve, tail_file, "--name", "tail"] + common, check=True)
     with open(os.path.join(repo, "broken", "config.pbtxt"), "a") as f:
         f.write('parameters { key: "shedule" value: { string_value: "dp" } }\n')
 
@@ -251,6 +257,22 @@ def run_checks(args, server, ports, tmp, log_path, repo):
     expect_error("dynamic model, a dimension it fixes", lambda: http_infer(
         http, "dynamic", in_name, np.zeros((1, 4, SIZE, SIZE), np.float32)), in_name)
     http.unload_model("dynamic")
+
+    # A data-dependent tail: each request's output has the shape its data gives.
+    http.load_model("tail")
+    meta = http.get_model_metadata("tail")
+    check(meta["outputs"][0]["shape"] == [-1, 2, -1],
+          f"a model ending in NonZero: output {meta['outputs'][0]['shape']}")
+    for count in (0, 3, 7):
+        xt = tail_input(count, rng)
+        yt = http_infer(http, "tail", "x", xt, output="y")
+        check(yt.shape == (1, 2, count) and np.array_equal(yt, tail_reference(xt)),
+              f"a request with {count} elements above 0.5 gets y of shape {list(yt.shape)}, equal to numpy's")
+    xt2 = np.full((2, 4, 6), 0.1, np.float32)
+    xt2[0, 0, :2] = xt2[1, 1, :3] = 0.9
+    expect_error("samples of one request with different output shapes",
+                 lambda: http_infer(http, "tail", "x", xt2), "separate requests")
+    http.unload_model("tail")
 
     # Bad requests: one-line errors, and the server keeps serving.
     expect_error("wrong shape", lambda: http_infer(

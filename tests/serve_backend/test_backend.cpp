@@ -13,6 +13,7 @@
 #include "fake_server.h"
 #include "serve/model_runner.h"
 #include "tests/support/compare.h"
+#include "tests/support/tail_model.h"
 
 namespace {
 
@@ -168,6 +169,62 @@ TEST_F(TritonBackend, AnswersEveryRequestOfAMixedBatch) {
   EXPECT_EQ(instance.successes, 3);
   EXPECT_EQ(instance.batch_samples, 5u);  // 0, 3, 8 and 9 ran (8 failed only at its output)
 
+  EXPECT_EQ(fake_server::take(TRITONBACKEND_ModelInstanceFinalize(&instance)), "");
+  EXPECT_EQ(fake_server::take(TRITONBACKEND_ModelFinalize(&model)), "");
+}
+
+TEST_F(TritonBackend, ServesAModelWhoseOutputShapesFollowTheData) {
+  // An ONNX model ending in NonZero (tests/support/tail_model.h): y [1, 2, count] per sample.
+  const std::string onnx = (fs::path(cache_) / "tail.onnx").string();
+  stagecraft::testing::write_tail_model(onnx);
+  TRITONBACKEND_Model model = make_model(cache_, R"({"name": "net", "max_batch_size": 2, "parameters": {
+      "model": {"string_value": ")" + onnx + R"("}, "schedule": {"string_value": "sequential"},
+      "cache_dir": {"string_value": ")" + cache_ + "\"}}}");
+  ASSERT_EQ(fake_server::take(TRITONBACKEND_ModelInitialize(&model)), "");
+  EXPECT_NE(model.set_config.find(R"("dims":[2,-1],"name":"y")"), std::string::npos) << model.set_config;
+  TRITONBACKEND_ModelInstance instance{"net_0", TRITONSERVER_INSTANCEGROUPKIND_CPU, &model};
+  ASSERT_EQ(fake_server::take(TRITONBACKEND_ModelInstanceInitialize(&instance)), "");
+
+  // Sample k: its first k elements above 0.5, the rest below.
+  const auto sample = [](int k) {
+    std::vector<float> x(24, 0.1f);
+    for (int i = 0; i < k; ++i) x[static_cast<size_t>(i * 5 % 24)] = 0.7f;
+    return x;
+  };
+  std::vector<TRITONBACKEND_Request> requests;
+  requests.push_back(request(sample(3), {1, 4, 6}, "x"));  // 0: 3 found
+  requests.back().outputs = {"y"};
+  requests.push_back(request(sample(0), {1, 4, 6}, "x"));  // 1: none
+  std::vector<float> two = sample(2), other = sample(4);
+  two.insert(two.end(), other.begin(), other.end());
+  requests.push_back(request(two, {2, 4, 6}, "x"));  // 2: two samples of different counts
+  std::vector<float> same = sample(2);
+  same.insert(same.end(), same.begin(), same.end());
+  requests.push_back(request(same, {2, 4, 6}, "x"));  // 3: two samples of one count
+  std::vector<TRITONBACKEND_Request*> pointers;
+  for (auto& r : requests) pointers.push_back(&r);
+  ASSERT_EQ(fake_server::take(TRITONBACKEND_ModelInstanceExecute(&instance, pointers.data(),
+                                                                 static_cast<uint32_t>(pointers.size()))),
+            "");
+  auto& responses = fake_server::responses();
+  ASSERT_EQ(responses.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) EXPECT_TRUE(requests[i].released && responses[i]->sent) << i;
+  ASSERT_EQ(responses[0]->error, "");
+  EXPECT_EQ(responses[0]->outputs.count("z"), 0u);  // only what was asked for
+  EXPECT_EQ(responses[0]->outputs.at("y").shape, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(responses[0]->outputs.at("y").data, stagecraft::testing::tail_coordinates(sample(3).data()));
+  ASSERT_EQ(responses[1]->error, "");
+  EXPECT_EQ(responses[1]->outputs.at("y").shape, (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_EQ(responses[1]->outputs.at("z").shape, (std::vector<int64_t>{1, 4, 6}));
+  EXPECT_NE(responses[2]->error.find("for one sample and [1, 2, 4] for another"), std::string::npos)
+      << responses[2]->error;
+  EXPECT_EQ(responses[2]->error.find('\n'), std::string::npos);
+  ASSERT_EQ(responses[3]->error, "");
+  EXPECT_EQ(responses[3]->outputs.at("y").shape, (std::vector<int64_t>{2, 2, 2}));
+  std::vector<float> twice = stagecraft::testing::tail_coordinates(same.data());
+  twice.insert(twice.end(), twice.begin(), twice.end());
+  EXPECT_EQ(responses[3]->outputs.at("y").data, twice);
+  EXPECT_EQ(instance.successes, 3);
   EXPECT_EQ(fake_server::take(TRITONBACKEND_ModelInstanceFinalize(&instance)), "");
   EXPECT_EQ(fake_server::take(TRITONBACKEND_ModelFinalize(&model)), "");
 }
