@@ -63,6 +63,58 @@ def build(name):
         bb = T.ResNetConfig(out_features=["stage2", "stage3", "stage4"])
         return T.DeformableDetrForObjectDetection(T.DeformableDetrConfig(
             backbone_config=bb, use_timm_backbone=False, use_pretrained_backbone=False, num_queries=100))
+    # More families, tried 2026-11-27 (session 11): plain and hierarchical transformers, mobile
+    # CNNs, detectors of the DETR line, keypoints, depth and vision towers of multimodal models.
+    if name == "vit":  # ViT-B/16 (default config)
+        return T.ViTForImageClassification(T.ViTConfig())
+    if name == "deit":  # DeiT-small distilled
+        return T.DeiTForImageClassificationWithTeacher(T.DeiTConfig(hidden_size=384, num_attention_heads=6,
+                                                                    intermediate_size=1536))
+    if name == "swin":  # Swin tiny (default config)
+        return T.SwinForImageClassification(T.SwinConfig())
+    if name == "convnext":  # ConvNeXt tiny (default config)
+        return T.ConvNextForImageClassification(T.ConvNextConfig())
+    if name == "mobilenetv2":  # MobileNet V2 1.0 (default config)
+        return T.MobileNetV2ForImageClassification(T.MobileNetV2Config())
+    if name == "mobilevit":  # MobileViT small (default config)
+        return T.MobileViTForImageClassification(T.MobileViTConfig(image_size=224))
+    if name == "poolformer":  # PoolFormer S12 (default config)
+        return T.PoolFormerForImageClassification(T.PoolFormerConfig())
+    if name == "bit":  # BiT ResNetv2-50 (weight-standardised convolutions, group norm)
+        return T.BitForImageClassification(T.BitConfig())
+    if name == "focalnet":  # FocalNet tiny (default config)
+        return T.FocalNetForImageClassification(T.FocalNetConfig())
+    if name == "efficientformer":  # EfficientFormer L1 (default config)
+        return T.EfficientFormerForImageClassification(T.EfficientFormerConfig())
+    if name == "swiftformer":  # SwiftFormer XS (default config)
+        return T.SwiftFormerForImageClassification(T.SwiftFormerConfig())
+    if name == "hiera":  # Hiera tiny (default config)
+        return T.HieraForImageClassification(T.HieraConfig())
+    if name == "dinov2_registers":  # DINOv2-S with 4 registers
+        return T.Dinov2WithRegistersForImageClassification(T.Dinov2WithRegistersConfig(
+            hidden_size=384, num_attention_heads=6, image_size=224))
+    if name == "glpn":  # GLPN depth estimation (default config: a MiT-b0-like encoder)
+        return T.GLPNForDepthEstimation(T.GLPNConfig())
+    if name == "rt_detr":  # RT-DETR with its ResNet-50-vd backbone (default config)
+        return T.RTDetrForObjectDetection(T.RTDetrConfig())
+    if name == "rt_detr_v2":  # RT-DETR v2 (default config)
+        return T.RTDetrV2ForObjectDetection(T.RTDetrV2Config())
+    if name == "d_fine":  # D-FINE (default config)
+        return T.DFineForObjectDetection(T.DFineConfig())
+    if name == "conditional_detr":  # Conditional DETR, transformers ResNet-50 backbone
+        bb = T.ResNetConfig(out_features=["stage4"])
+        return T.ConditionalDetrForObjectDetection(T.ConditionalDetrConfig(
+            backbone_config=bb, use_timm_backbone=False, use_pretrained_backbone=False))
+    if name == "mask2former":  # Mask2Former on a Swin-tiny backbone (default config)
+        return T.Mask2FormerForUniversalSegmentation(T.Mask2FormerConfig())
+    if name == "vitpose":  # ViTPose-B (default config: a ViT backbone, heatmap head)
+        return T.VitPoseForPoseEstimation(T.VitPoseConfig())
+    if name == "siglip_vision":  # SigLIP base vision tower (default config)
+        return T.SiglipVisionModel(T.SiglipVisionConfig())
+    if name == "clip_vision":  # CLIP ViT-B/32 vision tower (default config)
+        return T.CLIPVisionModelWithProjection(T.CLIPVisionConfig())
+    if name == "textnet":  # TextNet (default config)
+        return T.TextNetForImageClassification(T.TextNetConfig())
     raise KeyError(name)
 
 

@@ -46,6 +46,19 @@ MODELS = {
     "yolov3tinyu_det": ("yolov3-tinyu.yaml", "static"),
     "rtdetr_l_det": ("rtdetr-l.yaml", "static"),
     "yolo26n_det": ("yolo26n.yaml", "static e2e"),
+    # YOLO26's other tasks (one-to-one heads by default), and more v8 / RT-DETR family members.
+    "yolo26n_seg": ("yolo26n-seg.yaml", "static nms"),
+    "yolo26n_pose": ("yolo26n-pose.yaml", "static"),
+    "yolo26n_obb": ("yolo26n-obb.yaml", "static"),
+    "yolo26n_cls": ("yolo26n-cls.yaml", "static"),
+    "yolo26n_depth": ("yolo26n-depth.yaml", "static"),
+    "yolo26n_sem": ("yolo26n-sem.yaml", "static"),
+    "yolo26n_p2": ("yolo26n-p2.yaml", "static"),
+    "yolov8n_p6": ("yolov8n-p6.yaml", "static"),
+    "yolov8n_ghost": ("yolov8n-ghost.yaml", "static"),
+    "yolov8n_rtdetr": ("yolov8n-rtdetr.yaml", "static"),
+    "yolov9c_seg": ("yolov9c-seg.yaml", "static"),
+    "rtdetr_resnet50": ("rtdetr-resnet50.yaml", "static"),
 }
 # name ("yolo11n_det_nms") -> (yaml, export arguments beyond COMMON)
 VARIANTS = {f"{model}_{mode}": (yaml, MODES[mode])
@@ -62,7 +75,7 @@ def export(name, yaml, extra):
     os.chdir(work)
     try:
         torch.manual_seed(0)
-        model = RTDETR(yaml) if yaml.startswith("rtdetr") else YOLO(yaml)
+        model = RTDETR(yaml) if "rtdetr" in yaml else YOLO(yaml)
         kw = {**COMMON, **extra}
         t = time.time()
         f = model.export(**kw)

@@ -56,10 +56,16 @@ inline bool host_layout_known(graph::Layout l) {
          l == graph::Layout::kNChw16c;
 }
 
-/// The geometry of a rank-4 tensor in a known layout.
+/// Whether our host kernels know the layout of `d`: host_layout_known, or a rank-4 row-major
+/// tensor (the bytes of nchw).
+inline bool host_layout_known(const graph::TensorDesc& d) {
+  return host_layout_known(d.layout) || (d.layout == graph::Layout::kRowMajor && d.shape.rank() == 4);
+}
+
+/// The geometry of a rank-4 tensor in a known layout (row-major: nchw).
 inline HostLayout host_layout(const graph::TensorDesc& d) {
   HostLayout g;
-  g.layout = d.layout;
+  g.layout = d.layout == graph::Layout::kRowMajor ? graph::Layout::kNCHW : d.layout;
   g.images = d.shape[0];
   g.channels = d.shape[1];
   g.height = d.shape[2];
@@ -68,7 +74,7 @@ inline HostLayout host_layout(const graph::TensorDesc& d) {
   g.block = graph::channel_block(d.layout);
   g.padded_channels = g.block > 0 ? (g.channels + g.block - 1) / g.block * g.block : g.channels;
   g.batch_stride = g.padded_channels * g.pixels;
-  g.pixel_stride = d.layout == graph::Layout::kNCHW ? 1 : d.layout == graph::Layout::kNHWC ? g.channels : g.block;
+  g.pixel_stride = g.layout == graph::Layout::kNCHW ? 1 : g.layout == graph::Layout::kNHWC ? g.channels : g.block;
   return g;
 }
 

@@ -77,7 +77,7 @@ KernelDesc host_kernel_desc(const KernelSpec& spec, const std::string& impl, boo
     if (rank2 && (d.shape.rank() == 2 || d.layout == graph::Layout::kRowMajor)) {
       return d.layout == graph::Layout::kNC || d.layout == graph::Layout::kRowMajor;
     }
-    return host_layout_known(d.layout);
+    return host_layout_known(d);
   };
   if (!known(in) || !known(out)) {
     return Support::unsupported(SupportReason::kLayout,

@@ -4,7 +4,7 @@ constant (DETR's padding mask) folded, a node of constants no fold computes run 
 Gather along the batch axis of a 4-D tensor and of non-consecutive indices (MobileViT's
 unfolding), a normalisation over a whole feature map as accurate as float64 allows, a float64 part
 computed in float32 (Deformable DETR), ScatterND slice assignments, and a pool window larger than
-its input (EfficientNet's pooler)."""
+its input (EfficientNet's pooler), a product broadcast in both operands (FocalNet)."""
 from __future__ import annotations
 
 import numpy as np
@@ -138,3 +138,20 @@ def test_a_pool_window_larger_than_its_input_is_the_global_pool(op):
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node(op, ["r"], ["y"], **attrs)]
     model = model_of(nodes, {"x": [1, 8, 7, 7]})
     agrees(model, {"x": np.random.default_rng(2).standard_normal((1, 8, 7, 7)).astype(np.float32)}, rtol=1e-5)
+
+
+def test_focalnets_global_context_broadcast_both_ways():
+    """FocalNet's modulation: the global context (the mean over H then W of a channels-last
+    projection, through an activation (GELU in the model, Erf here): [N, C, 1, 1]) times a gate ([N, 1, H, W]) — a product broadcast in
+    both operands, whose context is expanded to [N, C, H, W] from a row-major reduction."""
+    rng = np.random.default_rng(47)
+    c, h, w = 6, 5, 7
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+             helper.make_node("Split", ["t", "parts"], ["ctx", "gate"], axis=1),
+             helper.make_node("ReduceMean", ["ctx"], ["m2"], axes=[2], keepdims=1),
+             helper.make_node("ReduceMean", ["m2"], ["m3"], axes=[3], keepdims=1),
+             helper.make_node("Erf", ["m3"], ["g"]),
+             helper.make_node("Mul", ["g", "gate"], ["y"])]
+    model = model_of(nodes, {"x": [2, h, w, c + 1]}, ["y"], {"parts": np.array([c, 1], np.int64)}, opset=17)
+    (y,) = agrees(model, {"x": rng.standard_normal([2, h, w, c + 1]).astype(np.float32)})
+    assert y.shape == (2, c, h, w)
