@@ -142,8 +142,9 @@ def test_a_pool_window_larger_than_its_input_is_the_global_pool(op):
 
 def test_focalnets_global_context_broadcast_both_ways():
     """FocalNet's modulation: the global context (the mean over H then W of a channels-last
-    projection, through an activation (GELU in the model, Erf here): [N, C, 1, 1]) times a gate ([N, 1, H, W]) — a product broadcast in
-    both operands, whose context is expanded to [N, C, H, W] from a row-major reduction."""
+    projection, through an activation: GELU in the model, Erf here; [N, C, 1, 1]) times a gate
+    ([N, 1, H, W]) — a product broadcast in both operands, whose context is expanded to
+    [N, C, H, W] from a row-major reduction."""
     rng = np.random.default_rng(47)
     c, h, w = 6, 5, 7
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
