@@ -191,9 +191,11 @@ void Importer::concat_row_major(const onnx::NodeProto& node) {
     define(node, 0, y);
     return;
   }
-  if (!constants.empty()) fail(node, "concatenation of several constants with tensors is not supported");
-  std::vector<ValueId> parts;
-  for (int i : tensors) parts.push_back(row_major(node, i));
+  std::vector<ValueId> parts;  // constants among several tensors made tensors (DINOv2's registers)
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (std::count(tensors.begin(), tensors.end(), i)) parts.push_back(row_major(node, i));
+    if (std::count(constants.begin(), constants.end(), i)) parts.push_back(constant_tensor(node, *constant(node, i), first));
+  }
   define(node, 0, concatenated(node, parts, axis));
 }
 
@@ -212,13 +214,6 @@ ValueId Importer::concatenated(const onnx::NodeProto& node, const std::vector<Va
   }
   const ValueId y = ins.size() == 1 ? ins[0] : mark(add(node, OpKind::kConcat, NoAttrs{}, ins));
   return mark(reshaped(node, y, joined));
-}
-
-int64_t Importer::row_major_axis(const onnx::NodeProto& node, ValueId x, int64_t a) {
-  const auto rank = static_cast<int64_t>(shape(x).rank());
-  if (a < 0) a += rank;
-  if (a < 0 || a >= rank) fail(node, cat("axis ", a, " is outside ", shape(x).to_string()));
-  return a;
 }
 
 void Importer::narrow_row_major(const onnx::NodeProto& node) {

@@ -67,6 +67,13 @@ ValueId Importer::row_major_named(const onnx::NodeProto& node, const std::string
   return row_major(reader, 0);
 }
 
+int64_t Importer::row_major_axis(const onnx::NodeProto& node, ValueId x, int64_t a) {
+  const auto rank = static_cast<int64_t>(shape(x).rank());
+  if (a < 0) a += rank;
+  if (a < 0 || a >= rank) fail(node, cat("axis ", a, " is outside ", shape(x).to_string()));
+  return a;
+}
+
 ValueId Importer::make_row_major(const onnx::NodeProto& node, int slot) {
   const std::string& name = node.input(slot);
   if (auto it = pending_views_.find(name); it != pending_views_.end()) {

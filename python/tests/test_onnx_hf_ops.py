@@ -156,3 +156,25 @@ def test_focalnets_global_context_broadcast_both_ways():
     model = model_of(nodes, {"x": [2, h, w, c + 1]}, ["y"], {"parts": np.array([c, 1], np.int64)}, opset=17)
     (y,) = agrees(model, {"x": rng.standard_normal([2, h, w, c + 1]).astype(np.float32)})
     assert y.shape == (2, c, h, w)
+
+
+@pytest.mark.parametrize("order", ["tcTc", "ctcT", "tTcc"])
+def test_concat_of_tensors_with_constants_between_them(order):
+    """DINOv2 with registers: [class token, register tokens (a constant), patches] joined along
+    the tokens; any order of tensors (t, T) and constants (c) along any axis."""
+    rng = np.random.default_rng(48)
+    shapes = {"t": [2, 1, 6], "T": [2, 5, 6], "c": [2, 3, 6]}
+    names, inits, inputs = [], {}, {}
+    for k, ch in enumerate(order):
+        name = f"{ch}{k}"
+        names.append(name)
+        if ch == "c":
+            inits[name] = rng.standard_normal(shapes["c"]).astype(np.float32)
+        else:
+            inputs[name] = shapes[ch]
+    nodes = [helper.make_node("Relu", [n], [n + "r"]) for n in inputs]
+    parts = [n + "r" if n in inputs else n for n in names]
+    nodes.append(helper.make_node("Concat", parts, ["y"], axis=1))
+    model = model_of(nodes, inputs, ["y"], inits, opset=17)
+    (y,) = agrees(model, {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs.items()}, exact=True)
+    assert y.shape[1] == sum(shapes[ch][1] for ch in order)
