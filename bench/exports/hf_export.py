@@ -147,6 +147,9 @@ def randomize(model, seed=0):
     return model.eval()
 
 
+# Input H, W of the models that do not take 224x224.
+SIZES = {"vitpose": (256, 192)}
+
 NAMES = ["resnet", "convnextv2", "dinov2", "beit", "swinv2", "segformer", "dpt", "mobilevitv2", "pvtv2",
          "levit", "detr"]
 
@@ -176,8 +179,8 @@ def main():
         only = sys.argv[sys.argv.index("--only") + 1]
         args = [a for a in args if a != only]
     names = args or NAMES
-    x = torch.randn(1, 3, 224, 224)  # example input for tracing only
     for name in names:
+        x = torch.randn(1, 3, *SIZES.get(name, (224, 224)))  # example input for tracing only
         torch.manual_seed(0)
         try:
             model = randomize(build(name))
