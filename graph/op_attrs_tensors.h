@@ -138,7 +138,11 @@ struct TopKAttrs {
   int64_t axis = -1;    ///< among 0 .. rank - 1 once imported
   int64_t k = 1;        ///< 1 .. the axis's extent
   bool largest = true;  ///< the largest first, else the smallest first
-  STAGECRAFT_ATTR_FIELDS(TopKAttrs, (axis, k), (largest))
+  /// NaN ranks above every number (TopK's order in ONNX Runtime); false (k = 1 only): comparisons
+  /// with NaN are false, so the first element stays unless a later number beats it (ArgMax /
+  /// ArgMin in ONNX Runtime).
+  bool ordered_nan = true;
+  STAGECRAFT_ATTR_FIELDS(TopKAttrs, (axis, k), (largest, ordered_nan))
 };
 
 /// y[p] = data[p with its `axis` coordinate replaced by indices[p]] (ONNX GatherElements): data

@@ -150,6 +150,7 @@ std::vector<TensorDesc> infer_top_k(const Checker& check, const TopKAttrs& a, co
   const int64_t extent = x[static_cast<size_t>(a.axis)];
   check.require(a.k >= 1 && a.k <= extent, cat("k ", a.k, " must be between 1 and the axis's extent ", extent));
   check.require(extent <= kExactIndices, cat("the axis has ", extent, " elements: indices are exact float32 integers below 2^24"));
+  check.require(a.ordered_nan || a.k == 1, "ordered_nan false is for k = 1 (ArgMax / ArgMin)");
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(a.axis)] = a.k;
   const TensorDesc y = row_major_like(inputs[0], Shape(out));

@@ -2,7 +2,8 @@
 // head picking its best boxes) on our own host loops, f32 row-major tensors. A tensor is seen as
 // [outer, axis, inner]; top_k sorts each line along the axis partially (std::partial_sort of its
 // indices: the k first in order, equal values by lower index first, NaN before any number when
-// largest, as ONNX Runtime orders them), lines spread over the threads; gather_elements reads
+// largest, as ONNX Runtime orders them), lines spread over the threads; a top_k of one keeps a
+// running best over lines side by side (and can follow ArgMax's NaN rule instead); gather_elements reads
 // data[o, index, i] for every index element, an index outside the axis giving NaN.
 #include <algorithm>
 #include <cmath>
@@ -31,9 +32,47 @@ std::pair<int64_t, int64_t> around(const graph::Shape& shape, int64_t axis) {
 struct HostTopK {
   int64_t outer = 1, extent = 1, inner = 1, k = 1;
   bool largest = true;
+  bool ordered_nan = true;  // TopKAttrs::ordered_nan
 };
 
+// k = 1 (ArgMax / ArgMin, a semantic segmenter's class map over millions of pixels): a running
+// best over the axis, `inner` lines side by side in contiguous (vectorised) loops, instead of one
+// partial sort per line through strided loads. A later element wins only when strictly before the
+// best: with ordered_nan, as top_k orders them (NaN before any number when largest, after when
+// smallest); without, by plain comparisons (false with a NaN).
+void top_1(const HostTopK& g, const float* x, float* values, float* indices) {
+  constexpr int64_t kChunk = 2048;
+  const int64_t chunks = (g.inner + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < g.outer * chunks; ++t) {
+    const int64_t o = t / chunks, i0 = t % chunks * kChunk, n = std::min(kChunk, g.inner - i0);
+    const float* src = x + o * g.extent * g.inner + i0;
+    float* v = values + o * g.inner + i0;
+    float* idx = indices + o * g.inner + i0;
+    std::copy_n(src, n, v);
+    std::fill_n(idx, n, 0.0f);
+    for (int64_t j = 1; j < g.extent; ++j) {
+      const float* row = src + j * g.inner;
+      const auto fj = static_cast<float>(j);
+      if (g.largest) {
+        for (int64_t i = 0; i < n; ++i) {
+          const bool take = row[i] > v[i] || (g.ordered_nan && std::isnan(row[i]) && !std::isnan(v[i]));
+          v[i] = take ? row[i] : v[i];
+          idx[i] = take ? fj : idx[i];
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          const bool take = row[i] < v[i] || (g.ordered_nan && std::isnan(v[i]) && !std::isnan(row[i]));
+          v[i] = take ? row[i] : v[i];
+          idx[i] = take ? fj : idx[i];
+        }
+      }
+    }
+  }
+}
+
 void top_k(const HostTopK& g, const float* x, float* values, float* indices) {
+  if (g.k == 1) return top_1(g, x, values, indices);
 #pragma omp parallel
   {
     std::vector<int64_t> order(static_cast<size_t>(g.extent));
@@ -101,6 +140,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc&, Dnnl
     g->extent = spec.srcs[0].shape[static_cast<size_t>(a.axis)];
     g->k = a.k;
     g->largest = a.largest;
+    g->ordered_nan = a.ordered_nan;
     k.add_host([g](const std::vector<void*>& data) {
       top_k(*g, static_cast<const float*>(data[0]), static_cast<float*>(data[1]), static_cast<float*>(data[2]));
     }, {0, dst_slot(0), dst_slot(1)}, kTopKImpl);

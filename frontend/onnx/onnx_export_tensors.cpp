@@ -192,6 +192,16 @@ void Exporter::export_narrow(const Op& op, Names in, const std::string& out) {
 
 void Exporter::export_top_k(const Op& op, Names in) {
   const auto& a = op.attrs_as<TopKAttrs>();
+  if (!a.ordered_nan) {  // ArgMax / ArgMin (their NaN rule), and the values they point at
+    const std::string indices = op.name + "/indices";
+    onnx::NodeProto* n = node(a.largest ? "ArgMax" : "ArgMin", op.name, {in[0]}, {indices});
+    integer(n, "axis", a.axis);
+    integer(node("GatherElements", op.name + "/values", {in[0], indices}, {g_.value(op.outputs[0]).name}), "axis",
+            a.axis);
+    integer(node("Cast", op.name + "/to_float", {indices}, {g_.value(op.outputs[1]).name}), "to",
+            onnx::TensorProto::FLOAT);
+    return;
+  }
   in.push_back(int64s(op.name + "/k", {a.k}));
   const std::string indices = op.name + "/indices";
   onnx::NodeProto* n = node("TopK", op.name, in, {g_.value(op.outputs[0]).name, indices});

@@ -95,6 +95,7 @@ void Importer::arg_extreme(const onnx::NodeProto& node) {
   a.axis = axis_in(node, attr_int(node, "axis", 0), dims.size());
   a.k = 1;
   a.largest = node.op_type() == "ArgMax";
+  a.ordered_nan = false;  // ONNX Runtime's ArgMax / ArgMin compare plainly
   add(node, OpKind::kTopK, a, {x});
   ValueId indices = mark(graph_.op(last_op_).outputs[1]);
   if (attr_int(node, "keepdims", 1) == 0) {

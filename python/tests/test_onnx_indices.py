@@ -160,3 +160,26 @@ def test_gather_nd_of_indices_the_model_computes():
     model = model_of(nodes, {"x": [7, 5]}, initializers={"ax": np.array([-1], np.int64), "k": np.array([3], np.int64)},
                      opset=18)
     agrees(model, {"x": np.random.default_rng(4).standard_normal((7, 5)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("op,axis,largest", [("ArgMax", 1, 1), ("ArgMin", 1, 0), ("TopK", 1, 1), ("TopK", 0, 0),
+                                             ("ArgMax", -1, 1)])
+def test_the_best_of_an_axis_with_ties_and_nans(op, axis, largest):
+    """k = 1 (its own loop): a segmenter's class map, the best channel per pixel; ties go to the
+    lower index, NaN is the largest (and ranks after every number when smallest), as ONNX Runtime
+    orders them."""
+    rng = np.random.default_rng(35)
+    shape = [2, 5, 3, 2100]  # more pixels than one chunk of the loop
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[0, 3, 1, :50] = x[0, 1, 1, :50]  # ties
+    x[1, 2, 0, 7:9] = np.nan
+    x[1, 0, 2, 5:300] = np.nan  # a NaN first
+    x[1, :, 2, 400] = np.nan  # every element NaN
+    if op == "TopK":
+        node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
+        model = model_of([node], {"x": shape}, {"v": TensorProto.FLOAT, "i": TensorProto.INT64},
+                         {"k": np.array([1], np.int64)})
+    else:
+        node = helper.make_node(op, ["x"], ["i"], axis=axis, keepdims=1)
+        model = model_of([node], {"x": shape}, {"i": TensorProto.INT64})
+    agrees(model, {"x": x})

@@ -293,6 +293,7 @@ std::vector<HostTensor> top_k(const HostTensor& x, const graph::TopKAttrs& a) {
   out[static_cast<size_t>(a.axis)] = a.k;
   HostTensor values = zeros(graph::Shape(out)), indices = zeros(graph::Shape(out));
   const auto better = [&](float p, float q) {  // p strictly before q
+    if (!a.ordered_nan) return a.largest ? p > q : p < q;  // false with a NaN: the first stays
     if (std::isnan(p) || std::isnan(q)) return std::isnan(p) && !std::isnan(q) ? a.largest : !std::isnan(p) && std::isnan(q) && !a.largest;
     return a.largest ? p > q : p < q;
   };

@@ -38,12 +38,12 @@ void expect_exact(const graph::Graph& g, const std::vector<HostTensor>& inputs, 
 
 // x [shape] -> top_k(axis, k, largest) -> values, indices; indices gather `data` (x's shape)
 // along the axis.
-graph::Graph top_k_graph(const graph::Shape& x, int64_t axis, int64_t k, bool largest) {
+graph::Graph top_k_graph(const graph::Shape& x, int64_t axis, int64_t k, bool largest, bool ordered_nan = true) {
   graph::Graph g("top_k");
   const graph::ValueId in = g.add_input("x", graph::make_desc(x));
   const graph::ValueId data = g.add_input("data", graph::make_desc(x));
   graph::TopKAttrs a;
-  a.axis = axis, a.k = k, a.largest = largest;
+  a.axis = axis, a.k = k, a.largest = largest, a.ordered_nan = ordered_nan;
   const graph::Op& top = g.op(g.add_op("top", OpKind::kTopK, a, {in}));
   const graph::ValueId values = top.outputs[0], indices = top.outputs[1];
   graph::GatherElementsAttrs ga;
@@ -66,6 +66,33 @@ TEST(IndexOps, TopKAndGatherElementsMatchTheReference) {
     expect_exact(g, {random_host_tensor(c.x, 5), random_host_tensor(c.x, 6)},
                  cat(c.x.to_string(), " axis ", c.axis, " k ", c.k, c.largest ? " largest" : " smallest"));
   }
+}
+
+TEST(IndexOps, TheBestOfEachLineFollowsEitherNaNRule) {
+  // k = 1 (the kernel's own running-best loop over lines side by side) on [2, 4, 3000], NaN
+  // sprinkled in; by hand on one line: TopK's order takes the NaN, ArgMax's plain comparisons
+  // keep the first element when it is NaN and skip a later one.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const graph::Shape s{2, 4, 3000};
+  HostTensor x = random_host_tensor(s, 7), data = random_host_tensor(s, 8);
+  for (size_t i = 0; i < x.data.size(); i += 37) x.data[i] = nan;
+  for (bool largest : {true, false}) {
+    for (bool ordered : {true, false}) {
+      expect_exact(top_k_graph(s, 1, 1, largest, ordered), {x, data},
+                   cat(largest ? "largest" : "smallest", ordered ? ", NaN ordered" : ", plain comparisons"));
+    }
+  }
+  const graph::Shape line{1, 4};
+  const HostTensor first_nan{line, {nan, 3, nan, 5}}, later_nan{line, {1, nan, 4, 2}};
+  const auto index = [&](const HostTensor& v, bool ordered) {
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(top_k_graph(line, 1, 1, true, ordered), 3);
+    return testing::reference_run(m.graph, m.weights, {v, v})[1].data[0];
+  };
+  EXPECT_EQ(index(first_nan, true), 0);
+  EXPECT_EQ(index(first_nan, false), 0);
+  EXPECT_EQ(index(later_nan, true), 1);
+  EXPECT_EQ(index(later_nan, false), 2);
+  expect_exact(top_k_graph(line, 1, 1, true, false), {later_nan, later_nan}, "one line, plain comparisons");
 }
 
 TEST(IndexOps, TiesGoByLowerIndexAndNaNIsTheLargest) {

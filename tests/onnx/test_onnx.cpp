@@ -1,5 +1,8 @@
 // ONNX import/export round trips on every network, tensor files, and malformed models.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -24,12 +27,13 @@ using stagecraft::testing::Model;
 
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
-std::vector<executor::HostTensor> run_cpu(const Model& m) {
+// The model's outputs on the CPU for `inputs` (default: the tests' inputs of its graph).
+std::vector<executor::HostTensor> run_cpu(const Model& m, std::vector<executor::HostTensor> inputs = {}) {
   executor::ExecutionPlan plan(
       m.graph, stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential),
       m.weights, cpu());
   executor::Executor executor(plan);
-  return executor.run(stagecraft::testing::inputs_of(m.graph));
+  return executor.run(inputs.empty() ? stagecraft::testing::inputs_of(m.graph) : inputs);
 }
 
 // Pads that feed only convolutions are folded into them on import.
@@ -247,6 +251,31 @@ TEST(Onnx, TopKAndGatherElementsRoundTripAndRunTheSame) {
     EXPECT_EQ(got[i].shape, want[i].shape);
     EXPECT_EQ(got[i].data, want[i].data) << i;
   }
+}
+
+// A top_k of one with ArgMax's NaN rule exports as ArgMax (its indices) and GatherElements (its
+// values) and imports back to the same rule: a NaN after the first element is skipped.
+TEST(Onnx, ArgMaxsNaNRuleRoundTrips) {
+  Graph raw("argmax");
+  const ValueId x = raw.add_input("x", make_desc(Shape{3, 4}));
+  TopKAttrs t;
+  t.axis = 1, t.k = 1, t.ordered_nan = false;
+  const Op& top = raw.op(raw.add_op("top", OpKind::kTopK, t, {x}));
+  raw.add_output(top.outputs[0]);
+  raw.add_output(top.outputs[1]);
+  const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, {}), "argmax", {});
+  ASSERT_EQ(count_ops(back.graph, OpKind::kTopK), 1u);
+  for (const auto& op : back.graph.ops()) {
+    if (op.kind == OpKind::kTopK) EXPECT_FALSE(op.attrs_as<TopKAttrs>().ordered_nan);
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const executor::HostTensor in{Shape{3, 4}, {1, nan, 4, 2, nan, 3, 9, 1, 5, 6, 6, nan}};
+  const auto got = run_cpu(Model{back.graph, back.weights}, {in});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].data, (std::vector<float>{2, 0, 1}));
+  EXPECT_EQ(got[0].data[0], 4);
+  EXPECT_EQ(got[0].data[2], 6);
+  EXPECT_TRUE(std::isnan(got[0].data[1]));
 }
 
 // Pow, Max, Min and Mod (fmod 1) of two tensors and of a tensor and a constant, and ReduceMin and
