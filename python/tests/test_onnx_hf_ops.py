@@ -4,7 +4,8 @@ constant (DETR's padding mask) folded, a node of constants no fold computes run 
 Gather along the batch axis of a 4-D tensor and of non-consecutive indices (MobileViT's
 unfolding), a normalisation over a whole feature map as accurate as float64 allows, a float64 part
 computed in float32 (Deformable DETR), ScatterND slice assignments, and a pool window larger than
-its input (EfficientNet's pooler), a product broadcast in both operands (FocalNet)."""
+its input (EfficientNet's pooler), a product broadcast in both operands (FocalNet), a Concat of
+tensors and constants (DINOv2 with registers), and a nearest upsample of infinities."""
 from __future__ import annotations
 
 import numpy as np
@@ -178,3 +179,20 @@ def test_concat_of_tensors_with_constants_between_them(order):
     model = model_of(nodes, inputs, ["y"], inits, opset=17)
     (y,) = agrees(model, {n: rng.standard_normal(s).astype(np.float32) for n, s in inputs.items()}, exact=True)
     assert y.shape[1] == sum(shapes[ch][1] for ch in order)
+
+
+@pytest.mark.parametrize("layout", [None, "nChw8c", "nchw"])
+def test_nearest_upsampling_copies_infinities(layout):
+    """A nearest x2 upsample (YOLO's neck, as PyTorch exports it) copies its input, infinities
+    included (a lerp of weight 0 made inf - inf = NaN), in the default, a blocked and the plain
+    layout."""
+    rng = np.random.default_rng(49)
+    x = rng.standard_normal([1, 12, 5, 6]).astype(np.float32)
+    x[0, 3, 2, 1], x[0, 10, 4, 5] = np.inf, -np.inf
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "", "scales"], ["y"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor")]
+    model = model_of(nodes, {"x": [1, 12, 5, 6]}, ["y"], {"scales": np.array([1, 1, 2, 2], np.float32)})
+    (y,) = Backend.prepare(model, **({"layout": layout} if layout else {})).run([x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0).repeat(2, axis=2).repeat(2, axis=3))
+    assert np.isposinf(y[0, 3, 4:6, 2:4]).all()
