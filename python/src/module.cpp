@@ -141,7 +141,7 @@ scheduler::SearchOptions search_options(const std::string& mode, int r, int s, b
 session::SessionOptions session_options(const std::string& backend, const std::string& cache_dir,
                                         const std::string& cost_model, const std::string& layout,
                                         int streams, bool tf32 = false, bool stream_mode = false,
-                                        bool winograd = true, bool fast_winograd = false) {
+                                        bool winograd = true, bool fast_winograd = false, bool adapt_threads = true) {
   session::SessionOptions options;
   options.backend = backend;
   options.cache_dir = cache_dir;
@@ -152,6 +152,7 @@ session::SessionOptions session_options(const std::string& backend, const std::s
   options.backend_config.winograd = winograd;
   options.backend_config.fast_winograd = fast_winograd;
   options.executor.replay_cuda_graph = !stream_mode;
+  options.executor.adapt_threads = adapt_threads;
   return options;
 }
 
@@ -513,16 +514,18 @@ void bind_sessions(py::module_& m) {
       .def(py::init([](const std::string& mode, int r, int s, bool unpruned, double max_part_transitions,
                        double search_budget, bool exhaustive, const std::string& cost_model,
                        const std::string& backend, const std::string& cache_dir, const std::string& layout,
-                       int streams, bool tf32, bool stream_mode, bool winograd, bool fast_winograd) {
+                       int streams, bool tf32, bool stream_mode, bool winograd, bool fast_winograd,
+                       bool adapt_threads) {
              return std::make_shared<PyPipeline>(
                  session_options(backend, cache_dir, cost_model, layout, streams, tf32, stream_mode,
-                                 winograd, fast_winograd),
+                                 winograd, fast_winograd, adapt_threads),
                  search_options(mode, r, s, unpruned, max_part_transitions, search_budget, exhaustive));
            }),
            py::arg("mode"), py::arg("r"), py::arg("s"), py::arg("unpruned"), py::arg("max_part_transitions"),
            py::arg("search_budget"), py::arg("exhaustive"), py::arg("cost_model"), py::arg("backend"),
            py::arg("cache_dir"), py::arg("layout"), py::arg("streams"), py::arg("tf32") = false,
-           py::arg("stream_mode") = false, py::arg("winograd") = true, py::arg("fast_winograd") = false);
+           py::arg("stream_mode") = false, py::arg("winograd") = true, py::arg("fast_winograd") = false,
+           py::arg("adapt_threads") = true);
   py::class_<PySession>(m, "Session")
       .def(py::init<ModelPtr, const std::string&, SchedulePtr, PipelinePtr, py::object>(), py::arg("model"),
            py::arg("schedule"), py::arg("given"), py::arg("pipeline"), py::arg("progress"))
@@ -534,7 +537,11 @@ void bind_sessions(py::module_& m) {
       .def("plan_listing", &PySession::plan_listing)
       .def_property_readonly("backend", &PySession::backend_name)
       .def_property_readonly("device", &PySession::device)
-      .def_property_readonly("description", &PySession::description);
+      .def_property_readonly("description", &PySession::description)
+      .def_property_readonly("limited_runs", [](PySession& x) {
+        const std::lock_guard<std::mutex> lock(x.mutex());  // not while a run changes it
+        return x.executor().limited_runs();
+      });
 
 }
 

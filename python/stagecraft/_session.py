@@ -42,6 +42,9 @@ class Session:
     (default: f32 stride-1 3x3, 1xK and Kx1 convolutions by Winograd's algorithm where oneDNN has
     only direct AVX2 kernels, in tiles F(2x2,3x3) and F(2,K) that round about as a direct kernel
     does); ``winograd="fast"`` takes the larger tiles (faster, each layer rounding 5-20x more).
+    ``adapt_threads`` (CPU): while runs show another process holding cores, run kernels built for
+    fewer threads, probing now and then whether every thread pays again (``limited_runs`` counts
+    those runs); False keeps every thread on every run (bit-for-bit repeatable results).
 
     ``run(x)`` takes float32 arrays — one array, a list in ``inputs`` order, or a dict by input
     name — and returns a **list** of float32 arrays in ``outputs`` order. Wrong names, counts,
@@ -69,7 +72,7 @@ class Session:
                  search_budget: float = 40.0, exhaustive: bool = False,
                  cost_model: Optional[str] = None, streams: int = 8, tf32: bool = False,
                  stream_mode: bool = False, winograd: Union[bool, str] = True,
-                 max_shapes: int = 4, progress: ProgressArg = None) -> None:
+                 max_shapes: int = 4, adapt_threads: bool = True, progress: ProgressArg = None) -> None:
         if int(max_shapes) < 1:
             raise UsageError(f"max_shapes: expected >= 1, got {max_shapes}")
         m = _model(model, dict(batch=batch, input_size=input_size, seed=seed, dtype=dtype,
@@ -95,7 +98,7 @@ class Session:
                                   float(search_budget), bool(exhaustive), _cost_model(cost_model),
                                   backend, _fspath(cache_dir) if cache_dir else "", layout or "",
                                   int(streams), bool(tf32), bool(stream_mode), winograd is not False,
-                                  winograd == "fast")
+                                  winograd == "fast", bool(adapt_threads))
 
         def make(model: Model, callback: Any) -> Any:
             return _core.Session(model._core, name, given, pipeline, callback)
@@ -193,6 +196,14 @@ class Session:
             while len(self._by_shapes) > self._max_shapes:
                 self._by_shapes.popitem(last=False)
             return core
+
+    @property
+    def limited_runs(self) -> int:
+        """Runs made with kernels built for fewer threads while another process held cores
+        (``adapt_threads``), over the plans of every input shape."""
+        with self._shapes_lock:
+            cores = list(self._by_shapes.values())
+        return sum(int(c.limited_runs) for c in cores)
 
     @property
     def shapes(self) -> List[Tuple[Tuple[int, ...], ...]]:

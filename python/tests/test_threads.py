@@ -1,4 +1,6 @@
-"""The GIL is released while running and searching; Ctrl-C interrupts a search."""
+"""The GIL is released while running and searching; Ctrl-C interrupts a search; with
+adapt_threads=False a session keeps every thread (and its results bit for bit) while another
+process holds a core."""
 
 from __future__ import annotations
 
@@ -89,6 +91,34 @@ def test_two_sessions_on_two_threads(squeezenet):
     assert len(results["a"]) == 10 and len(results["b"]) == 5
     assert all(np.array_equal(y, want_a) for y in results["a"])
     assert all(np.array_equal(y, want_b) for y in results["b"])
+
+
+def test_fixed_threads_stay_bit_for_bit_while_a_core_is_busy(monkeypatch):
+    """adapt_threads=False: no run switches to kernels built for fewer threads (which round a few
+    last bits differently) while a spinning process holds a core; limited_runs counts none."""
+    import multiprocessing
+    monkeypatch.delenv("STAGECRAFT_ADAPT_THREADS", raising=False)  # the option alone decides
+    sess = stagecraft.Session("squeezenet1_1", input_size=96, schedule="sequential", adapt_threads=False,
+                              progress=False)
+    x = random_input(sess.inputs[0].shape, seed=3)
+    (want,) = sess.run(x)
+    stop = multiprocessing.Event()
+    spinner = multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+    spinner.start()
+    try:
+        outs = [sess.run(x)[0] for _ in range(40)]
+    finally:
+        stop.set()
+        spinner.join(5)
+    assert sess.limited_runs == 0
+    assert all(np.array_equal(y, want) for y in outs)
+    assert isinstance(stagecraft.Session("squeezenet1_1", input_size=64, schedule="sequential",
+                                         progress=False).limited_runs, int)
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass
 
 
 def test_ctrl_c_interrupts_a_search():
