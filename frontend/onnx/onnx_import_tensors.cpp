@@ -475,6 +475,15 @@ void Importer::tile_row_major(const onnx::NodeProto& node) {
   const std::vector<int64_t> given = constant_ints(node, 1, t == "Tile" ? "the repeats" : "the shape");
   if (t == "Tile") {
     reps = given;
+    // Repeating axes of extent 1 only is an Expand (SwiftFormer's global query over 3136 tokens):
+    // readers that broadcast take the tensor as it is.
+    bool expand = reps.size() == s.size();
+    std::vector<int64_t> out_dims = s;
+    for (size_t d = 0; expand && d < s.size(); ++d) {
+      expand = reps[d] == 1 || s[d] == 1;
+      out_dims[d] *= reps[d];
+    }
+    if (expand && out_dims != s && readers_broadcast(node, out_dims)) return define_row_major(node, x);
   } else {
     if (given.size() > s.size()) s.insert(s.begin(), given.size() - s.size(), 1);
     x = reshaped(node, x, s);
@@ -491,7 +500,19 @@ void Importer::tile_row_major(const onnx::NodeProto& node) {
   if (reps.size() != s.size()) fail(node, cat("repeats [", join(reps, ", "), "] do not fit ", shape(x).to_string()));
   for (size_t d = 0; d < reps.size(); ++d) {
     if (reps[d] < 1) fail(node, "repeats must be >= 1");
-    if (reps[d] > 1) x = concatenated(node, std::vector<ValueId>(static_cast<size_t>(reps[d]), x), static_cast<int64_t>(d));
+    if (reps[d] <= 8) {  // one join, a copy per repeat
+      if (reps[d] > 1) x = concatenated(node, std::vector<ValueId>(static_cast<size_t>(reps[d]), x), static_cast<int64_t>(d));
+      continue;
+    }
+    // More by doubling: about 2 log2(repeats) copies, not one per repeat.
+    ValueId joined = x, doubled = x;
+    bool first = true;
+    for (int64_t r = reps[d]; r > 0; r >>= 1) {
+      if (r & 1) joined = first ? doubled : concatenated(node, {joined, doubled}, static_cast<int64_t>(d));
+      first = first && !(r & 1);
+      if (r > 1) doubled = concatenated(node, {doubled, doubled}, static_cast<int64_t>(d));
+    }
+    x = joined;
   }
   define_row_major(node, x);
 }

@@ -5,7 +5,8 @@ Gather along the batch axis of a 4-D tensor and of non-consecutive indices (Mobi
 unfolding), a normalisation over a whole feature map as accurate as float64 allows, a float64 part
 computed in float32 (Deformable DETR), ScatterND slice assignments, and a pool window larger than
 its input (EfficientNet's pooler), a product broadcast in both operands (FocalNet), a Concat of
-tensors and constants (DINOv2 with registers), and a nearest upsample of infinities."""
+tensors and constants (DINOv2 with registers), a nearest upsample of infinities, and a Tile of a
+global query (SwiftFormer) without a copy per repeat."""
 from __future__ import annotations
 
 import numpy as np
@@ -196,3 +197,23 @@ def test_nearest_upsampling_copies_infinities(layout):
     (y,) = Backend.prepare(model, **({"layout": layout} if layout else {})).run([x])
     np.testing.assert_array_equal(y, np.maximum(x, 0).repeat(2, axis=2).repeat(2, axis=3))
     assert np.isposinf(y[0, 3, 4:6, 2:4]).all()
+
+
+@pytest.mark.parametrize("reps,broadcast", [([1, 300, 1], True), ([1, 300, 1], False), ([1, 1, 7], False)])
+def test_tile_of_a_global_query(reps, broadcast):
+    """SwiftFormer: a global query [1, 1, C] tiled over the tokens and multiplied by them: its
+    reader broadcasts, so no copies are made (there were 3136 copy kernels); a Tile whose reader
+    does not broadcast repeats it by doubling (about 2 log2(repeats) copies), a few repeats (of an
+    axis longer than 1) in one join."""
+    rng = np.random.default_rng(50)
+    c = 6
+    nodes = [helper.make_node("ReduceMean", ["x"], ["q"], axes=[1], keepdims=1),
+             helper.make_node("Tile", ["q", "reps"], ["t"])]
+    nodes.append(helper.make_node("Mul", ["t", "x"], ["y"]) if broadcast else helper.make_node("Relu", ["t"], ["y"]))
+    model = model_of(nodes, {"x": [1, 300, c]}, ["y"], {"reps": np.array(reps, np.int64)}, opset=17)
+    x = rng.standard_normal([1, 300, c]).astype(np.float32)
+    (y,) = agrees(model, {"x": x})
+    assert y.shape == (1, 300 if reps[1] > 1 else 1, c * reps[2])
+    plan = Backend.prepare(model).session.plan
+    kernels = int(plan.split(" kernels")[0].split()[-1])
+    assert kernels <= 30, plan  # a copy per repeat would be over 300
