@@ -1,10 +1,12 @@
 #include "graph/passes.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "common/strings.h"
 #include "graph/errors.h"
+#include "graph/weights.h"
 
 namespace stagecraft::graph {
 
@@ -314,6 +316,48 @@ Graph remove_identities(const Graph& graph, PassLog* log) {
     decisions[op.id] = Decision::dropped(op.inputs[0]);
     if (log) log->removed.push_back(op.name);
   });
+}
+
+namespace {
+
+bool same_weights(const OpWeights* a, const OpWeights* b) {
+  if (!a || !b) return a == b;
+  return a->weight == b->weight && a->bias == b->bias && a->gamma == b->gamma && a->beta == b->beta &&
+         a->mean == b->mean && a->var == b->var;
+}
+
+}  // namespace
+
+Graph merge_duplicate_ops(const Graph& graph, const WeightStore& weights, PassLog* log) {
+  Decisions decisions(graph.num_ops());
+  std::vector<ValueId> canonical(graph.num_values());  // each value, or the value it equals
+  for (size_t v = 0; v < canonical.size(); ++v) canonical[v] = static_cast<ValueId>(v);
+  // Ops by (kind, first input): the candidates an op is compared with.
+  std::map<std::pair<OpKind, ValueId>, std::vector<OpId>> seen;
+  for (const Op& op : graph.ops()) {  // in id order, as rebuild goes: an op's inputs come first
+    const OpId id = op.id;
+    std::vector<ValueId> inputs;
+    for (ValueId v : op.inputs) inputs.push_back(canonical[static_cast<size_t>(v)]);
+    auto& candidates = seen[{op.kind, inputs.empty() ? -1 : inputs[0]}];
+    if (op.outputs.size() == 1 && !graph.is_output(op.outputs[0])) {
+      for (OpId other : candidates) {
+        const Op& first = graph.op(other);
+        std::vector<ValueId> first_inputs;
+        for (ValueId v : first.inputs) first_inputs.push_back(canonical[static_cast<size_t>(v)]);
+        if (first_inputs != inputs || !(first.attrs == op.attrs) ||
+            !same_weights(weights.find(first.name), weights.find(op.name))) {
+          continue;
+        }
+        decisions[static_cast<size_t>(id)] = Decision::dropped(first.outputs[0]);
+        canonical[static_cast<size_t>(op.outputs[0])] = first.outputs[0];
+        if (log) log->merged.emplace_back(first.name, op.name);
+        break;
+      }
+      if (decisions[static_cast<size_t>(id)].drop) continue;
+    }
+    candidates.push_back(id);
+  }
+  return rebuild(graph, decisions);
 }
 
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {

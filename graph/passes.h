@@ -13,6 +13,8 @@
 
 namespace stagecraft::graph {
 
+class WeightStore;  // graph/weights.h
+
 /// A batch norm folded into the convolution before it (weights use this to fold numerically).
 struct FoldedBatchNorm {
   std::string conv;        ///< name of the convolution (kept)
@@ -70,6 +72,8 @@ struct PassLog {
   std::vector<FusedResidual> residual;        ///< additions fused into convolutions
   std::vector<FoldedConcat> concats;          ///< concatenations folded into channel shuffles
   std::vector<std::string> removed;           ///< identity ops removed
+  /// Ops merged into an earlier op computing the same (merge_duplicate_ops): (kept, removed).
+  std::vector<std::pair<std::string, std::string>> merged;
 };
 
 /// Folds every binary op x OP c with a constant c of one value per channel (or one value), OP
@@ -110,6 +114,14 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log = nullptr);
 /// shuffle) into the shuffle, which reads the parts: one pass over the channels instead of a copy
 /// into the concatenation and a shuffle of it.
 Graph fold_concats_into_shuffles(const Graph& graph, PassLog* log = nullptr);
+
+/// Merges every op that computes what an earlier op computes — the same kind, attributes and
+/// inputs, and equal weights in `weights` — into that op: its readers read the earlier op's
+/// output. An exporter writes such copies when layers built as copies of one layer keep equal
+/// weights (untrained models: Ultralytics' RT-DETR decoder layers read the encoder's memory
+/// through six equal value projections), and ONNX Runtime computes them once too. Ops of several
+/// outputs and ops whose output is a graph output stay.
+Graph merge_duplicate_ops(const Graph& graph, const WeightStore& weights, PassLog* log = nullptr);
 
 /// Removes identity ops, rewiring their readers to the identity's input.
 Graph remove_identities(const Graph& graph, PassLog* log = nullptr);

@@ -131,6 +131,7 @@ OnnxModel Importer::run(const onnx::ModelProto& model) {
                                      [&](const auto& out) { return tail_values_.count(out.name()) > 0; });
   if (tail_used) finish_tail(g);
   if (graph_.outputs().empty()) throw FormatError(cat(source_, ": the model has no outputs"));
+  graph_ = merge_duplicate_ops(graph_, weights_);  // copies of a layer with equal weights, computed once
   return OnnxModel{std::move(graph_), std::move(weights_), opset_,
                    tail_used ? std::make_shared<const OnnxTail>(tail_) : nullptr};
 }

@@ -217,3 +217,24 @@ def test_tile_of_a_global_query(reps, broadcast):
     plan = Backend.prepare(model).session.plan
     kernels = int(plan.split(" kernels")[0].split()[-1])
     assert kernels <= 30, plan  # a copy per repeat would be over 300
+
+
+def test_layers_sharing_their_weights_compute_once():
+    """Ultralytics' RT-DETR decoder: layers deep-copied from one keep equal weights while untrained,
+    and the exporter writes one initializer read through Identity nodes: six equal projections of
+    one input. They agree with ONNX Runtime and run as one kernel (ONNX Runtime computes them once
+    too); a projection of other weights stays its own."""
+    rng = np.random.default_rng(51)
+    w = rng.standard_normal([8, 8]).astype(np.float32)
+    nodes = [helper.make_node("Identity", ["w"], [f"w{k}"]) for k in range(3)]
+    nodes += [helper.make_node("MatMul", ["x", f"w{k}"], [f"p{k}"]) for k in range(3)]
+    nodes += [helper.make_node("MatMul", ["x", "other"], ["q"]),
+              helper.make_node("Sum", ["p0", "p1", "p2", "q"], ["y"])]
+    model = model_of(nodes, {"x": [1, 50, 8]}, ["y"], {"w": w, "other": w + 1}, opset=17)
+    agrees(model, {"x": rng.standard_normal([1, 50, 8]).astype(np.float32)})
+    plan = Backend.prepare(model).session.plan
+    distinct = Backend.prepare(model_of([helper.make_node("MatMul", ["x", "w"], ["p"]),
+                                         helper.make_node("MatMul", ["x", "other"], ["q"]),
+                                         helper.make_node("Sum", ["p", "p", "p", "q"], ["y"])],
+                                        {"x": [1, 50, 8]}, ["y"], {"w": w, "other": w + 1}, opset=17)).session.plan
+    assert plan.split(" kernels")[0] == distinct.split(" kernels")[0], (plan, distinct)

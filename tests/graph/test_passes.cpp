@@ -3,6 +3,7 @@
 
 #include "graph/errors.h"
 #include "graph/passes.h"
+#include "graph/weights.h"
 #include "networks/builder.h"
 #include "networks/registry.h"
 
@@ -169,6 +170,56 @@ TEST(Passes, WithBatchReinfersEveryShape) {
   EXPECT_EQ(g8.value(g8.outputs()[0]).desc.shape, (Shape{8, 1000}));
   EXPECT_EQ(total_macs(g8), 8 * total_macs(g));
   EXPECT_THROW(with_batch(g, 0), GraphError);
+}
+
+}  // namespace
+}  // namespace stagecraft::graph
+
+namespace stagecraft::graph {
+namespace {
+
+// x -> relu a, relu b (equal) -> conv c1 on a, conv c2 on b (weights w1, w2) -> add; and a third
+// relu of x that is a graph output.
+struct Twins {
+  Graph g;
+  WeightStore w;
+};
+
+Twins twins(bool equal_weights) {
+  networks::NetBuilder nb("twins", 1, 3, 6, 6);
+  const ValueId a = nb.relu(nb.input(), "a");
+  const ValueId b = nb.relu(nb.input(), "b");
+  const ValueId c1 = nb.conv(a, networks::square_conv(4, 3, 1, 1, true), "c1");
+  const ValueId c2 = nb.conv(b, networks::square_conv(4, 3, 1, 1, true), "c2");
+  const ValueId sum = nb.add({c1, c2}, "sum");
+  const ValueId out = nb.relu(nb.input(), "out");
+  Twins t{std::move(nb).finish({sum, out}), {}};
+  t.w = random_weights(t.g, 3);
+  if (equal_weights) t.w["c2"] = t.w["c1"];
+  return t;
+}
+
+TEST(Passes, EqualOpsAreComputedOnce) {
+  const Twins t = twins(true);
+  PassLog log;
+  const Graph g = merge_duplicate_ops(t.g, t.w, &log);
+  // b is a's twin, so c2 reads what c1 reads with c1's weights: both merged, in a chain. The
+  // relu that is a graph output stays.
+  ASSERT_EQ(log.merged.size(), 2u);
+  EXPECT_EQ(log.merged[0], (std::pair<std::string, std::string>{"a", "b"}));
+  EXPECT_EQ(log.merged[1], (std::pair<std::string, std::string>{"c1", "c2"}));
+  EXPECT_EQ(g.num_ops(), t.g.num_ops() - 2);
+  const Op& sum = g.op(g.value(g.outputs()[0]).producer);
+  EXPECT_EQ(sum.inputs[0], sum.inputs[1]);  // c1 + c1
+  EXPECT_EQ(g.outputs().size(), 2u);
+}
+
+TEST(Passes, OpsWithOtherWeightsStay) {
+  const Twins t = twins(false);
+  PassLog log;
+  const Graph g = merge_duplicate_ops(t.g, t.w, &log);
+  ASSERT_EQ(log.merged.size(), 1u);  // the relus only
+  EXPECT_EQ(g.num_ops(), t.g.num_ops() - 1);
 }
 
 }  // namespace

@@ -59,7 +59,15 @@ TEST_P(OnnxRoundTrip, ExportedAndImportedBackGivesTheSameGraphAndOutputs) {
   EXPECT_EQ(back.opset, 17);
   PassLog log;
   const Graph imported = prepare_for_inference(back.graph, &log);
-  EXPECT_EQ(imported.num_ops() + foldable_pads(m.graph), m.graph.num_ops()) << c.name;
+  // No op more than the original (pads fold into convolutions); fewer where the importer computes
+  // equal ops once (NASNet's cells and RandWire's nodes apply one ReLU to one input in several
+  // branches), exactly as many without such ops.
+  const bool has_equal_ops = merge_duplicate_ops(m.graph, m.weights).num_ops() < m.graph.num_ops();
+  if (has_equal_ops) {
+    EXPECT_LT(imported.num_ops() + foldable_pads(m.graph), m.graph.num_ops()) << c.name;
+  } else {
+    EXPECT_EQ(imported.num_ops() + foldable_pads(m.graph), m.graph.num_ops()) << c.name;
+  }
   EXPECT_EQ(count_ops(imported, OpKind::kConv2d), count_ops(m.graph, OpKind::kConv2d));
   EXPECT_EQ(total_macs(imported), total_macs(m.graph));
   ASSERT_EQ(imported.outputs().size(), m.graph.outputs().size());
@@ -190,8 +198,9 @@ TEST(Onnx, UnaryFunctionsRoundTripAndRunTheSame) {
   const Graph raw = std::move(b).finish(outputs);
   const OnnxModel back = import_onnx_bytes(export_onnx_bytes(raw, {}), "unary", {});
   // Mish comes back as softplus (a unary op), tanh and a product; Swish as a scale, sigmoid, product;
-  // Not, IsNaN and IsInf (bool in ONNX) between casts, which come back as nothing.
-  EXPECT_EQ(count_ops(back.graph, OpKind::kUnary), count_ops(raw, OpKind::kUnary) - 1);
+  // Not, IsNaN and IsInf (bool in ONNX) between casts, which come back as nothing. Mish's softplus
+  // of the input is the Softplus op's: computed once.
+  EXPECT_EQ(count_ops(back.graph, OpKind::kUnary), count_ops(raw, OpKind::kUnary) - 2);
   const auto want = run_cpu(Model{raw, {}});
   const auto got = run_cpu(Model{back.graph, back.weights});
   ASSERT_EQ(want.size(), outputs.size());
