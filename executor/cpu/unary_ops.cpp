@@ -26,12 +26,35 @@ struct HostUnary {
   HostLayout geometry;   // of a rank-4 tensor (when padded)
 };
 
+// The cheap functions in float, in loops the compiler vectorises (the same values as
+// apply_unary's double-precision definition: these are exact in float): the exporters' safe
+// softmax tests every probability with IsNaN (12 x 465k elements in ViT-B, 0.7 ms each before).
+bool run_exact_in_float(graph::UnaryFn fn, const float* x, float* y, int64_t begin, int64_t end) {
+  switch (fn) {
+    case graph::UnaryFn::kIsNaN:
+      for (int64_t i = begin; i < end; ++i) y[i] = std::isnan(x[i]) ? 1.0f : 0.0f;
+      return true;
+    case graph::UnaryFn::kNot:
+      for (int64_t i = begin; i < end; ++i) y[i] = x[i] == 0.0f ? 1.0f : 0.0f;
+      return true;
+    case graph::UnaryFn::kFloor:
+      for (int64_t i = begin; i < end; ++i) y[i] = std::floor(x[i]);
+      return true;
+    case graph::UnaryFn::kCeil:
+      for (int64_t i = begin; i < end; ++i) y[i] = std::ceil(x[i]);
+      return true;
+    default:
+      return false;
+  }
+}
+
 void run(const HostUnary& u, const float* x, float* y) {
   constexpr int64_t kChunk = 4096;
   const int64_t chunks = (u.elements + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t end = std::min(u.elements, (c + 1) * kChunk);
+    if (run_exact_in_float(u.attrs.fn, x, y, c * kChunk, end)) continue;
     if (u.attrs.fn == graph::UnaryFn::kLog) {  // in float (within an ulp of the double's rounding)
       for (int64_t i = c * kChunk; i < end; ++i) y[i] = std::log(x[i]);
       continue;
