@@ -332,32 +332,29 @@ Graph merge_duplicate_ops(const Graph& graph, const WeightStore& weights, PassLo
   Decisions decisions(graph.num_ops());
   std::vector<ValueId> canonical(graph.num_values());  // each value, or the value it equals
   for (size_t v = 0; v < canonical.size(); ++v) canonical[v] = static_cast<ValueId>(v);
-  // Ops by (kind, first input): the candidates an op is compared with.
-  std::map<std::pair<OpKind, ValueId>, std::vector<OpId>> seen;
+  // Ops kept so far by (kind, inputs as canonical values): the candidates an op is compared with.
+  std::map<std::pair<OpKind, std::vector<ValueId>>, std::vector<OpId>> seen;
+  bool merged = false;
   for (const Op& op : graph.ops()) {  // in id order, as rebuild goes: an op's inputs come first
-    const OpId id = op.id;
     std::vector<ValueId> inputs;
     for (ValueId v : op.inputs) inputs.push_back(canonical[static_cast<size_t>(v)]);
-    auto& candidates = seen[{op.kind, inputs.empty() ? -1 : inputs[0]}];
-    if (op.outputs.size() == 1 && !graph.is_output(op.outputs[0])) {
-      for (OpId other : candidates) {
-        const Op& first = graph.op(other);
-        std::vector<ValueId> first_inputs;
-        for (ValueId v : first.inputs) first_inputs.push_back(canonical[static_cast<size_t>(v)]);
-        if (first_inputs != inputs || !(first.attrs == op.attrs) ||
-            !same_weights(weights.find(first.name), weights.find(op.name))) {
-          continue;
-        }
-        decisions[static_cast<size_t>(id)] = Decision::dropped(first.outputs[0]);
-        canonical[static_cast<size_t>(op.outputs[0])] = first.outputs[0];
-        if (log) log->merged.emplace_back(first.name, op.name);
-        break;
-      }
-      if (decisions[static_cast<size_t>(id)].drop) continue;
+    auto& candidates = seen[{op.kind, std::move(inputs)}];
+    const bool mergeable = op.outputs.size() == 1 && !graph.is_output(op.outputs[0]);
+    const auto same = std::find_if(candidates.begin(), candidates.end(), [&](OpId other) {
+      const Op& first = graph.op(other);
+      return first.attrs == op.attrs && same_weights(weights.find(first.name), weights.find(op.name));
+    });
+    if (!mergeable || same == candidates.end()) {
+      candidates.push_back(op.id);
+      continue;
     }
-    candidates.push_back(id);
+    const Op& first = graph.op(*same);
+    decisions[static_cast<size_t>(op.id)] = Decision::dropped(first.outputs[0]);
+    canonical[static_cast<size_t>(op.outputs[0])] = first.outputs[0];
+    if (log) log->merged.emplace_back(first.name, op.name);
+    merged = true;
   }
-  return rebuild(graph, decisions);
+  return merged ? rebuild(graph, decisions) : graph;
 }
 
 Graph prepare_for_inference(const Graph& graph, PassLog* log, const InferenceOptions& options) {

@@ -505,14 +505,13 @@ void Importer::tile_row_major(const onnx::NodeProto& node) {
       continue;
     }
     // More by doubling: about 2 log2(repeats) copies, not one per repeat.
-    ValueId joined = x, doubled = x;
-    bool first = true;
+    std::optional<ValueId> joined;
+    ValueId doubled = x;
     for (int64_t r = reps[d]; r > 0; r >>= 1) {
-      if (r & 1) joined = first ? doubled : concatenated(node, {joined, doubled}, static_cast<int64_t>(d));
-      first = first && !(r & 1);
+      if (r & 1) joined = joined ? concatenated(node, {*joined, doubled}, static_cast<int64_t>(d)) : doubled;
       if (r > 1) doubled = concatenated(node, {doubled, doubled}, static_cast<int64_t>(d));
     }
-    x = joined;
+    x = *joined;
   }
   define_row_major(node, x);
 }
