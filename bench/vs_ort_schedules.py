@@ -10,7 +10,7 @@ run, which an engine timed right after it would pay for), then --block timed run
 Do not set OMP_WAIT_POLICY=passive: every kernel then wakes the OpenMP team (40% slower on NASNet).
 
 Usage: PYTHONPATH=build/python:python .venv/bin/python bench/vs_ort_schedules.py MODEL.onnx CACHE_DIR
-           [LABEL=schedule.yaml ...] [--rounds 8] [--block 3]
+           [LABEL=schedule.yaml ...] [--rounds 8] [--block 3] [--shape 1x3x640x640]
 """
 from __future__ import annotations
 
@@ -35,17 +35,22 @@ def main() -> None:
     parser.add_argument("schedules", nargs="*", help="LABEL=FILE")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=3)
+    parser.add_argument("--shape", default=None,
+                        help="input shape (1x3x640x640) for a model with dynamic axes; "
+                             "default: the declared shape, 1 for each dynamic axis")
     args = parser.parse_args()
 
     ref_session = ort_session(args.model)
     info = ref_session.get_inputs()[0]
-    shape = [d if isinstance(d, int) else 1 for d in info.shape]
+    shape = ([int(d) for d in args.shape.split("x")] if args.shape
+             else [d if isinstance(d, int) else 1 for d in info.shape])
     x = np.random.default_rng(0).random(shape, dtype=np.float32)
     engines = {"onnxruntime": lambda: ref_session.run(None, {info.name: x})}
     ref = ref_session.run(None, {info.name: x})[0]
 
     def add(label: str, schedule: str) -> None:
-        s = stagecraft.Session(args.model, schedule=schedule, cache_dir=args.cache_dir, progress=False)
+        s = stagecraft.Session(args.model, schedule=schedule, cache_dir=args.cache_dir, progress=False,
+                               input_shapes=[shape] if args.shape else None)
         y = s.run(x)[0]
         # Relative to ORT's largest value; absolute where ORT's output is all zeros (no detection).
         err = float(np.abs(y - ref).max() / max(float(np.abs(ref).max()), 1.0 if not ref.any() else 0.0))

@@ -261,6 +261,8 @@ class Importer {
   void expand_mod(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_upsample(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // ---- onnx_import_deform.cpp: DeformConv as GridSample, Mul and a 1x1 Conv
+  void expand_deform_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
