@@ -38,6 +38,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
     return named(1) || named(2) || tensor(1) || tensor(2) || axis != static_cast<int64_t>(*rank) - 1;
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
+  if (t == "Conv" || t == "ConvTranspose") return rank == 5u;  // 3-D: onnx_import_conv3d.cpp
   if (t == "Gather") return tensor(1) && (rank.has_value() || constant(node, 0));  // indices the model computes
   if (t == "GatherND") return rank.has_value() || constant(node, 0);
   if (t == "Mod") return attr_int(node, "fmod", 0) == 0;  // Python's remainder, from C's
@@ -88,6 +89,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"Upsample", &Importer::expand_upsample},
       {"Col2Im", &Importer::expand_col2im},
       {"DeformConv", &Importer::expand_deform_conv},
+      {"Conv", &Importer::expand_conv3d}, {"ConvTranspose", &Importer::expand_conv3d},
       {"DFT", &Importer::expand_dft},
       {"LinearAttention", &Importer::expand_linear_attention},
       {"Gemm", &Importer::expand_gemm},
@@ -102,7 +104,7 @@ void Importer::expand(const onnx::NodeProto& node) {
   ExpandedInput in;
   in.rank = known ? *known : constant(node, 0) ? constant(node, 0)->dims.size() : 0;
   if (in.rank == 0) fail(node, "the input must have rank 1 or more");
-  in.dims = known ? dims_of(shape(input(node, 0))) : constant(node, 0)->dims;
+  in.dims = dims_at(node, 0);  // a graph value, a pending view (of another rank) or a constant
   in.per_channel.assign(in.rank - 1, 1);
   if (in.rank >= 2) in.per_channel[0] = in.dims[1];
   Expansion e(*this, node);

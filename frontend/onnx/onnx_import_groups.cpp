@@ -20,7 +20,18 @@ bool is_stack(const Importer::PendingView& v) {
 bool Importer::reads_group_view(const onnx::NodeProto& node) const {
   static const std::set<std::string> kHandled = {"Softmax", "ReduceSum", "ReduceMean", "Concat", "Add", "Sub",
                                                  "Mul", "Div", "Relu", "Sigmoid"};
-  if (!kHandled.count(node.op_type())) return false;
+  const std::string& t = node.op_type();
+  if (!kHandled.count(t)) return false;
+  // A softmax or reduction over other axes than K takes the stack's row-major tensor (a 3-D
+  // convolution's output pooled over its depth, height and width).
+  if (t == "Softmax") {
+    const int64_t axis = attr_int(node, "axis", -1);
+    if ((axis + 5) % 5 != 1) return false;
+  }
+  if (t == "ReduceSum" || t == "ReduceMean") {
+    const auto ax = axes(node, 1);
+    if (!ax || ax->size() != 1 || ((*ax)[0] + 5) % 5 != 1) return false;
+  }
   for (const auto& in : node.input()) {
     if (auto it = pending_views_.find(in); it != pending_views_.end() && is_stack(it->second)) return true;
   }

@@ -263,6 +263,8 @@ class Importer {
   void expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_deform.cpp: DeformConv as GridSample, Mul and a 1x1 Conv
   void expand_deform_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // ---- onnx_import_conv3d.cpp: Conv and ConvTranspose of a 5-D input as 2-D ones per kernel depth
+  void expand_conv3d(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
