@@ -14,7 +14,9 @@
 namespace stagecraft::graph::onnx_import {
 
 void Importer::import_node(const onnx::NodeProto& node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  // The preview domain's FlexAttention is an expansion of ONNX ops (onnx_import_flex_attention.cpp).
+  const bool preview = node.domain() == "ai.onnx.preview" && node.op_type() == "FlexAttention";
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !preview) {
     fail(node, cat("domain '", node.domain(), "' is not supported"));
   }
   const std::string& t = node.op_type();

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to frontend/onnx/: Importer::Expansion, the nodes one ONNX node is written as (its
 // expansions: onnx_import_expansions.cpp, the recurrent layers: onnx_import_recurrent.cpp).
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -51,6 +52,23 @@ inline onnx::AttributeProto string_attr(const char* name, const std::string& v) 
 // The name of the node's output `slot` ("" when it has none).
 inline std::string output_of(const onnx::NodeProto& node, int slot) {
   return slot < node.output_size() ? node.output(slot) : std::string();
+}
+
+// The names of `g`'s values renamed by `names` (inputs of its nodes and of nested subgraphs that
+// read a renamed value; outputs of its nodes): a subgraph copied into the graph (Scan's body,
+// FlexAttention's modifiers).
+inline void rename_values(onnx::GraphProto& g, const std::map<std::string, std::string>& names) {
+  const auto renamed = [&](std::string* name) {
+    if (auto it = names.find(*name); it != names.end()) *name = it->second;
+  };
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input()) renamed(&in);
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_values(*a.mutable_g(), names);
+      for (auto& sub : *a.mutable_graphs()) rename_values(sub, names);
+    }
+  }
+  for (auto& out : *g.mutable_output()) renamed(out.mutable_name());
 }
 
 // The axes from `axis` to the last of a tensor of `rank` dimensions.

@@ -24,26 +24,6 @@
 
 namespace stagecraft::graph::onnx_import {
 
-namespace {
-
-// The names of `g`'s values renamed by `names` (inputs of its nodes and of nested subgraphs that
-// read a renamed value; outputs of its nodes).
-void rename(onnx::GraphProto& g, const std::map<std::string, std::string>& names) {
-  const auto renamed = [&](std::string* name) {
-    if (auto it = names.find(*name); it != names.end()) *name = it->second;
-  };
-  for (auto& n : *g.mutable_node()) {
-    for (auto& in : *n.mutable_input()) renamed(&in);
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) rename(*a.mutable_g(), names);
-      for (auto& sub : *a.mutable_graphs()) rename(sub, names);
-    }
-  }
-  for (auto& out : *g.mutable_output()) renamed(out.mutable_name());
-}
-
-}  // namespace
-
 void Importer::scan(const onnx::NodeProto& node) {
   const onnx::AttributeProto* body_attr = attribute(node, "body");
   if (!body_attr || !body_attr->has_g()) fail(node, "has no body graph");
@@ -115,7 +95,7 @@ void Importer::scan(const onnx::NodeProto& node) {
       }
     }
     onnx::GraphProto copy = body;
-    rename(copy, names);
+    rename_values(copy, names);
     for (auto& n : *copy.mutable_node()) {
       n.set_name(cat(prefix, t, "/", node_name(n)));
       for (auto& out : *n.mutable_output()) {

@@ -263,6 +263,11 @@ class Importer {
   void expand_col2im(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_deform.cpp: DeformConv as GridSample, Mul and a 1x1 Conv
   void expand_deform_conv(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // ---- onnx_import_flex_attention.cpp: FlexAttention (ai.onnx.preview) with its modifiers
+  void expand_flex_attention(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // The node's subgraph attribute `name` (one tensor in, one out) copied into the expansion reading
+  // `x`: its output's name (`x` when the node has no such attribute).
+  std::string inline_modifier(const onnx::NodeProto& node, Expansion& e, const char* name, const std::string& x);
   // ---- onnx_import_conv3d.cpp: Conv and ConvTranspose of a 5-D input as 2-D ones per kernel depth
   void expand_conv3d(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
