@@ -28,6 +28,9 @@ void Importer::import_node(const onnx::NodeProto& node) {
     return import_node(as_identity(node));
   }
   if (t == "CastLike") return import_node(as_cast(node));
+  // OptionalGetElement of a tensor (opset 18 on) is the tensor; an optional value is refused where
+  // it is made (Optional).
+  if (t == "OptionalGetElement") return import_node(as_identity(node));
   // After a node whose output shape depends on the data, what reads it is evaluated on the host.
   if (reads_tail(node)) return to_tail(node);
   // Anything computable now is a constant: shape arithmetic, casts and identities of constants.

@@ -21,10 +21,66 @@
 
 #include "common/strings.h"
 #include "frontend/onnx/onnx_import_expansion.h"
+#include "frontend/onnx/onnx_versions.h"
 
 namespace stagecraft::graph::onnx_import {
 
+void Importer::scan_batched(const onnx::NodeProto& node) {
+  // Scan-8: input 0 the sequence lengths (optional), then the states and scan inputs, each with a
+  // batch axis first and the sequence along axis 1 ("directions" per scan input). Each batch
+  // element is a Scan of version 9 over its slices (scan_input_axes given, which marks it so);
+  // the results are stacked along the batch.
+  const int64_t scans = attr_int(node, "num_scan_inputs", 0);
+  const int values = node.input_size() - 1;
+  if (values < 1 || scans < 1 || scans > values) fail(node, cat("num_scan_inputs ", scans, " must be between 1 and the ", values, " tensors"));
+  const int64_t batch = dims_at(node, 1)[0];
+  for (int i = 1; i <= values; ++i) {
+    if (dims_at(node, i).empty() || dims_at(node, i)[0] != batch) fail(node, cat("input ", i, " must have the batch (", batch, ") first"));
+  }
+  const int64_t steps = dims_at(node, values - static_cast<int>(scans) + 1).size() > 1 ? dims_at(node, values - static_cast<int>(scans) + 1)[1] : 0;
+  if (has_input(node, 0)) {
+    const std::vector<int64_t> lengths = constant_ints(node, 0, "sequence_lens");
+    for (int64_t n : lengths) {
+      if (n != steps) fail(node, cat("sequence_lens ", n, " differs from the sequence's ", steps, " elements (only full sequences are supported)"));
+    }
+  }
+  std::vector<int64_t> directions = attr_ints(node, "directions");
+  if (directions.empty()) directions.assign(static_cast<size_t>(scans), 0);
+  Expansion e(*this, node);
+  for (const std::string& name : outer_reads(node)) --readers_[name];  // read by the copies instead
+  std::vector<std::vector<std::string>> outputs(static_cast<size_t>(node.output_size()));
+  for (int64_t b = 0; b < batch; ++b) {
+    onnx::NodeProto one;
+    one.set_op_type("Scan");
+    one.set_name(cat(node_name(node), "/batch_", b));
+    for (int i = 1; i <= values; ++i) one.add_input(e.element(node.input(i), 0, b));
+    for (const auto& a : node.attribute()) {
+      if (a.name() != "directions") *one.add_attribute() = a;
+    }
+    *one.add_attribute() = ints_attr("scan_input_directions", directions);
+    *one.add_attribute() = ints_attr("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(scans), 0));
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string out = node.output(k).empty() ? std::string() : e.fresh(cat(node.output(k), "/batch_", b));
+      one.add_output(out);
+      if (!out.empty()) outputs[static_cast<size_t>(k)].push_back(out);
+    }
+    e.node(one);
+  }
+  for (int k = 0; k < node.output_size(); ++k) {
+    if (node.output(k).empty()) continue;
+    std::vector<std::string> parts;
+    for (const std::string& part : outputs[static_cast<size_t>(k)]) parts.push_back(e.unsqueeze("Unsqueeze", part, {0}));
+    if (parts.size() == 1) {
+      e.op("Identity", parts, {}, node.output(k));
+    } else {
+      e.op("Concat", parts, {int_attr("axis", 0)}, node.output(k));
+    }
+  }
+  e.finish();
+}
+
 void Importer::scan(const onnx::NodeProto& node) {
+  if (op_version("Scan", opset_) == 8 && !attribute(node, "scan_input_axes")) return scan_batched(node);
   const onnx::AttributeProto* body_attr = attribute(node, "body");
   if (!body_attr || !body_attr->has_g()) fail(node, "has no body graph");
   const onnx::GraphProto& body = body_attr->g();

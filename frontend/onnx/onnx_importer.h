@@ -287,6 +287,8 @@ class Importer {
   void recurrent(const onnx::NodeProto& node);
   // ---- onnx_import_scan.cpp: Scan and LinearAttention unrolled over their sequences
   void scan(const onnx::NodeProto& node);
+  // Scan-8 (a batch axis first, sequence lengths): a Scan of version 9 per batch element, stacked.
+  void scan_batched(const onnx::NodeProto& node);
   void expand_linear_attention(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_tensors.cpp: row-major tensors of any rank (transformers)
   // Whether the node reads a row-major value (made by this part of the importer) or a view of one.

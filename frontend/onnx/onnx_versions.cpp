@@ -78,7 +78,7 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
 // opset kBaseOpset selects (Scan-9: positive axes only; Upsample-7 and -9: Resize's asymmetric
 // coordinates, scales as an attribute and as an input).
 const std::map<std::string_view, int64_t, std::less<>> kOldestTranslated = {
-    {"Scan", 9}, {"Upsample", 7},
+    {"Scan", 8}, {"Upsample", 7},
 };
 
 const OpVersions* find(std::string_view type) {

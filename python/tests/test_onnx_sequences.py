@@ -2,7 +2,7 @@
 Runtime (or ONNX's reference evaluator where ONNX Runtime lacks the op) on random data: Scan
 unrolled in both directions along any axis with a body reading values around it, LinearAttention
 by its definition, a constant broadcast by a tensor, a product with a constant first or batched,
-and Upsample from the opsets before Resize."""
+Scan-8 with its batch axis, and Upsample from the opsets before Resize."""
 from __future__ import annotations
 
 import numpy as np
@@ -126,3 +126,25 @@ def test_an_old_version_the_importer_does_not_translate_is_refused_by_name():
     with pytest.raises(Exception, match=r"\(Slice\): version 1 of Slice \(opset 9\) is not supported: this build "
                                         r"translates Slice from version 11"):
         Backend.prepare(model)
+
+
+@pytest.mark.parametrize("lengths", [False, True])
+def test_scan_8_with_a_batch_axis_agrees_with_onnx_runtime(lengths):
+    """Scan of opset 8: the batch first, each element scanned alone (a running sum and a running
+    maximum over two inputs, the second read backwards), the sequence lengths all full."""
+    rng = np.random.default_rng(25)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "a_t"], ["sum_out"]),
+         helper.make_node("Max", ["max_in", "b_t"], ["max_out"]),
+         helper.make_node("Mul", ["sum_out", "max_out"], ["step"])],
+        "body", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("sum_in", "max_in", "a_t", "b_t")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("sum_out", "max_out", "step")])
+    node = helper.make_node("Scan", ["lens" if lengths else "", "s0", "m0", "a", "b"], ["s", "m", "steps"],
+                            num_scan_inputs=2, directions=[0, 1], body=body)
+    inits = {"lens": np.full([3], 4, np.int64)} if lengths else {}
+    model = model_of([node], {"s0": [3, 2], "m0": [3, 2], "a": [3, 4, 2], "b": [3, 4, 2]}, ["s", "m", "steps"], inits, opset=8)
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in
+             {"s0": [3, 2], "m0": [3, 2], "a": [3, 4, 2], "b": [3, 4, 2]}.items()}
+    s, m, steps = agrees(model, feeds)
+    np.testing.assert_allclose(s, feeds["s0"] + feeds["a"].sum(1), rtol=1e-5)
+    assert steps.shape == (3, 4, 2)
