@@ -173,6 +173,26 @@ std::vector<graph::ModelOutput> model_outputs(const Model& model,
   return result;
 }
 
+std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor>&& graph_outputs) {
+  if (model.tail) {
+    std::vector<std::vector<int64_t>> dims;
+    std::vector<std::span<const float>> values;
+    std::vector<std::vector<float>> owned;
+    for (auto& t : graph_outputs) {
+      dims.push_back(t.shape.dims());
+      values.emplace_back(t.data);
+      owned.push_back(std::move(t.data));  // the span still sees the moved buffer
+    }
+    return model.tail->outputs(dims, values, &owned);
+  }
+  std::vector<graph::ModelOutput> result;
+  for (size_t i = 0; i < graph_outputs.size(); ++i) {
+    const std::string name = i < model.graph.outputs().size() ? model.graph.value(model.graph.outputs()[i]).name : "";
+    result.push_back({name, graph_outputs[i].shape.dims(), std::move(graph_outputs[i].data)});
+  }
+  return result;
+}
+
 std::vector<graph::DeclaredOutput> declared_outputs(const Model& model) {
   if (model.tail) return model.tail->declared();
   std::vector<graph::DeclaredOutput> result;

@@ -68,6 +68,9 @@ struct Model {
 /// those, named after their values, or with a tail the tail's evaluation of them.
 std::vector<graph::ModelOutput> model_outputs(const Model& model,
                                               const std::vector<executor::HostTensor>& graph_outputs);
+/// model_outputs() taking the graph's outputs: those the model gives as they are are moved, not
+/// copied (a segmentation model's prototype masks beside its tail's boxes).
+std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor>&& graph_outputs);
 
 /// The model's outputs as it declares them: the graph's outputs (f32), or the tail's declared
 /// outputs (dimensions the data decides are -1).

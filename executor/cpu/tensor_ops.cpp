@@ -1,8 +1,14 @@
 // Ops on row-major tensors of any rank (a transformer's tokens, heads and attention scores), on
 // oneDNN: matmul of two activations (its matmul primitive, batch dimensions broadcast), transpose
-// (a reorder from the source seen through permuted strides), narrow (a reorder from a
+// (a reorder from the source seen through permuted strides; a swap of two blocks of axes, the
+// [N, C, L] -> [N, L, C] of detection heads and attention, by our tiled host loop: oneDNN 2.6's
+// reorder walks it element by element), narrow (a reorder from a
 // sub-memory) and concat_constant (the input reordered into its place, the constant block —
 // packed once per sample at creation — into the rest).
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
 #include "common/strings.h"
 #include "executor/cpu/ops.h"
 
@@ -14,6 +20,63 @@ using dnnl::memory;
 using graph::OpKind;
 
 constexpr const char* kReorderImpl = "reorder";
+constexpr const char* kSwapImpl = "transpose host (tiled swap)";
+
+// A transpose that moves whole blocks: input [O, A, B, I] to output [O, B, A, I] (O, I may be 1),
+// after joining the axes the permutation keeps together.
+struct BlockSwap {
+  int64_t outer = 1, a = 1, b = 1, inner = 1;
+};
+
+std::optional<BlockSwap> block_swap(const KernelSpec& spec) {
+  const auto& perm = std::get<graph::TransposeAttrs>(spec.attrs).perm;
+  const graph::Shape& in = spec.srcs[0].shape;
+  // Runs of output axes that read consecutive input axes, each as one axis: (first input axis,
+  // extent), in output order.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t extent = in[static_cast<size_t>(perm[i])];
+    if (!runs.empty() && perm[i] == perm[i - 1] + 1) {
+      runs.back().second *= extent;
+    } else {
+      runs.emplace_back(perm[i], extent);
+    }
+  }
+  // Leading and trailing runs that stay in place are the outer and inner blocks.
+  std::vector<std::pair<int64_t, int64_t>> sorted = runs;
+  std::sort(sorted.begin(), sorted.end());
+  BlockSwap s;
+  size_t first = 0, last = runs.size();
+  if (runs.size() >= 3 && runs.front() == sorted.front()) s.outer = runs[first++].second;
+  if (last - first >= 3 && runs.back() == sorted.back()) s.inner = runs[--last].second;
+  if (last - first != 2 || runs[first].first < runs[first + 1].first) return std::nullopt;
+  s.b = runs[first].second;
+  s.a = runs[first + 1].second;
+  return s;
+}
+
+// out[o][j][i][:] = in[o][i][j][:], in tiles of 16 x 16 blocks.
+void swap_blocks(const BlockSwap& s, const float* in, float* out) {
+  constexpr int64_t kTile = 16;
+  const int64_t tiles_a = (s.a + kTile - 1) / kTile, tiles_b = (s.b + kTile - 1) / kTile;
+  const auto bytes = static_cast<size_t>(s.inner) * sizeof(float);
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < s.outer * tiles_a * tiles_b; ++task) {
+    const int64_t o = task / (tiles_a * tiles_b), ta = task / tiles_b % tiles_a, tb = task % tiles_b;
+    const float* from = in + o * s.a * s.b * s.inner;
+    float* to = out + o * s.a * s.b * s.inner;
+    const int64_t i_end = std::min(s.a, (ta + 1) * kTile), j_end = std::min(s.b, (tb + 1) * kTile);
+    for (int64_t i = ta * kTile; i < i_end; ++i) {
+      for (int64_t j = tb * kTile; j < j_end; ++j) {
+        if (s.inner == 1) {
+          to[j * s.a + i] = from[i * s.b + j];
+        } else {
+          std::memcpy(to + (j * s.a + i) * s.inner, from + (i * s.b + j) * s.inner, bytes);
+        }
+      }
+    }
+  }
+}
 
 dnnl::matmul::primitive_desc matmul_pd(const KernelSpec& spec, const DnnlContext& ctx) {
   dnnl::matmul::desc d(md(spec.srcs[0]), md(spec.srcs[1]), md(spec.dsts[0]));
@@ -70,6 +133,7 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.kind == OpKind::kConcatConstant && (!spec.weights || spec.weights->weight.empty())) {
     return Support::unsupported(SupportReason::kWeights, "concat_constant needs its constant (weight)");
   }
+  if (spec.kind == OpKind::kTranspose && block_swap(spec)) return described(kSwapImpl, "");
   return described(kReorderImpl, "");
 }
 
@@ -86,6 +150,9 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
       return pd.impl_info_str();
     }
     case OpKind::kTranspose:
+      if (const std::optional<BlockSwap> swap = block_swap(spec)) {
+        return k.add_host_f32([s = *swap](const float* src, float* out) { swap_blocks(s, src, out); }, kSwapImpl);
+      }
       k.add_reorder(ctx, permuted_source(spec), 0, dst, dst_slot(0));
       return kReorderImpl;
     case OpKind::kNarrow: {

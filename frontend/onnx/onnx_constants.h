@@ -38,6 +38,9 @@ struct ConstTensor {
   std::vector<float> f32;  ///< see values
 
   int64_t numel() const;
+  /// A tensor of the same element type and dimensions without elements (for a fold that writes
+  /// every element of its result: no copy of this one's).
+  ConstTensor like() const { return ConstTensor{kind, onnx_type, dims, {}, {}}; }
   /// Fills `values` from `f32` (a no-op when already decoded).
   void decode();
   /// The values as int64 (rounded toward zero).

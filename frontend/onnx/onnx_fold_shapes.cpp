@@ -164,7 +164,7 @@ ConstTensor fold_concat(const onnx::NodeProto& node, const std::vector<FoldInput
   const int64_t axis = normalise_axis(attr_int(node, "axis", 0), x.dims.size());
   std::vector<const ConstTensor*> parts;
   for (size_t i = 0; i < in.size(); ++i) parts.push_back(constant_at(in, i));
-  ConstTensor t = x;
+  ConstTensor t = x.like();
   int64_t total = 0;
   for (const ConstTensor* p : parts) total += p->dims.at(static_cast<size_t>(axis));
   t.dims[static_cast<size_t>(axis)] = total;
@@ -187,7 +187,7 @@ ConstTensor fold_gather(const onnx::NodeProto& node, const std::vector<FoldInput
   const int64_t dim = x.dims[static_cast<size_t>(axis)];
   const int64_t outer = product(std::vector<int64_t>(x.dims.begin(), x.dims.begin() + axis));
   const int64_t inner = product(std::vector<int64_t>(x.dims.begin() + axis + 1, x.dims.end()));
-  ConstTensor t = x;
+  ConstTensor t = x.like();
   t.dims.clear();
   t.dims.insert(t.dims.end(), x.dims.begin(), x.dims.begin() + axis);
   t.dims.insert(t.dims.end(), idx.dims.begin(), idx.dims.end());

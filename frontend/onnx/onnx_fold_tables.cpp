@@ -47,7 +47,7 @@ ConstTensor gather_nd(const onnx::NodeProto& node, const ConstTensor& x, const C
   const size_t k = index_depth(idx, x, "GatherND");
   const int64_t slice = elements_after(x.dims, k);
   const std::vector<int64_t> ids = idx.ints();
-  ConstTensor t = x;
+  ConstTensor t = x.like();
   t.dims.assign(idx.dims.begin(), idx.dims.end() - 1);
   t.dims.insert(t.dims.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(k), x.dims.end());
   t.values.clear();
@@ -97,7 +97,7 @@ ConstTensor by_elements(const onnx::NodeProto& node, const ConstTensor& x, const
   if (axis < 0 || axis >= static_cast<int64_t>(rank)) invalid(cat(op, ": axis out of range"));
   const auto a = static_cast<size_t>(axis);
   const std::vector<int64_t> ids = idx.ints();
-  ConstTensor t = x;
+  ConstTensor t = scatter ? x : x.like();
   if (!scatter) {
     t.dims = idx.dims;
     t.values.assign(ids.size(), 0.0);
@@ -311,7 +311,7 @@ ConstTensor conv(const onnx::NodeProto& node, const ConstTensor& x, const ConstT
     }
     if (out_hw[d] < 1) invalid("Conv of constants: the kernel is larger than the padded input");
   }
-  ConstTensor t = x;
+  ConstTensor t = x.like();
   t.dims = {n, m};
   if (spatial == 2) t.dims.insert(t.dims.end(), out_hw.begin(), out_hw.end());
   else t.dims.push_back(out_hw[1]);
@@ -345,7 +345,7 @@ ConstTensor conv(const onnx::NodeProto& node, const ConstTensor& x, const ConstT
 // repeated for the batch).
 ConstTensor tile(const ConstTensor& x, const std::vector<int64_t>& repeats) {
   if (repeats.size() != x.dims.size()) invalid("Tile needs one repeat count per dimension");
-  ConstTensor t = x;
+  ConstTensor t = x.like();
   for (size_t d = 0; d < repeats.size(); ++d) {
     if (repeats[d] < 0) invalid("Tile repeat counts must not be negative");
     t.dims[d] = x.dims[d] * repeats[d];

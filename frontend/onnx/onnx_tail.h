@@ -45,8 +45,11 @@ class OnnxTail {
   /// The model's outputs of one run from the graph's: `values[i]` holds the row-major elements of
   /// graph output i (Graph::outputs() order) and `dims[i]` its dimensions. Throws ShapeError
   /// naming the node where the data makes a node invalid (a Reshape that no longer fits).
+  /// With `owned` (the buffers `values` view, one per graph output), a model output that is a
+  /// graph output as it is takes its buffer (moved) instead of a copy.
   std::vector<ModelOutput> outputs(const std::vector<std::vector<int64_t>>& dims,
-                                   const std::vector<std::span<const float>>& values) const;
+                                   const std::vector<std::span<const float>>& values,
+                                   std::vector<std::vector<float>>* owned = nullptr) const;
   /// The model's outputs as it declares them, in order.
   const std::vector<DeclaredOutput>& declared() const;
   /// One line for reports: how many nodes, which op types, e.g. "24 ONNX nodes on the host after

@@ -312,11 +312,16 @@ class PySession {
       executor_->execute();
       outputs = session::model_outputs(model_->model, executor_->outputs());
     }
+    // Each output's buffer becomes its array's (no copy).
     std::vector<py::array_t<float>> result;
-    for (const auto& o : outputs) {
-      py::array_t<float> a(o.dims);
-      std::copy(o.data.begin(), o.data.end(), a.mutable_data());
-      result.push_back(std::move(a));
+    for (auto& o : outputs) {
+      if (o.data.empty()) {  // no elements (no detection kept): an array of its shape
+        result.emplace_back(o.dims);
+        continue;
+      }
+      auto* data = new std::vector<float>(std::move(o.data));
+      py::capsule owner(data, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+      result.emplace_back(o.dims, data->data(), owner);
     }
     return result;
   }

@@ -4,6 +4,7 @@
 // schedule the scheduler makes and beside the convolutions' layouts.
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "reference.h"
@@ -172,6 +173,49 @@ TEST(TransformerOps, SoftmaxOverAnyAxisOfARowMajorTensorRunsOnANativeOrHostKerne
       EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
       if (axis < 3) EXPECT_EQ(impl, "softmax host");
     }
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft::executor
+
+namespace stagecraft::executor {
+namespace {
+
+// Transposes of row-major tensors give the reference's values exactly, for every kind of
+// permutation: block swaps ([N, C, L] -> [N, L, C] of detection heads, [N, H, T, D] -> [N, T, H, D]
+// of attention, with extents off the 16 x 16 tile, whole-tensor swaps) on the tiled host loop,
+// and the other permutations on oneDNN's reorder.
+TEST(TransformerOps, TransposesOfEveryKindEqualTheReference) {
+  struct Case {
+    std::vector<int64_t> dims, perm;
+    bool swap;  // on the tiled host loop
+  };
+  const std::vector<Case> cases = {
+      {{1, 116, 8400}, {0, 2, 1}, true},   {{2, 3, 37, 19}, {0, 2, 1, 3}, true}, {{33, 17}, {1, 0}, true},
+      {{2, 5, 7, 3}, {2, 3, 0, 1}, true},  {{3, 4, 5}, {2, 0, 1}, true},         {{2, 3, 4, 5}, {0, 1, 3, 2}, true},
+      {{3, 4, 5}, {2, 1, 0}, false},       {{2, 3, 4, 5, 6}, {0, 3, 1, 4, 2}, false},
+  };
+  for (const Case& c : cases) {
+    graph::Graph g("transpose");
+    graph::TensorDesc x = graph::make_desc(graph::Shape(c.dims));
+    if (c.dims.size() != 2) x.layout = Layout::kRowMajor;  // rank 2: the rows' own kNC
+    const graph::ValueId in = g.add_input("x", x);
+    graph::TransposeAttrs t;
+    t.perm = c.perm;
+    const graph::OpId op = g.add_op("t", OpKind::kTranspose, t, {in});
+    g.add_output(g.op(op).outputs[0]);
+    const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 5);
+    const auto inputs = stagecraft::testing::inputs_of(m.graph);
+    const auto want = testing::reference_run(m.graph, m.weights, inputs);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), PlanOptions{});
+    Executor run(plan);
+    const auto got = run.run(inputs);
+    const std::string where = cat(graph::Shape(c.dims).to_string(), " by (", join(c.perm, ", "), ")");
+    EXPECT_EQ(relative_error(got[0], want[0]), 0.0) << where;
+    const KernelDesc d = stagecraft::testing::cpu_backend().supports(spec_of(OpKind::kTranspose, t, {x}, g.value(g.op(op).outputs[0]).desc));
+    EXPECT_EQ(d.implementation.find("tiled swap") != std::string::npos, c.swap) << where << ": " << d.implementation;
   }
 }
 
