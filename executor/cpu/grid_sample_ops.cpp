@@ -5,9 +5,9 @@
 // four (cubic, Keys' kernel with a = -0.75); a tap outside the input reads 0 (zeros), the edge
 // (border) or its reflection. The taps of the axes combine as a tensor product, which is what
 // ONNX's axis-by-axis definition computes. Tiles of 64 output points are spread over the threads;
-// the channels of a point share its taps, found once per tile. Nearest and linear 2-D sampling (at
-// most 4 taps) run in float, vectorised over the tile's points (ONNX Runtime's arithmetic: the
-// same values); cubic and 3-D sampling sum in double.
+// the channels of a point share its taps, found once per tile. Sampling of at most 4 taps a point
+// (nearest, linear 2-D) runs in float, vectorised over the tile's points (linear 2-D with zeros
+// outside: ONNX Runtime's arithmetic, the same values); cubic and 3-D linear sum in double.
 #include <algorithm>
 #include <array>
 #include <bit>
