@@ -43,6 +43,9 @@ struct SearchStats {
   /// Set by callers that keep schedules (session::Pipeline::schedule): the file the schedule came
   /// from instead of a search ("" when it was searched).
   std::string from_cache;
+  /// Set by session::Pipeline::search on a measured backend: the searched schedule against the
+  /// sequential one end to end, and which was kept (session/schedule_check.h).
+  std::string end_to_end;
 };
 
 /// A scheduler: turns a graph into a schedule using a cost model.

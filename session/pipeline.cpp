@@ -12,6 +12,7 @@
 #include "layouts/layout_search.h"
 #include "scheduler/schedule_yaml.h"
 #include "session/schedule_cache.h"
+#include "session/schedule_check.h"
 
 namespace stagecraft::session {
 
@@ -49,6 +50,13 @@ scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::Lay
   }
   scheduler::Schedule schedule =
       scheduler::make_scheduler(options)->schedule(graph, layouts, *opened_.cost_model, stats);
+  if (options.strategy == scheduler::Strategy::kDp && opened_.measured && opened_.backend) {
+    // The search costs stages one at a time; the plans themselves decide (schedule_check.h).
+    const executor::PlanOptions planned = plan_options(schedule.layouts);  // before the schedule moves
+    ScheduleCheck check = check_against_sequential(*opened_.backend, planned, graph, std::move(schedule));
+    schedule = std::move(check.kept);
+    if (stats) stats->end_to_end = check.verdict;
+  }
   if (cache) cache->store(key, graph, schedule);
   return schedule;
 }

@@ -101,6 +101,7 @@ std::string search_stats_text(const scheduler::SearchStats& st, const Schedule& 
   std::string text = cat("search ", fixed(st.seconds, 2), " s: ", st.blocks, " blocks, ", st.parts,
                          " parts, ", st.states, " states, ", st.transitions, " transitions, ",
                          st.stage_keys, " distinct stage keys");
+  if (!st.end_to_end.empty()) text += cat("; ", st.end_to_end);
   if (st.measured == 0 && st.estimated == 0) return text;  // a cheap model: all costed
   text += cat("; ", st.measured, " measured (", fixed(st.measuring_seconds, 1), " s), ", st.known,
               " from the cache, ", st.estimated, " costed from their ops only");

@@ -62,7 +62,7 @@ py::dict stats_dict(const scheduler::SearchStats& st, const scheduler::Schedule&
                   "cache_hits"_a = cache_hits, "measured_by_search"_a = st.measured,
                   "estimated"_a = st.estimated, "converged"_a = st.converged,
                   "out_of_budget"_a = st.out_of_budget, "bound_ms"_a = st.bound_ms,
-                  "from_cache"_a = st.from_cache,
+                  "from_cache"_a = st.from_cache, "end_to_end"_a = st.end_to_end,
                   "summary"_a = session::search_stats_text(st, schedule));
 }
 
