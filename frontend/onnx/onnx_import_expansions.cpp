@@ -26,7 +26,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   static const std::set<std::string, std::less<>> kAlways = {
       "RMSNormalization", "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "PRelu", "LpPool",
       "Attention", "SwiGLU", "RotaryEmbedding", "CausalConvWithState", "Upsample", "LinearAttention", "Col2Im", "DFT",
-      "Trilu", "DeformConv", "FlexAttention"};
+      "Trilu", "DeformConv", "FlexAttention", "Det"};
   if (kAlways.count(t)) return true;
   const auto named = [&](int slot) { return slot < node.output_size() && !node.output(slot).empty(); };
   const auto tensor = [&](int slot) { return has_input(node, slot) && !constant(node, slot); };
@@ -89,6 +89,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"Upsample", &Importer::expand_upsample},
       {"Col2Im", &Importer::expand_col2im},
       {"DeformConv", &Importer::expand_deform_conv}, {"FlexAttention", &Importer::expand_flex_attention},
+      {"Det", &Importer::expand_det},
       {"Conv", &Importer::expand_conv3d}, {"ConvTranspose", &Importer::expand_conv3d},
       {"DFT", &Importer::expand_dft},
       {"LinearAttention", &Importer::expand_linear_attention},

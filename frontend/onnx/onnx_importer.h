@@ -268,6 +268,8 @@ class Importer {
   // The node's subgraph attribute `name` (one tensor in, one out) copied into the expansion reading
   // `x`: its output's name (`x` when the node has no such attribute).
   std::string inline_modifier(const onnx::NodeProto& node, Expansion& e, const char* name, const std::string& x);
+  // ---- onnx_import_det.cpp: Det of matrices up to 4 x 4 by Leibniz's formula
+  void expand_det(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_conv3d.cpp: Conv and ConvTranspose of a 5-D input as 2-D ones per kernel depth
   void expand_conv3d(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

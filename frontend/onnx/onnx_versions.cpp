@@ -62,7 +62,7 @@ const std::map<std::string_view, int64_t, std::less<>> kTranslated = {
     {"Trilu", 14}, {"MeanVarianceNormalization", 13}, {"PRelu", 16}, {"SwiGLU", 28}, {"RotaryEmbedding", 23}, {"CausalConvWithState", 27}, {"RMSNormalization", 23},
     // The recurrent layers (onnx_import_recurrent.cpp), Scan and LinearAttention (onnx_import_scan.cpp),
     // Upsample (a Resize), the index ops (onnx_import_indices.cpp) and Hardmax (a softmax op kind's mode).
-    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"Col2Im", 18}, {"DeformConv", 22}, {"DFT", 20}, {"LinearAttention", 27},
+    {"RNN", 22}, {"GRU", 22}, {"LSTM", 22}, {"Scan", 25}, {"Upsample", 10}, {"Col2Im", 18}, {"DeformConv", 22}, {"Det", 22}, {"DFT", 20}, {"LinearAttention", 27},
     {"TopK", 24}, {"ArgMax", 13}, {"ArgMin", 13}, {"Hardmax", 13}, {"GridSample", 22},
     // The ops of a data-dependent tail, evaluated on the host after the plan (onnx_import_tail.cpp).
     {"NonZero", 13}, {"NonMaxSuppression", 11},

@@ -2,7 +2,7 @@
 ONNX Runtime on random data: DFT (forward, inverse, one-sided both ways, any signal axis, a
 dft_length that pads or truncates; opsets 17 and 20) and BatchNormalization in training mode
 (batch statistics, the running mean and variance as outputs); reductions over an axis of one element;
-SpaceToDepth-28 in both modes."""
+SpaceToDepth-28 in both modes; Det of batches of small matrices."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +12,9 @@ onnx = pytest.importorskip("onnx", reason="onnx is not installed (scripts/test.s
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (scripts/test.sh installs it)")
 from onnx import helper  # noqa: E402
 from onnx_cases import agrees, model_of  # noqa: E402
+
+import stagecraft  # noqa: E402
+from stagecraft.onnx_backend import Backend  # noqa: E402
 
 
 @pytest.mark.parametrize("shape,axis,inverse,onesided,length,opset", [
@@ -80,3 +83,20 @@ def test_space_to_depth_in_both_modes_agrees_with_the_reference(mode):
     with pytest.raises(stagecraft.Error) as info:
         Backend.prepare(bad)
     assert "\n" not in str(info.value).strip()
+
+
+@pytest.mark.parametrize("shape", [[5, 1, 1], [3, 2, 2], [2, 4, 3, 3], [6, 4, 4]])
+def test_det_of_small_matrices_agrees_with_onnx_runtime(shape):
+    """Det of a batch of matrices up to 4 x 4 (Leibniz's formula), a singular one included."""
+    rng = np.random.default_rng(90)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.reshape(-1, shape[-1], shape[-1])[0, -1] = x.reshape(-1, shape[-1], shape[-1])[0, 0]  # rows equal: det 0
+    model = model_of([helper.make_node("Det", ["x"], ["y"])], {"x": shape}, ["y"], opset=22)
+    (y,) = agrees(model, {"x": x}, rtol=1e-4, atol=1e-5)
+    assert y.shape == tuple(shape[:-2])
+
+
+def test_det_of_a_large_matrix_is_refused_in_one_line():
+    model = model_of([helper.make_node("Det", ["x"], ["y"])], {"x": [2, 5, 5]}, ["y"], opset=22)
+    with pytest.raises(stagecraft.Error, match=r"\(Det\): matrices of 5 x 5 are not supported \(1 to 4\)"):
+        Backend.prepare(model)
