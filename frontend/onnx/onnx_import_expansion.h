@@ -1,6 +1,7 @@
 #pragma once
 // Internal to frontend/onnx/: Importer::Expansion, the nodes one ONNX node is written as (its
 // expansions: onnx_import_expansions.cpp, the recurrent layers: onnx_import_recurrent.cpp).
+#include <cmath>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -190,6 +191,21 @@ class Importer::Expansion {
     const std::string var = reduce("ReduceMean", op("Mul", {d, d}), axes);
     const std::string inv = op("Reciprocal", {op("Sqrt", {op("Add", {var, scalar(eps)})})}, {}, inv_out);
     return op("Mul", {d, inv});
+  }
+
+  // K or V [B, Hkv, L, D] (`d`) with each head repeated for its group of `heads` query heads, in
+  // place (grouped-query attention).
+  std::string repeat_heads(const std::string& x, const std::vector<int64_t>& d, int64_t heads) {
+    const int64_t reps = heads / d[1];
+    const std::string wide = op("Expand", {reshape(x, {d[0], d[1], 1, d[2], d[3]}), ints({d[0], d[1], reps, d[2], d[3]})});
+    return reshape(wide, {d[0], heads, d[2], d[3]});
+  }
+  // The attention scores (Q · √scale) · (K · √scale)ᵀ of [B, H, S, D] and [B, H, L, D], the
+  // √scale on each side as ONNX's definitions of Attention and FlexAttention.
+  std::string scaled_scores(const std::string& q, const std::string& k, float scale) {
+    const std::string root = scalar(std::sqrt(scale));
+    const std::string kt = op("Transpose", {op("Mul", {k, root})}, {ints_attr("perm", {0, 1, 3, 2})});
+    return op("MatMul", {op("Mul", {q, root}), kt});
   }
 
   // Imports the nodes made.

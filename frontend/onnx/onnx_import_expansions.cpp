@@ -518,19 +518,12 @@ void Importer::attention(const onnx::NodeProto& node, Expansion& e) {
   const int64_t q_heads = q[1], kv_heads = k[1], s = q[2], l = k[2];
   if (q_heads != kv_heads) {  // grouped queries: each K and V head repeated, in place
     if (q_heads % kv_heads != 0) fail(node, cat(q_heads, " query heads are not a multiple of ", kv_heads, " key heads"));
-    const int64_t reps = q_heads / kv_heads;
-    const auto repeated = [&](const std::string& x, const std::vector<int64_t>& d) {
-      const std::string wide = e.op("Expand", {e.reshape(x, {d[0], d[1], 1, d[2], d[3]}), e.ints({d[0], d[1], reps, d[2], d[3]})});
-      return e.reshape(wide, {d[0], q_heads, d[2], d[3]});
-    };
-    ks = repeated(ks, k);
-    vs = repeated(vs, v);
+    ks = e.repeat_heads(ks, k, q_heads);
+    vs = e.repeat_heads(vs, v, q_heads);
   }
   // Q·Kᵀ with √scale on each side, as ONNX's definition.
   const float scale = attr_float(node, "scale", 1.0f / std::sqrt(static_cast<float>(q[3])));
-  const std::string root = e.scalar(std::sqrt(scale));
-  const std::string kt = e.op("Transpose", {e.op("Mul", {ks, root})}, {ints_attr("perm", {0, 1, 3, 2})});
-  std::string scores = e.op("MatMul", {e.op("Mul", {qs, root}), kt});
+  std::string scores = e.scaled_scores(qs, ks, scale);
   const float softcap = attr_float(node, "softcap", 0.0f);
   if (softcap > 0) scores = e.op("Mul", {e.op("Tanh", {e.op("Div", {scores, e.scalar(softcap)})}), e.scalar(softcap)});
   const std::string capped = scores;

@@ -71,18 +71,11 @@ void Importer::expand_flex_attention(const onnx::NodeProto& node, Expansion& e, 
   if (q_heads % kv_heads != 0) fail(node, cat(q_heads, " query heads are not a multiple of ", kv_heads, " key heads"));
   std::string ks = node.input(1), vs = node.input(2);
   if (q_heads != kv_heads) {  // each K and V head repeated for its group of query heads
-    const int64_t reps = q_heads / kv_heads;
-    const auto repeated = [&](const std::string& x, const std::vector<int64_t>& d) {
-      const std::string wide = e.op("Expand", {e.reshape(x, {d[0], d[1], 1, d[2], d[3]}), e.ints({d[0], d[1], reps, d[2], d[3]})});
-      return e.reshape(wide, {d[0], q_heads, d[2], d[3]});
-    };
-    ks = repeated(ks, k);
-    vs = repeated(vs, v);
+    ks = e.repeat_heads(ks, k, q_heads);
+    vs = e.repeat_heads(vs, v, q_heads);
   }
   const float scale = attr_float(node, "scale", 1.0f / std::sqrt(static_cast<float>(q[3])));
-  const std::string root = e.scalar(std::sqrt(scale));
-  const std::string kt = e.op("Transpose", {e.op("Mul", {ks, root})}, {ints_attr("perm", {0, 1, 3, 2})});
-  std::string scores = e.op("MatMul", {e.op("Mul", {node.input(0), root}), kt});
+  std::string scores = e.scaled_scores(node.input(0), ks, scale);
   scores = inline_modifier(node, e, "score_mod", scores);
   std::string probs = e.op("Softmax", {scores}, {int_attr("axis", 3)});
   probs = inline_modifier(node, e, "prob_mod", probs);
