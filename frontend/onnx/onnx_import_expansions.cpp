@@ -38,7 +38,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
     return named(1) || named(2) || tensor(1) || tensor(2) || axis != static_cast<int64_t>(*rank) - 1;
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
-  if (t == "Conv" || t == "ConvTranspose") return rank == 5u;  // 3-D: onnx_import_conv3d.cpp
+  if (t == "Conv" || t == "ConvTranspose") return rank == 5u || is_block_upsampling(node);  // onnx_import_conv3d.cpp
   if (t == "Gather") return tensor(1) && (rank.has_value() || constant(node, 0));  // indices the model computes
   if (t == "GatherND") return rank.has_value() || constant(node, 0);
   if (t == "Mod") return attr_int(node, "fmod", 0) == 0;  // Python's remainder, from C's
@@ -90,7 +90,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"Col2Im", &Importer::expand_col2im},
       {"DeformConv", &Importer::expand_deform_conv}, {"FlexAttention", &Importer::expand_flex_attention},
       {"Det", &Importer::expand_det},
-      {"Conv", &Importer::expand_conv3d}, {"ConvTranspose", &Importer::expand_conv3d},
+      {"Conv", &Importer::expand_conv3d}, {"ConvTranspose", &Importer::expand_conv_transpose},
       {"DFT", &Importer::expand_dft},
       {"LinearAttention", &Importer::expand_linear_attention},
       {"Gemm", &Importer::expand_gemm},

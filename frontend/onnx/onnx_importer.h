@@ -272,6 +272,11 @@ class Importer {
   void expand_det(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   // ---- onnx_import_conv3d.cpp: Conv and ConvTranspose of a 5-D input as 2-D ones per kernel depth
   void expand_conv3d(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  // A 2-D ConvTranspose whose stride equals its square kernel, unpadded: a 1x1 Conv to M · k · k
+  // channels, then DepthToSpace; expand_conv_transpose picks it or the 3-D one.
+  bool is_block_upsampling(const onnx::NodeProto& node) const;
+  void expand_block_upsampling(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
+  void expand_conv_transpose(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_gemm(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_matmul(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

@@ -1,6 +1,7 @@
 """3-D convolutions (video and volume models: R3D, X3D, 3-D U-Nets) through stagecraft against
 ONNX Runtime on random data: Conv and ConvTranspose of a 5-D input with per-axis kernels,
-strides, dilations, pads, output padding, groups and bias, and a small encoder-decoder of them."""
+strides, dilations, pads, output padding, groups and bias, and a small encoder-decoder of them;
+the 2-D ConvTranspose that is a block upsampling."""
 from __future__ import annotations
 
 import numpy as np
@@ -79,3 +80,22 @@ def test_a_video_classifier_head_of_depth_one():
              helper.make_node("MatMul", ["f", "fc"], ["y"])]
     agrees(model_of(nodes, {"x": [1, 8, 2, 7, 7]}, ["y"], inits),
            {"x": rng.standard_normal([1, 8, 2, 7, 7]).astype(np.float32)}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x,m,k,bias,extra", [
+    ([1, 8, 10, 12], 6, 2, True, {}),       # YOLO's prototype upsampling: a 1x1 Conv, then DepthToSpace
+    ([2, 4, 5, 7], 3, 3, False, {}),
+    ([1, 4, 6, 6], 4, 2, True, {"pads": [1, 1, 1, 1]}),        # padded: oneDNN's deconvolution
+    ([1, 4, 6, 6], 4, 2, False, {"output_padding": [1, 1]}),
+    ([1, 4, 6, 6], 4, 2, False, {"strides": [1, 1]}),          # overlapping blocks
+])
+def test_block_upsampling_conv_transpose_agrees_with_onnx_runtime(x, m, k, bias, extra):
+    """A 2-D ConvTranspose whose stride equals its square kernel, unpadded, runs as a 1x1 Conv to
+    M · k · k channels and DepthToSpace; the others stay transposed convolutions."""
+    rng = np.random.default_rng(74)
+    inits = {"w": rng.standard_normal([x[1], m, k, k]).astype(np.float32)}
+    if bias:
+        inits["b"] = rng.standard_normal([m]).astype(np.float32)
+    attrs = {"strides": [k, k], **extra}
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"] if bias else ["x", "w"], ["y"], kernel_shape=[k, k], **attrs)
+    agrees(model_of([node], {"x": x}, ["y"], inits), {"x": rng.standard_normal(x).astype(np.float32)}, rtol=1e-4, atol=1e-4)
