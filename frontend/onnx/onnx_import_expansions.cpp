@@ -39,6 +39,7 @@ bool Importer::expands(const onnx::NodeProto& node) const {
   }
   if (t == "InstanceNormalization") return tensor(1) || tensor(2);
   if (t == "Conv" || t == "ConvTranspose") return rank == 5u || is_block_upsampling(node);  // onnx_import_conv3d.cpp
+  if (t == "MaxPool" || t == "AveragePool") return is_separable_pool(node);
   if (t == "Gather") return tensor(1) && (rank.has_value() || constant(node, 0));  // indices the model computes
   if (t == "GatherND") return rank.has_value() || constant(node, 0);
   if (t == "Mod") return attr_int(node, "fmod", 0) == 0;  // Python's remainder, from C's
@@ -91,6 +92,7 @@ void Importer::expand(const onnx::NodeProto& node) {
       {"DeformConv", &Importer::expand_deform_conv}, {"FlexAttention", &Importer::expand_flex_attention},
       {"Det", &Importer::expand_det},
       {"Conv", &Importer::expand_conv3d}, {"ConvTranspose", &Importer::expand_conv_transpose},
+      {"MaxPool", &Importer::expand_separable_pool}, {"AveragePool", &Importer::expand_separable_pool},
       {"DFT", &Importer::expand_dft},
       {"LinearAttention", &Importer::expand_linear_attention},
       {"Gemm", &Importer::expand_gemm},

@@ -275,6 +275,10 @@ class Importer {
   // A 2-D ConvTranspose whose stride equals its square kernel, unpadded: a 1x1 Conv to M · k · k
   // channels, then DepthToSpace; expand_conv_transpose picks it or the 3-D one.
   bool is_block_upsampling(const onnx::NodeProto& node) const;
+  // MaxPool / AveragePool of a 5-D input without dilations: a 2-D pool per depth slice, then one
+  // along the depth.
+  bool is_separable_pool(const onnx::NodeProto& node) const;
+  void expand_separable_pool(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_block_upsampling(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_conv_transpose(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);
   void expand_dft(const onnx::NodeProto& node, Expansion& e, const ExpandedInput& in);

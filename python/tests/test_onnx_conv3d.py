@@ -99,3 +99,19 @@ def test_block_upsampling_conv_transpose_agrees_with_onnx_runtime(x, m, k, bias,
     attrs = {"strides": [k, k], **extra}
     node = helper.make_node("ConvTranspose", ["x", "w", "b"] if bias else ["x", "w"], ["y"], kernel_shape=[k, k], **attrs)
     agrees(model_of([node], {"x": x}, ["y"], inits), {"x": rng.standard_normal(x).astype(np.float32)}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op,x,attrs", [
+    ("MaxPool", [1, 4, 6, 9, 8], dict(kernel_shape=[3, 3, 3], strides=[1, 1, 1], pads=[1, 1, 1, 1, 1, 1])),  # S3D
+    ("MaxPool", [2, 3, 7, 8, 9], dict(kernel_shape=[2, 3, 2], strides=[2, 2, 1], pads=[0, 1, 1, 1, 0, 0], ceil_mode=1)),
+    ("AveragePool", [1, 3, 5, 6, 7], dict(kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0])),
+    ("AveragePool", [1, 3, 5, 6, 7], dict(kernel_shape=[3, 2, 3], strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0],
+                                          count_include_pad=1, ceil_mode=1)),
+    ("MaxPool", [1, 2, 7, 6, 5], dict(kernel_shape=[2, 2, 2], dilations=[2, 1, 1])),  # dilated: the N-D host pool
+])
+def test_3d_pools_agree_with_onnx_runtime(op, x, attrs):
+    """A 3-D pool without dilations is a 2-D pool of every depth slice, then one along the depth
+    (max of maxima, mean of means with the padding rule per axis); a dilated one stays N-D."""
+    rng = np.random.default_rng(75)
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    agrees(model_of([node], {"x": x}, ["y"]), {"x": rng.standard_normal(x).astype(np.float32)}, rtol=1e-5, atol=1e-6)
