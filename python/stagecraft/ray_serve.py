@@ -4,8 +4,9 @@ An application is one ingress deployment (HTTP and the Python handle API) in fro
 deployment per model. A model replica holds one `stagecraft.Session` per planned batch size, all
 made when the replica starts (a dp schedule is searched once per size and kept in the schedule
 cache, ``cache_dir``, which replicas on the same machine share); ``@serve.batch`` gathers requests
-into batches of at most ``max_batch`` samples, each run on the plan of the smallest planned size
-that holds it (zero-padded). A replica asks Ray for ``num_cpus`` = its session's threads, and its
+into batches of at most ``max_batch`` samples. A batch runs as the planned runs that hold it at the
+least cost, from each plan's latency measured when the replica starts (`batch_runs`: with plans of
+1, 2 and 4, 3 samples run as 2 + 1 where padding them to 4 costs more). A replica asks Ray for ``num_cpus`` = its session's threads, and its
 process runs OpenMP teams of that many threads (``OMP_NUM_THREADS``).
 
     from ray import serve
@@ -66,7 +67,7 @@ class ModelConfig:
 
     ``max_batch``: the most samples one run takes (requests are batched up to it, a larger request
     is refused); ``batch_sizes``: the planned sizes (default 1, 2, 4, ... and ``max_batch``; a
-    batch runs on the smallest planned size that holds it). ``threads``: OpenMP threads of a run,
+    batch runs as the planned runs that hold it at the least measured cost: `batch_runs`). ``threads``: OpenMP threads of a run,
     and the CPUs a replica asks Ray for (``num_cpus``, default ``threads``); ``streams``: the
     session's streams (default ``threads``: on the CPU a stream is a worker thread, and a schedule
     with more concurrent groups than cores would use cores Ray did not give the replica).
@@ -115,9 +116,59 @@ class ModelConfig:
         self.batch_sizes = sizes
 
 
-def planned_size(sizes: Sequence[int], n: int) -> int:
-    """The smallest planned batch size that holds n samples (sizes sorted, n <= sizes[-1])."""
-    return next(b for b in sizes if b >= n)
+def batch_runs(costs: Mapping[int, float], n: int) -> List[int]:
+    """The planned batch sizes whose runs hold n samples at the least summed cost, largest first.
+    ``costs``: the latency of one run of each planned size. The last run is zero-padded where it
+    is not full: with runs of 1, 2 and 4 samples taking 70, 137 and 270 ms, 3 samples run as
+    [2, 1] (207 ms) rather than [4] (270 ms); with 70, 100 and 120 ms they run as [4]."""
+    if n < 1 or not costs:
+        raise ValueError(f"batch_runs: {n} samples over planned sizes {sorted(costs)}")
+    best = [0.0] + [float("inf")] * n  # best[m]: the least cost of m samples
+    first = [0] * (n + 1)
+    for m in range(1, n + 1):
+        for size in sorted(costs, reverse=True):  # on a tie, fewer and larger runs
+            cost = costs[size] + best[max(0, m - size)]
+            if cost < best[m]:
+                best[m], first[m] = cost, size
+    runs, m = [], n
+    while m > 0:
+        runs.append(first[m])
+        m -= first[m]
+    return sorted(runs, reverse=True)
+
+
+def _run_pieces(session_of: Mapping[int, Any], runs: Sequence[int],
+                arrays: Sequence[np.ndarray]) -> List[np.ndarray]:
+    """The outputs of the samples in `arrays` (one array per input, samples first), run as `runs`
+    (planned sizes; the last zero-padded where the samples do not fill it)."""
+    n = arrays[0].shape[0]
+    if len(runs) == 1 and runs[0] == n:
+        return session_of[n].run(list(arrays))
+    parts: List[List[np.ndarray]] = []
+    start = 0
+    for size in runs:
+        take = min(size, n - start)
+        piece = [a[start:start + take] for a in arrays]
+        if take < size:
+            piece = [np.concatenate([p, np.zeros((size - take, *p.shape[1:]), p.dtype)]) for p in piece]
+        parts.append([y[:take] for y in session_of[size].run(piece)])
+        start += take
+    return [np.concatenate(ys) if len(ys) > 1 else ys[0] for ys in zip(*parts)]
+
+
+def _run_costs(sessions: Mapping[int, Any], inputs: Sequence[Tuple[str, Tuple[int, ...]]],
+               rounds: int = 3) -> Dict[int, float]:
+    """Each session's run latency (ms; the least of `rounds` runs after one warm-up, the sizes
+    interleaved) on zero inputs."""
+    feeds = {b: [np.zeros((b, *shape), np.float32) for _, shape in inputs] for b in sessions}
+    times: Dict[int, List[float]] = {b: [] for b in sessions}
+    for r in range(rounds + 1):
+        for b, session in sessions.items():
+            t0 = time.perf_counter()
+            session.run(feeds[b])
+            if r > 0:
+                times[b].append((time.perf_counter() - t0) * 1e3)
+    return {b: min(t) for b, t in times.items()}
 
 
 class Refusal:
@@ -218,6 +269,9 @@ def _model_class() -> type:
             self.inputs = [(t.name, tuple(t.shape[1:])) for t in first.inputs]
             self.outputs = [(t.name, tuple(t.shape[1:])) for t in first.outputs]
             self.description = first.description
+            # How each batch size runs (batch_runs), from the plans' latencies measured here.
+            self.costs = {} if self.per_sample else _run_costs(self.sessions, self.inputs)
+            self.runs = {n: batch_runs(self.costs, n) for n in range(1, c.max_batch + 1)} if self.costs else {}
             self.start_s = time.perf_counter() - t0
             self._run_batch.set_max_batch_size(c.max_batch)
             self._run_batch.set_batch_wait_timeout_s(c.batch_wait_timeout_s)
@@ -229,6 +283,7 @@ def _model_class() -> type:
             c = self.config
             return {"name": c.name, "model": c.model, "max_batch": c.max_batch,
                     "batch_sizes": list(c.batch_sizes), "schedule": c.schedule,
+                    "run_ms": self.costs, "batch_runs": self.runs,
                     "threads": c.threads, "streams": c.streams or c.threads,
                     "device": self.description, "plan": self.sessions[max(self.sessions)].plan,
                     "per_sample": self.per_sample,
@@ -261,17 +316,11 @@ def _model_class() -> type:
             if self.per_sample:
                 return await asyncio.get_running_loop().run_in_executor(None, self._run_samples, items)
             counts = [a[0].shape[0] for a in items]
-            n = sum(counts)
-            size = planned_size(self.config.batch_sizes, n)
-            arrays = []
-            for i in range(len(self.inputs)):
-                parts = [a[i] for a in items]
-                if size > n:  # zero padding up to the planned size
-                    parts.append(np.zeros((size - n, *parts[0].shape[1:]), np.float32))
-                arrays.append(np.concatenate(parts) if len(parts) > 1 else parts[0])
+            arrays = [np.concatenate([a[i] for a in items]) if len(items) > 1 else items[0][i]
+                      for i in range(len(self.inputs))]
             # The session releases the GIL; the event loop keeps taking requests meanwhile.
             outs = await asyncio.get_running_loop().run_in_executor(
-                None, self.sessions[size].run, arrays)
+                None, _run_pieces, self.sessions, self.runs[sum(counts)], arrays)
             self.served += len(items)
             results, start = [], 0
             for k in counts:

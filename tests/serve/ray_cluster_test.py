@@ -258,9 +258,12 @@ def spread_and_failover(cluster, workers, x, ref, cache, base_url, url):
     client = rs.Client("spread")
     meta = client.metadata(NET)
     check(meta["threads"] == 1 and meta["omp_num_threads"] == "1" and "1 threads" in meta["device"]
-          and "on 1 stream(s)" in meta["plan"] and meta["batch_sizes"] == [1, 2, 4],
+          and "on 1 stream(s)" in meta["plan"] and meta["batch_sizes"] == [1, 2, 4]
+          and sorted(meta["batch_runs"]) == list(range(1, MAX_BATCH + 1))
+          and all(n <= sum(r) < n + r[-1] for n, r in meta["batch_runs"].items()),
           f"a replica: 1 CPU, OMP_NUM_THREADS=1, session '{meta['device']}', 1 stream, plans for "
-          f"batch {meta['batch_sizes']} made in {meta['start_s']:.2f} s")
+          f"batch {meta['batch_sizes']} made in {meta['start_s']:.2f} s, batches run as "
+          f"{meta['batch_runs']} (run ms {meta['run_ms']})")
 
     # The same outputs on every path.
     (y,) = client.infer(NET, x)
