@@ -81,7 +81,8 @@ void run_calibrate(const CalibrateOptions& o) {
             << " -> " << path << "\n"
             << "  int8 graph: " << report.int8_ops << " ops in int8, " << report.f32_ops
             << " in f32, " << report.conversions << " conversions, " << report.scale_classes
-            << " scale classes\n";
+            << " scale classes, " << report.batch_norm_convolutions.size()
+            << " batch norm(s) as depthwise convolutions\n";
   if (o.check <= 0) return;
 
   // Logits of the int8 graph against f32 on fresh inputs (seeds unlike the calibration's).

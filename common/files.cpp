@@ -1,6 +1,10 @@
 #include "common/files.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -39,7 +43,10 @@ std::string read_text_file(const std::string& path) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
+  // A temporary file of this process and call: processes sharing a cache folder (server replicas)
+  // save the same file at once, and one's rename must not take the other's file away.
+  static std::atomic<uint64_t> calls{0};
+  const std::string temp = cat(path, ".tmp.", ::getpid(), ".", calls.fetch_add(1));
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw IoError(cat("cannot write '", path, "': ", std::strerror(errno)));

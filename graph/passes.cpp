@@ -111,6 +111,21 @@ Graph fold_batch_norm(const Graph& graph, PassLog* log) {
   });
 }
 
+Graph batch_norms_as_convolutions(const Graph& graph, PassLog* log) {
+  return rewrite_ops_of(graph, OpKind::kBatchNorm, [&](const Op& op, Decisions& decisions) {
+    const Shape& x = graph.value(op.inputs[0]).desc.shape;
+    if (x.rank() != 4) return;
+    Conv2dAttrs conv;
+    conv.in_channels = conv.out_channels = conv.groups = x[1];
+    conv.kernel = {1, 1};
+    conv.bias = true;
+    conv.activation = op.attrs_as<BatchNormAttrs>().activation;
+    decisions[op.id].new_kind = OpKind::kConv2d;
+    decisions[op.id].new_attrs = conv;
+    if (log) log->batch_norm_convolutions.push_back(op.name);
+  });
+}
+
 Graph fold_scales(const Graph& graph, PassLog* log) {
   return rewrite_ops_of(graph, OpKind::kScale, [&](const Op& op, Decisions& decisions) {
     const auto producer = plain_conv_producer(graph, op);

@@ -72,6 +72,8 @@ struct PassLog {
   std::vector<FusedResidual> residual;        ///< additions fused into convolutions
   std::vector<FoldedConcat> concats;          ///< concatenations folded into channel shuffles
   std::vector<std::string> removed;           ///< identity ops removed
+  /// Batch norms made depthwise 1x1 convolutions (batch_norms_as_convolutions), by name.
+  std::vector<std::string> batch_norm_convolutions;
   /// Ops merged into an earlier op computing the same (merge_duplicate_ops): (kept, removed).
   std::vector<std::pair<std::string, std::string>> merged;
 };
@@ -90,6 +92,14 @@ Graph fold_channel_constants(const Graph& graph, PassLog* log = nullptr);
 /// stay (so does one after a convolution with a fused residual: a pre-activation network's
 /// add-then-BN, when a prepared graph is prepared again).
 Graph fold_batch_norm(const Graph& graph, PassLog* log = nullptr);
+
+/// Rewrites every batch norm of a rank-4 tensor as the depthwise 1x1 convolution computing its
+/// per-channel affine map (same name, same output value, its activation kept; fold_weights gives
+/// it weights gamma / sqrt(var + eps) and bias beta - mean · that). For graphs about to be
+/// quantised: a batch norm computes in f32, so an 8-bit input is converted to f32 and its output
+/// back to 8 bits around it (DenseNet's BN + ReLU before every layer reads the whole concatenation
+/// so far), where the convolution reads and writes 8 bits in one pass. quantize() applies it.
+Graph batch_norms_as_convolutions(const Graph& graph, PassLog* log = nullptr);
 
 /// Folds every Scale op (y = factor · x) whose input is a convolution read by nothing else, with
 /// no activation or residual of its own, into that convolution (Inception-ResNet's scaled

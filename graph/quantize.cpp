@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "graph/bf16.h"
 #include "graph/errors.h"
+#include "graph/passes.h"
 
 namespace stagecraft::graph {
 
@@ -260,7 +261,11 @@ DataType compute_dtype(const Graph& graph) {
 }
 
 Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report) {
-  return Quantizer(graph, calibration).run(report);
+  PassLog log;
+  const Graph g = batch_norms_as_convolutions(graph, &log);
+  Graph q = Quantizer(g, calibration).run(report);
+  if (report) report->batch_norm_convolutions = std::move(log.batch_norm_convolutions);
+  return q;
 }
 
 void save_calibration(const Calibration& c, const std::string& path) {

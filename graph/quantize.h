@@ -14,18 +14,24 @@
 ///     additions feeding one write straight in that scale (they share its scale class), other
 ///     parts are requantised;
 ///   - pooling, ReLU, pad, flatten, split and slice keep their input's type and scale;
-///   - every other op (softmax, sigmoid, batch norm, scale, relu6) computes in f32.
+///   - a batch norm of a rank-4 tensor becomes a depthwise 1x1 convolution first
+///     (batch_norms_as_convolutions: listed in the report, whose weights fold_weights makes);
+///   - every other op (softmax, sigmoid, scale, relu6) computes in f32.
 /// Where an op needs its input in another type or scale, an identity op converting it is
 /// inserted (named "<value>.q<N>"), shared by every reader that needs the same conversion, so
 /// conversions are ops the scheduler places like any other.
 ///
 /// Example:
 ///   Calibration cal = load_calibration("inception_v3.calib.yaml");
-///   Graph q = quantize(graph, cal);        // same op names: the f32 weights still apply
+///   QuantizeReport report;
+///   Graph q = quantize(graph, cal, &report);  // same op names: the f32 weights apply, the
+///   WeightStore w = quantised_weights(graph, std::move(f32_weights), report);  // batch norms'
+///                                             // made convolutions'  (graph/weights.h)
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -59,6 +65,8 @@ struct QuantizeReport {
   size_t f32_ops = 0;        ///< ops left in f32
   size_t conversions = 0;    ///< identity ops inserted (quantise, dequantise, requantise)
   size_t scale_classes = 0;  ///< values sharing one scale through concatenations, counted once
+  /// Batch norms computed as depthwise convolutions (by name): their weights are fold_weights'.
+  std::vector<std::string> batch_norm_convolutions;
 };
 
 /// Kinds whose quantised output keeps the input's element type and scale: max/avg/global pooling,

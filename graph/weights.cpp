@@ -132,6 +132,26 @@ WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& l
     }
     conv.bias = std::move(bias);
   }
+  for (const std::string& name : log.batch_norm_convolutions) {
+    const auto bn_id = raw.find_op(name);
+    OpWeights* w = weights.find(name) ? &weights[name] : nullptr;
+    if (!bn_id || !w || w->gamma.empty()) {
+      throw GraphError(cat("cannot make batch norm '", name, "' a convolution: weights missing"));
+    }
+    const double eps = raw.op(*bn_id).attrs_as<BatchNormAttrs>().eps;
+    const size_t channels = w->gamma.size();
+    w->weight.resize(channels);
+    w->bias.resize(channels);
+    for (size_t c = 0; c < channels; ++c) {
+      const double scale = w->gamma[c] / std::sqrt(static_cast<double>(w->var[c]) + eps);
+      w->weight[c] = static_cast<float>(scale);
+      w->bias[c] = static_cast<float>(w->beta[c] - w->mean[c] * scale);
+    }
+    w->gamma.clear();
+    w->beta.clear();
+    w->mean.clear();
+    w->var.clear();
+  }
   // After the batch norms: a scale folds into the convolution as the batch norm left it.
   for (const FoldedScale& f : log.scales) {
     OpWeights* conv = weights.find(f.conv) ? &weights[f.conv] : nullptr;
@@ -216,6 +236,12 @@ void check_weights(const Graph& graph, const WeightStore& weights) {
                            "+", b));
     }
   }
+}
+
+WeightStore quantised_weights(const Graph& graph, WeightStore weights, const QuantizeReport& report) {
+  PassLog log;
+  log.batch_norm_convolutions = report.batch_norm_convolutions;
+  return fold_weights(graph, std::move(weights), log);
 }
 
 }  // namespace stagecraft::graph

@@ -18,6 +18,7 @@
 
 #include "graph/graph.h"
 #include "graph/passes.h"
+#include "graph/quantize.h"
 
 namespace stagecraft::graph {
 
@@ -55,9 +56,14 @@ std::pair<size_t, size_t> weight_shape(const Graph& graph, OpId id);
 WeightStore random_weights(const Graph& graph, uint64_t seed);
 
 /// The weights of the inference graph that `prepare_for_inference(raw, &log)` produced: each
-/// batch norm in `log.folded` is folded into its convolution's weights and bias.
+/// batch norm in `log.folded` is folded into its convolution's weights and bias; each one in
+/// `log.batch_norm_convolutions` (quantize()'s) becomes its depthwise convolution's weights.
 /// Folds in place: pass the store by value (std::move it when it is not needed any more).
 WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& log);
+
+/// The weights of quantize(graph, ...)'s graph from `graph`'s: those of the batch norms it made
+/// depthwise convolutions (report.batch_norm_convolutions) become the convolutions' (fold_weights).
+WeightStore quantised_weights(const Graph& graph, WeightStore weights, const QuantizeReport& report);
 
 /// Throws GraphError naming the op when an op's weights are missing or have the wrong size.
 void check_weights(const Graph& graph, const WeightStore& weights);

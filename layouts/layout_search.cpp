@@ -32,31 +32,20 @@ std::string join_layouts(const std::vector<Layout>& layouts) {
   return out;
 }
 
-// Median time of a sequential run of `graph` under each layout assignment: plans built once,
-// then runs interleaved round by round (a noisy machine slows all of them alike).
+// Median time of a sequential run of `graph` under each layout assignment (interleaved).
 std::vector<double> end_to_end_ms(executor::Backend& backend, const graph::Graph& graph,
                                   const MeasureOptions& measure,
                                   const std::vector<graph::LayoutAssignment>& assignments, int rounds) {
-  std::vector<executor::HostTensor> inputs;
-  for (graph::ValueId v : graph.inputs()) {
-    inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
-  }
   const scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
-  const graph::WeightStore weights = graph::random_weights(graph, 1);
-  std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
-  std::vector<std::unique_ptr<executor::Executor>> runs;
-  std::vector<executor::Executor*> executors;
+  std::vector<profiler::PlanVariant> variants;
   for (const auto& layouts : assignments) {
-    executor::PlanOptions p;
-    p.max_streams = measure.max_streams;
-    p.layouts = layouts;
-    plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, sequential, weights, backend, p));
-    runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
-    runs.back()->set_inputs(inputs);
-    executors.push_back(runs.back().get());
+    profiler::PlanVariant& v = variants.emplace_back();
+    v.schedule = &sequential;
+    v.options.max_streams = measure.max_streams;
+    v.options.layouts = layouts;
   }
   std::vector<double> medians;
-  for (const auto& samples : interleaved_ms(executors, kWarmupRuns, rounds)) {
+  for (const auto& samples : profiler::interleaved_plan_ms(backend, graph, variants, kWarmupRuns, rounds)) {
     medians.push_back(summarise(samples).median);
   }
   return medians;

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+
+#include "executor/tensor.h"
+#include "graph/weights.h"
 
 namespace stagecraft::profiler {
 
@@ -56,6 +60,24 @@ std::vector<std::vector<double>> interleaved_ms(
   std::vector<std::function<void()>> runs;
   for (executor::Executor* e : executors) runs.push_back([e] { e->execute(); });
   return interleaved_ms(runs, warmup, rounds, on_round);
+}
+
+std::vector<std::vector<double>> interleaved_plan_ms(executor::Backend& backend, const graph::Graph& graph,
+                                                     const std::vector<PlanVariant>& variants, int warmup,
+                                                     int rounds) {
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : graph.inputs()) inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
+  const graph::WeightStore weights = graph::random_weights(graph, 1);
+  std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
+  std::vector<std::unique_ptr<executor::Executor>> runs;
+  std::vector<executor::Executor*> executors;
+  for (const PlanVariant& v : variants) {
+    plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, *v.schedule, weights, backend, v.options));
+    runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
+    runs.back()->set_inputs(inputs);
+    executors.push_back(runs.back().get());
+  }
+  return interleaved_ms(executors, warmup, rounds);
 }
 
 }  // namespace stagecraft::profiler

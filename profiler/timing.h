@@ -10,7 +10,11 @@
 #include <functional>
 #include <vector>
 
+#include "executor/backend.h"
 #include "executor/executor.h"
+#include "executor/plan.h"
+#include "graph/graph.h"
+#include "scheduler/schedule.h"
 
 namespace stagecraft::profiler {
 
@@ -38,6 +42,19 @@ std::vector<std::vector<double>> interleaved_ms(
 std::vector<std::vector<double>> interleaved_ms(const std::vector<std::function<void()>>& runs,
                                                 int warmup, int rounds,
                                                 const std::function<void(int, int)>& on_round = nullptr);
+
+/// One way to plan a graph, for interleaved_plan_ms.
+struct PlanVariant {
+  const scheduler::Schedule* schedule = nullptr;
+  executor::PlanOptions options;
+};
+
+/// Plans `graph` once per variant on `backend`, all on the same random weights and random inputs
+/// (seed 1), and times them with interleaved_ms: the samples (ms) of each variant. How a layout
+/// search's candidates and a dp schedule against sequential are compared end to end.
+std::vector<std::vector<double>> interleaved_plan_ms(executor::Backend& backend, const graph::Graph& graph,
+                                                     const std::vector<PlanVariant>& variants, int warmup,
+                                                     int rounds);
 
 /// Timed runs of one executor in a row (after one untimed run) when several are interleaved.
 inline constexpr int kTimedBlock = 5;

@@ -1,13 +1,9 @@
 #include "session/schedule_check.h"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "common/strings.h"
-#include "executor/executor.h"
-#include "executor/tensor.h"
-#include "graph/weights.h"
 #include "profiler/timing.h"
 
 namespace stagecraft::session {
@@ -35,19 +31,8 @@ ScheduleCheck check_against_sequential(executor::Backend& backend, const executo
   scheduler::Schedule sequential = scheduler::sequential_schedule(graph);
   sequential.meta = searched.meta;
   sequential.layouts = searched.layouts;
-  const graph::WeightStore weights = graph::random_weights(graph, 1);
-  std::vector<executor::HostTensor> inputs;
-  for (graph::ValueId v : graph.inputs()) inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
-  std::vector<std::unique_ptr<executor::ExecutionPlan>> plans;
-  std::vector<std::unique_ptr<executor::Executor>> runs;
-  std::vector<executor::Executor*> executors;
-  for (const scheduler::Schedule* s : {&searched, &sequential}) {
-    plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, *s, weights, backend, plan_options));
-    runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
-    runs.back()->set_inputs(inputs);
-    executors.push_back(runs.back().get());
-  }
-  const auto samples = profiler::interleaved_ms(executors, kWarmupRuns, kTimedRuns);
+  const auto samples = profiler::interleaved_plan_ms(
+      backend, graph, {{&searched, plan_options}, {&sequential, plan_options}}, kWarmupRuns, kTimedRuns);
   const double dp_ms = profiler::summarise(samples[0]).median, seq_ms = profiler::summarise(samples[1]).median;
   const bool sequential_wins = seq_ms < (1 - margin) * dp_ms;
   result.verdict = cat("end to end: searched ", fixed(dp_ms, 2), " ms, sequential ", fixed(seq_ms, 2), " ms (medians of ",

@@ -148,32 +148,15 @@ Model load_model(const GraphSource& source, const Calibrate& calibrate) {
                            "FILE or load the model through a pipeline, which calibrates"));
     }
     graph::QuantizeReport report;
-    model.graph = graph::quantize(model.graph, calibration, &report);
+    graph::Graph quantised = graph::quantize(model.graph, calibration, &report);
+    model.weights = graph::quantised_weights(model.graph, std::move(model.weights), report);
+    model.graph = std::move(quantised);
     return model;
   }
   return load_float_model(source, graph::InferenceOptions{});
 }
 
-std::vector<graph::ModelOutput> model_outputs(const Model& model,
-                                              const std::vector<executor::HostTensor>& graph_outputs) {
-  if (model.tail) {
-    std::vector<std::vector<int64_t>> dims;
-    std::vector<std::span<const float>> values;
-    for (const auto& t : graph_outputs) {
-      dims.push_back(t.shape.dims());
-      values.emplace_back(t.data);
-    }
-    return model.tail->outputs(dims, values);
-  }
-  std::vector<graph::ModelOutput> result;
-  for (size_t i = 0; i < graph_outputs.size(); ++i) {
-    const std::string name = i < model.graph.outputs().size() ? model.graph.value(model.graph.outputs()[i]).name : "";
-    result.push_back({name, graph_outputs[i].shape.dims(), graph_outputs[i].data});
-  }
-  return result;
-}
-
-std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor>&& graph_outputs) {
+std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor> graph_outputs) {
   if (model.tail) {
     std::vector<std::vector<int64_t>> dims;
     std::vector<std::span<const float>> values;

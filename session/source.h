@@ -65,12 +65,10 @@ struct Model {
 };
 
 /// The model's outputs of one run from its graph's (`graph_outputs` in Graph::outputs() order):
-/// those, named after their values, or with a tail the tail's evaluation of them.
-std::vector<graph::ModelOutput> model_outputs(const Model& model,
-                                              const std::vector<executor::HostTensor>& graph_outputs);
-/// model_outputs() taking the graph's outputs: those the model gives as they are are moved, not
-/// copied (a segmentation model's prototype masks beside its tail's boxes).
-std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor>&& graph_outputs);
+/// those, named after their values, or with a tail the tail's evaluation of them. The graph's
+/// outputs that the model gives as they are are moved, not copied (a segmentation model's
+/// prototype masks beside its tail's boxes): pass them with std::move (or a temporary).
+std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor> graph_outputs);
 
 /// The model's outputs as it declares them: the graph's outputs (f32), or the tail's declared
 /// outputs (dimensions the data decides are -1).

@@ -19,6 +19,7 @@
 #include "executor/executor.h"
 #include "graph/passes.h"
 #include "graph/quantize.h"
+#include "graph/weights.h"
 #include "networks/builder.h"
 #include "quant/calibration.h"
 #include "gpu_harness.h"
@@ -372,8 +373,10 @@ TEST_P(CudaInt8Networks, QuantisedScheduleMatchesTheCpu) {
                                                  {.fuse_residual_adds = false});
   quant::CalibrationOptions options;
   options.samples = 2;
-  const graph::Graph q = graph::quantize(f32.graph, quant::calibrate(f32.graph, f32.weights, cpu(), options));
-  const Model m{q, f32.weights};
+  graph::QuantizeReport report;
+  const graph::Graph q =
+      graph::quantize(f32.graph, quant::calibrate(f32.graph, f32.weights, cpu(), options), &report);
+  const Model m{q, graph::quantised_weights(f32.graph, f32.weights, report)};
   for (Strategy strategy : {Strategy::kSequential, Strategy::kDp}) {
     const Schedule s = stagecraft::testing::analytic_schedule(q, strategy);
     const auto want7 = run_cpu(m, s, graph::Layout::kNHWC, 7), want8 = run_cpu(m, s, graph::Layout::kNHWC, 8);

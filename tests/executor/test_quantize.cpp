@@ -11,7 +11,9 @@
 #include "executor/backend.h"
 #include "executor/executor.h"
 #include "graph/errors.h"
+#include "graph/passes.h"
 #include "graph/quantize.h"
+#include "graph/weights.h"
 #include "networks/builder.h"
 #include "quant/calibration.h"
 #include "support/models.h"
@@ -41,10 +43,14 @@ std::vector<HostTensor> run(const graph::Graph& g, const graph::WeightStore& w, 
   return executor.run(inputs);
 }
 
-graph::Graph quantised(const Model& m, int samples = 4) {
+// The quantised graph of `m` and its weights (the batch norms quantize() made convolutions get
+// theirs).
+Model quantised(const Model& m, int samples = 4) {
   quant::CalibrationOptions options;
   options.samples = samples;
-  return graph::quantize(m.graph, quant::calibrate(m.graph, m.weights, cpu(), options));
+  graph::QuantizeReport report;
+  graph::Graph q = graph::quantize(m.graph, quant::calibrate(m.graph, m.weights, cpu(), options), &report);
+  return Model{std::move(q), graph::quantised_weights(m.graph, m.weights, report)};
 }
 
 // The CPU refuses `spec` for its quantisation, with a message that contains `why`.
@@ -88,8 +94,9 @@ TEST(QuantisedKernels, ConvolutionMatchesF32PerChannel) {
       const Model m = one_conv(act, bias);
       const auto inputs = inputs_of(m.graph);
       const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
-      const graph::Graph q = quantised(m);
-      const auto got = run(q, m.weights, sequential_schedule(q), inputs);
+      const Model qm = quantised(m);
+      const graph::Graph& q = qm.graph;
+      const auto got = run(q, qm.weights, sequential_schedule(q), inputs);
       const std::string what = cat(graph::to_string(act), bias ? " with bias" : "");
       // Channel by channel: every channel keeps ~1% accuracy, small ones included.
       const graph::Shape& s = want[0].shape;
@@ -188,13 +195,74 @@ TEST(QuantisedKernels, EveryInt8OpKindAgreesWithF32) {
   const Model m = model_of(std::move(b).finish({prob}), 1, kUnfused);
   const auto inputs = inputs_of(m.graph);
   const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
-  const graph::Graph q = quantised(m);
+  const Model qm = quantised(m);
+  const graph::Graph& q = qm.graph;
   EXPECT_TRUE(graph::is_quantised(q));
-  const auto got = run(q, m.weights, sequential_schedule(q), inputs);
+  const auto got = run(q, qm.weights, sequential_schedule(q), inputs);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(q.value(q.outputs()[0]).desc.dtype, graph::DataType::kF32);
   EXPECT_LT(relative_error(got[0], want[0]), 0.05);
   EXPECT_GT(cosine(got[0], want[0]), 0.99);
+}
+
+// A pre-activation dense block (DenseNet's: BN + ReLU over the concatenation so far, then a
+// convolution), batch-norm statistics far from identity.
+Model dense_block() {
+  networks::NetBuilder b("dense", 1, 16, 14, 14);
+  graph::ValueId x = b.relu(b.conv(b.input(), networks::square_conv(16, 3, 1, 1, true), "stem"));
+  for (int i = 0; i < 3; ++i) {
+    const graph::ValueId y = b.conv(b.relu(b.bn(x, 1e-3, cat("bn", i))), networks::square_conv(8, 3, 1, 1), cat("c", i));
+    x = b.concat({x, y}, cat("cat", i));
+  }
+  const graph::ValueId pooled = b.global_avg_pool(b.relu(b.bn(x, 1e-3, "bn_last")));
+  Model m = model_of(std::move(b).finish({b.linear(b.flatten(pooled), 10)}), 1, kUnfused);
+  for (const char* bn : {"bn0", "bn1", "bn2", "bn_last"}) {
+    graph::OpWeights& w = m.weights[bn];
+    for (size_t c = 0; c < w.gamma.size(); ++c) {
+      const double t = static_cast<double>(c) / static_cast<double>(w.gamma.size());
+      w.gamma[c] = static_cast<float>(0.5 + 1.5 * t);
+      w.beta[c] = static_cast<float>(0.4 - 0.8 * t);
+      w.mean[c] = static_cast<float>(0.3 * std::sin(7.0 * t));
+      w.var[c] = static_cast<float>(0.4 + 2.0 * (1.0 - t));
+    }
+  }
+  return m;
+}
+
+// The batch norms as depthwise convolutions compute what the batch norms do, in f32.
+TEST(QuantisedNetwork, BatchNormsAsConvolutionsEqualTheBatchNorms) {
+  const Model m = dense_block();
+  graph::PassLog log;
+  const graph::Graph g = graph::batch_norms_as_convolutions(m.graph, &log);
+  ASSERT_EQ(log.batch_norm_convolutions.size(), 4u);
+  EXPECT_EQ(graph::count_ops(g, graph::OpKind::kBatchNorm), 0u);
+  const graph::WeightStore w = graph::fold_weights(m.graph, m.weights, log);
+  const auto inputs = inputs_of(m.graph);
+  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
+  const auto got = run(g, w, sequential_schedule(g), inputs);
+  EXPECT_LT(relative_error(got[0], want[0]), 1e-5);
+}
+
+// Quantised, the block's batch norms read and write 8 bits (no conversion around them) and the
+// block agrees with f32.
+TEST(QuantisedNetwork, PreActivationBatchNormsRunInInt8) {
+  const Model m = dense_block();
+  const Model qm = quantised(m);
+  const graph::Graph& q = qm.graph;
+  EXPECT_EQ(graph::count_ops(q, graph::OpKind::kBatchNorm), 0u);
+  for (const char* bn : {"bn0", "bn1", "bn2", "bn_last"}) {
+    const graph::Op& op = q.op(*q.find_op(bn));
+    EXPECT_EQ(op.kind, graph::OpKind::kConv2d) << bn;
+    const graph::Value& in = q.value(op.inputs[0]);
+    EXPECT_TRUE(graph::is_int8(in.desc.dtype)) << bn << " reads " << in.desc.describe();
+    EXPECT_NE(q.op(in.producer).kind, graph::OpKind::kIdentity) << bn << " reads a conversion";
+    EXPECT_TRUE(graph::is_int8(q.value(op.outputs[0]).desc.dtype)) << bn;
+  }
+  const auto inputs = inputs_of(m.graph);
+  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
+  const auto got = run(q, qm.weights, sequential_schedule(q), inputs);
+  EXPECT_LT(relative_error(got[0], want[0]), 0.05);
+  EXPECT_GT(cosine(got[0], want[0]), 0.995);
 }
 
 // ---- Every schedule of a quantised network equals its sequential int8 run -------------------
@@ -217,10 +285,11 @@ TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
   const std::string name = GetParam().name;
   // Batch 2 makes merged convolutions hand their parts on by copies (slices), not views.
   const Model m = network(name, name.rfind("inception", 0) == 0 ? 139 : 64, GetParam().batch, kUnfused);
-  const graph::Graph q = quantised(m, 2);
+  const Model qm = quantised(m, 2);
+  const graph::Graph& q = qm.graph;
   const graph::Graph all = all_values_out(q);
   const auto inputs = inputs_of(q);
-  const auto want = run(all, m.weights, sequential_schedule(all), inputs);
+  const auto want = run(all, qm.weights, sequential_schedule(all), inputs);
   size_t merges = 0;
   for (Strategy strategy : {Strategy::kGreedy, Strategy::kDp}) {
     for (scheduler::DpMode mode : {scheduler::DpMode::kMerge, scheduler::DpMode::kConcurrent,
@@ -229,7 +298,7 @@ TEST_P(QuantisedNetwork, EveryScheduleWithinOneStepOfSequential) {
       Schedule s = stagecraft::testing::analytic_schedule(q, strategy, mode);
       s.meta.graph_hash.clear();  // run on `all`, the same ops with more outputs
       for (const auto& stage : s.stages) merges += stage.kind == scheduler::StageKind::kMerge;
-      const auto got = run(all, m.weights, s, inputs);
+      const auto got = run(all, qm.weights, s, inputs);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i) {
         const graph::TensorDesc& d = all.value(all.outputs()[i]).desc;
@@ -260,12 +329,13 @@ INSTANTIATE_TEST_SUITE_P(Networks, QuantisedNetwork,
 
 TEST(QuantisedNetwork, InceptionLogitsAgreeWithF32) {
   const Model m = network("inception_v3", 139, 1, kUnfused);
-  const graph::Graph q = quantised(m, 4);
+  const Model qm = quantised(m, 4);
+  const graph::Graph& q = qm.graph;
   std::vector<HostTensor> got, want;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const auto inputs = inputs_of(m.graph, seed * 101);
     want.push_back(run(m.graph, m.weights, sequential_schedule(m.graph), inputs)[0]);
-    got.push_back(run(q, m.weights, sequential_schedule(q), inputs)[0]);
+    got.push_back(run(q, qm.weights, sequential_schedule(q), inputs)[0]);
   }
   const quant::Agreement a = quant::compare_logits(got, want);
   EXPECT_GT(a.raw.min_cosine, 0.99);
@@ -349,7 +419,7 @@ TEST(Calibration, BadRequestsAreClearErrors) {
 
 TEST(QuantisedKernels, UnsupportedRequestsNameTheReason) {
   const Model m = one_conv(graph::Activation::kRelu, true);
-  const graph::Graph q = quantised(m);
+  const graph::Graph q = quantised(m).graph;  // no batch norm: m's weights are q's
   // Blocked activations have only oneDNN's reference int8 convolution: refused when reference
   // kernels are refused (naming the way out), else run in nhwc with conversions and reported.
   PlanOptions blocked;

@@ -4,6 +4,8 @@
 // schedule the scheduler makes and beside the convolutions' layouts.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "common/strings.h"
 #include "executor/executor.h"
 #include "graph/passes.h"
@@ -57,6 +59,27 @@ KernelSpec spec_of(OpKind kind, graph::OpAttrs attrs, std::vector<graph::TensorD
   return spec;
 }
 
+// A small graph run on its sequential plan beside the reference loops.
+struct OneRun {
+  std::vector<HostTensor> got, want;
+  std::string implementation;  ///< of the plan's first kernel
+  bool fallbacks = false;      ///< whether any op fell back to another layout
+};
+OneRun run_sequential(const graph::Graph& g, uint64_t seed, const PlanOptions& options = {},
+                      const std::function<void(std::vector<HostTensor>&)>& adjust_inputs = nullptr) {
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(g, seed);
+  auto inputs = stagecraft::testing::inputs_of(m.graph);
+  if (adjust_inputs) adjust_inputs(inputs);
+  OneRun r;
+  r.want = testing::reference_run(m.graph, m.weights, inputs);
+  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+  ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), options);
+  r.fallbacks = !plan.fallbacks().empty();
+  r.implementation = plan.kernels()[0].kernel->implementation();
+  r.got = Executor(plan).run(inputs);
+  return r;
+}
+
 TEST(TransformerOps, RowMajorKernelsAreNativeAndRefuseOtherLayoutsAndInt8) {
   Backend& cpu = stagecraft::testing::cpu_backend();
   const graph::TensorDesc q = graph::make_desc(graph::Shape{1, 2, 5, 4});
@@ -100,16 +123,10 @@ TEST(TransformerOps, AReferenceOnlyBroadcastRunsOnTheRepeatedConstant) {
   a.constant = {1, 4, 1, 3, 3};
   const graph::OpId op = g.add_op("mask", graph::OpKind::kBinary, a, {in});
   g.add_output(g.op(op).outputs[0]);
-  const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 3);
-  const auto inputs = stagecraft::testing::inputs_of(m.graph);
-  const auto want = testing::reference_run(m.graph, m.weights, inputs);
-  const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-  ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), PlanOptions{});
-  EXPECT_TRUE(plan.fallbacks().empty());
-  Executor run(plan);
-  const auto got = run.run(inputs);
-  EXPECT_LT(relative_error(got[0], want[0]), 1e-6);
-  EXPECT_EQ(plan.kernels()[0].kernel->implementation().find("ref"), std::string::npos);
+  const OneRun r = run_sequential(g, 3);
+  EXPECT_FALSE(r.fallbacks);
+  EXPECT_LT(relative_error(r.got[0], r.want[0]), 1e-6);
+  EXPECT_EQ(r.implementation.find("ref"), std::string::npos) << r.implementation;
 }
 
 }  // namespace
@@ -131,19 +148,13 @@ TEST(TransformerOps, AReferenceOnlyBroadcastOfATensorRunsOnTheHostLoop) {
     a.activation = graph::Activation::kRelu;
     const graph::OpId op = g.add_op("div", graph::OpKind::kBinary, a, {num, d});
     g.add_output(g.op(op).outputs[0]);
-    const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 3);
-    auto inputs = stagecraft::testing::inputs_of(m.graph);
-    for (float& v : inputs[1].data) v = 0.5f + std::abs(v);  // away from 0
-    const auto want = testing::reference_run(m.graph, m.weights, inputs);
-    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
     PlanOptions nchw;
     nchw.layouts = graph::LayoutAssignment::uniform(Layout::kNCHW);
-    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), nchw);
-    Executor run(plan);
-    const auto got = run.run(inputs);
-    EXPECT_LT(relative_error(got[0], want[0]), 1e-6) << den.to_string();
-    EXPECT_EQ(plan.kernels()[0].kernel->implementation().find("ref"), std::string::npos)
-        << plan.kernels()[0].kernel->implementation();
+    const OneRun r = run_sequential(g, 3, nchw, [](std::vector<HostTensor>& inputs) {
+      for (float& v : inputs[1].data) v = 0.5f + std::abs(v);  // away from 0
+    });
+    EXPECT_LT(relative_error(r.got[0], r.want[0]), 1e-6) << den.to_string();
+    EXPECT_EQ(r.implementation.find("ref"), std::string::npos) << r.implementation;
   }
 }
 
@@ -161,17 +172,15 @@ TEST(TransformerOps, SoftmaxOverAnyAxisOfARowMajorTensorRunsOnANativeOrHostKerne
       a.axis = axis;
       a.log = log;
       g.add_output(g.op(g.add_op("softmax", OpKind::kSoftmax, a, {x})).outputs[0]);
-      const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 3);
-      auto inputs = stagecraft::testing::inputs_of(m.graph);
-      for (float& v : inputs[0].data) v *= 8.0f;  // exponents far apart
-      const auto want = testing::reference_run(m.graph, m.weights, inputs);
-      const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-      ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), PlanOptions{});
-      const auto got = Executor(plan).run(inputs);
-      EXPECT_LT(relative_error(got[0], want[0]), 1e-5) << "axis " << axis << (log ? " log" : "");
-      const std::string impl = plan.kernels()[0].kernel->implementation();
+      const OneRun r = run_sequential(g, 3, {}, [](std::vector<HostTensor>& inputs) {
+        for (float& v : inputs[0].data) v *= 8.0f;  // exponents far apart
+      });
+      EXPECT_LT(relative_error(r.got[0], r.want[0]), 1e-5) << "axis " << axis << (log ? " log" : "");
+      const std::string& impl = r.implementation;
       EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
-      if (axis < 3) EXPECT_EQ(impl, "softmax host");
+      if (axis < 3) {
+        EXPECT_EQ(impl, "softmax host");
+      }
     }
   }
 }
@@ -205,15 +214,9 @@ TEST(TransformerOps, TransposesOfEveryKindEqualTheReference) {
     t.perm = c.perm;
     const graph::OpId op = g.add_op("t", OpKind::kTranspose, t, {in});
     g.add_output(g.op(op).outputs[0]);
-    const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 5);
-    const auto inputs = stagecraft::testing::inputs_of(m.graph);
-    const auto want = testing::reference_run(m.graph, m.weights, inputs);
-    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
-    ExecutionPlan plan(m.graph, schedule, m.weights, stagecraft::testing::cpu_backend(), PlanOptions{});
-    Executor run(plan);
-    const auto got = run.run(inputs);
+    const OneRun r = run_sequential(g, 5);
     const std::string where = cat(graph::Shape(c.dims).to_string(), " by (", join(c.perm, ", "), ")");
-    EXPECT_EQ(relative_error(got[0], want[0]), 0.0) << where;
+    EXPECT_EQ(relative_error(r.got[0], r.want[0]), 0.0) << where;
     const KernelDesc d = stagecraft::testing::cpu_backend().supports(spec_of(OpKind::kTranspose, t, {x}, g.value(g.op(op).outputs[0]).desc));
     EXPECT_EQ(d.implementation.find("tiled swap") != std::string::npos, c.swap) << where << ": " << d.implementation;
   }
