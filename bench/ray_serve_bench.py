@@ -210,7 +210,9 @@ def main() -> None:
                          "errors": sum(r["errors"] for r in runs[e]), "rps": ms.size / wall,
                          "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)),
                          "p99_interval_ms": p99_interval(ms),
-                         "rps_per_round": [rr["requests"] / rr["wall_s"] for rr in runs[e]]}
+                         "rps_per_round": [rr["requests"] / rr["wall_s"] for rr in runs[e]],
+                         # each round's latencies in order (ms): where the slow requests fell
+                         "latencies_ms_per_round": [np.round(rr["latencies_ms"], 1).tolist() for rr in runs[e]]}
                     results.append(r)
                     print(f"{e:12s} {n:13s} c={c:2d}: {r['rps']:6.1f} req/s  p50 {r['p50_ms']:7.1f} ms  "
                           f"p99 {r['p99_ms']:7.1f} ms  errors {r['errors']}", flush=True)

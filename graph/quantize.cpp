@@ -148,6 +148,11 @@ class Quantizer {
       }
       return false;
     }
+    // A global average keeps its input's scale when it runs in 8 bits, set by the largest
+    // activation of the whole map: the averages, far smaller, would keep a few steps of it (the
+    // features a classifier reads). In f32 they are exact, and the reader quantises them with
+    // their own range; the map is converted once, a small tensor at the end of a network.
+    if (op.kind == OpKind::kGlobalAvgPool) return false;
     if (keeps_scale(op.kind)) return is_int8(out.value(mapped[op.inputs[0]]).desc.dtype);
     return false;
   }

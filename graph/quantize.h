@@ -13,7 +13,8 @@
 ///   - concatenations write one scale for all their parts: the convolutions, linear layers and
 ///     additions feeding one write straight in that scale (they share its scale class), other
 ///     parts are requantised;
-///   - pooling, ReLU, pad, flatten, split and slice keep their input's type and scale;
+///   - pooling, ReLU, pad, flatten, split and slice keep their input's type and scale; a global
+///     average pool computes in f32 (its averages would keep a few steps of the map's scale);
 ///   - a batch norm of a rank-4 tensor becomes a depthwise 1x1 convolution first
 ///     (batch_norms_as_convolutions: listed in the report, whose weights fold_weights makes);
 ///   - every other op (softmax, sigmoid, scale, relu6) computes in f32.
