@@ -10,7 +10,8 @@ float relu6_bound(const graph::TensorDesc& dst) {
   return graph::is_int8(dst.dtype) ? kRelu6Max / dst.scale : kRelu6Max;
 }
 
-QuantisedWeights quantise_per_channel(const std::vector<float>& weights, int64_t out_channels) {
+QuantisedWeights quantise_per_channel(const std::vector<float>& weights, int64_t out_channels,
+                                      float max_magnitude) {
   assert(out_channels > 0 && weights.size() % static_cast<size_t>(out_channels) == 0);
   QuantisedWeights q;
   q.values.resize(weights.size());
@@ -20,11 +21,11 @@ QuantisedWeights quantise_per_channel(const std::vector<float>& weights, int64_t
     const auto begin = weights.begin() + static_cast<std::ptrdiff_t>(oc * per);
     float m = 0;
     for (auto it = begin; it != begin + static_cast<std::ptrdiff_t>(per); ++it) m = std::max(m, std::fabs(*it));
-    const float scale = m > 0 ? m / kInt8WeightMax : 1.0f;
+    const float scale = m > 0 ? m / max_magnitude : 1.0f;
     q.scales[oc] = scale;
     for (size_t i = 0; i < per; ++i) {
       q.values[oc * per + i] = static_cast<int8_t>(
-          std::clamp(std::nearbyint(weights[oc * per + i] / scale), -kInt8WeightMax, kInt8WeightMax));
+          std::clamp(std::nearbyint(weights[oc * per + i] / scale), -max_magnitude, max_magnitude));
     }
   }
   return q;

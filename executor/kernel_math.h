@@ -31,9 +31,16 @@ struct QuantisedWeights {
   std::vector<float> scales;   ///< per output channel: max |w| / 127 (1 for an all-zero channel)
 };
 
+/// The largest magnitude of an int8 weight read with a u8 source on a CPU without VNNI: there
+/// u8 x s8 products are summed in pairs into saturating 16-bit integers (vpmaddubsw), and
+/// 255 · 127 · 2 overflows; 7-bit weights cannot (255 · 63 · 2 = 32130), as ONNX Runtime's
+/// reduce_range does. (An s8 source oneDNN shifts to u8 and halves the weights itself.)
+inline constexpr float kInt8WeightMaxWithoutVnni = 63.0f;
+
 /// Quantises `weights` (output-channel-major: oihw, goihw or oi) with one scale per output
-/// channel; `out_channels` must divide the size.
-QuantisedWeights quantise_per_channel(const std::vector<float>& weights, int64_t out_channels);
+/// channel (max |w| / `max_magnitude`); `out_channels` must divide the size.
+QuantisedWeights quantise_per_channel(const std::vector<float>& weights, int64_t out_channels,
+                                      float max_magnitude = kInt8WeightMax);
 
 /// The epilogue of an int8 convolution or linear layer: for output channel oc,
 /// dst = act(output_scales[oc] * (acc + bias[oc])), where acc is the s32 accumulator of

@@ -498,7 +498,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
     return implementation_of(s);
   }
   // Quantised: the descriptor again, with the output scales of the weights quantised now.
-  const QuantisedWeights qw = quantise_per_channel(weights, a.out_channels);
+  const QuantisedWeights qw = quantise_per_channel(weights, a.out_channels, int8_weight_max(spec.srcs[0]));
   const Requantisation quant =
       requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
                      a.bias ? spec.weights->bias : std::vector<float>{}, spec.dst_channel_scales);

@@ -74,6 +74,18 @@ bool isa_has_avx512(dnnl::cpu_isa isa) {
   return (static_cast<unsigned>(isa) & core) == core;
 }
 
+bool isa_has_vnni(dnnl::cpu_isa isa) {
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
+  const auto avx2 = static_cast<unsigned>(dnnl::cpu_isa::avx2_vnni);
+  const auto bits = static_cast<unsigned>(isa);
+  return (bits & avx512) == avx512 || (bits & avx2) == avx2;
+}
+
+float int8_weight_max(const graph::TensorDesc& src) {
+  static const bool vnni = isa_has_vnni(dnnl::get_effective_cpu_isa());
+  return !vnni && src.dtype == DataType::kU8 ? kInt8WeightMaxWithoutVnni : kInt8WeightMax;
+}
+
 bool isa_has_bf16(dnnl::cpu_isa isa) {
   const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
   return (static_cast<unsigned>(isa) & bf16) == bf16;

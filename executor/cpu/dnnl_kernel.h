@@ -58,6 +58,11 @@ dnnl::memory::data_type weight_type(const graph::TensorDesc& src);
 /// avx512_core. The ISA values are bit sets, not an order: avx2_vnni (0x407, Intel's AVX2-only
 /// cores with AVX-VNNI) is numerically above avx512_core (0x27) and has no AVX-512.
 bool isa_has_avx512(dnnl::cpu_isa isa);
+/// Whether `isa` multiplies int8 with VNNI (avx512_core_vnni and above, avx2_vnni).
+bool isa_has_vnni(dnnl::cpu_isa isa);
+/// The largest int8 weight magnitude a kernel reading `src` takes on this process's effective
+/// ISA: 63 for a u8 source without VNNI (kInt8WeightMaxWithoutVnni), else 127.
+float int8_weight_max(const graph::TensorDesc& src);
 /// Whether `isa` includes native bf16 arithmetic (avx512_core_bf16: AVX512_BF16; AMX-BF16 is
 /// above it).
 bool isa_has_bf16(dnnl::cpu_isa isa);

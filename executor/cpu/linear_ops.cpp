@@ -71,7 +71,7 @@ std::string build(DnnlKernel& k, const KernelSpec& given, const KernelDesc& desc
                       scratch(pd), a.bias, nullptr, nullptr);
     return pd.impl_info_str();
   }
-  const QuantisedWeights qw = quantise_per_channel(spec.weights->weight, a.out_features);
+  const QuantisedWeights qw = quantise_per_channel(spec.weights->weight, a.out_features, int8_weight_max(spec.srcs[0]));
   const Requantisation quant =
       requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
                      a.bias ? spec.weights->bias : std::vector<float>{}, spec.dst_channel_scales);
