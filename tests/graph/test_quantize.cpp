@@ -83,9 +83,14 @@ TEST(Quantize, TypesScalesAndScaleClasses) {
   EXPECT_EQ(q.value(stem.inputs[0]).desc.dtype, DataType::kI8);
   EXPECT_FLOAT_EQ(q.value(stem.inputs[0]).desc.scale, 4.0f / 127);
   EXPECT_EQ(report.int8_ops + report.f32_ops, g.num_ops());
-  EXPECT_EQ(report.f32_ops, 1u);  // the softmax
-  // Conversions: the input, the pool part, and the fc output into the softmax.
-  EXPECT_EQ(report.conversions, 3u);
+  // The softmax, and the global average with the flatten after it (the averages keep their
+  // own range: the classifier quantises them).
+  EXPECT_EQ(report.f32_ops, 3u);
+  const Op& fc = q.op(*q.find_op("fc"));
+  EXPECT_EQ(q.op(q.value(fc.inputs[0]).producer).kind, OpKind::kIdentity);
+  // Conversions: the input, the pool part, the map into the global average, the averages into
+  // the classifier, and the fc output into the softmax.
+  EXPECT_EQ(report.conversions, 5u);
   EXPECT_EQ(q.num_ops(), g.num_ops() + report.conversions);
   // Op names and attributes are kept: the f32 weights apply.
   for (const Op& op : g.ops()) ASSERT_TRUE(q.find_op(op.name)) << op.name;
