@@ -21,6 +21,11 @@ std::vector<float> uniform(SplitMix64& rng, size_t n, double lo, double hi) {
   return v;
 }
 
+// A batch norm's multiplier of channel c: gamma / sqrt(var + eps).
+double bn_scale(const OpWeights& bn, size_t c, double eps) {
+  return bn.gamma[c] / std::sqrt(static_cast<double>(bn.var[c]) + eps);
+}
+
 }  // namespace
 
 const OpWeights* WeightStore::find(const std::string& op) const {
@@ -122,7 +127,7 @@ WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& l
     const size_t per_channel = conv.weight.size() / channels;
     std::vector<float> bias(channels, 0.0f);
     for (size_t c = 0; c < channels; ++c) {
-      const double scale = bn->gamma[c] / std::sqrt(static_cast<double>(bn->var[c]) + eps);
+      const double scale = bn_scale(*bn, c, eps);
       for (size_t i = 0; i < per_channel; ++i) {
         float& w = conv.weight[c * per_channel + i];
         w = static_cast<float>(w * scale);
@@ -143,7 +148,7 @@ WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& l
     w->weight.resize(channels);
     w->bias.resize(channels);
     for (size_t c = 0; c < channels; ++c) {
-      const double scale = w->gamma[c] / std::sqrt(static_cast<double>(w->var[c]) + eps);
+      const double scale = bn_scale(*w, c, eps);
       w->weight[c] = static_cast<float>(scale);
       w->bias[c] = static_cast<float>(w->beta[c] - w->mean[c] * scale);
     }
