@@ -296,10 +296,11 @@ struct BackendConfig {
   /// kernel (timm inception_v4: 2.4e-3 relative to ONNX Runtime instead of 8e-4). Default (false):
   /// F(2x2,3x3) and F(2,K), whose error stays near a direct kernel's.
   bool fast_winograd = false;
-  /// CPU: Winograd or direct timed once per convolution signature on this machine, the verdict
-  /// kept in the cache directory (executor/cpu/kernel_choices.h); false: by the FMA-width rule
-  /// (ours against AVX2 kernels and where 512-bit FMAs do no more than 256-bit ones), the same on
-  /// every run.
+  /// CPU: Winograd or direct, and on AMX oneDNN's AMX kernel or its next candidate, timed once
+  /// per convolution signature on this machine, the verdict kept in the cache directory
+  /// (executor/cpu/kernel_choices.h); false: Winograd by the FMA-width rule (ours against AVX2
+  /// kernels and where 512-bit FMAs do no more than 256-bit ones) and oneDNN's own first choice,
+  /// the same on every run.
   bool measure_kernels = true;
 };
 

@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "common/strings.h"
+#include "executor/cpu/conv_timing.h"
 #include "executor/cpu/host_layout.h"
 #include "executor/cpu/host_memory.h"
 #include "executor/cpu/kernel_choices.h"
@@ -54,11 +55,13 @@ memory::dims weight_dims(const graph::Conv2dAttrs& a) {
 // The primitive descriptor of `spec` computed with `a` (its own attributes, or regrouped ones),
 // weights in the layout oneDNN prefers; empty (false) where oneDNN has no implementation for it
 // (oneDNN's allow_empty). Throws dnnl::error for descriptors oneDNN finds invalid. A quantised one
-// takes its requantisation (only the number of scales matters for a check).
+// takes its requantisation (only the number of scales matters for a check). `without_amx`:
+// oneDNN's first candidate that runs without AMX (empty where there is none but reference ones).
 dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const graph::Conv2dAttrs& a,
                                                   const DnnlContext& ctx,
                                                   const Requantisation* quant = nullptr,
-                                                  Residual residual = Residual::kNone) {
+                                                  Residual residual = Residual::kNone,
+                                                  bool without_amx = false) {
   const bool int8 = quantised(spec.srcs[0]);
   const memory::desc src = md(spec.srcs[0]);
   const memory::desc dst = md(spec.dsts[0]);
@@ -74,18 +77,22 @@ dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const 
                         : dnnl::convolution_forward::desc(
                               dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                               src, w_any, dst, strides, dilates, pad_l, pad_r);
+  dnnl::primitive_attr attr;
+  Requantisation unit;
   if (!int8) {
-    dnnl::primitive_attr attr = make_attr();
+    attr = make_attr();
     dnnl::post_ops ops;
     if (residual == Residual::kPostOp) ops.append_binary(dnnl::algorithm::binary_add, md(spec.srcs[1]));
     if (residual != Residual::kStep) add_activation(ops, a.activation);
     attr.set_post_ops(ops);
-    return {d, attr, ctx.engine, /*allow_empty=*/true};
+  } else {
+    if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
+    attr = make_quantised_attr(a.activation, quant ? *quant : unit);
   }
-  Requantisation unit;
-  if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
-  return {d, make_quantised_attr(a.activation, quant ? *quant : unit), ctx.engine,
-          /*allow_empty=*/true};
+  dnnl::convolution_forward::primitive_desc pd(d, attr, ctx.engine, /*allow_empty=*/true);
+  // While `d` lives: oneDNN's iterator reads it.
+  if (without_amx && pd && !skip_implementations(pd, "amx")) return {};
+  return pd;
 }
 
 std::string describe(const KernelSpec& spec) {
@@ -144,16 +151,49 @@ struct Choice {
   graph::Conv2dAttrs attrs;
   dnnl::convolution_forward::primitive_desc pd;  // empty: oneDNN has no implementation
   std::string impl;                              // its name, a regrouping noted
+  bool without_amx = false;  // oneDNN's first candidate ran on AMX, and slower than this one
 };
 
+// ---- AMX or not ---------------------------------------------------------------------------------
+
+// The cache key of an AMX-or-not choice: what either kernel's speed depends on.
+std::string amx_signature(const KernelSpec& spec, const graph::Conv2dAttrs& a, Residual residual,
+                          const std::string& amx, const std::string& other) {
+  const graph::TensorDesc &in = spec.srcs[0], &out = spec.dsts[0];
+  return cat("conv ", graph::to_string(in.dtype), " ", in.shape.to_string(), " ", graph::to_string(in.layout),
+             " -> ", graph::to_string(out.dtype), " ", out.shape.to_string(), " ", graph::to_string(out.layout),
+             " k", a.kernel.h, "x", a.kernel.w, " s", a.stride.h, "x", a.stride.w, " g", a.groups, " ",
+             graph::to_string(a.activation), residual == Residual::kPostOp ? " residual" : "", " threads",
+             std::max(1, spec.threads), " ", amx, " vs ", other);
+}
+
+// `own` (oneDNN's first candidate), or its next candidate that runs without AMX where `own` runs
+// on AMX and that one ran faster here (measured once per machine, cached in ctx.choices). AMX's
+// tiles pay off on many channels; on few (a network's first layer, depthwise-like groups) or
+// small maps its setup can cost more than it saves. Without a cache (tests): oneDNN's choice.
+Choice amx_or_not(const KernelSpec& spec, const DnnlContext& ctx, Residual residual, Choice own) {
+  if (own.impl.find("amx") == std::string::npos || !ctx.choices) return own;
+  const auto other = conv_pd(spec, own.attrs, ctx, nullptr, residual, /*without_amx=*/true);
+  if (!other) return own;
+  const std::string verdict = ctx.choices->choose(
+      amx_signature(spec, own.attrs, residual, own.impl, other.impl_info_str()),
+      [&] {
+        const memory::desc residual_md = residual == Residual::kPostOp ? md(spec.srcs[1]) : memory::desc();
+        return first_conv_faster(own.pd, other, residual_md, spec.threads, ctx.engine) ? "amx" : "without amx";
+      });
+  if (verdict == "amx") return own;
+  return {own.attrs, other, cat(other.impl_info_str(), " (faster here than ", own.impl, ")"), true};
+}
+
 // The op's own attributes when oneDNN has an optimised kernel for them, else a regrouping that
-// has one (same result), else the op's own (reference, or none at all: an empty pd).
+// has one (same result), else the op's own (reference, or none at all: an empty pd). On AMX,
+// oneDNN's AMX kernel or its next candidate, whichever ran faster here (amx_or_not).
 Choice choose(const KernelSpec& spec, const DnnlContext& ctx, Residual residual) {
   const auto& a = std::get<graph::Conv2dAttrs>(spec.attrs);
   Choice own{a, conv_pd(spec, a, ctx, nullptr, residual), ""};
   if (!own.pd) return own;
   own.impl = own.pd.impl_info_str();
-  if (!is_reference(own.impl)) return own;
+  if (!is_reference(own.impl)) return amx_or_not(spec, ctx, residual, std::move(own));
   for (int64_t f : regroup_factors(spec)) {
     const graph::Conv2dAttrs r = regrouped(a, f);
     auto pd = conv_pd(spec, r, ctx, nullptr, residual);
@@ -502,7 +542,8 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
   const Requantisation quant =
       requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
                      a.bias ? spec.weights->bias : std::vector<float>{}, spec.dst_channel_scales);
-  const auto pd = conv_pd(spec, a, ctx, &quant);
+  auto pd = conv_pd(spec, a, ctx, &quant, Residual::kNone, s.choice.without_amx);
+  if (!pd) pd = conv_pd(spec, a, ctx, &quant);
   add_weighted_step(k, ctx, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
                     scratch(pd), a.bias, &quant, &qw);
   return implementation_of(s);

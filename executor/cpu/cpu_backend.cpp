@@ -34,7 +34,7 @@ class CpuBackend : public Backend {
         ctx_{dnnl::engine(dnnl::engine::kind::cpu, 0), {}, config.winograd, config.fast_winograd} {
     dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
     ctx_.setup = dnnl::stream(ctx_.engine);
-    if (config.winograd && config.measure_kernels) {
+    if (config.measure_kernels) {
       choices_ = std::make_unique<cpu::KernelChoices>(
           config.cache_dir.empty() ? ValueCache::default_dir() : config.cache_dir, device_.device_fingerprint());
       ctx_.choices = choices_.get();
@@ -133,7 +133,7 @@ class CpuBackend : public Backend {
 
   cpu::CpuDevice device_;    // first: it caps oneDNN's ISA before any primitive exists
   mutable DnnlContext ctx_;  // checks create primitive descriptors; nothing observable changes
-  std::unique_ptr<cpu::KernelChoices> choices_;  // Winograd or direct, measured (ctx_.choices)
+  std::unique_ptr<cpu::KernelChoices> choices_;  // Winograd or direct, AMX or not: measured (ctx_.choices)
   int streams_created_ = 0;
 };
 

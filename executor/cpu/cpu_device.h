@@ -8,8 +8,8 @@
 
 namespace stagecraft::executor::cpu {
 
-/// The CPU as oneDNN sees it. The first one made caps oneDNN's ISA below AMX (cpu_device.cpp), so
-/// it is made before any primitive.
+/// The CPU as oneDNN sees it. The first one made settles whether oneDNN may use AMX (amx.h: tried
+/// in a child process, capped below it otherwise), so it is made before any primitive.
 class CpuDevice : public Device {
  public:
   /// `winograd`: whether the backend runs eligible convolutions on our Winograd kernels, `fast`
@@ -32,6 +32,7 @@ class CpuDevice : public Device {
  private:
   Capabilities caps_;
   std::string isa_;
+  std::string amx_;  // settle_amx()'s line ("" on a CPU without AMX)
   bool winograd_;
   bool fast_;
 };

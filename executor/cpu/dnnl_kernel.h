@@ -97,6 +97,18 @@ dnnl::primitive_attr rescale_attr(const graph::TensorDesc& src, const graph::Ten
 /// of oneDNN's slow reference implementations. The one place that reads the names for this.
 bool is_reference(const std::string& impl);
 
+/// Advances `pd` past the implementations whose name contains `marker` ("amx": oneDNN's next
+/// candidate that runs without AMX). False when only such or reference ones are left. Only while
+/// the operation descriptor `pd` was made from lives (oneDNN 2.x's iterator keeps a pointer to it)
+/// and on a fresh `pd` (copies share the iterator).
+template <class Pd>
+bool skip_implementations(Pd& pd, const std::string& marker) {
+  while (std::string(pd.impl_info_str()).find(marker) != std::string::npos) {
+    if (!pd.next_impl()) return false;
+  }
+  return !is_reference(pd.impl_info_str());
+}
+
 /// Native, or reference-only when `impl` (oneDNN's implementation name) is a reference one.
 /// `what` describes the op for the message ("a f32 convolution reading nChw16c").
 Support implementation_support(const std::string& impl, const std::string& what);

@@ -126,7 +126,9 @@ def test_bf16_tracks_f32_or_is_refused_in_one_line(squeezenet):
     (ya,) = a.run(x)
     (yb,) = b.run(x)
     assert ya.dtype == np.float32
-    assert relative_error(yb, ya) < 4e-3  # schedules differ by accumulation order at most
+    # Schedules differ by accumulation order at most: within one bf16 rounding of the largest
+    # output, or on AMX, whose kernels' blocking follows the thread count, a few (test_bf16.cpp).
+    assert relative_error(yb, ya) < (0.02 if "ISA avx512_core_amx" in a.description else 4e-3)
     assert not np.array_equal(ya, want)  # it did compute in bf16
     assert relative_error(ya, want) < 0.03
 

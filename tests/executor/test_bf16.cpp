@@ -62,15 +62,24 @@ TEST_P(Bf16Network, AgreesWithF32AndEveryScheduleWithSequential) {
     // layers the outputs stayed within 0.5-1.4% of the largest f32 output (AMD Zen 4).
     EXPECT_LE(scaled_error(got[i], want[i]), 0.03) << c.name << " output " << i;
   }
-  // Every schedule computes what the sequential bf16 plan computes (exactly on AMD Zen 4), up to
-  // the accumulation order of kernels given other thread counts on concurrent streams: about one
-  // bf16 rounding (2^-8) of the largest output.
+  // Every schedule computes what the sequential bf16 plan computes: exactly on AMD Zen 4
+  // (AVX512_BF16 kernels), within one bf16 rounding (2^-8) of the largest output where the
+  // accumulation order of kernels given other thread counts on concurrent streams differs. On
+  // AMX (an Intel Xeon, 16 threads) schedules came out 0.5-1.3% of the largest output apart
+  // (googlenet, resnet50, NASNet, RandWire, ViT): its kernels' blocking follows the thread count
+  // and a merged convolution's channels, and a value rounded to the other side in one layer
+  // carries to the outputs, as f32 against bf16 does (0.03 above). A wrong schedule is off by
+  // far more than either bound.
+  const bool amx = cpu().device().description().find("ISA avx512_core_amx") != std::string::npos;
+  const double between_schedules = amx ? 0.02 : 0.004;
   for (scheduler::Strategy strategy : {scheduler::Strategy::kGreedy, scheduler::Strategy::kDp}) {
     Schedule s = stagecraft::testing::analytic_schedule(h, strategy);
     const auto other = run(h, m.weights, s, inputs);
     for (size_t i = 0; i < other.size(); ++i) {
-      EXPECT_LE(scaled_error(other[i], got[i]), 0.004)
+      EXPECT_LE(scaled_error(other[i], got[i]), between_schedules)
           << c.name << " " << scheduler::to_string(strategy) << " output " << i;
+      EXPECT_LE(scaled_error(other[i], want[i]), 0.03) << c.name << " " << scheduler::to_string(strategy)
+                                                        << " output " << i << " against f32";
     }
   }
 }
