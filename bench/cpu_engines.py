@@ -17,7 +17,7 @@ Markdown table (--out) and a bar chart of latency relative to ONNX Runtime (--pl
 
 Usage: PYTHONPATH=build/python:python .venv/bin/python bench/cpu_engines.py MODEL.onnx...
            [--rounds 6] [--block 3] [--samples 8] [--int8 [--calibration 16]] [--cache-dir DIR]
-           [--out FILE.md] [--plot FILE.png]
+           [--search-budget 40] [--out FILE.md] [--plot FILE.png]
 The script installs openvino, nncf and matplotlib into the project's virtual environment when
 missing.
 """
@@ -41,6 +41,10 @@ import openvino as ov  # noqa: E402
 
 import stagecraft  # noqa: E402
 
+# The current model's stagecraft sessions by engine label: after timing, how many of their runs
+# the thread limiter made with fewer threads (Session.limited_runs) is printed and noted.
+SESSIONS: dict = {}
+
 
 def agreement(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float, float]:
     """(min cosine of the input-dependent parts, top-1 agreement, max relative error)."""
@@ -54,7 +58,7 @@ def agreement(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, flo
 
 
 def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir: str, runs: dict,
-                 notes: dict) -> None:
+                 notes: dict, search_budget: float) -> None:
     """ONNX Runtime (static QDQ), OpenVINO (NNCF) and stagecraft int8, calibrated on the same inputs."""
     import tempfile
 
@@ -85,13 +89,14 @@ def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir
         cal = str(Path(tempfile.mkdtemp()) / "model.calib.yaml")
         stagecraft.calibrate(path, inputs=calib, path=cal, progress=False)
         s = stagecraft.Session(path, dtype="int8", calibration=cal, schedule="dp", cache_dir=cache_dir,
-                               progress=False)
+                               search_budget=search_budget, progress=False)
         runs["stagecraft int8"] = lambda x, s=s: s.run(x)[0]
+        SESSIONS["stagecraft int8"] = s
     except stagecraft.Error as e:
         notes["stagecraft int8"] = str(e)
 
 
-def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str, object]:
+def engines_of(path: str, cache_dir: str, search_budget: float) -> tuple[dict, dict, str, object]:
     """Callables running one input, notes (why an engine is missing), OpenVINO's default
     precision and the model's first input (ONNX Runtime's description)."""
     ref = ort_session(path)
@@ -109,11 +114,13 @@ def engines_of(path: str, cache_dir: str) -> tuple[dict, dict, str, object]:
     notes = {}
     for label, dtype in (("stagecraft f32", "f32"), ("stagecraft bf16", "bf16")):
         try:
-            s = stagecraft.Session(path, dtype=dtype, schedule="dp", cache_dir=cache_dir, progress=False)
+            s = stagecraft.Session(path, dtype=dtype, schedule="dp", cache_dir=cache_dir,
+                                   search_budget=search_budget, progress=False)
         except stagecraft.UsageError as e:
             notes[label] = str(e)
             continue
         runs[label] = lambda x, s=s: s.run(x)[0]
+        SESSIONS[label] = s
         notes.setdefault("backend", s.description)
     return runs, notes, precision, first
 
@@ -129,6 +136,8 @@ def main() -> None:
     parser.add_argument("--plot", default="")
     parser.add_argument("--int8", action="store_true", help="also ORT QDQ, OpenVINO NNCF and stagecraft int8")
     parser.add_argument("--calibration", type=int, default=16, help="int8: calibration inputs")
+    parser.add_argument("--search-budget", type=float, default=40.0,
+                        help="seconds of stagecraft's dp schedule search per session")
     args = parser.parse_args()
 
     header = (f"CPU: {machine()}; onnxruntime {ort.__version__}, openvino {ov.__version__}; "
@@ -138,9 +147,10 @@ def main() -> None:
     if args.int8:
         labels += ["ORT int8", "OpenVINO int8", "stagecraft int8"]
     rows = []
+    limits: list[tuple[str, dict]] = []
     for path in args.models:
         model = Path(path).stem
-        runs, notes, precision, first = engines_of(path, args.cache_dir)
+        runs, notes, precision, first = engines_of(path, args.cache_dir, args.search_budget)
         if "backend" in notes:
             print(f"{model}: stagecraft backend: {notes['backend']}", flush=True)
         for label, why in notes.items():
@@ -148,7 +158,8 @@ def main() -> None:
                 print(f"{model}: {label} not run: {why}", flush=True)
         shape = [d if isinstance(d, int) else 1 for d in first.shape]
         if args.int8:
-            int8_engines(path, first.name, shape, args.calibration, args.cache_dir, runs, notes)
+            int8_engines(path, first.name, shape, args.calibration, args.cache_dir, runs, notes,
+                         args.search_budget)
             if "stagecraft int8" in notes:
                 print(f"{model}: stagecraft int8 not run: {notes['stagecraft int8']}", flush=True)
         rng = np.random.default_rng(0)
@@ -167,6 +178,12 @@ def main() -> None:
             for k, f in runs.items():
                 times[k] += timed_block(f, args.block, x)
         med = {k: statistics.median(v) for k, v in times.items()}
+        limited = {k: s.limited_runs for k, s in SESSIONS.items() if s.limited_runs > 0}
+        if limited:
+            print(f"{model}: runs with fewer threads (the thread limiter saw cores held): "
+                  + ", ".join(f"{k} {n}" for k, n in limited.items()), flush=True)
+        limits.append((model, limited))
+        SESSIONS.clear()
         rows.append((model, precision, med, agree))
         print(f"{model}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items())
               + f" (OpenVINO default ran {precision})", flush=True)
@@ -205,6 +222,9 @@ def main() -> None:
         cells = [f"{agree[k][0]:.4f} / {100 * agree[k][1]:.0f}% / {agree[k][2]:.1e}" if k in agree else "-"
                  for k in labels[1:]]
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    limited_lines = [f"- {m}: " + ", ".join(f"{k} {n} runs" for k, n in d.items()) for m, d in limits if d]
+    lines += ["", "Runs stagecraft made with fewer threads (its thread limiter took another engine's threads "
+              "for another process's):", ""] + (limited_lines or ["- none"])
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

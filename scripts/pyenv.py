@@ -13,7 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def reexec_in_venv(tool: str, script: str, packages: list[str], modules: list[str]) -> None:
     """Returns when every module imports in .venv; otherwise makes or fills .venv with packages
-    and re-runs `script` there with the same arguments."""
+    and re-runs `script` there with the same arguments. With STAGECRAFT_NO_VENV=1 the modules must
+    import in the current interpreter (no .venv is made or used)."""
+    if os.environ.get("STAGECRAFT_NO_VENV") == "1":
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except ImportError as e:
+                sys.exit(f"{tool}: STAGECRAFT_NO_VENV=1 but module {m} does not import: {e}")
+        return
     if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
         try:
             for m in modules:
