@@ -1,7 +1,8 @@
 #pragma once
 /// The CPU backend's measured kernel choices: for a kernel signature (a convolution's shapes,
 /// layouts, tile and thread count), which of two implementations ran faster on this machine
-/// (our Winograd kernel or oneDNN's direct one), in memory for this process and on disk in the
+/// (our Winograd kernel or oneDNN's direct one; on AMX, oneDNN's AMX kernel or its next
+/// candidate), in memory for this process and on disk in the
 /// cache directory's "cpu-kernels" file of the device fingerprint (a VerdictCache,
 /// common/value_cache.h), so a choice is measured once per machine, not once per process.
 ///
