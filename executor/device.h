@@ -89,6 +89,9 @@ struct Capabilities {
   /// Whether concurrent streams divide one pool of cores (the CPU): a kernel then gets fewer
   /// threads beside other streams, and concurrent stages pay for it.
   bool streams_share_cores = false;
+  /// Whether an 8-bit convolution takes an 8-bit residual (graph::fuse_residual_adds with
+  /// `quantised`): the pipeline fuses quantised additions into convolutions for such a backend.
+  bool quantised_residuals = false;
 
   /// Whether `type` is among compute_types (kU8 and kI8 count as each other).
   bool computes(graph::DataType type) const;

@@ -53,7 +53,16 @@ Graph rebuild(const Graph& graph, const std::vector<Decision>& decisions, int64_
     for (ValueId v : d.new_inputs ? *d.new_inputs : op.inputs) inputs.push_back(resolve(v));
     const OpId id = out.add_op(d.new_name.value_or(op.name), d.new_kind.value_or(op.kind),
                                d.new_attrs ? *d.new_attrs : op.attrs, inputs);
-    for (size_t i = 0; i < op.outputs.size(); ++i) map[op.outputs[i]] = out.op(id).outputs[i];
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      map[op.outputs[i]] = out.op(id).outputs[i];
+      // Types shape inference cannot know (a quantised graph's 8-bit values and their scales)
+      // stay as they were.
+      const TensorDesc& was = graph.value(op.outputs[i]).desc;
+      const TensorDesc& now = out.value(out.op(id).outputs[i]).desc;
+      if (!dtype && (now.dtype != was.dtype || now.scale != was.scale)) {
+        out.set_value_type(out.op(id).outputs[i], was.dtype, was.scale);
+      }
+    }
   }
   for (ValueId v : graph.outputs()) out.add_output(resolve(v));
   return out;
@@ -263,7 +272,7 @@ Graph recognise_gated_activations(const Graph& graph, PassLog* log) {
   return rebuild(graph, decisions);
 }
 
-Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
+Graph fuse_residual_adds(const Graph& graph, PassLog* log, bool quantised) {
   std::vector<Decision> decisions(graph.num_ops());
   // Depth of each op (longest path from an input, in ops; ops are in topological order).
   std::vector<int> depth(graph.num_ops(), 0);
@@ -275,7 +284,8 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
   }
   for (const Op& op : graph.ops()) {
     if (op.kind != OpKind::kAdd || op.inputs.size() != 2) continue;
-    if (is_int8(graph.value(op.outputs[0]).desc.dtype)) continue;
+    const bool int8 = is_int8(graph.value(op.outputs[0]).desc.dtype);
+    if (int8 && !quantised) continue;
     // The deeper operand's convolution takes the other as its residual: a short branch (a
     // ResNet downsample shortcut) stays free to run beside the long one; ties go to the
     // later-produced operand.
@@ -289,6 +299,11 @@ Graph fuse_residual_adds(const Graph& graph, PassLog* log) {
       if (a.residual || a.activation != Activation::kNone) continue;
       if (graph.consumers(in.id).size() != 1 || graph.is_output(in.id)) continue;
       if (in.desc.shape != graph.value(op.inputs[1 - slot]).desc.shape) continue;
+      // 8 bits: the convolution computes in 8 bits and the residual is 8-bit too.
+      if (int8 && (!is_int8(graph.value(p.inputs[0]).desc.dtype) || !is_int8(in.desc.dtype) ||
+                   !is_int8(graph.value(op.inputs[1 - slot]).desc.dtype))) {
+        continue;
+      }
       const OpId best = chosen ? graph.value(op.inputs[*chosen]).producer : kNoOp;
       if (!chosen || depth[in.producer] > depth[best] ||
           (depth[in.producer] == depth[best] && in.producer > best)) {

@@ -117,8 +117,11 @@ Graph fuse_activations(const Graph& graph, PassLog* log = nullptr);
 /// Fuses a two-input addition into the convolution producing one operand (read by nothing
 /// else, no activation of its own): the convolution reads the other operand as its residual and
 /// takes the addition's activation, y = act(conv(x) + bias + r), as ONNX Runtime's FusedConv and
-/// oneDNN's sum/binary post-ops compute it. Quantised additions are left alone.
-Graph fuse_residual_adds(const Graph& graph, PassLog* log = nullptr);
+/// oneDNN's sum/binary post-ops compute it. Quantised additions are left alone unless
+/// `quantised`: then an 8-bit addition of an 8-bit convolution's output and another 8-bit tensor
+/// fuses too (the convolution writes the addition's value, at its scale; a backend whose
+/// capabilities say quantised_residuals computes it, after quantize()).
+Graph fuse_residual_adds(const Graph& graph, PassLog* log = nullptr, bool quantised = false);
 
 /// Folds a concatenation read by a channel shuffle alone (ShuffleNet's units: concat, then
 /// shuffle) into the shuffle, which reads the parts: one pass over the channels instead of a copy

@@ -44,13 +44,15 @@ std::vector<TensorDesc> infer_conv(const Checker& check, const Conv2dAttrs& a,
                                      a.dilation, false))};
 }
 
-// A convolution, with its fused residual input (the output's shape and type) where it has one.
+// A convolution, with its fused residual input (the output's shape and type; of a quantised one,
+// either 8-bit type at its own scale) where it has one.
 std::vector<TensorDesc> infer_conv_with_residual(const Checker& check, const Conv2dAttrs& a,
                                                  const std::vector<TensorDesc>& inputs) {
   check.arity(inputs, a.residual ? 2 : 1, a.residual ? 2 : 1);
   std::vector<TensorDesc> out = infer_conv(check, a, inputs[0]);
   if (a.residual) {
-    check.require(inputs[1].shape == out[0].shape && inputs[1].dtype == out[0].dtype,
+    const bool same_type = inputs[1].dtype == out[0].dtype || (is_int8(inputs[1].dtype) && is_int8(out[0].dtype));
+    check.require(inputs[1].shape == out[0].shape && same_type,
                   cat("the residual input must be ", out[0].shape.to_string(), " ",
                       to_string(out[0].dtype), " like the output (got ",
                       inputs[1].shape.to_string(), " ", to_string(inputs[1].dtype), ")"));

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "graph/passes.h"
 #include "graph/quantize.h"
 #include "layouts/layout_search.h"
 #include "scheduler/schedule_yaml.h"
@@ -93,17 +94,25 @@ void Pipeline::check_precision(const graph::Graph& graph) const {
 }
 
 Model Pipeline::load(const GraphSource& source) {
-  return load_model(source, [&](const Model& f32) {
+  Model model = load_model(source, [&](const Model& f32) {
     quant::CalibrationOptions options;
     options.samples = source.calibration_samples;
     options.progress = source.on_calibration_progress;
     return calibrate(f32, options);
   });
+  model.graph = with_quantised_residuals(std::move(model.graph));
+  return model;
 }
 
 graph::Graph Pipeline::load_graph(const GraphSource& source) {
   const bool calibrates_now = source.dtype == "int8" && source.calibration.empty();
-  return calibrates_now ? load(source).graph : load_source(source);
+  return calibrates_now ? load(source).graph : with_quantised_residuals(load_source(source));
+}
+
+graph::Graph Pipeline::with_quantised_residuals(graph::Graph graph) const {
+  if (!opened_.backend || !opened_.backend->device().capabilities().quantised_residuals) return graph;
+  if (!graph::is_quantised(graph)) return graph;
+  return graph::fuse_residual_adds(graph, nullptr, /*quantised=*/true);
 }
 
 graph::Calibration Pipeline::calibrate(const Model& f32, const quant::CalibrationOptions& options) {

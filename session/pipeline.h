@@ -67,7 +67,9 @@ class Pipeline {
   executor::Backend& backend(const std::string& what);
 
   /// Step 0: the model of `source` (session/source.h). An int8 source without a calibration
-  /// file is calibrated now (calibrate(), `source.calibration_samples` generated inputs).
+  /// file is calibrated now (calibrate(), `source.calibration_samples` generated inputs); its
+  /// additions fuse into 8-bit convolutions where the backend computes them
+  /// (Capabilities::quantised_residuals).
   Model load(const GraphSource& source);
   /// The graph of `source` without its weights where none are needed (load_source), else of load().
   graph::Graph load_graph(const GraphSource& source);
@@ -110,6 +112,9 @@ class Pipeline {
   bool measures() const { return opened_.measured != nullptr; }
 
  private:
+  // `graph` with its 8-bit additions fused into the convolutions producing an operand, where the
+  // backend takes quantised residuals; else `graph`.
+  graph::Graph with_quantised_residuals(graph::Graph graph) const;
   // Throws UsageError when the opened backend does not compute in the graph's precision (bf16 on
   // a CPU without native bf16): one line before any search or plan.
   void check_precision(const graph::Graph& graph) const;

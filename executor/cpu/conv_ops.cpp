@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -44,7 +45,21 @@ enum class Residual {
   kNone,    // no residual
   kPostOp,  // a binary-add post-op of the convolution, before the activation
   kStep,    // its own steps after the convolution: add in place, then the activation
+  kSum,     // 8 bits: the residual copied into the destination, then a sum post-op (at the
+            // residual's scale over the destination's) before the activation
 };
+
+// A quantised convolution's residual as a sum post-op: the same shape, layout and byte size as
+// the destination (it is copied there), 8 bits. Where not, why not.
+std::optional<std::string> no_quantised_sum(const KernelSpec& spec) {
+  const graph::TensorDesc &r = spec.srcs[1], &dst = spec.dsts[0];
+  if (!graph::is_int8(r.dtype)) return "its residual is not 8-bit";
+  if (r.shape != dst.shape || r.layout != dst.layout) {
+    return cat("its residual (", r.to_string(), ") differs from its output (", dst.to_string(), ") in shape or layout");
+  }
+  if (!spec.dst_channel_scales.empty()) return "a merged convolution takes no residual";
+  return std::nullopt;
+}
 
 memory::dims weight_dims(const graph::Conv2dAttrs& a) {
   return a.groups > 1 ? memory::dims{a.groups, a.out_channels / a.groups, a.in_channels / a.groups,
@@ -87,7 +102,10 @@ dnnl::convolution_forward::primitive_desc conv_pd(const KernelSpec& spec, const 
     attr.set_post_ops(ops);
   } else {
     if (!quant) unit.output_scales.assign(static_cast<size_t>(a.out_channels), 1.0f);
-    attr = make_quantised_attr(a.activation, quant ? *quant : unit);
+    const bool sum = residual == Residual::kSum;
+    attr = make_quantised_attr(a.activation, quant ? *quant : unit,
+                               sum ? spec.srcs[1].scale / spec.dsts[0].scale : 0.0f,
+                               sum ? md(spec.srcs[1]).data_type() : memory::data_type::undef);
   }
   dnnl::convolution_forward::primitive_desc pd(d, attr, ctx.engine, /*allow_empty=*/true);
   // While `d` lives: oneDNN's iterator reads it.
@@ -163,7 +181,7 @@ std::string amx_signature(const KernelSpec& spec, const graph::Conv2dAttrs& a, R
   return cat("conv ", graph::to_string(in.dtype), " ", in.shape.to_string(), " ", graph::to_string(in.layout),
              " -> ", graph::to_string(out.dtype), " ", out.shape.to_string(), " ", graph::to_string(out.layout),
              " k", a.kernel.h, "x", a.kernel.w, " s", a.stride.h, "x", a.stride.w, " g", a.groups, " ",
-             graph::to_string(a.activation), residual == Residual::kPostOp ? " residual" : "", " threads",
+             graph::to_string(a.activation), residual != Residual::kNone ? " residual" : "", " threads",
              std::max(1, spec.threads), " ", amx, " vs ", other);
 }
 
@@ -416,6 +434,7 @@ std::string implementation_of(const ConvState& s) {
     return cat(s.choice.impl, " + ", s.residual_add.impl_info_str(), " (residual)");
   }
   if (s.residual == Residual::kPostOp) return cat(s.choice.impl, " (residual post-op)");
+  if (s.residual == Residual::kSum) return cat(s.choice.impl, " (residual sum post-op)");
   return s.choice.impl;
 }
 
@@ -425,7 +444,7 @@ std::string implementation_of(const ConvState& s) {
 KernelDesc describe_direct(const KernelSpec& spec, DnnlContext& ctx) {
   const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
   auto s = std::make_shared<ConvState>();
-  s->residual = own.residual ? Residual::kStep : Residual::kNone;
+  s->residual = own.residual ? (quantised(spec.srcs[0]) ? Residual::kSum : Residual::kStep) : Residual::kNone;
   if (own.residual && post_op_allowed(spec)) {
     s->choice = choose(spec, ctx, Residual::kPostOp);
     if (s->choice.pd && !is_reference(s->choice.impl)) s->residual = Residual::kPostOp;
@@ -483,9 +502,10 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   }
   const auto& own = std::get<graph::Conv2dAttrs>(spec.attrs);
   if (own.residual && quantised(spec.srcs[0])) {
-    return Support::unsupported(SupportReason::kDataType,
-                                "quantised convolutions take no residual input (quantise the graph "
-                                "before residual additions are fused)");
+    if (auto why = no_quantised_sum(spec)) {
+      return Support::unsupported(SupportReason::kDataType, cat("a quantised convolution takes its residual "
+                                                                "as a sum post-op, and here ", *why));
+    }
   }
   return describe_direct(spec, ctx);
 }
@@ -542,8 +562,15 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
   const Requantisation quant =
       requantisation(spec.srcs[0], spec.dsts[0], qw.scales,
                      a.bias ? spec.weights->bias : std::vector<float>{}, spec.dst_channel_scales);
-  auto pd = conv_pd(spec, a, ctx, &quant, Residual::kNone, s.choice.without_amx);
-  if (!pd) pd = conv_pd(spec, a, ctx, &quant);
+  auto pd = conv_pd(spec, a, ctx, &quant, s.residual, s.choice.without_amx);
+  if (!pd) pd = conv_pd(spec, a, ctx, &quant, s.residual);
+  if (s.residual == Residual::kSum) {
+    // The sum post-op reads the destination: the residual goes there first (memmove: the plan
+    // may give both one buffer).
+    const size_t bytes = static_cast<size_t>(spec.dsts[0].bytes());
+    k.add_host([bytes](const std::vector<void*>& d) { std::memmove(d[1], d[0], bytes); }, {1, dst_slot(0)},
+               "residual to the destination");
+  }
   add_weighted_step(k, ctx, spec, dnnl::convolution_forward(pd), w_user, pd.weights_desc(),
                     scratch(pd), a.bias, &quant, &qw);
   return implementation_of(s);

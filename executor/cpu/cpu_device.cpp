@@ -93,6 +93,7 @@ CpuDevice::CpuDevice(bool winograd, bool fast) : winograd_(winograd), fast_(wino
                                                Layout::kNCHW}
                          : std::vector<Layout>{Layout::kNChw8c, Layout::kNHWC, Layout::kNCHW};
   caps_.streams_share_cores = true;
+  caps_.quantised_residuals = true;  // a sum post-op (conv_ops.cpp)
   isa_ = isa_name(isa);
 }
 

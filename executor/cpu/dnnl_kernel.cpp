@@ -160,13 +160,15 @@ dnnl::primitive_attr make_attr(Activation act) {
   return attr;
 }
 
-dnnl::primitive_attr make_quantised_attr(Activation act, const Requantisation& r) {
+dnnl::primitive_attr make_quantised_attr(Activation act, const Requantisation& r, float sum_scale,
+                                         dnnl::memory::data_type sum_type) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, r.output_scales);  // per channel (dimension 1 of dst)
-  if (act != Activation::kNone) {
+  if (act != Activation::kNone || sum_scale != 0.0f) {
     dnnl::post_ops ops;
-    add_activation(ops, act, r.relu6_max);
+    if (sum_scale != 0.0f) ops.append_sum(sum_scale, sum_type);
+    if (act != Activation::kNone) add_activation(ops, act, r.relu6_max);
     attr.set_post_ops(ops);
   }
   return attr;

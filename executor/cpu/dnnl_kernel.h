@@ -89,7 +89,11 @@ void add_activation(dnnl::post_ops& ops, graph::Activation act, float relu6_max 
 /// Attributes with a user scratchpad and `act` as a post-op.
 dnnl::primitive_attr make_attr(graph::Activation act = graph::Activation::kNone);
 /// Attributes of an int8 conv or linear layer: per-channel output scales and the activation.
-dnnl::primitive_attr make_quantised_attr(graph::Activation act, const Requantisation& r);
+/// `sum_scale` not 0: a sum post-op before the activation, dst = act(epilogue + sum_scale * dst),
+/// the destination holding an 8-bit residual of type `sum_type` (a quantised residual: its scale
+/// over the destination's).
+dnnl::primitive_attr make_quantised_attr(graph::Activation act, const Requantisation& r, float sum_scale = 0.0f,
+                                         dnnl::memory::data_type sum_type = dnnl::memory::data_type::undef);
 /// Reorder attributes converting between element types and scales (real values kept).
 dnnl::primitive_attr rescale_attr(const graph::TensorDesc& src, const graph::TensorDesc& dst);
 

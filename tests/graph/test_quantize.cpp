@@ -108,6 +108,38 @@ TEST(Quantize, SignedValuesAreI8AndGraphOutputsAreF32) {
   EXPECT_EQ(q.outputs().size(), 1u);
 }
 
+// A residual block quantised, then its 8-bit addition fused into the convolution that produces
+// an operand (fuse_residual_adds with `quantised`): the convolution takes the other operand (any
+// 8-bit type, its own scale) as its residual and writes the addition's value, type and scale;
+// without `quantised` the 8-bit addition stays.
+TEST(Quantize, EightBitAdditionsFuseIntoConvolutionsOnRequest) {
+  NetBuilder b("block", 1, 8, 6, 6);
+  const ValueId x = b.relu(b.input(), "x");
+  const ValueId inner = b.relu(b.conv(x, networks::square_conv(8, 3, 1, 1, true), "conv1"), "relu1");
+  const ValueId y = b.conv(inner, networks::square_conv(8, 3, 1, 1, true), "conv");  // no ReLU; the deeper operand
+  const ValueId shortcut = b.conv(x, networks::square_conv(8, 1, 1, 0, false), "shortcut");
+  const ValueId z = b.relu(b.add({y, shortcut}, "sum"), "out");
+  const Graph g = prepare_for_inference(std::move(b).finish({b.conv(z, networks::square_conv(4, 1, 1, 0, false), "head")}),
+                                        nullptr, {.fuse_residual_adds = false});
+  const Graph q = quantize(g, ranges_of(g));
+  ASSERT_TRUE(q.find_op("sum"));
+  const TensorDesc sum = desc_of(q, "sum");  // the ReLU fused: u8
+  ASSERT_TRUE(is_int8(sum.dtype));
+  EXPECT_TRUE(fuse_residual_adds(q).find_op("sum")) << "quantised additions stay without `quantised`";
+  const Graph f = fuse_residual_adds(q, nullptr, /*quantised=*/true);
+  EXPECT_FALSE(f.find_op("sum"));
+  const Op& conv = f.op(*f.find_op("conv"));
+  ASSERT_TRUE(conv.attrs_as<Conv2dAttrs>().residual);
+  EXPECT_EQ(conv.attrs_as<Conv2dAttrs>().activation, Activation::kRelu);
+  const TensorDesc& out = f.value(conv.outputs[0]).desc;
+  EXPECT_EQ(out.dtype, sum.dtype);
+  EXPECT_FLOAT_EQ(out.scale, sum.scale);
+  const TensorDesc& residual = f.value(conv.inputs[1]).desc;
+  EXPECT_EQ(residual.dtype, DataType::kI8);  // the shortcut has no ReLU: signed
+  EXPECT_FLOAT_EQ(residual.scale, desc_of(q, "shortcut").scale);
+  EXPECT_TRUE(is_quantised(f));
+}
+
 TEST(Quantize, CalibrationOfAnotherGraphIsAClearError) {
   const Graph g = block();
   Calibration cal = ranges_of(g);
