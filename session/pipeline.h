@@ -111,10 +111,12 @@ class Pipeline {
   /// Whether the cost model measures (its known stages are cache hits; a cheap model knows all).
   bool measures() const { return opened_.measured != nullptr; }
 
- private:
-  // `graph` with its 8-bit additions fused into the convolutions producing an operand, where the
-  // backend takes quantised residuals; else `graph`.
+  /// `graph` as the backend runs it: its 8-bit additions fused into the convolutions producing an
+  /// operand where the backend takes quantised residuals (Capabilities::quantised_residuals),
+  /// else `graph` (a model loaded without a backend: the Python API's).
   graph::Graph with_quantised_residuals(graph::Graph graph) const;
+
+ private:
   // Throws UsageError when the opened backend does not compute in the graph's precision (bf16 on
   // a CPU without native bf16): one line before any search or plan.
   void check_precision(const graph::Graph& graph) const;

@@ -233,11 +233,11 @@ SchedulePtr schedule_from_text(const std::string& text, const ModelPtr& model,
   return result;
 }
 
-// The schedule of `s` for the graph of `model`: the same object when made for it, else carried
-// over (scheduler::carry_schedule checks that the graph is one it fits).
-scheduler::Schedule schedule_for(const PySchedule& s, const ModelPtr& model) {
-  if (s.model == model) return s.schedule;
-  return scheduler::carry_schedule(s.model->model.graph, s.schedule, model->model.graph);
+// The schedule of `s` for `graph`, the graph a session of `model` runs: the same object when made
+// for it, else carried over (scheduler::carry_schedule checks that the graph is one it fits).
+scheduler::Schedule schedule_for(const PySchedule& s, const ModelPtr& model, const graph::Graph& graph) {
+  if (s.model == model && graph.num_ops() == model->model.graph.num_ops()) return s.schedule;
+  return scheduler::carry_schedule(s.model->model.graph, s.schedule, graph);
 }
 
 // ---- Sessions ---------------------------------------------------------------------------------
@@ -256,8 +256,24 @@ class PySession {
     bool measures = false;
     pipeline_->use(progress, [&](session::Pipeline& p) {
       p.backend("a session");
-      prepared_ = given ? p.plan(model_->model, p.adopt(model_->model.graph, schedule_for(*given, model_)))
-                        : p.prepare(model_->model, session::ScheduleSource::parse(schedule), watch_search(progress));
+      // The graph the backend runs (an int8 model's additions fused on the CPU); its schedules
+      // belong to a model of that graph (the weights stay the loaded model's).
+      graph_ = p.with_quantised_residuals(model_->model.graph);
+      if (graph_.num_ops() != model_->model.graph.num_ops()) {
+        auto fused = std::make_shared<PyModel>();
+        fused->source = model_->source;
+        fused->model.graph = graph_;
+        fused->model.tail = model_->model.tail;
+        result->model = fused;
+      }
+      if (given) {
+        prepared_ = p.plan(graph_, model_->model.weights, p.adopt(graph_, schedule_for(*given, model_, graph_)));
+      } else {
+        session::ScheduledGraph scheduled =
+            p.schedule(graph_, session::ScheduleSource::parse(schedule), watch_search(progress));
+        p.save_cache();
+        prepared_ = p.plan(graph_, model_->model.weights, std::move(scheduled));
+      }
       executor_ = p.executor(*prepared_.plan);
       measures = p.measures();
     });
@@ -333,7 +349,7 @@ class PySession {
     return session::plan_summary(*prepared_.plan, prepared_.fallback_note);
   }
   std::string plan_listing() const {
-    return session::plan_listing(model_->model.graph, *prepared_.plan);
+    return session::plan_listing(graph_, *prepared_.plan);
   }
   std::string backend_name() const { return prepared_.plan->backend().name(); }
   std::string device() const { return prepared_.plan->backend().device().device_fingerprint(); }
@@ -343,6 +359,7 @@ class PySession {
 
  private:
   ModelPtr model_;
+  graph::Graph graph_;  // the graph the plan runs: the model's, or it with 8-bit additions fused
   PipelinePtr pipeline_;  // before the plan and executor: they use its backend
   SchedulePtr schedule_;
   session::PreparedPlan prepared_;
