@@ -15,9 +15,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 
 #include "common/strings.h"
+#include "executor/cpu/conv_timing.h"
 
 namespace stagecraft::executor::cpu {
 
@@ -26,22 +26,11 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// Runs `pd`'s primitive once on buffers of bytes 0x3F (small finite values in every type).
-template <typename Pd, typename Primitive>
-void run_once(const dnnl::engine& engine, const Pd& pd, bool bias) {
-  std::unordered_map<int, dnnl::memory> args;
-  const auto add = [&](int arg, const dnnl::memory::desc& d) {
-    dnnl::memory m(d, engine);
-    std::memset(m.get_data_handle(), 0x3F, d.get_size());
-    args.emplace(arg, m);
-  };
-  add(DNNL_ARG_SRC, pd.src_desc());
-  add(DNNL_ARG_WEIGHTS, pd.weights_desc());
-  if (bias) add(DNNL_ARG_BIAS, pd.bias_desc());
-  add(DNNL_ARG_DST, pd.dst_desc());
-  if (pd.scratchpad_desc().get_size() > 0) add(DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc());
+// Runs `pd`'s primitive once on scratch tensors.
+template <typename Primitive>
+void run_once(const dnnl::engine& engine, const dnnl::primitive_desc_base& pd, const Primitive& primitive) {
   dnnl::stream stream(engine);
-  Primitive(pd).execute(stream, args);
+  primitive.execute(stream, scratch_arguments(pd, engine));
   stream.wait();
 }
 
@@ -174,14 +163,14 @@ int run_amx_trial_kernels() {
       dst({4, 64}, dt::f32, tag::nc);
   const dnnl::inner_product_forward::primitive_desc ip(
       dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, src, weights, dst), engine);
-  run_once<decltype(ip), dnnl::inner_product_forward>(engine, ip, false);
+  run_once(engine, ip, dnnl::inner_product_forward(ip));
   // A bf16 convolution in nhwc (where oneDNN has bf16 at all).
   const dnnl::memory::desc csrc({1, 32, 8, 8}, dt::bf16, tag::nhwc), cweights({32, 32, 3, 3}, dt::bf16, tag::any),
       cdst({1, 32, 8, 8}, dt::bf16, tag::nhwc);
   const dnnl::convolution_forward::desc conv(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                              csrc, cweights, cdst, {1, 1}, {1, 1}, {1, 1});
   const dnnl::convolution_forward::primitive_desc cpd(conv, dnnl::primitive_attr(), engine, /*allow_empty=*/true);
-  if (cpd) run_once<decltype(cpd), dnnl::convolution_forward>(engine, cpd, false);
+  if (cpd) run_once(engine, cpd, dnnl::convolution_forward(cpd));
   return 0;
 }
 

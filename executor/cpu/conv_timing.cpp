@@ -11,9 +11,26 @@
 #include <utility>
 #include <vector>
 
-#include "executor/cpu/host_memory.h"
 
 namespace stagecraft::executor::cpu {
+
+std::unordered_map<int, dnnl::memory> scratch_arguments(const dnnl::primitive_desc_base& pd, const dnnl::engine& engine,
+                                                        const dnnl::memory::desc& post_op_src) {
+  std::unordered_map<int, dnnl::memory> args;
+  const auto add = [&](int arg, const dnnl::memory::desc& d) {
+    if (d.get_size() == 0) return;
+    dnnl::memory m(d, engine);
+    std::memset(m.get_data_handle(), 0x3F, d.get_size());
+    args.emplace(arg, m);
+  };
+  add(DNNL_ARG_SRC, pd.src_desc());
+  add(DNNL_ARG_WEIGHTS, pd.weights_desc());
+  add(DNNL_ARG_BIAS, pd.weights_desc(1));
+  add(DNNL_ARG_DST, pd.dst_desc());
+  add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, post_op_src);
+  add(DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc());
+  return args;
+}
 
 bool first_conv_faster(const dnnl::convolution_forward::primitive_desc& first,
                        const dnnl::convolution_forward::primitive_desc& second,
@@ -22,25 +39,9 @@ bool first_conv_faster(const dnnl::convolution_forward::primitive_desc& first,
   std::thread timer([&] {
     omp_set_num_threads(std::max(1, threads));
     dnnl::stream stream(engine);
-    std::vector<HostMemory> keep;
-    const auto scratch_memory = [&](const dnnl::memory::desc& d) {
-      keep.push_back(host_allocate(std::max<size_t>(d.get_size(), 1)));
-      std::memset(keep.back().get(), 0x3F, d.get_size());
-      return dnnl::memory(d, engine, keep.back().get());
-    };
     std::vector<std::pair<dnnl::convolution_forward, std::unordered_map<int, dnnl::memory>>> runs;
     for (const auto* pd : {&first, &second}) {
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, scratch_memory(pd->src_desc())},
-                                                 {DNNL_ARG_WEIGHTS, scratch_memory(pd->weights_desc())},
-                                                 {DNNL_ARG_DST, scratch_memory(pd->dst_desc())}};
-      if (pd->bias_desc().get_size() > 0) args.emplace(DNNL_ARG_BIAS, scratch_memory(pd->bias_desc()));
-      if (post_op_src.get_size() > 0) {
-        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, scratch_memory(post_op_src));
-      }
-      if (pd->scratchpad_desc().get_size() > 0) {
-        args.emplace(DNNL_ARG_SCRATCHPAD, scratch_memory(pd->scratchpad_desc()));
-      }
-      runs.emplace_back(dnnl::convolution_forward(*pd), std::move(args));
+      runs.emplace_back(dnnl::convolution_forward(*pd), scratch_arguments(*pd, engine, post_op_src));
     }
     const auto run = [&](size_t i) {
       const auto t0 = std::chrono::steady_clock::now();

@@ -3,8 +3,15 @@
 // (the measured choice between oneDNN's AMX kernel and its next candidate, conv_ops.cpp).
 
 #include <dnnl.hpp>
+#include <unordered_map>
 
 namespace stagecraft::executor::cpu {
+
+/// Arguments for one run of `pd`'s primitive on scratch tensors of bytes 0x3F (small finite values
+/// in every type): source, weights, bias where it has one, destination, scratchpad, and
+/// `post_op_src` as binary post-op 0's second source where not empty.
+std::unordered_map<int, dnnl::memory> scratch_arguments(const dnnl::primitive_desc_base& pd, const dnnl::engine& engine,
+                                                        const dnnl::memory::desc& post_op_src = {});
 
 /// Whether `first`'s kernel ran faster than `second`'s here: both on scratch tensors of bytes 0x3F
 /// (small finite values in every type), a binary post-op reading `post_op_src` where it is not

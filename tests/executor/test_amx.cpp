@@ -102,16 +102,21 @@ std::vector<float> convolve(const dnnl::engine& engine, const dnnl::convolution_
   return dst;
 }
 
+// An f32 3x3 convolution (stride 1, pad 1) of `in` to `out` channels over h x h in nhwc, weights
+// in the layout oneDNN prefers.
+dnnl::convolution_forward::desc nhwc_conv(int64_t in, int64_t out, int64_t h) {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  return {dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          dnnl::memory::desc({1, in, h, h}, f32, tag::nhwc), dnnl::memory::desc({out, in, 3, 3}, f32, tag::any),
+          dnnl::memory::desc({1, out, h, h}, f32, tag::nhwc), {1, 1}, {1, 1}, {1, 1}};
+}
+
 // Skipping oneDNN's first candidate by a part of its name (on AMX: "amx") gives its next one,
 // which computes the same convolution; a name no candidate has leaves the first.
 TEST(AmxTrial, SkippingImplementationsGivesOneDnnsNextCandidate) {
-  using tag = dnnl::memory::format_tag;
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  const dnnl::memory::desc src({1, 24, 9, 9}, dnnl::memory::data_type::f32, tag::nhwc),
-      w({40, 24, 3, 3}, dnnl::memory::data_type::f32, tag::any), dst({1, 40, 9, 9}, dnnl::memory::data_type::f32, tag::nhwc);
-  // Alive while its descriptors iterate (skip_implementations).
-  const dnnl::convolution_forward::desc conv(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src, w, dst, {1, 1}, {1, 1}, {1, 1});
+  const dnnl::convolution_forward::desc conv = nhwc_conv(24, 40, 9);  // alive while its descriptors iterate
   const auto fresh = [&] { return dnnl::convolution_forward::primitive_desc(conv, engine); };
   const auto first = fresh();
   const std::string first_impl = first.impl_info_str();
@@ -135,12 +140,8 @@ TEST(AmxTrial, SkippingImplementationsGivesOneDnnsNextCandidate) {
 // The timing behind the AMX-or-not choice tells a fast kernel from a slow one either way round:
 // oneDNN's optimised convolution against its reference loop (tens of times slower).
 TEST(AmxTrial, TheTimingTellsTheFasterConvolution) {
-  using tag = dnnl::memory::format_tag;
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  const dnnl::memory::desc src({1, 64, 28, 28}, dnnl::memory::data_type::f32, tag::nhwc),
-      w({64, 64, 3, 3}, dnnl::memory::data_type::f32, tag::any), dst({1, 64, 28, 28}, dnnl::memory::data_type::f32, tag::nhwc);
-  const dnnl::convolution_forward::desc conv(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src, w, dst, {1, 1}, {1, 1}, {1, 1});
+  const dnnl::convolution_forward::desc conv = nhwc_conv(64, 64, 28);
   const dnnl::convolution_forward::primitive_desc fast(conv, engine);
   dnnl::convolution_forward::primitive_desc slow(conv, engine);
   while (std::string(slow.impl_info_str()).rfind("ref", 0) != 0) ASSERT_TRUE(slow.next_impl());
