@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-shot CPU engine measurement on the AMX machine. Run from the repository root, OUT set:
 #   bash bench/cpu_device_pass/measure.sh [DEADLINE_S (default 520)]
-# Unpacks .amx/{ovkit,sckit}.tar.xz (made by bench/cpu_device_pass/kit.sh) to /tmp/amxkit, exports the models with
+# Unpacks .cpu-kit/{ovkit,sckit}.tar.xz (made by bench/cpu_device_pass/kit.sh) to /tmp/amxkit, exports the models with
 # this machine's torch in the background (bench/cpu_device_pass/export.py -> /tmp/models), runs bench/cpu_engines.py
 # once per model, and leaves $OUT/engines/{log.txt,summary.md}.
 # Env overrides (for rehearsals): PYTHON (python3), CUDA_PYTHON (the python whose nvidia packages
@@ -38,19 +38,7 @@ lscpu 2>/dev/null | grep -E "^(Socket|Core|Thread|NUMA node\(s\)|L2|L3)" | tr -s
 free -g | head -2
 
 # --- the kit
-rm -rf "$K"; mkdir -p "$K"
-tar -C "$K" -xJf .cpu-kit/sckit.tar.xz & p1=$!
-tar -C "$K" -xJf .cpu-kit/ovkit.tar.xz & p2=$!
-wait $p1 || { echo "FATAL: sckit.tar.xz did not unpack"; exit 3; }
-wait $p2 || { echo "FATAL: ovkit.tar.xz did not unpack"; exit 3; }
-cp python/stagecraft/*.py python/stagecraft/py.typed "$K/stagecraft/"
-echo "$(ts) kit unpacked: $(du -sh "$K" | cut -f1); module sha256/mtime: $(tr '\n' ' ' < "$K/stagecraft/MODULE_SHA256")"
-export PYTHONPATH="$K:$K/site${PYTHONPATH:+:$PYTHONPATH}"
-STAGECRAFT_PYTHON=$CUDA_PY source scripts/gpu_env.sh
-[ -n "${STAGECRAFT_CUDA_MISSING:-}" ] && echo "WARNING: CUDA libraries not found: $STAGECRAFT_CUDA_MISSING"
-export LD_LIBRARY_PATH="$K/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export STAGECRAFT_NO_VENV=1
-export PYTHONDONTWRITEBYTECODE=1
+source bench/cpu_device_pass/unpack.sh || exit 3
 
 # --- exports in the background: squeezenet first (quick; it names the oneDNN ISA below), then the
 # measurement order.
