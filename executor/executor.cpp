@@ -183,7 +183,12 @@ void Executor::execute(std::vector<KernelTiming>* timings) {
   if (timings || limited || !replay()) enqueue(timings, limited);
   for (Stream* s : streams_) s->synchronize();
   if (timings || captured_) return;
-  limiter_.record(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (limit == 0 && options_.adapt_threads && plan_.can_limit_threads()) {
+    other_load_.tick();
+    limiter_.note_other_load(other_load_.cores());
+  }
+  limiter_.record(ms);
   // While limited, whether the cores the limit leaves sit idle during the runs (the other process
   // gone), over runs that add up to a quarter of a second (the counters tick every 10 ms).
   if (!watch_idle) {

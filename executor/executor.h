@@ -15,7 +15,7 @@
 
 #include "executor/plan.h"
 #include "executor/thread_limiter.h"
-#include "common/idle_cores.h"
+#include "common/cpu_counters.h"
 
 namespace stagecraft::executor {
 
@@ -107,6 +107,7 @@ class Executor {
   ExecutorOptions options_;
   ThreadLimiter limiter_;
   IdleCores idle_;  // during the current stretch of limited runs
+  OtherLoad other_load_;  // whether slow runs come with another process holding cores
   bool capture_tried_ = false;
   std::unique_ptr<CapturedWork> captured_;
 

@@ -46,6 +46,10 @@ void ThreadLimiter::record(double ms) {
     const double m = median(full_);
     if (reference_ == 0 || m < reference_) reference_ = m;
     if (m >= kSlower * reference_ && wait_ == 0) {  // slow runs: try fewer threads
+      if (other_load_ && *other_load_ < kOtherCore) {  // ... if something else holds a core
+        ++unloaded_slow_;
+        return;
+      }
       limited_ = true;
       helped_ = false;
       trigger_ = m;

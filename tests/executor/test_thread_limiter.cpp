@@ -3,10 +3,18 @@
 // threads compute what they compute with all of them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "executor/executor.h"
 #include "executor/thread_limiter.h"
+#include "common/cpu_counters.h"
 #include "support/compare.h"
 #include "support/models.h"
 
@@ -96,6 +104,81 @@ TEST(ThreadLimiter, IdleCoresCallAProbe) {
   EXPECT_EQ(l.limit(), 0);
   l.record(10.0);  // the load is gone
   EXPECT_FALSE(l.limiting());
+}
+
+// Slow runs while nothing else holds a core (noise on a large VM, this process's own threads)
+// do not set the limit off; the same runs with another process holding a core do, and so do
+// they where the counters cannot tell (nullopt).
+TEST(ThreadLimiter, SlowRunsWithoutOtherLoadKeepEveryThread) {
+  ThreadLimiter l(16);
+  l.note_other_load(0.1);
+  EXPECT_FALSE(feed(l, 10, 3.0, 3.0));
+  EXPECT_FALSE(feed(l, 200, 4.5, 5.0)) << "1.5x slower, no other load";
+  EXPECT_EQ(l.limited_runs(), 0);
+  EXPECT_GT(l.unloaded_slow_windows(), 190);
+  l.note_other_load(1.0);
+  EXPECT_TRUE(feed(l, 1, 4.5, 3.5)) << "a core held by another process: the same runs limit";
+  EXPECT_EQ(l.limit(), 8);
+  ThreadLimiter unknown(2);
+  unknown.note_other_load(std::nullopt);
+  feed(unknown, 10, 10.0, 10.0);
+  EXPECT_TRUE(feed(unknown, 3, 25.0, 18.0)) << "no counters: latencies alone decide";
+}
+
+namespace {
+void spin_for(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  volatile double x = 1;
+  while (std::chrono::steady_clock::now() < end) x = x * 1.0000001 + 1e-9;
+}
+}  // namespace
+
+// OtherLoad: a child process spinning is another's load; a thread of this process spinning is
+// this process's own, counted by getrusage and taken off the CPUs' busy time.
+TEST(OtherLoad, TellsAnotherProcessFromThisOne) {
+  OtherLoad load;
+  const std::optional<OtherLoad::Sample> a = load.sample();
+  if (!a) GTEST_SKIP() << "no /proc/stat here: the limiter decides on latencies alone";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    spin_for(0.6);
+    _exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::optional<OtherLoad::Sample> b = load.sample();
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(b);
+  EXPECT_GE(OtherLoad::cores_between(*a, *b), 0.6) << "a spinning child holds about one core";
+  EXPECT_LT(OtherLoad::own_cores_between(*a, *b), 0.3) << "this process slept";
+
+  const std::optional<OtherLoad::Sample> c = load.sample();
+  std::thread spinner([] { spin_for(0.5); });
+  spinner.join();
+  const std::optional<OtherLoad::Sample> d = load.sample();
+  ASSERT_TRUE(c && d);
+  const double own = OtherLoad::own_cores_between(*c, *d);
+  EXPECT_GE(own, 0.4) << "this process's thread spun";
+  EXPECT_LE(OtherLoad::cores_between(*c, *d), std::max(0.0, OtherLoad::busy_cores_between(*c, *d) - own) + 1e-9)
+      << "its time is not another's";
+  EXPECT_GE(OtherLoad::busy_cores_between(*c, *d), 0.4) << "the CPUs' counters saw it";
+}
+
+// tick() samples at most every kSampleGap; cores() needs samples kSpan apart.
+TEST(OtherLoad, EstimatesOnlyOverLongEnoughSpans) {
+  OtherLoad load;
+  if (!load.sample()) GTEST_SKIP() << "no /proc/stat here";
+  load.tick();
+  load.tick();
+  EXPECT_FALSE(load.cores()) << "one sample";
+  std::this_thread::sleep_for(std::chrono::duration<double>(OtherLoad::kSampleGap * 1.5));
+  load.tick();
+  EXPECT_FALSE(load.cores()) << "two samples, under kSpan apart";
+  std::this_thread::sleep_for(std::chrono::duration<double>(OtherLoad::kSpan));
+  load.tick();
+  ASSERT_TRUE(load.cores());
+  EXPECT_GE(*load.cores(), 0.0);
 }
 
 TEST(ThreadLimiter, OneThreadIsNeverLimited) {
