@@ -46,6 +46,14 @@ import stagecraft  # noqa: E402
 SESSIONS: dict = {}
 
 
+def say_schedule(path: str, label: str, s) -> None:
+    """Which schedule a stagecraft session runs: its search's end-to-end verdict (dp against
+    sequential), so that a pass shows when concurrent stages were kept."""
+    stats = s.schedule.stats or {}
+    verdict = stats.get("end_to_end") or ("from the schedule cache" if stats.get("from_cache") else "no end-to-end check")
+    print(f"{Path(path).stem}: {label}: {verdict}", flush=True)
+
+
 def agreement(got: list[np.ndarray], want: list[np.ndarray]) -> tuple[float, float, float]:
     """(min cosine of the input-dependent parts, top-1 agreement, max relative error)."""
     g = np.stack([x.reshape(-1) for x in got]).astype(np.float64)
@@ -92,6 +100,7 @@ def int8_engines(path: str, name: str, shape: list[int], samples: int, cache_dir
                                search_budget=search_budget, progress=False)
         runs["stagecraft int8"] = lambda x, s=s: s.run(x)[0]
         SESSIONS["stagecraft int8"] = s
+        say_schedule(path, "stagecraft int8", s)
     except stagecraft.Error as e:
         notes["stagecraft int8"] = str(e)
 
@@ -121,6 +130,7 @@ def engines_of(path: str, cache_dir: str, search_budget: float) -> tuple[dict, d
             continue
         runs[label] = lambda x, s=s: s.run(x)[0]
         SESSIONS[label] = s
+        say_schedule(path, label, s)
         notes.setdefault("backend", s.description)
     return runs, notes, precision, first
 

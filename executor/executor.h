@@ -42,6 +42,11 @@ class StreamPool {
   explicit StreamPool(Backend& backend) : backend_(backend) {}
   /// Stream `i`, created on first use; stream 0 is a caller stream (Backend::create_caller_stream).
   Stream& get(size_t i);
+  /// Streams made so far.
+  size_t size() const { return streams_.size(); }
+  /// Destroys every stream (no executor may be using them): their worker threads end, and on the
+  /// CPU their OpenMP teams with them. get() makes them again.
+  void clear() { streams_.clear(); }
 
  private:
   Backend& backend_;

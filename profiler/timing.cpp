@@ -64,7 +64,7 @@ std::vector<std::vector<double>> interleaved_ms(
 
 std::vector<std::vector<double>> interleaved_plan_ms(executor::Backend& backend, const graph::Graph& graph,
                                                      const std::vector<PlanVariant>& variants, int warmup,
-                                                     int rounds) {
+                                                     int rounds, bool executor_per_block) {
   std::vector<executor::HostTensor> inputs;
   for (graph::ValueId v : graph.inputs()) inputs.push_back(executor::random_host_tensor(graph.value(v).desc.shape, 1));
   const graph::WeightStore weights = graph::random_weights(graph, 1);
@@ -73,11 +73,44 @@ std::vector<std::vector<double>> interleaved_plan_ms(executor::Backend& backend,
   std::vector<executor::Executor*> executors;
   for (const PlanVariant& v : variants) {
     plans.push_back(std::make_unique<executor::ExecutionPlan>(graph, *v.schedule, weights, backend, v.options));
+    if (executor_per_block) continue;
     runs.push_back(std::make_unique<executor::Executor>(*plans.back()));
     runs.back()->set_inputs(inputs);
     executors.push_back(runs.back().get());
   }
-  return interleaved_ms(executors, warmup, rounds);
+  if (!executor_per_block) return interleaved_ms(executors, warmup, rounds);
+  std::vector<std::function<std::function<void()>()>> make;
+  for (auto& plan : plans) {
+    make.push_back([&inputs, p = plan.get()]() -> std::function<void()> {
+      auto e = std::make_shared<executor::Executor>(*p);
+      e->set_inputs(inputs);
+      return [e] { e->execute(); };
+    });
+  }
+  return interleaved_fresh_ms(make, warmup, rounds);
+}
+
+std::vector<std::vector<double>> interleaved_fresh_ms(const std::vector<std::function<std::function<void()>()>>& make,
+                                                      int warmup, int rounds) {
+  // A block: made, `warm` untimed runs, `timed` timed ones, gone.
+  const auto block = [&](size_t k, int warm, int timed, std::vector<double>* ms) {
+    std::function<void()> run = make[k]();
+    for (int i = 0; i < warm; ++i) run();
+    for (int i = 0; i < timed; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      ms->push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
+  std::vector<std::vector<double>> ms(make.size());
+  if (warmup > 0)
+    for (size_t k = 0; k < make.size(); ++k) block(k, warmup, 0, &ms[k]);
+  for (int done = 0; done < rounds;) {
+    const int n = std::min(kTimedBlock, rounds - done);
+    for (size_t k = 0; k < make.size(); ++k) block(k, 1, n, &ms[k]);
+    done += n;
+  }
+  return ms;
 }
 
 }  // namespace stagecraft::profiler

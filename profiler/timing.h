@@ -52,9 +52,20 @@ struct PlanVariant {
 /// Plans `graph` once per variant on `backend`, all on the same random weights and random inputs
 /// (seed 1), and times them with interleaved_ms: the samples (ms) of each variant. How a layout
 /// search's candidates and a dp schedule against sequential are compared end to end.
+/// `executor_per_block`: each block gets an executor of its own, gone (its stream workers and
+/// their OpenMP teams with it) before the next block. GNU OpenMP stops every team's spinning
+/// while the process holds more OpenMP workers than cores, so a concurrent plan's worker teams
+/// slow every other plan of the process for as long as they live (8-30 us more per kernel);
+/// per block, each plan is timed with its own teams only.
 std::vector<std::vector<double>> interleaved_plan_ms(executor::Backend& backend, const graph::Graph& graph,
                                                      const std::vector<PlanVariant>& variants, int warmup,
-                                                     int rounds);
+                                                     int rounds, bool executor_per_block = false);
+
+/// The same protocol with a runner made afresh for each block and destroyed at its end:
+/// `make[k]()` returns what runs variant k once (and owns what it needs). `warmup` runs of each
+/// in a block of their own first; then per block one untimed run and up to kTimedBlock timed.
+std::vector<std::vector<double>> interleaved_fresh_ms(const std::vector<std::function<std::function<void()>()>>& make,
+                                                      int warmup, int rounds);
 
 /// Timed runs of one executor in a row (after one untimed run) when several are interleaved.
 inline constexpr int kTimedBlock = 5;

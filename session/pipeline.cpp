@@ -51,6 +51,9 @@ scheduler::Schedule Pipeline::search(const graph::Graph& graph, const graph::Lay
   }
   scheduler::Schedule schedule =
       scheduler::make_scheduler(options)->schedule(graph, layouts, *opened_.cost_model, stats);
+  // The search's measuring streams end here, before the check and the runs (their OpenMP teams
+  // would slow both: MeasuredCostModel::release_streams).
+  if (opened_.measured) opened_.measured->release_streams();
   if (options.strategy == scheduler::Strategy::kDp && opened_.measured && opened_.backend) {
     // The search costs stages one at a time; the plans themselves decide (schedule_check.h).
     const executor::PlanOptions planned = plan_options(schedule.layouts);  // before the schedule moves

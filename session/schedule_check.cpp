@@ -32,7 +32,8 @@ ScheduleCheck check_against_sequential(executor::Backend& backend, const executo
   sequential.meta = searched.meta;
   sequential.layouts = searched.layouts;
   const auto samples = profiler::interleaved_plan_ms(
-      backend, graph, {{&searched, plan_options}, {&sequential, plan_options}}, kWarmupRuns, kTimedRuns);
+      backend, graph, {{&searched, plan_options}, {&sequential, plan_options}}, kWarmupRuns, kTimedRuns,
+      /*executor_per_block=*/true);
   const double dp_ms = profiler::summarise(samples[0]).median, seq_ms = profiler::summarise(samples[1]).median;
   const bool sequential_wins = seq_ms < (1 - margin) * dp_ms;
   result.verdict = cat("end to end: searched ", fixed(dp_ms, 2), " ms, sequential ", fixed(seq_ms, 2), " ms (medians of ",

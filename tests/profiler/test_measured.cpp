@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "common/error.h"
 #include "executor/backend.h"
@@ -79,6 +80,28 @@ MeasureOptions quick() {
   options.repeats = 1;
   options.sample_ms = 0.05;
   return options;
+}
+
+// interleaved_fresh_ms: each block's runner is made at its start and gone at its end, so that
+// nothing of one plan (its stream workers, their OpenMP teams) lives while another is timed.
+TEST(Timing, FreshRunnersLiveForOneBlockEach) {
+  std::string order;
+  struct Gone {
+    std::string& order;
+    ~Gone() { order += 'x'; }
+  };
+  const auto maker = [&](char name) {
+    return [&order, name]() -> std::function<void()> {
+      order += static_cast<char>(name - 'a' + 'A');
+      auto gone = std::make_shared<Gone>(order);
+      return [&order, name, gone] { order += name; };
+    };
+  };
+  const auto ms = interleaved_fresh_ms({maker('a'), maker('b')}, /*warmup=*/1, /*rounds=*/7);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].size(), 7u);
+  EXPECT_EQ(ms[1].size(), 7u);
+  EXPECT_EQ(order, "Aax" "Bbx" "Aaaaaaax" "Bbbbbbbx" "Aaaax" "Bbbbx");
 }
 
 TEST(StageGraph, KeepsTheStageOpsAndMakesItsInputsGraphInputs) {
@@ -257,6 +280,26 @@ TEST(MeasuredCostModel, MergedAndConcurrentStagesAreMeasured) {
   EXPECT_EQ(stage_kernels(g, scheduler::Stage::concurrent({{e3}})), 1u);
   EXPECT_EQ(model.measurements(), 3u);
   EXPECT_EQ(model.name(), "measured:cpu");
+}
+
+// The streams measurements ran on keep their worker threads (and, on the CPU, their OpenMP
+// teams) until release_streams(): the pipeline releases them after its search.
+TEST(MeasuredCostModel, ReleasesTheStreamsItMeasuredOn) {
+  const auto threads = [] {
+    return static_cast<size_t>(std::distance(fs::directory_iterator("/proc/self/task"), fs::directory_iterator{}));
+  };
+  const graph::Graph g = small_network();
+  MeasuredCostModel model(cpu(), nullptr, quick());
+  const size_t before = threads();
+  const auto e1 = *g.find_op("fire3/expand1x1/conv");
+  const auto e3 = *g.find_op("fire3/expand3x3/conv");
+  model.measure(g, {}, scheduler::Stage::concurrent({{e1}, {e3}}));
+  EXPECT_EQ(model.kept_streams(), 2u) << "a caller stream and one worker";
+  EXPECT_GT(threads(), before) << "the worker's thread";
+  model.release_streams();
+  EXPECT_EQ(model.kept_streams(), 0u);
+  EXPECT_EQ(threads(), before) << "its thread ended";
+  EXPECT_GT(model.measure(g, {}, scheduler::Stage::concurrent({{e1}, {e3}})), 0.0) << "made again when needed";
 }
 
 }  // namespace

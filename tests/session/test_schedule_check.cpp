@@ -4,7 +4,11 @@
 // layouts, whichever the margin gives.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "executor/executor.h"
+#include "session/pipeline.h"
+#include "session/schedule_source.h"
 #include "scheduler/search.h"
 #include "session/schedule_check.h"
 #include "support/models.h"
@@ -62,6 +66,27 @@ TEST(ScheduleCheck, OneOpPerStageIsNotChecked) {
                                                    scheduler::sequential_schedule(g), -100.0);
   EXPECT_TRUE(c.verdict.empty());
   EXPECT_EQ(c.kept.stages.size(), 3u);
+}
+
+// A dp search measures stages on streams it keeps (concurrent ones on worker threads, on the CPU
+// each with an OpenMP team, which slows every other team of the process while it lives); the
+// pipeline ends them all when its search is over.
+TEST(PipelineSearch, EndsTheStreamsItMeasuredOn) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stagecraft_search_streams_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  SessionOptions options;
+  options.backend = "cpu";
+  options.cache_dir = dir.string();
+  scheduler::SearchOptions search;
+  search.strategy = scheduler::Strategy::kDp;
+  Pipeline pipeline(options, search);
+  const graph::Graph g = two_branches();
+  pipeline.schedule(g, ScheduleSource::search(scheduler::Strategy::kDp));
+  ASSERT_NE(pipeline.opened().measured, nullptr);
+  EXPECT_GT(pipeline.opened().measured->measurements(), 0u);
+  EXPECT_EQ(pipeline.opened().measured->kept_streams(), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
