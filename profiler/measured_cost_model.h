@@ -65,7 +65,7 @@ class MeasuredCostModel : public scheduler::CostModel {
   /// measurement). On the CPU each holds an OpenMP team, and while the process holds more OpenMP
   /// workers than cores GNU OpenMP stops every team's spinning (8-30 us more per kernel). Kept
   /// after a search they slowed every later run of the process: on a 16-core Xeon, Python
-  /// sessions made by a dp search ran at 1.7-2x the CLI's sequential runs (interleave_gap).
+  /// sessions beside a dp search ran at 1.5-2.2x the CLI's sequential runs (interleave_gap).
   void release_streams() { streams_.clear(); }
   /// Streams kept for measurements (0 after release_streams()).
   size_t kept_streams() const { return streams_.size(); }
