@@ -51,8 +51,8 @@ class ThreadLimiter {
   /// Cores something other than this process held lately (OtherLoad::cores; nullopt: unknown).
   /// Below kOtherCore, slow runs do not set the limit off.
   void note_other_load(std::optional<double> cores) { other_load_ = cores; }
-  /// Slow runs the other-load rule kept from setting the limit off.
-  int64_t unloaded_slow_windows() const { return unloaded_slow_; }
+  /// Runs after which the median was slow but the other-load rule kept the limit off.
+  int64_t unloaded_slow_runs() const { return unloaded_slow_; }
   /// Runs made under a limit so far.
   int64_t limited_runs() const { return limited_runs_; }
 

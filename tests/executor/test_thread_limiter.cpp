@@ -115,7 +115,7 @@ TEST(ThreadLimiter, SlowRunsWithoutOtherLoadKeepEveryThread) {
   EXPECT_FALSE(feed(l, 10, 3.0, 3.0));
   EXPECT_FALSE(feed(l, 200, 4.5, 5.0)) << "1.5x slower, no other load";
   EXPECT_EQ(l.limited_runs(), 0);
-  EXPECT_GT(l.unloaded_slow_windows(), 190);
+  EXPECT_GT(l.unloaded_slow_runs(), 190);
   l.note_other_load(1.0);
   EXPECT_TRUE(feed(l, 1, 4.5, 3.5)) << "a core held by another process: the same runs limit";
   EXPECT_EQ(l.limit(), 8);
