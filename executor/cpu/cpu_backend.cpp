@@ -45,10 +45,10 @@ class CpuBackend : public Backend {
   const Device& device() const override { return device_; }
 
   std::unique_ptr<Stream> create_stream() override {
-    return std::make_unique<CpuStream>(ctx_.engine, streams_created_++);
+    return std::make_unique<CpuStream>(ctx_.engine, streams_created_++, this);
   }
   std::unique_ptr<Stream> create_caller_stream() override {
-    return std::make_unique<CpuStream>(ctx_.engine, streams_created_++, /*on_caller=*/true);
+    return std::make_unique<CpuStream>(ctx_.engine, streams_created_++, this, /*on_caller=*/true);
   }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
 

@@ -7,6 +7,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include <atomic>
 #include <cassert>
 #include <vector>
 #include <utility>
@@ -26,9 +27,66 @@ void CpuEvent::block_until(uint64_t sequence) {
   reached_.wait(lock, [&] { return completed_ >= sequence; });
 }
 
-CpuStream::CpuStream(const dnnl::engine& engine, int index, bool on_caller)
-    : dnnl_stream_(engine), index_(index), on_caller_(on_caller) {
+CpuStream::CpuStream(const dnnl::engine& engine, int index, const void* owner, bool on_caller)
+    : dnnl_stream_(engine), index_(index), owner_(owner), on_caller_(on_caller) {
   if (!on_caller_) worker_ = std::thread([this] { run(); });
+}
+
+/// The worker streams whose thread keeps an OpenMP team, and the owner that ran last. GNU OpenMP
+/// counts every team's threads, idle ones included, against the cores; one team too many and all
+/// of them sleep between kernels instead of spinning (cpu_stream.h).
+class TeamLedger {
+ public:
+  static TeamLedger& get() {
+    static TeamLedger ledger;
+    return ledger;
+  }
+
+  /// On a stream's thread, before a kernel of more than one thread of `owner`: the teams of other
+  /// owners' workers end (each after the work already queued on it).
+  void claim(const void* owner) {
+    if (owner_.load(std::memory_order_acquire) == owner) return;  // the common case: no lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    owner_.store(owner, std::memory_order_release);
+    std::erase_if(kept_, [owner](CpuStream* s) {
+      if (s->owner_ == owner) return false;
+      s->keeps_team_ = false;
+      s->enqueue([s] { s->end_team(); });
+      return true;
+    });
+  }
+  /// On worker `s`'s thread, after claim(): it keeps a team from now on.
+  void keep(CpuStream& s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (s.keeps_team_) return;
+    s.keeps_team_ = true;
+    kept_.push_back(&s);
+  }
+  /// `s` is going away (its thread's team ends with the thread).
+  void forget(CpuStream& s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase(kept_, &s);
+    s.keeps_team_ = false;
+  }
+  int size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int>(kept_.size());
+  }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<const void*> owner_{nullptr};
+  std::vector<CpuStream*> kept_;
+};
+
+int CpuStream::kept_teams() { return TeamLedger::get().size(); }
+
+void CpuStream::end_team() {
+  // Joins the team's threads (GNU OpenMP: the calling thread's pool is freed, its threads are
+  // no longer counted). The next team is a new one, whose threads flush denormals from its first
+  // kernel again (place()).
+  omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+  flushing_team_ = 0;
 }
 
 namespace {
@@ -61,6 +119,10 @@ void flush_denormals_here() {
 }  // namespace
 
 void CpuStream::place(int threads) {
+  if (threads > 1) {
+    TeamLedger::get().claim(owner_);
+    if (!on_caller_) TeamLedger::get().keep(*this);
+  }
   // This thread's OpenMP team flushes from the first kernel of each larger team size (GNU OpenMP
   // keeps a team per thread: a caller stream run from another thread starts over); the thread
   // itself on every run of a caller stream, whose mode synchronize() gives back.
@@ -97,6 +159,7 @@ CpuStream::~CpuStream() {
     restore_caller();
     return;
   }
+  TeamLedger::get().forget(*this);  // before the thread ends: no end_team() is queued after this
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;

@@ -44,11 +44,17 @@ class CpuEvent : public Event {
 /// spinning between regions and put their workers to sleep (measured: 8-30 us more per kernel, a
 /// third of mobilenet_v3_small's run). A user's host thread often has a team already (PyTorch
 /// in the same process); kernels run on it, a worker thread would add a second team.
+///
+/// For the same reason a worker's team does not outlive its owner's turn: streams belong to an
+/// owner (a backend, i.e. a session), and the first kernel of more than one thread that another
+/// owner runs makes the idle workers of the others end their teams (`omp_pause_resource`; made
+/// again by their next kernel). A kept schedule with concurrent stages then slows only its own
+/// runs, not every session beside it in the process.
 class CpuStream : public Stream {
  public:
-  /// Stream number `index` (used to give concurrent streams different cores); `on_caller`: a
-  /// caller stream (no worker thread).
-  CpuStream(const dnnl::engine& engine, int index, bool on_caller = false);
+  /// Stream number `index` (used to give concurrent streams different cores) of `owner` (streams
+  /// of one owner keep their teams while it runs); `on_caller`: a caller stream (no worker thread).
+  CpuStream(const dnnl::engine& engine, int index, const void* owner, bool on_caller = false);
   ~CpuStream() override;
 
   bool runs_on_caller() const override { return on_caller_; }
@@ -71,7 +77,13 @@ class CpuStream : public Stream {
   /// stream that signalled it, and two streams then share one core for milliseconds.
   void place(int threads);
 
+  /// Worker streams whose thread now keeps an OpenMP team of more than one thread (all owners;
+  /// for tests and diagnostics).
+  static int kept_teams();
+
  private:
+  friend class TeamLedger;
+  void end_team();  // on the worker thread: ends its OpenMP team (the ledger asked)
   void run();
   void run_now(std::function<void()>& task);  // a caller stream's enqueue
   void restore_caller();  // gives the caller thread back its cores and OpenMP thread count
@@ -80,6 +92,8 @@ class CpuStream : public Stream {
 
   dnnl::stream dnnl_stream_;
   int index_;
+  const void* owner_;
+  bool keeps_team_ = false;  // in the ledger: this worker's thread keeps a team (guarded by the ledger)
   int placed_threads_ = -1;  // threads of the current placement (-1: not placed)
   int flushing_team_ = 0;    // the largest OpenMP team of flushing_thread_ whose threads flush denormals
   std::thread::id flushing_thread_;

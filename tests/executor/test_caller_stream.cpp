@@ -189,5 +189,57 @@ TEST(CallerStream, KernelsKeepTheCallersCoresAndGiveBackItsFloatingPointMode) {
   EXPECT_GT(denormal * one, 0.0f) << "denormals are kept on the caller's thread after the run";
 }
 
+// A worker's OpenMP team is counted by GNU OpenMP even while it idles; a kept schedule's worker
+// teams beside a full caller team made every session of the process sleep between kernels. The
+// teams of one session (backend) end when another session runs a kernel of more than one thread.
+TEST(WorkerTeams, EndWhenAnotherSessionRunsAndComeBackWithTheirOwner) {
+  auto mine = make_backend("cpu");
+  auto other = make_backend("cpu");
+  auto worker_stream = mine->create_stream();
+  auto mine_caller = mine->create_caller_stream();
+  auto other_caller = other->create_caller_stream();
+  auto& worker = dynamic_cast<cpu::CpuStream&>(*worker_stream);
+  // This thread's own team (what the caller streams use) settles at two threads first.
+  omp_set_num_threads(2);
+#pragma omp parallel
+  { (void)omp_get_thread_num(); }
+  const int kept_before = cpu::CpuStream::kept_teams();
+  const size_t before = threads_in_process();
+  std::atomic<int> team{0};
+  auto open_team = [&](cpu::CpuStream& s) {  // what a kernel of three threads does
+    s.host_callback([&] {
+      s.place(3);
+      team = 0;
+#pragma omp parallel num_threads(3)
+      team.fetch_add(1);
+    });
+    s.synchronize();
+  };
+  auto run_on = [](Stream& caller, auto& s) {  // a kernel of two threads on a caller stream
+    caller.host_callback([&] { s.place(2); });
+    caller.synchronize();
+  };
+  open_team(worker);
+  ASSERT_EQ(team.load(), 3);
+  EXPECT_EQ(threads_in_process(), before + 2) << "the worker's team: two threads besides it";
+  EXPECT_EQ(cpu::CpuStream::kept_teams(), kept_before + 1);
+
+  run_on(*mine_caller, dynamic_cast<cpu::CpuStream&>(*mine_caller));
+  worker.synchronize();
+  EXPECT_EQ(threads_in_process(), before + 2) << "its own session's kernels keep the team";
+
+  run_on(*other_caller, dynamic_cast<cpu::CpuStream&>(*other_caller));
+  worker.synchronize();  // the team ends on the worker, after the work queued there
+  EXPECT_EQ(threads_in_process(), before) << "another session's kernel ends the idle team";
+  EXPECT_EQ(cpu::CpuStream::kept_teams(), kept_before);
+
+  open_team(worker);
+  EXPECT_EQ(team.load(), 3) << "the worker makes a new team for its next kernel";
+  EXPECT_EQ(threads_in_process(), before + 2);
+  worker_stream.reset();
+  EXPECT_EQ(cpu::CpuStream::kept_teams(), kept_before) << "a stream that is gone keeps nothing";
+  EXPECT_EQ(threads_in_process(), before - 1) << "its thread and team are gone";
+}
+
 }  // namespace
 }  // namespace stagecraft::executor
