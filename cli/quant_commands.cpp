@@ -74,7 +74,7 @@ void run_calibrate(const CalibrateOptions& o) {
   const std::string path = o.output.empty() ? model.graph.name() + ".calib.yaml" : o.output;
   graph::save_calibration(cal, path);
   graph::QuantizeReport report;
-  const graph::Graph q = graph::quantize(model.graph, cal, &report);
+  const Model q = session::quantise_model(model, cal, &report);
   std::cout << model.graph.name() << ": calibrated " << cal.values.size() << " values on " << total
             << (options.inputs.empty() ? " generated" : " supplied") << " input(s), method "
             << cal.method << (cal.method == "percentile" ? cat(" ", cal.percentile) : "")
@@ -88,7 +88,7 @@ void run_calibrate(const CalibrateOptions& o) {
   // Logits of the int8 graph against f32 on fresh inputs (seeds unlike the calibration's).
   const auto sequential = session::ScheduleSource::search(scheduler::Strategy::kSequential);
   const session::PreparedPlan f32_plan = pipeline.prepare(model, sequential);
-  const session::PreparedPlan int8_plan = pipeline.plan(q, model.weights, pipeline.schedule(q, sequential));
+  const session::PreparedPlan int8_plan = pipeline.plan(q.graph, q.weights, pipeline.schedule(q.graph, sequential));
   const auto f32_executor = pipeline.executor(*f32_plan.plan);
   const auto int8_executor = pipeline.executor(*int8_plan.plan);
   const quant::Agreement a =

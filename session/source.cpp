@@ -147,13 +147,18 @@ Model load_model(const GraphSource& source, const Calibrate& calibrate) {
       throw UsageError(cat(source.spec, ": --dtype int8 needs a calibration: give --calibration "
                            "FILE or load the model through a pipeline, which calibrates"));
     }
-    graph::QuantizeReport report;
-    graph::Graph quantised = graph::quantize(model.graph, calibration, &report);
-    model.weights = graph::quantised_weights(model.graph, std::move(model.weights), report);
-    model.graph = std::move(quantised);
-    return model;
+    return quantise_model(std::move(model), calibration);
   }
   return load_float_model(source, graph::InferenceOptions{});
+}
+
+Model quantise_model(Model f32, const graph::Calibration& calibration, graph::QuantizeReport* report) {
+  graph::QuantizeReport own;
+  graph::QuantizeReport& r = report ? *report : own;
+  graph::Graph quantised = graph::quantize(f32.graph, calibration, &r);
+  f32.weights = graph::quantised_weights(f32.graph, std::move(f32.weights), r);
+  f32.graph = std::move(quantised);
+  return f32;
 }
 
 std::vector<graph::ModelOutput> model_outputs(const Model& model, std::vector<executor::HostTensor> graph_outputs) {

@@ -90,4 +90,8 @@ Model load_model(const GraphSource& source, const Calibrate& calibrate = nullptr
 /// The f32 inference model of `source` whatever its dtype (for calibration and comparisons).
 Model load_f32_model(GraphSource source);
 
+/// The int8 model of `f32` (a load_f32_model) with `calibration`: the quantised graph and its
+/// weights, those of the batch norms it computes as convolutions included; `report` if given.
+Model quantise_model(Model f32, const graph::Calibration& calibration, graph::QuantizeReport* report = nullptr);
+
 }  // namespace stagecraft::session

@@ -107,6 +107,25 @@ expect_error schedule-layout-auto-no-backend 'add --backend cpu' -- schedule squ
 expect_ok calibrate 'calibrated [0-9]+ values on 2 generated input\(s\), method minmax' -- calibrate squeezenet1_1 --input-size 48 --samples 2 --check 3 -o "$work/sq.calib.yaml"
 grep -q 'absmax' "$work/sq.calib.yaml" && pass || fail "calibration file has no ranges"
 expect_ok calibrate-check 'int8 vs f32 over 3 random inputs: cosine' -- calibrate squeezenet1_1 --input-size 48 --samples 1 --check 3 -o "$work/sq1.calib.yaml"
+# A batch norm that no convolution precedes (DenseNet's) runs as a depthwise convolution in int8,
+# with weights the f32 model does not have: --check must make them (it once refused the model).
+cat > "$work/dense.yaml" <<'EOF'
+format: stagecraft-graph
+version: 1
+name: dense_tiny
+inputs:
+  - {name: input, shape: [1, 3, 16, 16], dtype: f32}
+ops:
+  - {name: a, kind: conv2d, inputs: [input], in_channels: 3, out_channels: 8, kernel: 3, padding: 1, bias: true}
+  - {name: b, kind: conv2d, inputs: [input], in_channels: 3, out_channels: 8, kernel: 1, bias: true}
+  - {name: cat, kind: concat, inputs: [a, b]}
+  - {name: norm, kind: batch_norm, inputs: [cat]}
+  - {name: act, kind: relu, inputs: [norm]}
+  - {name: c, kind: conv2d, inputs: [act], in_channels: 16, out_channels: 10, kernel: 1, bias: true}
+  - {name: pool, kind: global_avg_pool, inputs: [c]}
+outputs: [pool]
+EOF
+expect_ok calibrate-check-batch-norm 'int8 vs f32 over 2 random inputs: cosine' -- calibrate "$work/dense.yaml" --samples 2 --check 2 -o "$work/dense.calib.yaml"
 expect_ok run-int8 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule dp --iters 2 --warmup 0
 expect_ok run-int8-inline 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 2 --schedule sequential --iters 1 --warmup 0
 grep -q 'int8: calibrated' "$work/err" && pass || fail "run-int8-inline: no calibration line: $(head -c 300 "$work/err")"
