@@ -16,9 +16,10 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 expect_ok() {
   local name=$1 pattern=$2
   shift 3
-  local out
-  if ! out=$("$bin" "$@" 2>"$work/err"); then
-    fail "$name: exit $? ($(head -c 300 "$work/err"))"
+  local out rc=0
+  out=$("$bin" "$@" 2>"$work/err") || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$name: exit $rc ($(head -c 300 "$work/err"))"
     return
   fi
   if ! grep -qE -- "$pattern" <<<"$out"; then
