@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <map>
 #include <vector>
 #include <utility>
 
@@ -32,9 +33,12 @@ CpuStream::CpuStream(const dnnl::engine& engine, int index, const void* owner, b
   if (!on_caller_) worker_ = std::thread([this] { run(); });
 }
 
-/// The worker streams whose thread keeps an OpenMP team, and the owner that ran last. GNU OpenMP
-/// counts every team's threads, idle ones included, against the cores; one team too many and all
-/// of them sleep between kernels instead of spinning (cpu_stream.h).
+/// The worker streams whose thread keeps an OpenMP team, the owner that ran a kernel last, and
+/// the owners in a run. GNU OpenMP counts every team's threads, idle ones included, against the
+/// cores; one team too many and all of them sleep between kernels instead of spinning
+/// (cpu_stream.h). An owner's teams end when another owner runs while it is not in a run, or when
+/// its run ends while another owner holds the cores; owners running at once (sessions served
+/// from several threads) keep theirs: ending them would only make them again and again.
 class TeamLedger {
  public:
   static TeamLedger& get() {
@@ -42,18 +46,12 @@ class TeamLedger {
     return ledger;
   }
 
-  /// On a stream's thread, before a kernel of more than one thread of `owner`: the teams of other
-  /// owners' workers end (each after the work already queued on it).
+  /// On a stream's thread, before a kernel of more than one thread of `owner`.
   void claim(const void* owner) {
     if (owner_.load(std::memory_order_acquire) == owner) return;  // the common case: no lock
     std::lock_guard<std::mutex> lock(mutex_);
     owner_.store(owner, std::memory_order_release);
-    std::erase_if(kept_, [owner](CpuStream* s) {
-      if (s->owner_ == owner) return false;
-      s->keeps_team_ = false;
-      s->enqueue([s] { s->end_team(); });
-      return true;
-    });
+    end_teams([&](const void* o) { return o != owner && !running(o); });
   }
   /// On worker `s`'s thread, after claim(): it keeps a team from now on.
   void keep(CpuStream& s) {
@@ -68,15 +66,39 @@ class TeamLedger {
     std::erase(kept_, &s);
     s.keeps_team_ = false;
   }
+  /// A run of `owner` begins (its caller stream's first task) or ends (its synchronize()).
+  void run_begins(const void* owner) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++runs_[owner];
+  }
+  void run_ends(const void* owner) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = runs_.find(owner); it != runs_.end() && --it->second == 0) runs_.erase(it);
+    if (owner_.load(std::memory_order_relaxed) != owner && !running(owner))
+      end_teams([&](const void* o) { return o == owner; });
+  }
   int size() {
     std::lock_guard<std::mutex> lock(mutex_);
     return static_cast<int>(kept_.size());
   }
 
  private:
+  bool running(const void* owner) const { return runs_.count(owner) > 0; }
+  // Ends the teams of the kept workers whose owner `ends` (each after the work queued on it).
+  template <typename Pred>
+  void end_teams(Pred ends) {
+    std::erase_if(kept_, [&](CpuStream* s) {
+      if (!ends(s->owner_)) return false;
+      s->keeps_team_ = false;
+      s->enqueue([s] { s->end_team(); });
+      return true;
+    });
+  }
+
   std::mutex mutex_;
   std::atomic<const void*> owner_{nullptr};
   std::vector<CpuStream*> kept_;
+  std::map<const void*, int> runs_;  // owners in a run: how many of their caller streams are
 };
 
 int CpuStream::kept_teams() { return TeamLedger::get().size(); }
@@ -171,6 +193,7 @@ CpuStream::~CpuStream() {
 void CpuStream::run_now(std::function<void()>& task) {
   if (!caller_changed_) {
     caller_changed_ = true;
+    TeamLedger::get().run_begins(owner_);
     caller_threads_ = omp_get_max_threads();
     if (pthread_getaffinity_np(pthread_self(), sizeof(caller_cores_), &caller_cores_) != 0)
       CPU_ZERO(&caller_cores_);
@@ -188,6 +211,7 @@ void CpuStream::run_now(std::function<void()>& task) {
 void CpuStream::restore_caller() {
   if (!caller_changed_) return;
   caller_changed_ = false;
+  TeamLedger::get().run_ends(owner_);
   omp_set_num_threads(caller_threads_);
   give_back_cores();
 #if defined(__SSE__) || defined(__x86_64__)

@@ -46,10 +46,11 @@ class CpuEvent : public Event {
 /// in the same process); kernels run on it, a worker thread would add a second team.
 ///
 /// For the same reason a worker's team does not outlive its owner's turn: streams belong to an
-/// owner (a backend, i.e. a session), and the first kernel of more than one thread that another
-/// owner runs makes the idle workers of the others end their teams (`omp_pause_resource`; made
-/// again by their next kernel). A kept schedule with concurrent stages then slows only its own
-/// runs, not every session beside it in the process.
+/// owner (a backend, i.e. a session); the first kernel of more than one thread that another owner
+/// runs makes the workers of owners not in a run end their teams (`omp_pause_resource`; made
+/// again by their next kernel), and so does a run's end while another owner holds the cores. A
+/// kept schedule with concurrent stages then slows only its own runs, not every session beside
+/// it in the process. Owners running at once keep their teams (ending them would only churn).
 class CpuStream : public Stream {
  public:
   /// Stream number `index` (used to give concurrent streams different cores) of `owner` (streams

@@ -191,7 +191,8 @@ TEST(CallerStream, KernelsKeepTheCallersCoresAndGiveBackItsFloatingPointMode) {
 
 // A worker's OpenMP team is counted by GNU OpenMP even while it idles; a kept schedule's worker
 // teams beside a full caller team made every session of the process sleep between kernels. The
-// teams of one session (backend) end when another session runs a kernel of more than one thread.
+// teams of one session (backend) end when another session runs a kernel of more than one thread
+// while it is not in a run.
 TEST(WorkerTeams, EndWhenAnotherSessionRunsAndComeBackWithTheirOwner) {
   auto mine = make_backend("cpu");
   auto other = make_backend("cpu");
@@ -236,6 +237,17 @@ TEST(WorkerTeams, EndWhenAnotherSessionRunsAndComeBackWithTheirOwner) {
   open_team(worker);
   EXPECT_EQ(team.load(), 3) << "the worker makes a new team for its next kernel";
   EXPECT_EQ(threads_in_process(), before + 2);
+
+  // Sessions running at once (served from several threads) keep their teams; a run that ends
+  // while another session holds the cores ends its own.
+  mine_caller->host_callback([] {});  // a run of this session begins on its caller stream
+  run_on(*other_caller, dynamic_cast<cpu::CpuStream&>(*other_caller));
+  worker.synchronize();
+  EXPECT_EQ(threads_in_process(), before + 2) << "a session in a run keeps its team";
+  mine_caller->synchronize();  // the run ends
+  worker.synchronize();
+  EXPECT_EQ(threads_in_process(), before) << "its run ended while the other session held the cores";
+  open_team(worker);
   worker_stream.reset();
   EXPECT_EQ(cpu::CpuStream::kept_teams(), kept_before) << "a stream that is gone keeps nothing";
   EXPECT_EQ(threads_in_process(), before - 1) << "its thread and team are gone";
