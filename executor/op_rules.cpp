@@ -50,11 +50,13 @@ Support quantised_support(const KernelSpec& spec) {
     return Support::native();
   }
   if (spec.kind == OpKind::kIdentity) return Support::native();  // a conversion: any types and scales
-  // Concatenations keep one scale too: the quantiser gives their parts the output's.
+  // Concatenations keep one scale too (the quantiser gives their parts the output's), but for
+  // those whose parts keep their own (ConcatAttrs::part_scales): one element type.
   if (graph::keeps_scale(spec.kind) || spec.kind == OpKind::kConcat) {
+    const bool part_scales = spec.kind == OpKind::kConcat && std::get<graph::ConcatAttrs>(spec.attrs).part_scales;
     for (const auto* list : {&spec.srcs, &spec.dsts}) {
       for (const TensorDesc& d : *list) {
-        if (d.dtype != spec.srcs[0].dtype || d.scale != spec.srcs[0].scale) {
+        if (d.dtype != spec.srcs[0].dtype || (d.scale != spec.srcs[0].scale && !part_scales)) {
           return no(cat("a quantised ", graph::to_string(spec.kind), " keeps one element type and "
                         "scale (", spec.srcs[0].describe(), " vs ", d.describe(),
                         "): requantise with an identity op first"));

@@ -45,7 +45,7 @@ inline constexpr OpId kNoOp = -1;
   X(kAvgPool, "avg_pool", AvgPoolAttrs)                \
   X(kGlobalAvgPool, "global_avg_pool", NoAttrs)        \
   X(kAdd, "add", AddAttrs)                             \
-  X(kConcat, "concat", NoAttrs)                        \
+  X(kConcat, "concat", ConcatAttrs)                    \
   X(kSplit, "split", SplitAttrs)                       \
   X(kSlice, "slice", SliceAttrs)                       \
   X(kIdentity, "identity", NoAttrs)                    \
@@ -106,7 +106,7 @@ using OpAttrs = std::variant<NoAttrs, Conv2dAttrs, BatchNormAttrs, MaxPoolAttrs,
                              HardSigmoidAttrs, BinaryAttrs, ReshapeAttrs, ChannelShuffleAttrs,
                              LeakyReluAttrs, ResizeAttrs, LayerNormAttrs, SpaceToDepthAttrs,
                              ReduceAttrs, SoftmaxAttrs, TransposeAttrs, NarrowAttrs,
-                             ConcatConstantAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
+                             ConcatConstantAttrs, ConcatAttrs, ClipAttrs, UnaryAttrs, LrnAttrs,
                              ConvTranspose2dAttrs, WhereAttrs, GridSampleAttrs, PoolNdAttrs, ResizeNdAttrs,
                              TopKAttrs, GatherElementsAttrs>;
 

@@ -28,6 +28,15 @@ struct TransposeAttrs {
   STAGECRAFT_ATTR_FIELDS(TransposeAttrs, (perm), ())
 };
 
+/// Concatenation along channels (axis 1).
+struct ConcatAttrs {
+  /// int8 only: the 8-bit parts keep their own scales (channel c of the output holds its part's,
+  /// which the convolutions reading it took into their weights), and the value's scale is the
+  /// largest part's (graph/quantize.h). Off: every part has the output's type and scale.
+  bool part_scales = false;
+  STAGECRAFT_ATTR_FIELDS(ConcatAttrs, (), (part_scales))
+};
+
 /// The range [begin, end) of one axis of a row-major tensor (PyTorch's narrow; ONNX Slice, Split
 /// and Gather of one index on a transformer's tensors).
 struct NarrowAttrs {

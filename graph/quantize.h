@@ -12,7 +12,11 @@
 ///     or in f32 where the output is a graph output or has a sigmoid fused;
 ///   - concatenations write one scale for all their parts: the convolutions, linear layers and
 ///     additions feeding one write straight in that scale (they share its scale class), other
-///     parts are requantised;
+///     parts are requantised; except where every reader, through ReLU, pooling and zero padding
+///     (or another such concatenation), is a depthwise convolution (DenseNet's batch norms):
+///     there the parts keep their own scales (ConcatAttrs::part_scales, the value's scale is the
+///     largest part's) and those convolutions take each channel's ratio into their weights
+///     (QuantizeReport::input_channel_factors, applied by quantised_weights);
 ///   - pooling, ReLU, pad, flatten, split and slice keep their input's type and scale; a global
 ///     average pool computes in f32 (its averages would keep a few steps of the map's scale);
 ///   - a batch norm of a rank-4 tensor becomes a depthwise 1x1 convolution first
@@ -68,6 +72,11 @@ struct QuantizeReport {
   size_t scale_classes = 0;  ///< values sharing one scale through concatenations, counted once
   /// Batch norms computed as depthwise convolutions (by name): their weights are fold_weights'.
   std::vector<std::string> batch_norm_convolutions;
+  /// Concatenations whose 8-bit parts keep their own scales (see quantize()).
+  size_t part_scale_concats = 0;
+  /// Convolutions reading a part-scale concatenation (by name): per input channel, the factor its
+  /// weights take (the part's scale over the value's); quantised_weights applies them.
+  std::map<std::string, std::vector<float>> input_channel_factors;
 };
 
 /// Kinds whose quantised output keeps the input's element type and scale: max/avg/global pooling,

@@ -243,10 +243,48 @@ void check_weights(const Graph& graph, const WeightStore& weights) {
   }
 }
 
+namespace {
+
+// Scales input channel c of convolution (or batch norm made one) `name` by factors[c].
+void scale_input_channels(const Graph& graph, WeightStore& weights, const std::string& name,
+                          const std::vector<float>& factors) {
+  const auto id = graph.find_op(name);
+  OpWeights* w = weights.find(name) ? &weights[name] : nullptr;
+  if (!id || !w) throw GraphError(cat("cannot scale the input channels of '", name, "': no such op or weights"));
+  const Op& op = graph.op(*id);
+  size_t in = factors.size(), out = in, groups = in, taps = 1;  // a batch norm: one weight per channel
+  if (op.kind == OpKind::kConv2d) {
+    const auto& a = op.attrs_as<Conv2dAttrs>();
+    in = static_cast<size_t>(a.in_channels);
+    out = static_cast<size_t>(a.out_channels);
+    groups = static_cast<size_t>(a.groups);
+    taps = static_cast<size_t>(a.kernel.h * a.kernel.w);
+  } else if (op.kind != OpKind::kBatchNorm) {
+    throw GraphError(cat("cannot scale the input channels of '", name, "' (", to_string(op.kind), ")"));
+  }
+  const size_t per_group = in / groups;
+  if (factors.size() != in || w->weight.size() != out * per_group * taps) {
+    throw GraphError(cat("cannot scale the input channels of '", name, "': ", factors.size(),
+                         " factors for ", in, " channels, ", w->weight.size(), " weights"));
+  }
+  for (size_t o = 0; o < out; ++o) {
+    const size_t first = o / (out / groups) * per_group;  // the group's first input channel
+    for (size_t i = 0; i < per_group; ++i) {
+      float* tap = &w->weight[(o * per_group + i) * taps];
+      for (size_t t = 0; t < taps; ++t) tap[t] *= factors[first + i];
+    }
+  }
+}
+
+}  // namespace
+
 WeightStore quantised_weights(const Graph& graph, WeightStore weights, const QuantizeReport& report) {
   PassLog log;
   log.batch_norm_convolutions = report.batch_norm_convolutions;
-  return fold_weights(graph, std::move(weights), log);
+  WeightStore folded = fold_weights(graph, std::move(weights), log);
+  for (const auto& [name, factors] : report.input_channel_factors)
+    scale_input_channels(graph, folded, name, factors);
+  return folded;
 }
 
 }  // namespace stagecraft::graph

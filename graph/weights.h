@@ -62,7 +62,9 @@ WeightStore random_weights(const Graph& graph, uint64_t seed);
 WeightStore fold_weights(const Graph& raw, WeightStore weights, const PassLog& log);
 
 /// The weights of quantize(graph, ...)'s graph from `graph`'s: those of the batch norms it made
-/// depthwise convolutions (report.batch_norm_convolutions) become the convolutions' (fold_weights).
+/// depthwise convolutions (report.batch_norm_convolutions) become the convolutions' (fold_weights),
+/// and the convolutions reading part-scale concatenations take their factors per input channel
+/// (report.input_channel_factors).
 WeightStore quantised_weights(const Graph& graph, WeightStore weights, const QuantizeReport& report);
 
 /// Throws GraphError naming the op when an op's weights are missing or have the wrong size.

@@ -108,7 +108,7 @@ ValueId NetBuilder::add(const std::vector<ValueId>& xs, const std::string& name)
 }
 
 ValueId NetBuilder::concat(const std::vector<ValueId>& xs, const std::string& name) {
-  return op(name, OpKind::kConcat, graph::NoAttrs{}, xs);
+  return op(name, OpKind::kConcat, graph::ConcatAttrs{}, xs);
 }
 
 std::vector<ValueId> NetBuilder::split(ValueId x, const std::vector<int64_t>& sizes,

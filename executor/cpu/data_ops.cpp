@@ -28,13 +28,23 @@ constexpr const char* kViaNchwImpl = "reorder via nchw";
 // gather, or reorders through a plain nchw temporary.
 enum class Route { kDirect, kGather, kViaNchw };
 
+// A concatenation's parts as its kernels copy them: those of a part-scale concatenation (int8,
+// ConcatAttrs::part_scales) keep their own scales in the output's element type and are copied as
+// they are, like parts in the output's scale.
+std::vector<graph::TensorDesc> copied_parts(const KernelSpec& spec) {
+  std::vector<graph::TensorDesc> parts = spec.srcs;
+  if (std::get<graph::ConcatAttrs>(spec.attrs).part_scales)
+    for (graph::TensorDesc& d : parts) d.scale = spec.dsts[0].scale;
+  return parts;
+}
+
 // oneDNN's concat has only its reference kernel when parts do not start on a channel block of a
 // blocked destination; a channel gather then copies the parts in one pass (or, for parts of other
 // element types or scales, they go into a plain nchw temporary which one reorder turns into the
 // destination). `impl`: the name of oneDNN's concat.
 Route concat_route(const KernelSpec& spec, const std::string& impl) {
   if (!is_reference(impl) || spec.dsts[0].shape.rank() != 4) return Route::kDirect;
-  return channel_gather_applies(spec.srcs, spec.dsts[0]) ? Route::kGather : Route::kViaNchw;
+  return channel_gather_applies(copied_parts(spec), spec.dsts[0]) ? Route::kGather : Route::kViaNchw;
 }
 
 // The implementation name of `route` (`direct`: the name of the direct way).
@@ -60,7 +70,7 @@ std::string build_concat(DnnlKernel& k, const KernelSpec& spec, DnnlContext& ctx
     std::vector<ChannelSource> from;
     for (size_t i = 0; i < spec.srcs.size(); ++i)
       for (int64_t c = 0; c < spec.srcs[i].shape[1]; ++c) from.push_back({static_cast<int>(i), c});
-    add_channel_gather(k, spec.srcs, out, 0, from);
+    add_channel_gather(k, copied_parts(spec), out, 0, from);
     return kChannelGatherImpl;
   }
   const memory::desc plain = plain_md(out.shape, out.dtype);

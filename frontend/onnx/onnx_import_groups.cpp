@@ -111,7 +111,7 @@ void Importer::on_group_view(const onnx::NodeProto& node) {
       parts.push_back(grouped(node, *v));
       groups += v->shape[1];
     }
-    define_group_view(node, parts.size() == 1 ? parts[0] : add(node, OpKind::kConcat, NoAttrs{}, parts), groups);
+    define_group_view(node, parts.size() == 1 ? parts[0] : add(node, OpKind::kConcat, ConcatAttrs{}, parts), groups);
     return;
   }
   // Element-wise: unary, or binary between stacks of the same K (one may have H = W = 1) or with

@@ -323,7 +323,7 @@ void Importer::concat(const onnx::NodeProto& node) {
   int64_t axis = attr_int(node, "axis", 1);
   if (axis < 0) axis += rank;
   if (axis != 1 || rank != 4) fail(node, cat("only concatenation of 4-D tensors along channels (axis 1)"));
-  define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, NoAttrs{}, ins));
+  define(node, 0, ins.size() == 1 ? ins[0] : add(node, OpKind::kConcat, ConcatAttrs{}, ins));
 }
 
 void Importer::gemm(const onnx::NodeProto& node) {

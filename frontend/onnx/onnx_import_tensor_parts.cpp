@@ -212,7 +212,7 @@ ValueId Importer::concatenated(const onnx::NodeProto& node, const std::vector<Va
     joined[k] += s[k];
     ins.push_back(axis == 1 && s.size() >= 3 ? v : reshaped(node, v, {product(s, 0, k), s[k], product(s, k + 1, s.size())}));
   }
-  const ValueId y = ins.size() == 1 ? ins[0] : mark(add(node, OpKind::kConcat, NoAttrs{}, ins));
+  const ValueId y = ins.size() == 1 ? ins[0] : mark(add(node, OpKind::kConcat, ConcatAttrs{}, ins));
   return mark(reshaped(node, y, joined));
 }
 

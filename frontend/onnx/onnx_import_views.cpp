@@ -199,7 +199,7 @@ void Importer::gather(const onnx::NodeProto& node) {
     a.end = end;
     parts.push_back(begin == 0 && end == channels ? x : add(node, OpKind::kSlice, a, {x}));
   }
-  const ValueId y = parts.size() == 1 ? parts[0] : add(node, OpKind::kConcat, NoAttrs{}, parts);
+  const ValueId y = parts.size() == 1 ? parts[0] : add(node, OpKind::kConcat, ConcatAttrs{}, parts);
   if (idx->dims.empty()) {  // a scalar index drops the channel axis: [N, H, W], a view
     const Shape& s = shape(y);
     pending_views_[node.output(0)] = PendingView{y, {s[0], s[2], s[3]}, 0};

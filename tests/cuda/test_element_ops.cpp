@@ -230,7 +230,7 @@ TEST(CudaElementOps, GlobalPoolingPadAndCopiesMatchTheCpu) {
       const Layout other = layout == Layout::kNCHW ? Layout::kNHWC : Layout::kNCHW;
       const TensorDesc part = desc(Shape{2, 4, 5, 6}, other);
       const KernelSpec spec =
-          kernel_spec(OpKind::kConcat, graph::NoAttrs{}, {x_desc, part}, {desc(Shape{2, 14, 5, 6}, layout)});
+          kernel_spec(OpKind::kConcat, graph::ConcatAttrs{}, {x_desc, part}, {desc(Shape{2, 14, 5, 6}, layout)});
       const Bytes y = random_bytes(part, 6);
       const Bytes want = run_cpu(spec, {x, y})[0];
       Bytes got(want.size());

@@ -456,7 +456,7 @@ TEST(CudaRowMajorOps, ReshapeAndConcatOfRowMajorTensorsMatchTheCpu) {
   for (const auto& [parts, out] : {std::pair{std::vector{p0, p1}, whole}, std::pair{std::vector{q0, q1}, q}}) {
     std::vector<Floats> data;
     for (size_t i = 0; i < parts.size(); ++i) data.push_back(random_of(parts[i], 16 + static_cast<uint32_t>(i)));
-    const Floats want = run_cpu(kernel_spec(OpKind::kConcat, graph::NoAttrs{}, parts, {out}), data);
+    const Floats want = run_cpu(kernel_spec(OpKind::kConcat, graph::ConcatAttrs{}, parts, {out}), data);
     Floats got(want.size());
     const Dims4 od = dims_of(out);
     int64_t c0 = 0;

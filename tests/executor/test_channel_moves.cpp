@@ -165,7 +165,7 @@ KernelSpec spec_of(OpKind kind, graph::OpAttrs attrs, std::vector<TensorDesc> sr
 Result expect_concatenation(const std::vector<int64_t>& parts, const std::vector<TensorDesc>& srcs,
                             const std::vector<std::vector<float>>& data, const TensorDesc& dst,
                             const std::string& where) {
-  const Result r = run_kernel(spec_of(OpKind::kConcat, graph::NoAttrs{}, srcs, {dst}), data);
+  const Result r = run_kernel(spec_of(OpKind::kConcat, graph::ConcatAttrs{}, srcs, {dst}), data);
   expect_channels(r, 0, dst.shape[0], dst.shape[1], [&](int64_t n, int64_t c) {
     size_t i = 0;
     while (c >= parts[i]) c -= parts[i++];

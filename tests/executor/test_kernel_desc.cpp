@@ -149,7 +149,7 @@ std::vector<Case> other_cases() {
   mul.op = graph::BinaryOp::kMul;
   cases.push_back(op("binary mul", OpKind::kBinary, mul, {x, x}, {x}));
   const TensorDesc joined = tensor({1, 24, 4, 4}, Layout::kNChw8c);
-  cases.push_back(op("concat", OpKind::kConcat, graph::NoAttrs{}, {b, b}, {joined}));
+  cases.push_back(op("concat", OpKind::kConcat, graph::ConcatAttrs{}, {b, b}, {joined}));
   return cases;
 }
 

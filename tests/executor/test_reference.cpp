@@ -424,7 +424,7 @@ TEST(Reference, AddSumsEveryInputThenActivates) {
 TEST(Reference, ConcatInterleavesInputsPerBatchItem) {
   const HostTensor a{Shape{2, 1, 1, 2}, {1, 2, 3, 4}};
   const HostTensor b{Shape{2, 2, 1, 2}, {10, 11, 12, 13, 14, 15, 16, 17}};
-  expect_values(run_op(OpKind::kConcat, graph::NoAttrs{}, {a, b}).at(0), Shape{2, 3, 1, 2},
+  expect_values(run_op(OpKind::kConcat, graph::ConcatAttrs{}, {a, b}).at(0), Shape{2, 3, 1, 2},
                 {1, 2, 10, 11, 12, 13, 3, 4, 14, 15, 16, 17});
 }
 

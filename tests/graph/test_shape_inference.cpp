@@ -156,9 +156,9 @@ TEST(ShapeInference, AddRequiresEqualShapes) {
 }
 
 TEST(ShapeInference, ConcatAddsChannelsAndChecksSpatialSize) {
-  EXPECT_EQ(infer1(make_op(OpKind::kConcat, NoAttrs{}), {nchw(1, 64, 35, 35), nchw(1, 96, 35, 35)}),
+  EXPECT_EQ(infer1(make_op(OpKind::kConcat, ConcatAttrs{}), {nchw(1, 64, 35, 35), nchw(1, 96, 35, 35)}),
             (Shape{1, 160, 35, 35}));
-  const std::string message = error_of(make_op(OpKind::kConcat, NoAttrs{}, "cat"),
+  const std::string message = error_of(make_op(OpKind::kConcat, ConcatAttrs{}, "cat"),
                                        {nchw(1, 64, 35, 35), nchw(1, 96, 17, 17)});
   EXPECT_NE(message.find("op 'cat' (concat): input 1 is 1x96x17x17 but input 0 is 1x64x35x35"),
             std::string::npos)
