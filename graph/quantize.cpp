@@ -200,26 +200,54 @@ class Quantizer {
         if (p != kNoOp && rescales(g_.op(p).kind)) classes_.unite(in, op.outputs[0]);
       }
     }
-    std::map<size_t, std::pair<double, double>> ranges;  // class -> (min, absmax)
+    struct ClassRange {
+      double min = 0, max = 0, absmax = 0;
+      bool relu_read = true;  // every member is read only through ReLU (read_through_relu)
+    };
+    std::map<size_t, ClassRange> ranges;  // by class
     for (size_t v = 0; v < g_.num_values(); ++v) {
       const ValueRange& r = range(static_cast<ValueId>(v));
-      auto [it, fresh] = ranges.emplace(classes_.find(v), std::make_pair(r.min, r.absmax));
+      const size_t root = classes_.find(v);
+      auto [it, fresh] = ranges.emplace(root, ClassRange{r.min, r.max, r.absmax});
+      ClassRange& c = it->second;
       if (!fresh) {
-        it->second.first = std::min(it->second.first, r.min);
-        it->second.second = std::max(it->second.second, r.absmax);
+        c.min = std::min(c.min, r.min);
+        c.max = std::max(c.max, r.max);
+        c.absmax = std::max(c.absmax, r.absmax);
       }
+      c.relu_read = c.relu_read && read_through_relu(static_cast<ValueId>(v), root);
     }
     report_.scale_classes = 0;
     class_type_.assign(g_.num_values(), QType{});
     for (size_t v = 0; v < g_.num_values(); ++v) {
-      const auto [min, absmax] = ranges.at(classes_.find(v));
+      const ClassRange& c = ranges.at(classes_.find(v));
       QType t;
-      t.dtype = min >= 0 ? DataType::kU8 : DataType::kI8;
-      t.scale = static_cast<float>(std::max(absmax, kTinyRange) /
+      t.dtype = c.min >= 0 || c.relu_read ? DataType::kU8 : DataType::kI8;
+      // relu_read: [0, max] (the percentile method's magnitude if smaller)
+      const double magnitude = c.min >= 0 || !c.relu_read ? c.absmax : std::min(c.max, c.absmax);
+      t.scale = static_cast<float>(std::max(magnitude, kTinyRange) /
                                    (t.dtype == DataType::kU8 ? kU8Max : kI8Max));
       class_type_[v] = t;
       if (classes_.find(v) == v) ++report_.scale_classes;
     }
+  }
+
+  // Whether every reader of `v` is a ReLU or a concatenation of class `root` (not a part-scale one).
+  // A class whose every value is read only so holds [0, max] in u8: saturating at 0 is what the
+  // ReLUs do, and the steps are half (or less) of the signed type's over [-absmax, absmax]. So
+  // NASNet's cell outputs, sums of branches concatenated and read by each next cell through a
+  // ReLU (min cosine to f32 0.744 -> 0.767).
+  bool read_through_relu(ValueId v, size_t root) {
+    if (g_.is_output(v) || g_.consumers(v).empty()) return false;
+    const OpId p = g_.value(v).producer;
+    if (p != kNoOp && part_scales_[p]) return false;
+    for (OpId r : g_.consumers(v)) {
+      const Op& op = g_.op(r);
+      if (op.kind == OpKind::kRelu) continue;
+      if (op.kind == OpKind::kConcat && !part_scales_[r] && classes_.find(op.outputs[0]) == root) continue;
+      return false;
+    }
+    return true;
   }
 
   bool computes_in_int8(const Op& op, const Graph& out, const std::vector<ValueId>& mapped) const {
