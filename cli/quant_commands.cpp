@@ -1,5 +1,6 @@
 // `stagecraft calibrate`: value ranges for int8 quantisation, saved for --calibration, and an
 // optional check of the int8 graph's logits against f32.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -26,8 +27,28 @@ struct CalibrateOptions {
   std::vector<std::string> inputs;
   std::string output;
   int check = 0;
+  int worst = 0;
   std::string layout;
 };
+
+// The `count` values whose op added the most error (value_errors' growth), one line each.
+void print_worst_values(const Model& f32, const Model& int8, int count) {
+  const auto backend = executor::make_backend("cpu");
+  std::vector<executor::HostTensor> inputs;
+  for (graph::ValueId v : f32.graph.inputs())
+    inputs.push_back(executor::random_host_tensor(f32.graph.value(v).desc.shape, 4242));
+  std::vector<quant::ValueError> errors =
+      quant::value_errors(f32.graph, f32.weights, int8.graph, int8.weights, *backend, inputs);
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const quant::ValueError& a, const quant::ValueError& b) { return a.growth > b.growth; });
+  errors.resize(std::min(errors.size(), static_cast<size_t>(count)));
+  std::cout << "  values whose op added the most error (relative to f32, one random input; the "
+               "error, then what the op added):\n";
+  for (const quant::ValueError& e : errors) {
+    std::cout << "    " << fixed(e.relative, 4) << "  +" << fixed(e.growth, 4) << "  " << e.kind << "  "
+              << e.value << "\n";
+  }
+}
 
 void run_calibrate(const CalibrateOptions& o) {
   if (o.source.dtype != "f32") {
@@ -97,6 +118,7 @@ void run_calibrate(const CalibrateOptions& o) {
             << session::logit_scores_text(a.raw, "f32 top-1 classes") << "\n"
             << "  input-dependent part (logits minus their mean over the inputs): "
             << session::logit_scores_text(a.centred, "classes") << "\n";
+  if (o.worst > 0) print_worst_values(model, q, o.worst);
 }
 
 }  // namespace
@@ -115,6 +137,11 @@ void add_quant_commands(CLI::App& app) {
   cmd->add_option("--check", o->check,
                   "also compare int8 logits with f32 on this many random inputs");
   cmd->add_option("--layout", o->layout, "activation layout for --check (default: the CPU's)");
+  cmd->add_option("--worst", o->worst,
+                  "with --check: also list the N values whose op added the most int8 error (runs "
+                  "both graphs keeping every value: the memory of all activations)")
+      ->check(CLI::PositiveNumber)
+      ->needs("--check");
   cmd->callback([o] { run_calibrate(*o); });
 }
 

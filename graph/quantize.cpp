@@ -234,9 +234,9 @@ class Quantizer {
 
   // Whether every reader of `v` is a ReLU or a concatenation of class `root` (not a part-scale one).
   // A class whose every value is read only so holds [0, max] in u8: saturating at 0 is what the
-  // ReLUs do, and the steps are half (or less) of the signed type's over [-absmax, absmax]. So
-  // NASNet's cell outputs, sums of branches concatenated and read by each next cell through a
-  // ReLU (min cosine to f32 0.744 -> 0.767).
+  // ReLUs do, and the steps are half (or less) of the signed type's over [-absmax, absmax]. (None
+  // of bench/results/int8_agreement_zen4.md's eight models has such a class: NASNet's cell
+  // outputs are also pooled.)
   bool read_through_relu(ValueId v, size_t root) {
     if (g_.is_output(v) || g_.consumers(v).empty()) return false;
     const OpId p = g_.value(v).producer;

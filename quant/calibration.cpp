@@ -200,4 +200,50 @@ Agreement compare_on_random_inputs(executor::Executor& got, executor::Executor& 
   return compare_logits(got_outputs, want_outputs);
 }
 
+std::vector<ValueError> value_errors(const graph::Graph& f32, const graph::WeightStore& f32_weights,
+                                     const graph::Graph& int8, const graph::WeightStore& int8_weights,
+                                     executor::Backend& backend,
+                                     const std::vector<executor::HostTensor>& inputs) {
+  auto run_all = [&](const graph::Graph& g, const graph::WeightStore& w) {
+    const graph::Graph all = every_value_out(g);
+    executor::ExecutionPlan plan(all, scheduler::sequential_schedule(all), w, backend);
+    executor::Executor executor(plan);
+    std::vector<executor::HostTensor> values = executor.run(inputs);
+    std::vector<executor::HostTensor> by_id(g.num_values());  // every_value_out's order -> value ids
+    for (size_t k = 0; k < values.size(); ++k) by_id[static_cast<size_t>(all.outputs()[k])] = std::move(values[k]);
+    return by_id;
+  };
+  const std::vector<executor::HostTensor> want = run_all(f32, f32_weights);
+  const std::vector<executor::HostTensor> got = run_all(int8, int8_weights);
+  std::vector<bool> per_channel(int8.num_values(), false);
+  std::vector<double> relative(int8.num_values(), 0.0);
+  std::vector<ValueError> errors;
+  for (size_t v = 0; v < int8.num_values(); ++v) {
+    const graph::Value& value = int8.value(static_cast<graph::ValueId>(v));
+    const graph::Op* op = value.producer == graph::kNoOp ? nullptr : &int8.op(value.producer);
+    if (op && op->kind == graph::OpKind::kConcat && op->attrs_as<graph::ConcatAttrs>().part_scales) per_channel[v] = true;
+    if (op && graph::keeps_scale(op->kind) && per_channel[static_cast<size_t>(op->inputs[0])]) per_channel[v] = true;
+    double inherited = 0;  // the largest relative error of the op's inputs
+    if (op)
+      for (graph::ValueId in : op->inputs) inherited = std::max(inherited, relative[static_cast<size_t>(in)]);
+    const auto match = f32.find_value(value.name);
+    if (per_channel[v] || !match) {
+      relative[v] = inherited;  // a conversion, or a value left out: passed on as its inputs' error
+      continue;
+    }
+    const std::vector<float>& a = got[v].data;
+    const std::vector<float>& b = want[static_cast<size_t>(*match)].data;
+    if (a.size() != b.size()) continue;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+      norm += static_cast<double>(b[i]) * b[i];
+    }
+    relative[v] = std::sqrt(diff / std::max(norm, 1e-300));
+    errors.push_back({value.name, op ? std::string(graph::to_string(op->kind)) : "input", relative[v],
+                      relative[v] - inherited});
+  }
+  return errors;
+}
+
 }  // namespace stagecraft::quant

@@ -73,4 +73,24 @@ Agreement compare_logits(const std::vector<executor::HostTensor>& got,
 Agreement compare_on_random_inputs(executor::Executor& got, executor::Executor& want,
                                    const graph::Graph& graph, int samples, uint64_t seed);
 
+/// How far one value of an int8 graph is from the same value of its f32 graph.
+struct ValueError {
+  std::string value;    ///< the value's name (that of the op writing it)
+  std::string kind;     ///< that op's kind ("conv2d"), or "input"
+  double relative = 0;  ///< ||int8 - f32|| / ||f32||, the int8 value dequantised
+  /// `relative` less the largest relative error of the op's inputs (through conversions; a value
+  /// left out passes its inputs' error on): what this op added.
+  double growth = 0;
+};
+
+/// The values of `int8` (quantize()'s graph of `f32`) against those of `f32` on one set of inputs,
+/// in the int8 graph's order: both graphs run once with every value kept (the memory of all their
+/// activations at once). Left out: values without a same-named, same-sized f32 value (the
+/// quantiser's conversions), and values held with a scale per channel (a part-scale
+/// concatenation's, and what ReLU or pooling makes of them), which one scale cannot dequantise.
+std::vector<ValueError> value_errors(const graph::Graph& f32, const graph::WeightStore& f32_weights,
+                                     const graph::Graph& int8, const graph::WeightStore& int8_weights,
+                                     executor::Backend& backend,
+                                     const std::vector<executor::HostTensor>& inputs);
+
 }  // namespace stagecraft::quant

@@ -127,6 +127,8 @@ ops:
 outputs: [pool]
 EOF
 expect_ok calibrate-check-batch-norm 'int8 vs f32 over 2 random inputs: cosine' -- calibrate "$work/dense.yaml" --samples 2 --check 2 -o "$work/dense.calib.yaml"
+expect_ok calibrate-worst '^    [0-9.]+  \+[0-9.]+  conv2d  [abc]$' -- calibrate "$work/dense.yaml" --samples 2 --check 2 --worst 2 -o "$work/dense.calib.yaml"
+expect_error calibrate-worst-needs-check 'requires --check' -- calibrate "$work/dense.yaml" --samples 2 --worst 2 -o "$work/dense.calib.yaml"
 expect_ok run-int8 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration "$work/sq.calib.yaml" --schedule dp --iters 2 --warmup 0
 expect_ok run-int8-inline 'latency: median [0-9.]+ ms' -- run squeezenet1_1 --input-size 48 --dtype int8 --calibration-samples 2 --schedule sequential --iters 1 --warmup 0
 grep -q 'int8: calibrated' "$work/err" && pass || fail "run-int8-inline: no calibration line: $(head -c 300 "$work/err")"

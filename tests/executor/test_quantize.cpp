@@ -336,6 +336,29 @@ TEST(QuantisedNetwork, ValuesReadOnlyThroughReluAreUnsigned) {
   EXPECT_GT(cosine(got[0], want[0]), 0.99995);
 }
 
+// value_errors finds the op that adds the error: here convolution c1, whose int8 weights are
+// made 10% too large. The part-scale concatenations are left out (one scale cannot dequantise
+// them), and the graph's input has no error.
+TEST(QuantisedNetwork, ValueErrorsPointAtTheOpThatAddsTheError) {
+  const Model m = dense_block();
+  Model qm = quantised(m);
+  for (float& w : qm.weights["c1"].weight) w *= 1.1f;
+  const std::vector<quant::ValueError> errors =
+      quant::value_errors(m.graph, m.weights, qm.graph, qm.weights, cpu(), inputs_of(m.graph));
+  ASSERT_FALSE(errors.empty());
+  const auto worst = std::max_element(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return a.growth < b.growth;
+  });
+  EXPECT_EQ(worst->value, "c1");
+  EXPECT_EQ(worst->kind, "conv2d");
+  EXPECT_GT(worst->growth, 0.05);
+  for (const quant::ValueError& e : errors) {
+    EXPECT_NE(e.value.rfind("cat", 0), 0u) << e.value << " holds a scale per channel";
+    if (e.kind == "input") EXPECT_EQ(e.relative, 0.0) << e.value;
+    if (e.value == "c0") EXPECT_LT(e.relative, 0.03) << "before c1, int8 is close to f32";
+  }
+}
+
 // Features with one bright spot per channel: a global average far below the map's largest
 // value. Averaged in 8 bits at the map's scale, the features would keep a few steps of it (the
 // classifier's logits off by ~4% here); averaged in f32 and quantised with their own range, they
