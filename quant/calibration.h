@@ -77,7 +77,9 @@ Agreement compare_on_random_inputs(executor::Executor& got, executor::Executor& 
 struct ValueError {
   std::string value;    ///< the value's name (that of the op writing it)
   std::string kind;     ///< that op's kind ("conv2d"), or "input"
-  double relative = 0;  ///< ||int8 - f32|| / ||f32||, the int8 value dequantised
+  /// ||int8 - f32|| / ||f32||, the int8 value dequantised; a u8 value against the f32 value's
+  /// positive part (a value read only through ReLU is held so)
+  double relative = 0;
   /// `relative` less the largest relative error of the op's inputs (through conversions; a value
   /// left out passes its inputs' error on): what this op added.
   double growth = 0;
