@@ -18,6 +18,7 @@
 #include "quant/calibration.h"
 #include "support/models.h"
 #include "support/compare.h"
+#include "quantised_models.h"
 
 namespace stagecraft::executor {
 namespace {
@@ -29,45 +30,17 @@ using stagecraft::testing::Model;
 using stagecraft::testing::model_of;
 
 // Graphs to be quantised keep their additions (int8 convolutions take no residual).
-const graph::InferenceOptions kUnfused{.fuse_residual_adds = false};
 using stagecraft::testing::network;
 
 constexpr auto& cpu = stagecraft::testing::cpu_backend;  // shared by the program
 
 using scheduler::sequential_schedule;
 
-std::vector<HostTensor> run(const graph::Graph& g, const graph::WeightStore& w, const Schedule& s,
-                            const std::vector<HostTensor>& inputs, PlanOptions options = {}) {
-  ExecutionPlan plan(g, s, w, cpu(), options);
-  Executor executor(plan);
-  return executor.run(inputs);
-}
-
-// The quantised graph of `m` and its weights (the batch norms quantize() made convolutions get
-// theirs).
-Model quantised(const Model& m, int samples = 4) {
-  quant::CalibrationOptions options;
-  options.samples = samples;
-  graph::QuantizeReport report;
-  graph::Graph q = graph::quantize(m.graph, quant::calibrate(m.graph, m.weights, cpu(), options), &report);
-  return Model{std::move(q), graph::quantised_weights(m.graph, m.weights, report)};
-}
-
 // The CPU refuses `spec` for its quantisation, with a message that contains `why`.
 void expect_refused_for_quantisation(const KernelSpec& spec, const std::string& why) {
   const Support support = cpu().supports(spec).support;
   EXPECT_EQ(support.reason, SupportReason::kQuantisation);
   EXPECT_NE(support.message.find(why), std::string::npos) << support.message;
-}
-
-double cosine(const HostTensor& a, const HostTensor& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    dot += static_cast<double>(a.data[i]) * b.data[i];
-    na += static_cast<double>(a.data[i]) * a.data[i];
-    nb += static_cast<double>(b.data[i]) * b.data[i];
-  }
-  return dot / std::sqrt(na * nb);
 }
 
 // ---- Kernels: int8 against f32 on random data -------------------------------------------------
@@ -205,30 +178,6 @@ TEST(QuantisedKernels, EveryInt8OpKindAgreesWithF32) {
   EXPECT_GT(cosine(got[0], want[0]), 0.99);
 }
 
-// A pre-activation dense block (DenseNet's: BN + ReLU over the concatenation so far, then a
-// convolution), batch-norm statistics far from identity.
-Model dense_block() {
-  networks::NetBuilder b("dense", 1, 16, 14, 14);
-  graph::ValueId x = b.relu(b.conv(b.input(), networks::square_conv(16, 3, 1, 1, true), "stem"));
-  for (int i = 0; i < 3; ++i) {
-    const graph::ValueId y = b.conv(b.relu(b.bn(x, 1e-3, cat("bn", i))), networks::square_conv(8, 3, 1, 1), cat("c", i));
-    x = b.concat({x, y}, cat("cat", i));
-  }
-  const graph::ValueId pooled = b.global_avg_pool(b.relu(b.bn(x, 1e-3, "bn_last")));
-  Model m = model_of(std::move(b).finish({b.linear(b.flatten(pooled), 10)}), 1, kUnfused);
-  for (const char* bn : {"bn0", "bn1", "bn2", "bn_last"}) {
-    graph::OpWeights& w = m.weights[bn];
-    for (size_t c = 0; c < w.gamma.size(); ++c) {
-      const double t = static_cast<double>(c) / static_cast<double>(w.gamma.size());
-      w.gamma[c] = static_cast<float>(0.5 + 1.5 * t);
-      w.beta[c] = static_cast<float>(0.4 - 0.8 * t);
-      w.mean[c] = static_cast<float>(0.3 * std::sin(7.0 * t));
-      w.var[c] = static_cast<float>(0.4 + 2.0 * (1.0 - t));
-    }
-  }
-  return m;
-}
-
 // The batch norms as depthwise convolutions compute what the batch norms do, in f32.
 TEST(QuantisedNetwork, BatchNormsAsConvolutionsEqualTheBatchNorms) {
   const Model m = dense_block();
@@ -263,132 +212,6 @@ TEST(QuantisedNetwork, PreActivationBatchNormsRunInInt8) {
   const auto got = run(q, qm.weights, sequential_schedule(q), inputs);
   EXPECT_LT(relative_error(got[0], want[0]), 0.05);
   EXPECT_GT(cosine(got[0], want[0]), 0.995);
-}
-
-// A dense block whose layers write features 30x dimmer than its stem: with one scale per
-// concatenation they would keep a few steps of the stem's. The parts keep their own scales
-// (ConcatAttrs::part_scales; a concatenation read by the next one too), no conversion is made
-// for them, and the batch norms reading the concatenations take each channel's scale into their
-// weights.
-TEST(QuantisedNetwork, DenseBlockPartsKeepTheirOwnScales) {
-  Model m = dense_block();
-  for (const char* layer : {"c0", "c1", "c2"}) {
-    for (float& w : m.weights[layer].weight) w /= 30.0f;
-  }
-  for (const char* bn : {"bn1", "bn2", "bn_last"}) {  // which normalise them back, as trained ones do
-    graph::OpWeights& w = m.weights[bn];
-    for (size_t c = 16; c < w.mean.size(); ++c) {  // the stem's 16 channels come first
-      w.mean[c] /= 30.0f;
-      w.var[c] /= 900.0f;
-    }
-  }
-  graph::QuantizeReport report;
-  quant::CalibrationOptions options;
-  options.samples = 4;
-  const graph::Graph q = graph::quantize(m.graph, quant::calibrate(m.graph, m.weights, cpu(), options), &report);
-  const graph::WeightStore w = graph::quantised_weights(m.graph, m.weights, report);
-  EXPECT_EQ(report.part_scale_concats, 3u);
-  EXPECT_EQ(report.input_channel_factors.size(), 3u) << "bn1, bn2 and bn_last read concatenations";
-  for (int i = 0; i < 3; ++i) {
-    const graph::Op& op = q.op(*q.find_op(cat("cat", i)));
-    EXPECT_TRUE(op.attrs_as<graph::ConcatAttrs>().part_scales) << op.name;
-    const graph::TensorDesc& stem_part = q.value(op.inputs[0]).desc;  // the stem, or the concatenation so far
-    const graph::TensorDesc& layer_part = q.value(op.inputs[1]).desc;
-    EXPECT_LT(layer_part.scale * 5, stem_part.scale) << op.name << ": the layer's part has its own, finer scale";
-    EXPECT_EQ(q.op(q.value(op.inputs[1]).producer).name, cat("c", i)) << "written in its own scale, no conversion";
-    EXPECT_EQ(q.value(op.outputs[0]).desc.scale, std::max(stem_part.scale, layer_part.scale));
-  }
-  const auto inputs = inputs_of(m.graph);
-  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
-  const auto got = run(q, w, sequential_schedule(q), inputs);
-  // Measured: relative error 0.008, cosine 0.999975; with one scale per concatenation 0.016 and
-  // 0.99977; without the weights' factors 0.92.
-  EXPECT_LT(relative_error(got[0], want[0]), 0.012);
-  EXPECT_GT(cosine(got[0], want[0]), 0.9999);
-}
-
-// A signed value read only through ReLUs (twice, so neither fuses into its convolution) is held
-// in u8 over [0, max]: saturating at 0 is the ReLU, with half the steps of i8 over [-absmax,
-// absmax].
-TEST(QuantisedNetwork, ValuesReadOnlyThroughReluAreUnsigned) {
-  networks::NetBuilder b("relu_read", 1, 8, 12, 12);
-  const graph::ValueId x = b.conv(b.input(), networks::square_conv(16, 3, 1, 1, true), "mix");
-  const graph::ValueId a = b.conv(b.relu(x, "relu_a"), networks::square_conv(8, 1, 1, 0, true), "a");
-  const graph::ValueId c = b.conv(b.relu(x, "relu_c"), networks::square_conv(8, 1, 1, 0, true), "c");
-  const Model m = model_of(std::move(b).finish({a, c}), 1, kUnfused);
-  quant::CalibrationOptions options;
-  options.samples = 4;
-  const graph::Calibration cal = quant::calibrate(m.graph, m.weights, cpu(), options);
-  const graph::Graph q = graph::quantize(m.graph, cal);
-  const graph::Op& mix = q.op(*q.find_op("mix"));
-  const graph::TensorDesc& held = q.value(mix.outputs[0]).desc;
-  const graph::ValueRange& r = cal.values.at(m.graph.value(m.graph.op(*m.graph.find_op("mix")).outputs[0]).name);
-  ASSERT_LT(r.min, 0) << "the convolution's output is signed";
-  EXPECT_EQ(held.dtype, graph::DataType::kU8) << held.describe();
-  EXPECT_FLOAT_EQ(held.scale, static_cast<float>(r.max / 255.0));
-  for (const char* relu : {"relu_a", "relu_c"})
-    EXPECT_EQ(q.value(q.op(*q.find_op(relu)).outputs[0]).desc.dtype, graph::DataType::kU8) << relu;
-  const auto inputs = inputs_of(m.graph);
-  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
-  const auto got = run(q, m.weights, sequential_schedule(q), inputs);
-  // Measured: relative error 0.0083, cosine 0.99997; in i8 0.0111 and 0.999934.
-  EXPECT_LT(relative_error(got[0], want[0]), 0.0097);
-  EXPECT_GT(cosine(got[0], want[0]), 0.99995);
-}
-
-// A concatenation read only through ReLU (NASNet's cell outputs) is u8 over [0, max] even when
-// one of its parts is read otherwise too (pooled here): that part keeps its own signed scale and
-// is converted into the concatenation's; the other part is written straight in it.
-TEST(QuantisedNetwork, ConcatenationsReadThroughReluAreUnsignedThoughAPartIsNot) {
-  networks::NetBuilder b("cell", 1, 8, 12, 12);
-  const graph::ValueId left = b.conv(b.input(), networks::square_conv(8, 3, 1, 1, true), "left");
-  const graph::ValueId other = b.conv(b.input(), networks::square_conv(8, 1, 1, 0, true), "other");
-  const graph::ValueId joined = b.concat({left, other}, "cat");
-  const graph::ValueId next = b.conv(b.relu(joined, "act"), networks::square_conv(8, 1, 1, 0, true), "next");
-  const graph::ValueId pooled = b.conv(b.avg_pool(left, 3, 1, 1), networks::square_conv(8, 1, 1, 0, true), "pooled");
-  Model m = model_of(std::move(b).finish({next, pooled}), 1, kUnfused);
-  for (float& bias : m.weights["other"].bias) bias -= 2.0f;  // mostly negative: the ReLU keeps little
-  const Model qm = quantised(m);
-  const graph::Graph& q = qm.graph;
-  const graph::Op& cat = q.op(*q.find_op("cat"));
-  EXPECT_EQ(q.value(cat.outputs[0]).desc.dtype, graph::DataType::kU8);
-  EXPECT_EQ(q.value(q.op(*q.find_op("left")).outputs[0]).desc.dtype, graph::DataType::kI8) << "pooled too";
-  EXPECT_EQ(q.op(q.value(cat.inputs[0]).producer).kind, graph::OpKind::kIdentity) << "left is converted";
-  EXPECT_EQ(q.op(q.value(cat.inputs[1]).producer).name, "other") << "written in the concatenation's type";
-  const auto inputs = inputs_of(m.graph);
-  const auto want = run(m.graph, m.weights, sequential_schedule(m.graph), inputs);
-  const auto got = run(q, qm.weights, sequential_schedule(q), inputs);
-  // Measured: relative error 0.0117, cosine 0.999947, the pooled output 0.0233; with the part
-  // in the concatenation's class (both then i8) 0.0155, 0.999899 and 0.0327.
-  EXPECT_LT(relative_error(got[0], want[0]), 0.0136);
-  EXPECT_GT(cosine(got[0], want[0]), 0.99992);
-  EXPECT_LT(relative_error(got[1], want[1]), 0.028);
-  // value_errors compares the u8 concatenation with the f32 one's positive part.
-  for (const quant::ValueError& e : quant::value_errors(m.graph, m.weights, q, qm.weights, cpu(), inputs))
-    if (e.value == "cat") EXPECT_LT(e.relative, 0.05);
-}
-
-// value_errors finds the op that adds the error: here convolution c1, whose int8 weights are
-// made 10% too large. The part-scale concatenations are left out (one scale cannot dequantise
-// them), and the graph's input has no error.
-TEST(QuantisedNetwork, ValueErrorsPointAtTheOpThatAddsTheError) {
-  const Model m = dense_block();
-  Model qm = quantised(m);
-  for (float& w : qm.weights["c1"].weight) w *= 1.1f;
-  const std::vector<quant::ValueError> errors =
-      quant::value_errors(m.graph, m.weights, qm.graph, qm.weights, cpu(), inputs_of(m.graph));
-  ASSERT_FALSE(errors.empty());
-  const auto worst = std::max_element(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
-    return a.growth < b.growth;
-  });
-  EXPECT_EQ(worst->value, "c1");
-  EXPECT_EQ(worst->kind, "conv2d");
-  EXPECT_GT(worst->growth, 0.05);
-  for (const quant::ValueError& e : errors) {
-    EXPECT_NE(e.value.rfind("cat", 0), 0u) << e.value << " holds a scale per channel";
-    if (e.kind == "input") EXPECT_EQ(e.relative, 0.0) << e.value;
-    if (e.value == "c0") EXPECT_LT(e.relative, 0.03) << "before c1, int8 is close to f32";
-  }
 }
 
 // Features with one bright spot per channel: a global average far below the map's largest
