@@ -45,7 +45,8 @@ struct QType {
 
 class Quantizer {
  public:
-  Quantizer(const Graph& g, const Calibration& c) : g_(g), cal_(c), classes_(g.num_values()) {}
+  Quantizer(const Graph& g, const Calibration& c, const QuantizeOptions& o)
+      : g_(g), cal_(c), options_(o), classes_(g.num_values()) {}
 
   Graph run(QuantizeReport* report) {
     for (const Op& op : g_.ops()) {
@@ -123,7 +124,7 @@ class Quantizer {
   void find_part_scale_concats() {
     part_scales_.assign(g_.num_ops(), false);
     for (const Op& op : g_.ops()) {
-      if (op.kind == OpKind::kConcat) part_scales_[op.id] = part_scale(op);
+      if (op.kind == OpKind::kConcat && options_.part_scales) part_scales_[op.id] = part_scale(op);
     }
   }
 
@@ -195,7 +196,7 @@ class Quantizer {
   void form_classes() {
     for (const Op& op : g_.ops()) {
       if (op.kind != OpKind::kConcat || part_scales_[op.id]) continue;
-      const bool relu_read = only_relu_reads(op.outputs[0]);
+      const bool relu_read = options_.unsigned_relu_reads && only_relu_reads(op.outputs[0]);
       for (ValueId in : op.inputs) {
         const OpId p = g_.value(in).producer;
         if (p == kNoOp || !rescales(g_.op(p).kind)) continue;
@@ -222,7 +223,7 @@ class Quantizer {
         c.max = std::max(c.max, r.max);
         c.absmax = std::max(c.absmax, r.absmax);
       }
-      c.relu_read = c.relu_read && read_through_relu(static_cast<ValueId>(v), root);
+      c.relu_read = c.relu_read && options_.unsigned_relu_reads && read_through_relu(static_cast<ValueId>(v), root);
     }
     report_.scale_classes = 0;
     class_type_.assign(g_.num_values(), QType{});
@@ -340,6 +341,7 @@ class Quantizer {
 
   const Graph& g_;
   const Calibration& cal_;
+  QuantizeOptions options_;
   UnionFind classes_;
   std::vector<QType> class_type_;
   std::vector<bool> part_scales_;                          // by op: a part-scale concatenation
@@ -416,10 +418,11 @@ DataType compute_dtype(const Graph& graph) {
   return f16 ? DataType::kF16 : DataType::kF32;
 }
 
-Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report) {
+Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report,
+               const QuantizeOptions& options) {
   PassLog log;
   const Graph g = batch_norms_as_convolutions(graph, &log);
-  Graph q = Quantizer(g, calibration).run(report);
+  Graph q = Quantizer(g, calibration, options).run(report);
   if (report) report->batch_norm_convolutions = std::move(log.batch_norm_convolutions);
   return q;
 }

@@ -101,9 +101,19 @@ std::string compute_type(const Graph& graph);
 /// for it: u8 for quantised graphs, bf16 for bf16 graphs, f16 when the first input is f16 (`--dtype f16`), else f32.
 DataType compute_dtype(const Graph& graph);
 
+/// Choices of quantize() that keep precision, on by default (off: what they replace, to compare).
+struct QuantizeOptions {
+  /// Concatenations read only by depthwise convolutions keep their parts' scales.
+  bool part_scales = true;
+  /// Values read only through ReLU are u8 over [0, max] (and a concatenation read so keeps parts
+  /// read otherwise out of its class).
+  bool unsigned_relu_reads = true;
+};
+
 /// The int8 graph of an f32 inference graph (see the file comment). Op names are kept, so the f32
 /// weights apply; graph outputs are f32. Throws GraphError when the calibration lacks a value
 /// of the graph (made for another network) or the graph is not f32.
-Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report = nullptr);
+Graph quantize(const Graph& graph, const Calibration& calibration, QuantizeReport* report = nullptr,
+               const QuantizeOptions& options = {});
 
 }  // namespace stagecraft::graph

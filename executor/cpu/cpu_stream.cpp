@@ -42,8 +42,9 @@ CpuStream::CpuStream(const dnnl::engine& engine, int index, const void* owner, b
 class TeamLedger {
  public:
   static TeamLedger& get() {
-    static TeamLedger ledger;
-    return ledger;
+    // Never destroyed: streams of static objects may go after it at exit.
+    static TeamLedger* const ledger = new TeamLedger;
+    return *ledger;
   }
 
   /// On a stream's thread, before a kernel of more than one thread of `owner`.
