@@ -197,7 +197,7 @@ Choice amx_or_not(const KernelSpec& spec, const DnnlContext& ctx, Residual resid
       amx_signature(spec, own.attrs, residual, own.impl, other.impl_info_str()),
       [&] {
         const memory::desc residual_md = residual == Residual::kPostOp ? md(spec.srcs[1]) : memory::desc();
-        return first_conv_faster(own.pd, other, residual_md, spec.threads, ctx.engine) ? "amx" : "without amx";
+        return first_kernel_faster(own.pd, other, residual_md, spec.threads, ctx.engine) ? "amx" : "without amx";
       });
   if (verdict == "amx") return own;
   return {own.attrs, other, cat(other.impl_info_str(), " (faster here than ", own.impl, ")"), true};

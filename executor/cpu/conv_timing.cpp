@@ -32,16 +32,15 @@ std::unordered_map<int, dnnl::memory> scratch_arguments(const dnnl::primitive_de
   return args;
 }
 
-bool first_conv_faster(const dnnl::convolution_forward::primitive_desc& first,
-                       const dnnl::convolution_forward::primitive_desc& second,
-                       const dnnl::memory::desc& post_op_src, int threads, const dnnl::engine& engine) {
+bool first_kernel_faster(const dnnl::primitive_desc_base& first, const dnnl::primitive_desc_base& second,
+                         const dnnl::memory::desc& post_op_src, int threads, const dnnl::engine& engine) {
   double ms[2] = {0, 0};
   std::thread timer([&] {
     omp_set_num_threads(std::max(1, threads));
     dnnl::stream stream(engine);
-    std::vector<std::pair<dnnl::convolution_forward, std::unordered_map<int, dnnl::memory>>> runs;
+    std::vector<std::pair<dnnl::primitive, std::unordered_map<int, dnnl::memory>>> runs;
     for (const auto* pd : {&first, &second}) {
-      runs.emplace_back(dnnl::convolution_forward(*pd), scratch_arguments(*pd, engine, post_op_src));
+      runs.emplace_back(dnnl::primitive(pd->get()), scratch_arguments(*pd, engine, post_op_src));
     }
     const auto run = [&](size_t i) {
       const auto t0 = std::chrono::steady_clock::now();

@@ -33,8 +33,9 @@ constexpr int kWinogradRevision = 6;
 // Which kernels the other ops take, in the device fingerprint the same way: bumped when a kernel
 // choice changes what a stage costs (1: the host softmax over axes before the last, where oneDNN
 // has only its reference kernel; a profile measured with the 77 ms reference softmax made dp
-// schedule YOLO11n 1.5x slower than sequential).
-constexpr int kKernelsRevision = 1;
+// schedule YOLO11n 1.5x slower than sequential; 2: f32 and bf16 linear layers on oneDNN's matmul
+// where it ran faster than its inner product).
+constexpr int kKernelsRevision = 2;
 
 // Host memory serves both kinds: the CPU is the device.
 class HostBuffer : public OwningBuffer {

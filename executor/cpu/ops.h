@@ -85,6 +85,11 @@ inline constexpr const char* kHostSoftmaxImpl = "softmax host";
 bool host_softmax_applies(const KernelSpec& spec);
 std::string add_host_softmax(DnnlKernel& kernel, const KernelSpec& spec);
 
+/// The key of a linear layer's measured choice between oneDNN's inner product and its matmul
+/// (linear_ops.cpp; verdicts "inner product" or "matmul" in ctx.choices): element types, the rows'
+/// shapes, activation, bias, threads.
+std::string linear_signature(const KernelSpec& spec);
+
 /// Reflect padding (PadAttrs::reflect), our own host kernel in rearrange_ops.cpp, for the data
 /// movement family's pad: its description and its build.
 KernelDesc check_reflect_pad(const KernelSpec& spec, DnnlContext& ctx);

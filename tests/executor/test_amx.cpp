@@ -146,8 +146,8 @@ TEST(AmxTrial, TheTimingTellsTheFasterConvolution) {
   dnnl::convolution_forward::primitive_desc slow(conv, engine);
   while (std::string(slow.impl_info_str()).rfind("ref", 0) != 0) ASSERT_TRUE(slow.next_impl());
   ASSERT_NE(std::string(fast.impl_info_str()).rfind("ref", 0), 0u) << fast.impl_info_str();
-  EXPECT_TRUE(cpu::first_conv_faster(fast, slow, dnnl::memory::desc(), 2, engine)) << fast.impl_info_str();
-  EXPECT_FALSE(cpu::first_conv_faster(slow, fast, dnnl::memory::desc(), 2, engine)) << fast.impl_info_str();
+  EXPECT_TRUE(cpu::first_kernel_faster(fast, slow, dnnl::memory::desc(), 2, engine)) << fast.impl_info_str();
+  EXPECT_FALSE(cpu::first_kernel_faster(slow, fast, dnnl::memory::desc(), 2, engine)) << fast.impl_info_str();
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 // activations, transposes, narrows, a class token, softmax over the keys, linear layers and layer
 // norms over the last axis, reductions over tokens) against the reference loops, with every
 // schedule the scheduler makes and beside the convolutions' layouts.
+#include <unistd.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "common/strings.h"
@@ -105,6 +109,75 @@ TEST(TransformerOps, RowMajorKernelsAreNativeAndRefuseOtherLayoutsAndInt8) {
   EXPECT_FALSE(cpu.supports(spec_of(OpKind::kTranspose, t, {u8}, kt)).runnable());
 }
 
+
+// A linear layer over tokens runs on oneDNN's inner product or its matmul, whichever ran faster
+// here, timed once per signature: the verdict lands in the cache directory's kernel file, the
+// plan runs the kernel it names, and a later backend obeys the file (flipped by hand) without
+// measuring again. Both kernels give the reference's values (bias, GELU, [in, out] weights).
+TEST(TransformerOps, LinearLayersRunTheKernelMeasuredFasterAndObeyTheCache) {
+  graph::Graph g("mlp");
+  graph::TensorDesc x = graph::make_desc(graph::Shape{2, 37, 48});
+  x.layout = Layout::kRowMajor;
+  const graph::ValueId in = g.add_input("x", x);
+  const graph::OpId up = g.add_op("up", OpKind::kLinear, graph::LinearAttrs{48, 80, true, graph::Activation::kGelu}, {in});
+  const graph::OpId down = g.add_op("down", OpKind::kLinear, graph::LinearAttrs{80, 24, false, graph::Activation::kNone},
+                                    {g.op(up).outputs[0]});
+  g.add_output(g.op(down).outputs[0]);
+  const stagecraft::testing::Model m = stagecraft::testing::model_of(g, 11);
+  const auto inputs = stagecraft::testing::inputs_of(m.graph);
+  const auto want = testing::reference_run(m.graph, m.weights, inputs);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("sc-linear-", getpid());
+  std::filesystem::remove_all(dir);
+  BackendConfig config;
+  config.cache_dir = dir.string();
+  // The implementations of the two linear kernels, after checking the plan's output.
+  const auto run_with = [&](const std::string& when) {
+    const auto backend = make_backend("cpu", config);
+    const auto schedule = stagecraft::testing::analytic_schedule(m.graph, scheduler::Strategy::kSequential);
+    ExecutionPlan plan(m.graph, schedule, m.weights, *backend);
+    const auto got = Executor(plan).run(inputs);
+    EXPECT_LT(relative_error(got[0], want[0]), 1e-5) << when;
+    std::vector<std::string> impls;
+    for (const PlannedKernel& k : plan.kernels()) impls.push_back(k.kernel->implementation());
+    return impls;
+  };
+  // The kernel file's lines, the linear verdicts flipped where `flip`; returns the verdicts.
+  const auto linear_verdicts = [&](bool flip) {
+    std::vector<std::string> verdicts;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      if (f.path().filename().string().rfind("cpu-kernels-", 0) != 0) continue;
+      std::ifstream file(f.path());
+      std::string text, line;
+      while (std::getline(file, line)) {
+        const auto tab = line.find('\t');
+        if (tab != std::string::npos && line.find("\tlinear ") != std::string::npos) {
+          std::string verdict = line.substr(0, tab);
+          verdicts.push_back(verdict);
+          if (flip) line = (verdict == "matmul" ? "inner product" : "matmul") + line.substr(tab);
+        }
+        text += line + "\n";
+      }
+      file.close();
+      if (flip) std::ofstream(f.path()) << text;
+    }
+    return verdicts;
+  };
+  const std::vector<std::string> first = run_with("measured");
+  const std::vector<std::string> verdicts = linear_verdicts(/*flip=*/true);
+  ASSERT_EQ(verdicts.size(), 2u) << "one measured choice per linear layer in " << dir;
+  ASSERT_EQ(first.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(verdicts[i] == "matmul" || verdicts[i] == "inner product") << verdicts[i];
+  }
+  // The file lists its signatures in their own order: compare the counts of matmul kernels.
+  const auto matmuls = [](const std::vector<std::string>& v, const std::string& matmul_word) {
+    return std::count_if(v.begin(), v.end(), [&](const std::string& s) { return s.find(matmul_word) != std::string::npos; });
+  };
+  EXPECT_EQ(matmuls(first, "(matmul"), matmuls(verdicts, "matmul")) << first[0] << "; " << first[1];
+  const std::vector<std::string> second = run_with("flipped");
+  EXPECT_EQ(matmuls(second, "(matmul"), 2 - matmuls(first, "(matmul")) << second[0] << "; " << second[1];
+  std::filesystem::remove_all(dir);
+}
 }  // namespace
 }  // namespace stagecraft::executor
 
