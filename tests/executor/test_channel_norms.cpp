@@ -129,5 +129,43 @@ TEST(ChannelNorms, TheLayerNormReadsOneLayoutAndWritesAnother) {
   }
 }
 
+
+// Rows of a row-major tensor (a transformer's tokens) of few and of many features, the values far
+// from zero against their spread (50 + N(0, 1): a one-pass variance would cancel): against the
+// definition in double precision, the tail past the last whole vector included (100 = 6 x 16 + 4).
+// Float sums below 4096 features, double sums above.
+TEST(ChannelNorms, TheLayerNormOfRowsWithAnOffsetMatchesTheDefinition) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t c : {100, 768, 5000}) {
+    const int64_t rows = 70;
+    std::vector<float> x(static_cast<size_t>(rows * c));
+    for (float& v : x) v = 50.0f + normal(rng);
+    graph::OpWeights w;
+    for (int64_t i = 0; i < c; ++i) {
+      w.gamma.push_back(1.0f + 0.1f * normal(rng));
+      w.beta.push_back(normal(rng));
+    }
+    graph::TensorDesc d;
+    d.shape = graph::Shape{1, rows, c};
+    d.layout = Layout::kRowMajor;
+    const std::vector<float> y = stagecraft::testing::run_f32_kernel(stagecraft::testing::cpu_backend(), layer_norm_spec(d, w), {x});
+    ASSERT_EQ(y.size(), x.size());
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x.data() + r * c;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < c; ++i) mean += row[i] / static_cast<double>(c);
+      for (int64_t i = 0; i < c; ++i) var += std::pow(row[i] - mean, 2) / static_cast<double>(c);
+      for (int64_t i = 0; i < c; ++i) {
+        const double want = (row[i] - mean) / std::sqrt(var + 1e-5) * w.gamma[static_cast<size_t>(i)] + w.beta[static_cast<size_t>(i)];
+        const double err = std::abs(y[static_cast<size_t>(r * c + i)] - want);
+        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+      }
+    }
+    EXPECT_LT(worst, 2e-5) << c << " features";
+  }
+}
+
 }  // namespace
 }  // namespace stagecraft::executor
