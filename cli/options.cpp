@@ -33,7 +33,7 @@ void add_dtype_options(CLI::App& command, GraphSource& source) {
   source.log = &std::cerr;
   command.add_option("--dtype", source.dtype, "element type: f32 (default) | f16 (CUDA backend) | "
                                               "bf16 (CPUs with AVX512_BF16 or AMX: convolutions, "
-                                              "linear layers and additions in bfloat16) | "
+                                              "linear layers, matmuls and additions in bfloat16) | "
                                               "int8 (quantised: u8/i8 activations, per-channel i8 "
                                               "weights)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "int8"}));

@@ -42,12 +42,12 @@ class Bf16Converter {
   }
 
  private:
-  // Whether the kernel of `op` reads bf16 and writes f32 itself: convolutions (without a residual)
-  // and linear layers, from their f32 accumulators. oneDNN 2.6's binary kernels (additions, a
+  // Whether the kernel of `op` reads bf16 and writes f32 itself: convolutions (without a residual),
+  // linear layers and matmuls of two activations, from their f32 accumulators. oneDNN 2.6's binary kernels (additions, a
   // convolution's residual) have only the reference for a bf16 source and an f32 destination (9 ms
   // for one of MaxViT's additions): those write bf16 and a conversion follows.
   static bool writes_f32_natively(const Op& op) {
-    if (op.kind == OpKind::kLinear) return true;
+    if (op.kind == OpKind::kLinear || op.kind == OpKind::kMatMul) return true;
     return op.kind == OpKind::kConv2d && !op.attrs_as<Conv2dAttrs>().residual;
   }
 
@@ -134,6 +134,7 @@ Bf16Role bf16_role(OpKind kind, const OpAttrs& attrs) {
   switch (kind) {
     case OpKind::kConv2d:
     case OpKind::kLinear:
+    case OpKind::kMatMul:
     case OpKind::kAdd:
     case OpKind::kConcat:
       return Bf16Role::kComputes;
@@ -147,10 +148,14 @@ Bf16Role bf16_role(OpKind kind, const OpAttrs& attrs) {
     case OpKind::kGlobalAvgPool:
     case OpKind::kBatchNorm:
     case OpKind::kRelu:
+    case OpKind::kScale:  // a oneDNN eltwise (attention's query scaling)
     case OpKind::kFlatten:
     case OpKind::kSplit:
     case OpKind::kSlice:
     case OpKind::kIdentity:
+    case OpKind::kReshape:    // a view or a reorder of 2-byte elements
+    case OpKind::kTranspose:  // the same (attention's head shuffles)
+    case OpKind::kNarrow:
       return Bf16Role::kFollows;
     default:
       return Bf16Role::kF32;

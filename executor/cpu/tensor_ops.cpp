@@ -109,11 +109,33 @@ ConcatPlaces places_of(const KernelSpec& spec) {
   return p;
 }
 
+// Whether the tiled host swap runs `spec`: a block swap of f32 elements (the host loop moves
+// floats; bf16 transposes take oneDNN's reorder).
+std::optional<BlockSwap> host_swap(const KernelSpec& spec) {
+  if (spec.srcs[0].dtype != graph::DataType::kF32) return std::nullopt;
+  return block_swap(spec);
+}
+
+// f32 everywhere, or bf16 where oneDNN moves 2-byte elements (transpose, narrow: the destination
+// in the source's type) or multiplies them (matmul: two bf16 sources, a bf16 or f32 destination
+// from its f32 accumulators). concat_constant's constant is f32.
+bool types_supported(const KernelSpec& spec) {
+  using graph::DataType;
+  const DataType in = spec.srcs[0].dtype, out = spec.dsts[0].dtype;
+  if (in == DataType::kF32) return out == DataType::kF32 && (spec.kind != OpKind::kMatMul || spec.srcs[1].dtype == in);
+  if (in != DataType::kBF16 || spec.kind == OpKind::kConcatConstant) return false;
+  if (spec.kind == OpKind::kMatMul) return spec.srcs[1].dtype == in && (out == DataType::kBF16 || out == DataType::kF32);
+  return out == in;
+}
+
 KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
+  if (!types_supported(spec)) {
+    return Support::unsupported(SupportReason::kDataType,
+                                cat(graph::to_string(spec.kind), " runs in f32", spec.kind == OpKind::kConcatConstant ? "" : " or bf16",
+                                    " (got ", graph::to_string(spec.srcs[0].dtype), " -> ",
+                                    graph::to_string(spec.dsts[0].dtype), ")"));
+  }
   for (const auto* d : {&spec.srcs[0], &spec.dsts[0]}) {
-    if (d->dtype != graph::DataType::kF32) {
-      return Support::unsupported(SupportReason::kDataType, cat(graph::to_string(spec.kind), " runs in f32 only"));
-    }
     if (d->layout != graph::Layout::kRowMajor && d->layout != graph::Layout::kNC &&
         d->layout != graph::Layout::kNCHW) {
       return Support::unsupported(SupportReason::kLayout,
@@ -133,7 +155,7 @@ KernelDesc check(const KernelSpec& spec, DnnlContext& ctx) {
   if (spec.kind == OpKind::kConcatConstant && (!spec.weights || spec.weights->weight.empty())) {
     return Support::unsupported(SupportReason::kWeights, "concat_constant needs its constant (weight)");
   }
-  if (spec.kind == OpKind::kTranspose && block_swap(spec)) return described(kSwapImpl, "");
+  if (spec.kind == OpKind::kTranspose && host_swap(spec)) return described(kSwapImpl, "");
   return described(kReorderImpl, "");
 }
 
@@ -150,7 +172,7 @@ std::string build(DnnlKernel& k, const KernelSpec& spec, const KernelDesc& desc,
       return pd.impl_info_str();
     }
     case OpKind::kTranspose:
-      if (const std::optional<BlockSwap> swap = block_swap(spec)) {
+      if (const std::optional<BlockSwap> swap = host_swap(spec)) {
         return k.add_host_f32([s = *swap](const float* src, float* out) { swap_blocks(s, src, out); }, kSwapImpl);
       }
       k.add_reorder(ctx, permuted_source(spec), 0, dst, dst_slot(0));

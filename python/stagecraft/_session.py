@@ -35,8 +35,8 @@ class Session:
     backend, results cached in ``cache_dir``), ``"greedy"``, ``"sequential"``, a Schedule, or a
     schedule file (``.yaml``). ``layout``: None (the backend's preferred), ``"auto"`` (chosen per
     tensor by measuring), or ``nchw`` | ``nhwc`` | ``nChw8c`` | ``nChw16c``. ``dtype="bf16"``
-    computes convolutions, linear layers and additions in bfloat16 on a CPU with AVX512_BF16 or AMX
-    (UsageError elsewhere); ``dtype="int8"``
+    computes convolutions, linear layers, matmuls and additions in bfloat16 on a CPU with
+    AVX512_BF16 or AMX (UsageError elsewhere); ``dtype="int8"``
     quantises with ``calibration`` (a file from ``stagecraft.calibrate``) or calibrates now on
     ``calibration_samples`` generated inputs. ``winograd=False`` runs every convolution on oneDNN
     (default: f32 stride-1 3x3, 1xK and Kx1 convolutions by Winograd's algorithm where oneDNN has

@@ -129,6 +129,31 @@ TEST(Bf16Cpu, ConvolutionsRunOnBf16Kernels) {
   EXPECT_GT(convs, 50u);
 }
 
+// A vision transformer's attention on bf16 kernels: both matmuls of every head and the linear
+// layers run oneDNN's bf16 kernels (the head shuffles are bf16 reorders), and the result tracks f32.
+TEST(Bf16Cpu, AttentionMatmulsRunOnBf16Kernels) {
+  if (!native_bf16()) {
+    GTEST_SKIP() << "this CPU has no native bf16 (" << cpu().device().description() << ")";
+  }
+  const Model m = network("vit_tiny", 64, 2);
+  const graph::Graph h = graph::to_bf16(m.graph);
+  ExecutionPlan plan(h, scheduler::sequential_schedule(h), m.weights, cpu());
+  size_t matmuls = 0;
+  for (const PlannedKernel& k : plan.kernels()) {
+    if (k.ops.size() != 1 || h.op(k.ops[0]).kind != graph::OpKind::kMatMul) continue;
+    ++matmuls;
+    const std::string impl = k.kernel->implementation();
+    EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos)
+        << k.label << ": " << impl;
+  }
+  EXPECT_GE(matmuls, 2u);
+  const auto inputs = inputs_of(m.graph);
+  const auto want = run(m.graph, m.weights, scheduler::sequential_schedule(m.graph), inputs);
+  const auto got = run(h, m.weights, scheduler::sequential_schedule(h), inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scaled_error(got[i], want[i]), 0.03) << i;
+}
+
 TEST(Bf16Cpu, RefusedInOneLineWithoutNativeBf16) {
   if (native_bf16()) {
     GTEST_SKIP() << "this CPU computes bf16 natively (" << cpu().device().description()

@@ -127,6 +127,51 @@ TEST(Bf16, ZeroPaddingFollowsItsInputOtherPaddingIsF32) {
   EXPECT_EQ(bf16_role(OpKind::kConv2d, Conv2dAttrs{}), Bf16Role::kComputes);
 }
 
+// Attention in bf16: the head shuffles (reshape, transpose, narrow) and the query's scaling follow
+// the linear layer's bf16 output, both matmuls read bf16, and the one whose reader is f32 (the
+// softmax) writes f32 from its accumulators: the only conversion inside is the softmax's output.
+TEST(Bf16, AttentionMovesAndMatmulsStayInBf16) {
+  EXPECT_EQ(bf16_role(OpKind::kMatMul, NoAttrs{}), Bf16Role::kComputes);
+  for (OpKind k : {OpKind::kTranspose, OpKind::kNarrow, OpKind::kReshape, OpKind::kScale}) {
+    EXPECT_EQ(bf16_role(k, OpAttrs{}), Bf16Role::kFollows) << to_string(k);
+  }
+  Graph g("attention");
+  TensorDesc x = make_desc(Shape{1, 6, 8});
+  x.layout = Layout::kRowMajor;
+  const ValueId in = g.add_input("x", x);
+  const auto op = [&](const char* name, OpKind kind, OpAttrs attrs, std::vector<ValueId> inputs) {
+    return g.op(g.add_op(name, kind, std::move(attrs), std::move(inputs))).outputs[0];
+  };
+  const ValueId qkv = op("qkv", OpKind::kLinear, LinearAttrs{8, 24, true, Activation::kNone}, {in});
+  ReshapeAttrs heads;
+  heads.dims = {1, 6, 3, 8};
+  heads.full = true;
+  const ValueId split = op("heads", OpKind::kReshape, heads, {qkv});
+  TransposeAttrs t;
+  t.perm = {2, 0, 1, 3};
+  const ValueId shuffled = op("shuffle", OpKind::kTranspose, t, {split});
+  const auto part = [&](const char* name, int64_t i) {
+    return op(name, OpKind::kNarrow, NarrowAttrs{0, i, i + 1}, {shuffled});
+  };
+  const ValueId q = op("scale", OpKind::kScale, ScaleAttrs{0.35}, {part("q", 0)});
+  TransposeAttrs kt;
+  kt.perm = {0, 1, 3, 2};
+  const ValueId k = op("kt", OpKind::kTranspose, kt, {part("k", 1)});
+  const ValueId scores = op("scores", OpKind::kMatMul, NoAttrs{}, {q, k});
+  const ValueId p = op("softmax", OpKind::kSoftmax, SoftmaxAttrs{3, false, false}, {scores});
+  const ValueId mixed = op("mix", OpKind::kMatMul, NoAttrs{}, {p, part("v", 2)});
+  g.add_output(mixed);
+  Bf16Report report;
+  const Graph h = to_bf16(g, &report);
+  for (const char* v : {"qkv", "heads", "shuffle", "q", "k", "v", "scale", "kt"}) {
+    EXPECT_EQ(desc_of(h, v).dtype, DataType::kBF16) << v;
+  }
+  EXPECT_EQ(desc_of(h, "scores").dtype, DataType::kF32);  // read by the softmax only
+  EXPECT_EQ(h.value(h.op(*h.find_op("mix")).inputs[0]).desc.dtype, DataType::kBF16);  // the softmax's, converted
+  EXPECT_EQ(desc_of(h, "mix").dtype, DataType::kF32);     // a graph output
+  EXPECT_EQ(report.conversions, 2u);  // the input; the softmax's output
+}
+
 TEST(Bf16, AQuantisedGraphIsAClearError) {
   NetBuilder b("q", 1, 4, 6, 6);
   const ValueId y = b.conv(b.input(), networks::square_conv(4, 3, 1, 1, true), "conv");
