@@ -111,6 +111,19 @@ TEST(Bf16Cpu, StandaloneBatchNormsRunInBf16AndTrackF32) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scaled_error(got[i], want[i]), 0.03) << i;
 }
 
+// The plan's kernels of one op of `kind`, each checked to run a bf16 (or AMX) implementation.
+size_t bf16_kernels_of(const ExecutionPlan& plan, const graph::Graph& h, graph::OpKind kind) {
+  size_t n = 0;
+  for (const PlannedKernel& k : plan.kernels()) {
+    if (k.ops.size() != 1 || h.op(k.ops[0]).kind != kind) continue;
+    ++n;
+    const std::string impl = k.kernel->implementation();
+    EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos)
+        << k.label << ": " << impl;
+  }
+  return n;
+}
+
 TEST(Bf16Cpu, ConvolutionsRunOnBf16Kernels) {
   if (!native_bf16()) {
     GTEST_SKIP() << "this CPU has no native bf16 (" << cpu().device().description() << ")";
@@ -118,15 +131,7 @@ TEST(Bf16Cpu, ConvolutionsRunOnBf16Kernels) {
   const Model m = network("googlenet", 64, 1);
   const graph::Graph h = graph::to_bf16(m.graph);
   ExecutionPlan plan(h, scheduler::sequential_schedule(h), m.weights, cpu());
-  size_t convs = 0;
-  for (const PlannedKernel& k : plan.kernels()) {
-    if (k.ops.size() != 1 || h.op(k.ops[0]).kind != graph::OpKind::kConv2d) continue;
-    ++convs;
-    const std::string impl = k.kernel->implementation();
-    EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos)
-        << k.label << ": " << impl;
-  }
-  EXPECT_GT(convs, 50u);
+  EXPECT_GT(bf16_kernels_of(plan, h, graph::OpKind::kConv2d), 50u);
 }
 
 // A vision transformer's attention on bf16 kernels: both matmuls of every head and the linear
@@ -138,15 +143,8 @@ TEST(Bf16Cpu, AttentionMatmulsRunOnBf16Kernels) {
   const Model m = network("vit_tiny", 64, 2);
   const graph::Graph h = graph::to_bf16(m.graph);
   ExecutionPlan plan(h, scheduler::sequential_schedule(h), m.weights, cpu());
-  size_t matmuls = 0;
-  for (const PlannedKernel& k : plan.kernels()) {
-    if (k.ops.size() != 1 || h.op(k.ops[0]).kind != graph::OpKind::kMatMul) continue;
-    ++matmuls;
-    const std::string impl = k.kernel->implementation();
-    EXPECT_TRUE(impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos)
-        << k.label << ": " << impl;
-  }
-  EXPECT_GE(matmuls, 2u);
+  EXPECT_GE(bf16_kernels_of(plan, h, graph::OpKind::kMatMul), 2u);
+  EXPECT_GE(bf16_kernels_of(plan, h, graph::OpKind::kLinear), 2u);
   const auto inputs = inputs_of(m.graph);
   const auto want = run(m.graph, m.weights, scheduler::sequential_schedule(m.graph), inputs);
   const auto got = run(h, m.weights, scheduler::sequential_schedule(h), inputs);
