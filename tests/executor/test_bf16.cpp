@@ -135,7 +135,8 @@ TEST(Bf16Cpu, ConvolutionsRunOnBf16Kernels) {
 }
 
 // A vision transformer's attention on bf16 kernels: both matmuls of every head and the linear
-// layers run oneDNN's bf16 kernels (the head shuffles are bf16 reorders), and the result tracks f32.
+// classifier run oneDNN's bf16 kernels (vit_tiny projects with 1x1 convolutions; the head
+// shuffles are bf16 reorders), and the result tracks f32.
 TEST(Bf16Cpu, AttentionMatmulsRunOnBf16Kernels) {
   if (!native_bf16()) {
     GTEST_SKIP() << "this CPU has no native bf16 (" << cpu().device().description() << ")";
@@ -144,7 +145,7 @@ TEST(Bf16Cpu, AttentionMatmulsRunOnBf16Kernels) {
   const graph::Graph h = graph::to_bf16(m.graph);
   ExecutionPlan plan(h, scheduler::sequential_schedule(h), m.weights, cpu());
   EXPECT_GE(bf16_kernels_of(plan, h, graph::OpKind::kMatMul), 2u);
-  EXPECT_GE(bf16_kernels_of(plan, h, graph::OpKind::kLinear), 2u);
+  EXPECT_GE(bf16_kernels_of(plan, h, graph::OpKind::kLinear), 1u);
   const auto inputs = inputs_of(m.graph);
   const auto want = run(m.graph, m.weights, scheduler::sequential_schedule(m.graph), inputs);
   const auto got = run(h, m.weights, scheduler::sequential_schedule(h), inputs);
