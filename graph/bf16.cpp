@@ -43,9 +43,10 @@ class Bf16Converter {
 
  private:
   // Whether the kernel of `op` reads bf16 and writes f32 itself: convolutions (without a residual),
-  // linear layers and matmuls of two activations, from their f32 accumulators. oneDNN 2.6's binary kernels (additions, a
-  // convolution's residual) have only the reference for a bf16 source and an f32 destination (9 ms
-  // for one of MaxViT's additions): those write bf16 and a conversion follows.
+  // linear layers and matmuls of two activations, from their f32 accumulators. oneDNN 2.6's
+  // binary kernels (additions, a convolution's residual) have only the reference for a bf16
+  // source and an f32 destination (9 ms for one of MaxViT's additions): those write bf16 and a
+  // conversion follows.
   static bool writes_f32_natively(const Op& op) {
     if (op.kind == OpKind::kLinear || op.kind == OpKind::kMatMul) return true;
     return op.kind == OpKind::kConv2d && !op.attrs_as<Conv2dAttrs>().residual;
