@@ -75,12 +75,17 @@ struct LinearState : KernelDesc::State {
 dnnl::matmul::primitive_desc faster_matmul(const KernelSpec& spec, const DnnlContext& ctx,
                                            const dnnl::inner_product_forward::primitive_desc& ip) {
   if (!ctx.choices) return {};
-  dnnl::matmul::primitive_desc mm = matmul_pd(spec, ctx);
-  if (!mm || is_reference(mm.impl_info_str())) return {};
+  const auto usable = [&] {
+    dnnl::matmul::primitive_desc mm = matmul_pd(spec, ctx);
+    return mm && !is_reference(mm.impl_info_str()) ? mm : dnnl::matmul::primitive_desc();
+  };
+  // The matmul's descriptor is made only to measure it and where it won (a cached "inner
+  // product" costs one lookup).
   const std::string verdict = ctx.choices->choose(linear_signature(spec), [&] {
-    return first_kernel_faster(mm, ip, memory::desc(), spec.threads, ctx.engine) ? "matmul" : "inner product";
+    const dnnl::matmul::primitive_desc mm = usable();
+    return mm && first_kernel_faster(mm, ip, memory::desc(), spec.threads, ctx.engine) ? "matmul" : "inner product";
   });
-  return verdict == "matmul" ? mm : dnnl::matmul::primitive_desc();
+  return verdict == "matmul" ? usable() : dnnl::matmul::primitive_desc();
 }
 
 // f32 and bf16: the state holds the descriptors (the desc carries it). Quantised: the inner
